@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: MIT
+// Resolved parameters of one Trainium chip. Hardware facts are Required (every chip preset gives
+// them, citing its source in docs/configuration.md); modelling knobs have their default here.
+#pragma once
+
+#include <string>
+
+#include "trnsim/config/schema.hpp"
+#include "trnsim/units.hpp"
+
+namespace trnsim::config {
+
+// Multiply-accumulates per processing element per Tensor-engine cycle, per data type;
+// 0 means the chip does not support the type.
+struct DtypeRates {
+  double fp32 = 0, bf16 = 0, fp16 = 0, fp8 = 0, mxfp8 = 0, mxfp4 = 0;
+  template <class V>
+  void visit(V& v) {
+    v.field("fp32", fp32, "FP32 MACs per PE per cycle", AtLeast{0});
+    v.field("bf16", bf16, "BF16 MACs per PE per cycle", AtLeast{0});
+    v.field("fp16", fp16, "FP16 MACs per PE per cycle", AtLeast{0});
+    v.field("fp8", fp8, "FP8 (E4M3/E5M2) MACs per PE per cycle", AtLeast{0});
+    v.field("mxfp8", mxfp8, "MXFP8 (OCP MX) MACs per PE per cycle", AtLeast{0});
+    v.field("mxfp4", mxfp4, "MXFP4 MACs per PE per cycle", AtLeast{0});
+  }
+};
+
+// Energy per MAC, per data type.
+struct DtypeEnergy {
+  Energy fp32{}, bf16{}, fp16{}, fp8{}, mxfp8{}, mxfp4{};
+  template <class V>
+  void visit(V& v) {
+    v.field("fp32", fp32, "energy per FP32 MAC");
+    v.field("bf16", bf16, "energy per BF16 MAC");
+    v.field("fp16", fp16, "energy per FP16 MAC");
+    v.field("fp8", fp8, "energy per FP8 MAC");
+    v.field("mxfp8", mxfp8, "energy per MXFP8 MAC");
+    v.field("mxfp4", mxfp4, "energy per MXFP4 MAC");
+  }
+};
+
+struct PowerRamp {
+  bool enabled = true;
+  double start_fraction = 0.5;
+  Duration ramp_time = Duration(3e-6);
+  Duration dip_window = Duration(3e-6);
+  template <class V>
+  void visit(V& v) {
+    v.field("enabled", enabled, "model the Tensor engine dI/dt throttle");
+    v.field("start_fraction", start_fraction, "fraction of peak rate when the engine starts",
+            InRange{0.01, 1});
+    v.field("ramp_time", ramp_time, "time from start_fraction to full rate", AtLeast{0});
+    v.field("dip_window", dip_window,
+            "idle window after which the throttle re-engages", AtLeast{0});
+  }
+};
+
+struct TensorEngineParams {
+  Frequency clock{};
+  int rows = 128;
+  int cols = 128;
+  int moving_free_max = 512;      // elements of the moving tensor's free dimension per matmul
+  int matmul_min_ii_cycles = 64;  // minimum initiation interval of one matmul instruction
+  int stationary_load_cycles = 32;
+  int fixed_overhead_cycles = 64;  // pipeline fill/drain per dependent instruction
+  DtypeRates macs_per_pe_cycle{};
+  DtypeEnergy energy_per_mac{};
+  Power idle_power{1.0};
+  PowerRamp power_ramp{};
+  template <class V>
+  void visit(V& v) {
+    v.field("clock", clock, "Tensor engine clock", Required{});
+    v.field("rows", rows, "systolic array rows (contraction, partitions)", AtLeast{1});
+    v.field("cols", cols, "systolic array columns (stationary free size)", AtLeast{1});
+    v.field("moving_free_max", moving_free_max, "largest moving free size per matmul",
+            AtLeast{1});
+    v.field("matmul_min_ii_cycles", matmul_min_ii_cycles,
+            "minimum initiation interval of a matmul instruction, in cycles", AtLeast{1});
+    v.field("stationary_load_cycles", stationary_load_cycles,
+            "cycles to load a stationary tile (background load)", AtLeast{0});
+    v.field("fixed_overhead_cycles", fixed_overhead_cycles,
+            "pipeline fill and drain of a dependent instruction, in cycles", AtLeast{0});
+    v.field("macs_per_pe_cycle", macs_per_pe_cycle, "MAC rate per PE per cycle by data type",
+            Required{});
+    v.field("energy_per_mac", energy_per_mac, "energy per MAC by data type", Required{});
+    v.field("idle_power", idle_power, "clock-gated idle power per core");
+    v.field("power_ramp", power_ramp, "dI/dt throttle of the Tensor engine");
+  }
+};
+
+// Vector, Scalar and GpSimd engines: lanes of elements per cycle at their own clock.
+struct ElementEngineParams {
+  Frequency clock{};
+  int elements_per_cycle_16bit = 128;  // BF16/FP16/FP8 elements per cycle
+  int elements_per_cycle_32bit = 128;  // FP32 elements per cycle
+  int fixed_overhead_cycles = 100;     // static overhead of a dependent instruction
+  Energy energy_per_element{};
+  template <class V>
+  void visit(V& v) {
+    v.field("clock", clock, "engine clock", Required{});
+    v.field("elements_per_cycle_16bit", elements_per_cycle_16bit,
+            "16-bit (and 8-bit) elements processed per cycle", AtLeast{1});
+    v.field("elements_per_cycle_32bit", elements_per_cycle_32bit,
+            "32-bit elements processed per cycle", AtLeast{1});
+    v.field("fixed_overhead_cycles", fixed_overhead_cycles,
+            "static overhead of a dependent instruction, in cycles", AtLeast{0});
+    v.field("energy_per_element", energy_per_element, "energy per element operation",
+            Required{});
+  }
+};
+
+struct SramParams {
+  int partitions = 128;
+  Bytes bytes_per_partition{};
+  int banks = 1;
+  EnergyPerBit read_energy{};
+  EnergyPerBit write_energy{};
+  template <class V>
+  void visit(V& v) {
+    v.field("partitions", partitions, "partitions (rows of the array)", AtLeast{1});
+    v.field("bytes_per_partition", bytes_per_partition, "capacity of one partition", Required{});
+    v.field("banks", banks, "independently accumulating banks", AtLeast{1});
+    v.field("read_energy", read_energy, "read energy per bit", Required{});
+    v.field("write_energy", write_energy, "write energy per bit", Required{});
+  }
+};
+
+struct DmaParams {
+  int engines = 16;
+  int queues_per_engine = 16;
+  Bandwidth engine_bandwidth{};  // practical per-engine rate
+  Duration start_latency{};      // semaphore to first byte
+  Duration descriptor_cost{};    // per DMA instruction (descriptor generation)
+  Bytes packet_bytes = Bytes(2048);
+  EnergyPerBit energy{};
+  template <class V>
+  void visit(V& v) {
+    v.field("engines", engines, "DMA engines per NeuronCore", AtLeast{1});
+    v.field("queues_per_engine", queues_per_engine, "queues (rings) per DMA engine", AtLeast{1});
+    v.field("engine_bandwidth", engine_bandwidth, "practical bandwidth of one DMA engine",
+            Required{});
+    v.field("start_latency", start_latency, "fixed cost from semaphore to transfer start",
+            Required{});
+    v.field("descriptor_cost", descriptor_cost, "cost of generating one DMA instruction",
+            Required{});
+    v.field("packet_bytes", packet_bytes, "round-robin granularity between queues", Positive{});
+    v.field("energy", energy, "on-chip transport energy per bit (NoC)", Required{});
+  }
+};
+
+struct CoreParams {
+  TensorEngineParams tensor{};
+  ElementEngineParams vector{}, scalar{}, gpsimd{};
+  SramParams sbuf{}, psum{};
+  DmaParams dma{};
+  template <class V>
+  void visit(V& v) {
+    v.field("tensor", tensor, "Tensor engine (systolic array)", Required{});
+    v.field("vector", vector, "Vector engine", Required{});
+    v.field("scalar", scalar, "Scalar (activation) engine", Required{});
+    v.field("gpsimd", gpsimd, "GpSimd engine", Required{});
+    v.field("sbuf", sbuf, "state buffer (SBUF)", Required{});
+    v.field("psum", psum, "partial-sum buffer (PSUM)", Required{});
+    v.field("dma", dma, "DMA engines of one core", Required{});
+  }
+};
+
+// HBM timings in nanoseconds (converted to clock cycles of the derived command clock).
+struct HbmTiming {
+  Duration tCL{}, tRCD{}, tRP{}, tRAS{}, tRC{}, tWR{}, tCWL{}, tRRD_S{}, tRRD_L{}, tFAW{},
+      tWTR_S{}, tWTR_L{}, tRTP{}, tRFC{}, tREFI{};
+  int tCCD_S_ck = 2, tCCD_L_ck = 4, burst_ck = 2;
+  template <class V>
+  void visit(V& v) {
+    v.field("tCL", tCL, "read latency (CAS)", Required{});
+    v.field("tRCD", tRCD, "activate to read/write", Required{});
+    v.field("tRP", tRP, "precharge to activate", Required{});
+    v.field("tRAS", tRAS, "activate to precharge", Required{});
+    v.field("tRC", tRC, "activate to activate, same bank", Required{});
+    v.field("tWR", tWR, "write recovery", Required{});
+    v.field("tCWL", tCWL, "write latency", Required{});
+    v.field("tRRD_S", tRRD_S, "activate to activate, different bank group", Required{});
+    v.field("tRRD_L", tRRD_L, "activate to activate, same bank group", Required{});
+    v.field("tFAW", tFAW, "four-activate window", Required{});
+    v.field("tWTR_S", tWTR_S, "write to read, different bank group", Required{});
+    v.field("tWTR_L", tWTR_L, "write to read, same bank group", Required{});
+    v.field("tRTP", tRTP, "read to precharge", Required{});
+    v.field("tRFC", tRFC, "all-bank refresh cycle time", Required{});
+    v.field("tREFI", tREFI, "refresh interval", Required{});
+    v.field("tCCD_S_ck", tCCD_S_ck, "column to column, different bank group (clocks)",
+            AtLeast{1});
+    v.field("tCCD_L_ck", tCCD_L_ck, "column to column, same bank group (clocks)", AtLeast{1});
+    v.field("burst_ck", burst_ck, "clocks one burst occupies the data bus", AtLeast{1});
+  }
+};
+
+struct HbmEnergy {
+  Energy activate_precharge{};
+  EnergyPerBit read{}, write{}, phy{}, controller{};
+  Energy refresh_per_channel{};
+  Power background_per_stack{};
+  template <class V>
+  void visit(V& v) {
+    v.field("activate_precharge", activate_precharge, "energy of one ACT+PRE pair (one row)",
+            Required{});
+    v.field("read", read, "DRAM read energy per bit", Required{});
+    v.field("write", write, "DRAM write energy per bit", Required{});
+    v.field("phy", phy, "host PHY energy per bit", Required{});
+    v.field("controller", controller, "memory controller energy per bit", Required{});
+    v.field("refresh_per_channel", refresh_per_channel, "energy of one all-bank refresh",
+            Required{});
+    v.field("background_per_stack", background_per_stack, "standby power per stack",
+            Required{});
+  }
+};
+
+enum class PagePolicy { open, closed };
+constexpr auto enum_names(PagePolicy) {
+  return std::array{std::pair{PagePolicy::open, std::string_view("open")},
+                    std::pair{PagePolicy::closed, std::string_view("closed")}};
+}
+
+struct HbmParams {
+  std::string type = "HBM3E";
+  int stacks = 4;
+  Bytes capacity_per_stack{};
+  Bandwidth bandwidth{};  // per chip, all stacks; the pin rate is derived from it
+  int bus_bits_per_stack = 1024;
+  int channels = 16;
+  int pseudo_channels = 2;
+  int bank_groups = 4;
+  int banks_per_group = 4;
+  int sids = 1;
+  Bytes row_bytes = Bytes(1024);
+  Bytes burst_bytes = Bytes(32);
+  Bytes interleave_bytes = Bytes(256);
+  Duration controller_latency = Duration(40e-9);
+  PagePolicy page_policy = PagePolicy::open;
+  HbmTiming timing{};
+  HbmEnergy energy{};
+  template <class V>
+  void visit(V& v) {
+    v.field("type", type, "memory technology (informational)");
+    v.field("stacks", stacks, "HBM stacks per chip", AtLeast{1});
+    v.field("capacity_per_stack", capacity_per_stack, "capacity of one stack", Required{});
+    v.field("bandwidth", bandwidth, "peak bandwidth of all stacks of the chip", Required{});
+    v.field("bus_bits_per_stack", bus_bits_per_stack, "data pins per stack", AtLeast{1});
+    v.field("channels", channels, "channels per stack", AtLeast{1});
+    v.field("pseudo_channels", pseudo_channels, "pseudo-channels per channel", AtLeast{1});
+    v.field("bank_groups", bank_groups, "bank groups per pseudo-channel and SID", AtLeast{1});
+    v.field("banks_per_group", banks_per_group, "banks per bank group", AtLeast{1});
+    v.field("sids", sids, "stack IDs (ranks)", AtLeast{1});
+    v.field("row_bytes", row_bytes, "row (page) size per pseudo-channel", Positive{});
+    v.field("burst_bytes", burst_bytes, "bytes per burst per pseudo-channel", Positive{});
+    v.field("interleave_bytes", interleave_bytes,
+            "address interleaving granularity across stacks and channels", Positive{});
+    v.field("controller_latency", controller_latency,
+            "controller, PHY and on-chip path latency added to each access", AtLeast{0});
+    v.field("page_policy", page_policy, "row buffer policy");
+    v.field("timing", timing, "DRAM timing parameters", Required{});
+    v.field("energy", energy, "DRAM energy parameters", Required{});
+  }
+};
+
+struct ChipLinkParams {
+  int lanes = 160;
+  Bandwidth lane_rate{};  // per lane per direction
+  Duration phy_latency{};
+  EnergyPerBit energy{};
+  double idle_fraction = 0.5;
+  template <class V>
+  void visit(V& v) {
+    v.field("lanes", lanes, "SerDes lanes per chip", AtLeast{1});
+    v.field("lane_rate", lane_rate, "data rate of one lane per direction", Required{});
+    v.field("phy_latency", phy_latency, "PHY, PCS and FEC latency per link end", Required{});
+    v.field("energy", energy, "link energy per bit per direction", Required{});
+    v.field("idle_fraction", idle_fraction, "idle link power as a fraction of full-rate power",
+            InRange{0, 1});
+  }
+};
+
+struct ChipParams {
+  std::string name;
+  std::string core_version;
+  int cores = 8;
+  int dies = 2;
+  Power tdp{};
+  Power static_power{};
+  EnergyPerBit die_to_die_energy{};
+  Bandwidth die_to_die_bandwidth{};
+  Duration die_to_die_latency{};
+  CoreParams core{};
+  HbmParams hbm{};
+  ChipLinkParams link{};
+  template <class V>
+  void visit(V& v) {
+    v.field("name", name, "chip name", Required{});
+    v.field("core_version", core_version, "NeuronCore version", Required{});
+    v.field("cores", cores, "NeuronCores per chip", AtLeast{1});
+    v.field("dies", dies, "compute dies per chip", AtLeast{1});
+    v.field("tdp", tdp, "thermal design power", Required{});
+    v.field("static_power", static_power, "leakage and uncore power of the whole chip",
+            Required{});
+    v.field("die_to_die_energy", die_to_die_energy, "energy per bit crossing between dies",
+            Required{});
+    v.field("die_to_die_bandwidth", die_to_die_bandwidth,
+            "bandwidth per direction between the two dies", Required{});
+    v.field("die_to_die_latency", die_to_die_latency, "latency of a die crossing", Required{});
+    v.field("core", core, "one NeuronCore", Required{});
+    v.field("hbm", hbm, "HBM stacks", Required{});
+    v.field("link", link, "chip-to-chip link interface", Required{});
+  }
+};
+
+}  // namespace trnsim::config

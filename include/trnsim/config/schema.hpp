@@ -1,0 +1,393 @@
+// SPDX-License-Identifier: MIT
+// One description per parameter struct serves reading, writing and documenting it.
+//
+// A parameter struct lists its fields once, in a member template:
+//
+//   struct HbmParams {
+//     int stacks = 4;
+//     Bandwidth bandwidth{};
+//     template <class V> void visit(V& v) {
+//       v.field("stacks", stacks, "HBM stacks per chip", AtLeast{1});
+//       v.field("bandwidth", bandwidth, "peak HBM bandwidth per chip", Required{});
+//     }
+//   };
+//
+// JsonReader fills it from JSON (rejecting unknown keys, bad types and bad units with the file and
+// the JSON pointer), JsonWriter turns it back into JSON with units, SchemaCollector lists the
+// fields for the docs. Defaults live in the member initialisers and nowhere else.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <concepts>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "trnsim/error.hpp"
+#include "trnsim/units.hpp"
+
+namespace trnsim::config {
+
+using Json = nlohmann::json;
+
+// ---- constraints, given as the optional last argument of field() --------------------------------
+struct NoCheck {};
+struct Required {};  // the key must be present (hardware facts that have no sensible default)
+struct AtLeast {
+  double min;
+};
+struct Positive {};  // > 0
+struct InRange {
+  double min, max;
+};
+
+// ---- enums: a type opts in by declaring `enum_names(E)` returning pairs of value and name -------
+template <class E>
+concept NamedEnum = std::is_enum_v<E> && requires(E e) { enum_names(e); };
+
+template <NamedEnum E>
+std::string_view enum_name(E value) {
+  for (const auto& [v, n] : enum_names(E{})) {
+    if (v == value) return n;
+  }
+  throw InternalError("enum value without a name");
+}
+
+struct ProbeVisitor {
+  template <class F, class... C>
+  void field(std::string_view, F&, std::string_view, C...) {}
+};
+template <class T>
+concept Visitable = requires(T& t, ProbeVisitor& v) { t.visit(v); };
+
+// ---- where each value came from ----------------------------------------------------------------
+// Maps a JSON pointer to the file (or "--set") that last set it; lookups walk up to the nearest
+// ancestor so that errors always name a file.
+class Provenance {
+ public:
+  void record(const std::string& pointer, const std::string& source);
+  void record_tree(const Json& j, const std::string& pointer, const std::string& source);
+  std::string source_of(std::string pointer) const;
+
+ private:
+  std::map<std::string, std::string> by_pointer_;
+};
+
+// "file:/json/pointer: message"
+std::string located(const Provenance& prov, const std::string& pointer, std::string_view message);
+
+// The key among `candidates` nearest to `key` (edit distance), or "" when none is close.
+std::string nearest_key(std::string_view key, const std::vector<std::string>& candidates);
+
+std::string json_pointer_append(const std::string& base, std::string_view key);
+
+// ---- reading ------------------------------------------------------------------------------------
+class JsonReader {
+ public:
+  JsonReader(const Json& object, std::string pointer, const Provenance& prov);
+
+  // Reads key into out if present; checks the constraint; records the key as known.
+  template <class T, class C = NoCheck>
+  void field(std::string_view key, T& out, std::string_view /*description*/, C check = {}) {
+    known_.emplace_back(key);
+    const std::string ptr = json_pointer_append(pointer_, key);
+    if (!object_.contains(std::string(key))) {
+      if constexpr (std::is_same_v<C, Required>) {
+        fail(ptr, fmt::format("missing required key \"{}\" ({})", key, expected<T>(check)));
+      }
+      return;
+    }
+    read_value(object_.at(std::string(key)), ptr, out, check);
+  }
+
+  // Rejects keys that no field() asked for, suggesting the nearest known one.
+  void finish() const;
+
+  // Reads a whole visitable struct at the root of `j`.
+  template <Visitable T>
+  static void read(const Json& j, const std::string& pointer, const Provenance& prov, T& out) {
+    if (!j.is_object()) {
+      throw ConfigError(located(prov, pointer, fmt::format("expected an object, got {}", j.dump())));
+    }
+    JsonReader r(j, pointer, prov);
+    out.visit(r);
+    r.finish();
+  }
+
+  [[noreturn]] void fail(const std::string& pointer, std::string_view message) const;
+
+ private:
+  template <class T, class C>
+  static std::string expected(C check);
+
+  template <class T, class C>
+  void read_value(const Json& j, const std::string& ptr, T& out, C check) const;
+
+  template <class C>
+  void check_number(const Json& j, const std::string& ptr, double v, C check,
+                    std::string_view what) const;
+
+  const Json& object_;
+  std::string pointer_;
+  const Provenance& prov_;
+  std::vector<std::string> known_;
+};
+
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {};
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {};
+
+template <class C>
+std::string constraint_text(C check) {
+  if constexpr (std::is_same_v<C, AtLeast>) {
+    return fmt::format(" >= {}", check.min);
+  } else if constexpr (std::is_same_v<C, Positive>) {
+    return " > 0";
+  } else if constexpr (std::is_same_v<C, InRange>) {
+    return fmt::format(" in [{}, {}]", check.min, check.max);
+  } else {
+    return "";
+  }
+}
+
+template <class T>
+std::string type_text() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return "a boolean";
+  } else if constexpr (std::is_integral_v<T>) {
+    return "an integer";
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return "a number";
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return "a string";
+  } else if constexpr (NamedEnum<T>) {
+    std::string names;
+    for (const auto& [v, n] : enum_names(T{})) {
+      names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", n);
+    }
+    return "one of " + names;
+  } else if constexpr (is_vector<T>::value) {
+    return "an array of " + type_text<typename T::value_type>() + "s";
+  } else if constexpr (is_optional<T>::value) {
+    return type_text<typename T::value_type>();
+  } else if constexpr (Visitable<T>) {
+    return "an object";
+  } else {
+    return quantity_example<T>();
+  }
+}
+
+template <class T, class C>
+std::string JsonReader::expected(C check) {
+  return "expected " + type_text<T>() + constraint_text(check);
+}
+
+template <class C>
+void JsonReader::check_number(const Json& j, const std::string& ptr, double v, C check,
+                              std::string_view what) const {
+  bool ok = std::isfinite(v);
+  if constexpr (std::is_same_v<C, AtLeast>) ok = ok && v >= check.min;
+  if constexpr (std::is_same_v<C, Positive>) ok = ok && v > 0;
+  if constexpr (std::is_same_v<C, InRange>) ok = ok && v >= check.min && v <= check.max;
+  if (!ok) fail(ptr, fmt::format("expected {}{}, got {}", what, constraint_text(check), j.dump()));
+}
+
+template <class T, class C>
+void JsonReader::read_value(const Json& j, const std::string& ptr, T& out, C check) const {
+  auto mismatch = [&]() { fail(ptr, fmt::format("{}, got {}", expected<T>(check), j.dump())); };
+  if constexpr (std::is_same_v<T, bool>) {
+    if (!j.is_boolean()) mismatch();
+    out = j.get<bool>();
+  } else if constexpr (std::is_integral_v<T>) {
+    if (!j.is_number_integer()) mismatch();
+    if constexpr (std::is_unsigned_v<T>) {
+      if (j.is_number_integer() && !j.is_number_unsigned()) mismatch();
+    }
+    const auto v = j.get<T>();
+    check_number(j, ptr, double(v), check, type_text<T>());
+    out = v;
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (!j.is_number()) mismatch();
+    const auto v = j.get<double>();
+    check_number(j, ptr, v, check, type_text<T>());
+    out = static_cast<T>(v);
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (!j.is_string()) mismatch();
+    out = j.get<std::string>();
+    if constexpr (std::is_same_v<C, Positive>) {
+      if (out.empty()) fail(ptr, "expected a non-empty string, got \"\"");
+    }
+  } else if constexpr (NamedEnum<T>) {
+    if (!j.is_string()) mismatch();
+    const auto s = j.get<std::string>();
+    for (const auto& [v, n] : enum_names(T{})) {
+      if (n == s) {
+        out = v;
+        return;
+      }
+    }
+    std::vector<std::string> names;
+    for (const auto& [v, n] : enum_names(T{})) names.emplace_back(n);
+    const auto near = nearest_key(s, names);
+    fail(ptr, fmt::format("{}, got {}{}", expected<T>(check), j.dump(),
+                          near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
+  } else if constexpr (is_optional<T>::value) {
+    typename T::value_type v{};
+    if constexpr (Visitable<typename T::value_type>) {
+      read(j, ptr, prov_, v);
+    } else {
+      read_value(j, ptr, v, check);
+    }
+    out = std::move(v);
+  } else if constexpr (is_vector<T>::value) {
+    if (!j.is_array()) mismatch();
+    T result;
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      typename T::value_type v{};
+      const auto eptr = fmt::format("{}/{}", ptr, i);
+      if constexpr (Visitable<typename T::value_type>) {
+        read(j[i], eptr, prov_, v);
+      } else {
+        read_value(j[i], eptr, v, check);
+      }
+      result.push_back(std::move(v));
+    }
+    out = std::move(result);
+  } else if constexpr (Visitable<T>) {
+    read(j, ptr, prov_, out);
+  } else {
+    // A quantity with units: only strings such as "4.9TB/s" are accepted.
+    if (!j.is_string()) {
+      fail(ptr, fmt::format("expected {} (a string with a unit), got {}", quantity_example<T>(),
+                            j.dump()));
+    }
+    try {
+      out = parse_quantity<T>(j.get<std::string>());
+    } catch (const UnitError& e) {
+      fail(ptr, e.what());
+    }
+    check_number(j, ptr, out.si, check, quantity_example<T>());
+  }
+}
+
+// ---- writing ------------------------------------------------------------------------------------
+class JsonWriter {
+ public:
+  explicit JsonWriter(Json& out) : out_(out) {}
+
+  template <class T, class C = NoCheck>
+  void field(std::string_view key, const T& value, std::string_view, C = {}) {
+    if constexpr (is_optional<T>::value) {
+      if (value) out_[std::string(key)] = to_json(*value);
+    } else {
+      out_[std::string(key)] = to_json(value);
+    }
+  }
+
+  template <class T>
+  static Json to_json(const T& value) {
+    if constexpr (std::is_arithmetic_v<T> || std::is_same_v<T, std::string>) {
+      return Json(value);
+    } else if constexpr (NamedEnum<T>) {
+      return Json(std::string(enum_name(value)));
+    } else if constexpr (is_vector<T>::value) {
+      Json a = Json::array();
+      for (const auto& v : value) a.push_back(to_json(v));
+      return a;
+    } else if constexpr (Visitable<T>) {
+      Json o = Json::object();
+      JsonWriter w(o);
+      const_cast<T&>(value).visit(w);
+      return o;
+    } else {
+      return Json(format(value));
+    }
+  }
+
+ private:
+  Json& out_;
+};
+
+// ---- documenting ----------------------------------------------------------------------------------
+struct FieldDoc {
+  std::string pointer;
+  std::string type;
+  std::string default_value;  // JSON text; empty when required
+  std::string description;
+};
+
+template <class T>
+constexpr bool vector_of_visitable() {
+  if constexpr (is_vector<T>::value) {
+    return Visitable<typename T::value_type>;
+  } else {
+    return false;
+  }
+}
+
+class SchemaCollector {
+ public:
+  SchemaCollector(std::string pointer, std::vector<FieldDoc>& out)
+      : pointer_(std::move(pointer)), out_(out) {}
+
+  template <class T, class C = NoCheck>
+  void field(std::string_view key, T& value, std::string_view description, C check = {}) {
+    const std::string ptr = json_pointer_append(pointer_, key);
+    using Inner = std::conditional_t<is_optional<T>::value, typename is_optional_inner<T>::type, T>;
+    if constexpr (Visitable<Inner>) {
+      out_.push_back({ptr, "object", "", std::string(description)});
+      Inner inner{};
+      if constexpr (is_optional<T>::value) {
+        if (value) inner = *value;
+      } else {
+        inner = value;
+      }
+      SchemaCollector sub(ptr, out_);
+      inner.visit(sub);
+    } else if constexpr (vector_of_visitable<Inner>()) {
+      out_.push_back({ptr, "array of objects", "", std::string(description)});
+      typename Inner::value_type element{};
+      SchemaCollector sub(ptr + "/N", out_);
+      element.visit(sub);
+    } else {
+      std::string def;
+      if constexpr (!std::is_same_v<C, Required>) {
+        if constexpr (is_optional<T>::value) {
+          def = value ? JsonWriter::to_json(*value).dump() : "(absent)";
+        } else {
+          def = JsonWriter::to_json(value).dump();
+        }
+      }
+      out_.push_back({ptr, type_text<Inner>() + constraint_text(check), def,
+                      std::string(description)});
+    }
+  }
+
+ private:
+  template <class T>
+  struct is_optional_inner {
+    using type = T;
+  };
+  template <class T>
+  struct is_optional_inner<std::optional<T>> {
+    using type = T;
+  };
+  std::string pointer_;
+  std::vector<FieldDoc>& out_;
+};
+
+}  // namespace trnsim::config

@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+// Preset files -> merged JSON (extends, --set) -> typed Config.
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "trnsim/config/config.hpp"
+
+namespace trnsim::config {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Objects merge key by key; anything else in `over` replaces what `base` had.
+void deep_merge(Json& base, const Json& over) {
+  if (!base.is_object() || !over.is_object()) {
+    base = over;
+    return;
+  }
+  for (const auto& [k, v] : over.items()) {
+    if (base.contains(k)) {
+      deep_merge(base[k], v);
+    } else {
+      base[k] = v;
+    }
+  }
+}
+
+Json parse_text(const std::string& text, const std::string& origin) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    // nlohmann reports a byte offset; turn it into line:column for the user.
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+    throw ConfigError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what));
+  }
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError(fmt::format("{}: cannot open file", path.string()));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class TreeLoader {
+ public:
+  explicit TreeLoader(Provenance& prov) : prov_(prov) {}
+
+  Json load_file(const fs::path& path) {
+    const std::string shown = path.lexically_normal().string();
+    if (!fs::exists(path)) throw ConfigError(fmt::format("{}: no such file", shown));
+    const fs::path key = fs::weakly_canonical(path);
+    for (std::size_t i = 0; i < stack_.size(); ++i) {
+      if (stack_[i].first == key) {
+        std::string chain;
+        for (std::size_t k = i; k < stack_.size(); ++k) chain += stack_[k].second + " -> ";
+        throw ConfigError(fmt::format("{}:/extends: cyclic extends: {}{}",
+                                      stack_.back().second, chain, shown));
+      }
+    }
+    stack_.emplace_back(key, shown);
+    Json result = load_json(parse_text(read_file(path), shown), shown, path.parent_path());
+    stack_.pop_back();
+    return result;
+  }
+
+  Json load_json(Json own, const std::string& shown, const fs::path& dir) {
+    if (!own.is_object()) {
+      throw ConfigError(fmt::format("{}:/: expected a JSON object at the top level, got {}", shown,
+                                    own.type_name()));
+    }
+    Json merged = Json::object();
+    if (own.contains("extends")) {
+      const Json ext = own["extends"];
+      own.erase("extends");
+      std::vector<std::string> bases;
+      if (ext.is_string()) {
+        bases.push_back(ext.get<std::string>());
+      } else if (ext.is_array() && std::all_of(ext.begin(), ext.end(),
+                                               [](const Json& e) { return e.is_string(); })) {
+        for (const auto& e : ext) bases.push_back(e.get<std::string>());
+      } else {
+        throw ConfigError(fmt::format(
+            "{}:/extends: expected a file name or an array of file names, got {}", shown,
+            ext.dump()));
+      }
+      for (const auto& b : bases) deep_merge(merged, load_file(dir / b));
+    }
+    prov_.record_tree(own, "", shown);
+    deep_merge(merged, own);
+    return merged;
+  }
+
+ private:
+  Provenance& prov_;
+  std::vector<std::pair<fs::path, std::string>> stack_;
+};
+
+// "a.b.0.c" or "/a/b/0/c" -> pointer tokens.
+std::vector<std::string> split_path(const std::string& path) {
+  std::vector<std::string> parts;
+  const char sep = (!path.empty() && path[0] == '/') ? '/' : '.';
+  std::string cur;
+  for (std::size_t i = (sep == '/' ? 1 : 0); i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == sep) {
+      parts.push_back(cur);
+      cur.clear();
+    } else {
+      cur += path[i];
+    }
+  }
+  return parts;
+}
+
+void apply_set(Json& root, const std::string& assignment, Provenance& prov) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError(fmt::format(
+        "--set {}: expected path=value, such as chip.hbm.stacks=4 or /chip/hbm/stacks=4",
+        assignment));
+  }
+  const std::string path = assignment.substr(0, eq);
+  const std::string text = assignment.substr(eq + 1);
+  Json value;
+  try {
+    value = Json::parse(text);
+  } catch (const Json::parse_error&) {
+    value = text;  // "4.7TB/s" and other bare words are strings
+  }
+  std::string pointer;
+  Json* node = &root;
+  const auto parts = split_path(path);
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    const std::string& p = parts[i];
+    if (p.empty()) throw ConfigError(fmt::format("--set {}: empty path component", assignment));
+    pointer = json_pointer_append(pointer, p);
+    Json* next = nullptr;
+    if (node->is_array()) {
+      std::size_t idx = 0;
+      const auto [end, ec] = std::from_chars(p.data(), p.data() + p.size(), idx);
+      if (ec != std::errc() || end != p.data() + p.size() || idx >= node->size()) {
+        throw ConfigError(fmt::format("--set {}: {} is an array of {} elements; \"{}\" is not an "
+                                      "index in it",
+                                      assignment, pointer.substr(0, pointer.rfind('/')),
+                                      node->size(), p));
+      }
+      next = &(*node)[idx];
+    } else {
+      if (!node->is_object()) *node = Json::object();
+      next = &(*node)[p];
+    }
+    node = next;
+  }
+  *node = value;
+  prov.record_tree(value, pointer, "--set " + path);
+}
+
+LoadedConfig resolve(Json merged, Provenance prov, std::string path,
+                     const std::vector<std::string>& sets) {
+  for (const auto& s : sets) apply_set(merged, s, prov);
+  LoadedConfig out{Config{}, std::move(merged), std::move(prov), std::move(path)};
+  JsonReader::read(out.merged, "", out.provenance, out.config);
+  validate(out);
+  return out;
+}
+
+}  // namespace
+
+LoadedConfig load_config(const std::string& path, const std::vector<std::string>& sets) {
+  Provenance prov;
+  TreeLoader loader(prov);
+  Json merged = loader.load_file(path);
+  return resolve(std::move(merged), std::move(prov), path, sets);
+}
+
+LoadedConfig load_config_text(const std::string& text, const std::string& origin,
+                              const std::vector<std::string>& sets) {
+  Provenance prov;
+  TreeLoader loader(prov);
+  Json merged = loader.load_json(parse_text(text, origin), origin, fs::current_path());
+  return resolve(std::move(merged), std::move(prov), origin, sets);
+}
+
+Json to_json(const Config& config) { return JsonWriter::to_json(config); }
+
+std::vector<FieldDoc> schema_fields() {
+  std::vector<FieldDoc> out;
+  Config c;
+  c.chip.emplace();
+  c.rack.emplace();
+  SchemaCollector collector("", out);
+  c.visit(collector);
+  return out;
+}
+
+void validate(const LoadedConfig& loaded) {
+  const Config& c = loaded.config;
+  auto fail = [&](const std::string& ptr, const std::string& msg) {
+    throw ConfigError(located(loaded.provenance, ptr, msg));
+  };
+  if (c.chip) {
+    const auto& h = c.chip->hbm;
+    if (h.row_bytes.si < h.burst_bytes.si) {
+      fail("/chip/hbm/row_bytes",
+           fmt::format("expected a row of at least one burst ({}), got {}", format(h.burst_bytes),
+                       format(h.row_bytes)));
+    }
+    if (c.chip->cores % c.chip->dies != 0) {
+      fail("/chip/cores", fmt::format("expected a multiple of /chip/dies ({}), got {}",
+                                      c.chip->dies, c.chip->cores));
+    }
+    if (c.chip->hbm.stacks % c.chip->dies != 0) {
+      fail("/chip/hbm/stacks", fmt::format("expected a multiple of /chip/dies ({}), got {}",
+                                           c.chip->dies, c.chip->hbm.stacks));
+    }
+  }
+}
+
+}  // namespace trnsim::config
