@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// Each subcommand registers itself on the CLI11 app and returns the action to run once parsing
+// succeeded. Actions throw trnsim errors; main() maps them to exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace trnsim::cli {
+
+using Action = std::function<int()>;
+
+// Registers `sub` with its action in `actions` (run when `sub` was given).
+struct Registry {
+  std::vector<std::pair<CLI::App*, Action>> actions;
+  void add(CLI::App* sub, Action action) { actions.emplace_back(sub, std::move(action)); }
+};
+
+// Adds the repeatable `--set path=value` option.
+CLI::Option* add_set_option(CLI::App* sub, std::vector<std::string>& sets);
+
+void register_config_commands(CLI::App& app, Registry& reg);
+void register_topo_command(CLI::App& app, Registry& reg);
+void register_run_command(CLI::App& app, Registry& reg);
+
+}  // namespace trnsim::cli

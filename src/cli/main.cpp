@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// trnsim: the command line. Exit codes: 0 success, 2 bad input, 1 internal error.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "commands.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/log.hpp"
+
+namespace trnsim::cli {
+
+CLI::Option* add_set_option(CLI::App* sub, std::vector<std::string>& sets) {
+  return sub
+      ->add_option("--set", sets,
+                   "override a config field: path=value (chip.hbm.stacks=4 or "
+                   "/chip/hbm/stacks=4); repeatable")
+      ->allow_extra_args(false)
+      ->type_name("PATH=VALUE");
+}
+
+namespace {
+
+int run(int argc, char** argv) {
+  CLI::App app{"trnsim: cycle-approximate simulator of AWS Trainium UltraServers", "trnsim"};
+  app.set_version_flag("--version", "trnsim 0.1.0");
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
+      ->capture_default_str();
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  Registry reg;
+  register_config_commands(app, reg);
+  register_topo_command(app, reg);
+  register_run_command(app, reg);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, version or the error
+    return code == 0 ? 0 : 2;
+  }
+  set_log_level(log_level);
+  for (auto& [sub, action] : reg.actions) {
+    if (sub->parsed()) return action();
+  }
+  throw InternalError("no subcommand action ran");
+}
+
+}  // namespace
+}  // namespace trnsim::cli
+
+int main(int argc, char** argv) {
+  try {
+    return trnsim::cli::run(argc, argv);
+  } catch (const trnsim::InputError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "trnsim: error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "trnsim: internal error: {}\n", e.what());
+    return 1;
+  }
+}

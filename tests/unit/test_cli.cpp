@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+// The trnsim executable end to end: exit codes 0 / 2, error text, atomic outputs.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;  // stdout and stderr together
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(TRNSIM_BINARY) + " " + args + " 2>&1";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+const std::string kGen2 = "configs/racks/trn3-gen2-ultraserver.json";
+
+}  // namespace
+
+TEST(Cli, HelpExitsZero) {
+  const auto r = run("--help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("config"), std::string::npos);
+  EXPECT_NE(r.out.find("topo"), std::string::npos);
+}
+
+TEST(Cli, NoSubcommandIsBadInput) { EXPECT_EQ(run("").code, 2); }
+TEST(Cli, UnknownOptionIsBadInput) { EXPECT_EQ(run("topo --frobnicate " + kGen2).code, 2); }
+TEST(Cli, BadLogLevelIsBadInput) { EXPECT_EQ(run("--log-level loud config " + kGen2).code, 2); }
+
+TEST(Cli, ConfigPrintsResolvedJson) {
+  const auto r = run("config " + kGen2);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"bandwidth\": \"4.9TB/s\""), std::string::npos) << r.out;
+}
+
+TEST(Cli, MisspeltKeyExitsTwoWithPointerAndSuggestion) {
+  const auto r = run("config " + kGen2 + " --set chip.hbm.stack=4");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/chip/hbm/stack: unknown key \"stack\"; did you mean \"stacks\"?"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(Cli, MissingFileExitsTwo) {
+  const auto r = run("topo /nonexistent.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/nonexistent.json: no such file"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TopoOfChipPresetIsBadInput) {
+  const auto r = run("topo configs/chips/trn3.json");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("/rack"), std::string::npos) << r.out;
+}
+
+TEST(Cli, RunIsNotImplementedYetAndSaysSo) {
+  const auto r = run("run");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("not implemented"), std::string::npos) << r.out;
+}
+
+TEST(Cli, DotIsWrittenAtomically) {
+  const fs::path dir = fs::temp_directory_path() / "trnsim-cli-dot";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto dot = (dir / "t.dot").string();
+  const auto r = run("topo configs/racks/trn2-ultraserver.json --dot " + dot);
+  EXPECT_EQ(r.code, 0) << r.out;
+  ASSERT_TRUE(fs::exists(dot));
+  EXPECT_GT(fs::file_size(dot), 100u);
+  // A failing run leaves no file behind.
+  const auto bad = (dir / "bad.dot").string();
+  EXPECT_EQ(run("topo configs/racks/trn2-ultraserver.json --set rack.topology.torus.dims=[0] --dot " +
+                bad)
+                .code,
+            2);
+  EXPECT_FALSE(fs::exists(bad));
+  for (const auto& e : fs::directory_iterator(dir)) {
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << e.path();
+  }
+  fs::remove_all(dir);
+}

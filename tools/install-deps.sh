@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Installs the Debian packages trnsim needs, only those that are missing (idempotent).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libsystemc-dev libboost-graph-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
+  libgtest-dev libcli11-dev libprotobuf-dev protobuf-compiler zlib1g-dev
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "installing: ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+$sudo apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
