@@ -7,6 +7,7 @@
 #include <exception>
 #include <iostream>
 
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
@@ -37,6 +38,7 @@ int run(int argc, char** argv) {
   register_config_commands(app, reg);
   register_topo_command(app, reg);
   register_run_command(app, reg);
+  register_bench_commands(app, reg);
 
   try {
     app.parse(argc, argv);

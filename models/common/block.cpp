@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+#include "block.hpp"
+
+#include <vector>
+
+namespace trnsim::model {
+
+Stat& StatGroup::add(std::string name, std::string unit, std::string description) {
+  stats_.push_back(Stat{std::move(name), std::move(unit), std::move(description), 0.0});
+  return stats_.back();
+}
+
+Json StatGroup::to_json() const {
+  Json j = Json::object();
+  for (const auto& s : stats_) j[s.name] = {{"value", s.value}, {"unit", s.unit}};
+  return j;
+}
+
+namespace {
+
+template <class F>
+void walk(const sc_core::sc_object* root, F&& f) {
+  std::vector<sc_core::sc_object*> todo;
+  if (root) {
+    todo.push_back(const_cast<sc_core::sc_object*>(root));
+  } else {
+    const auto& tops = sc_core::sc_get_top_level_objects();
+    todo.assign(tops.rbegin(), tops.rend());
+  }
+  while (!todo.empty()) {
+    sc_core::sc_object* o = todo.back();
+    todo.pop_back();
+    if (const auto* b = dynamic_cast<const Block*>(o)) f(*b);
+    const auto& kids = o->get_child_objects();
+    for (auto it = kids.rbegin(); it != kids.rend(); ++it) todo.push_back(*it);
+  }
+}
+
+}  // namespace
+
+Json collect_stats(const sc_core::sc_object* root) {
+  Json j = Json::object();
+  walk(root, [&](const Block& b) {
+    if (!b.stats().all().empty()) j[b.name()] = b.stats().to_json();
+  });
+  return j;
+}
+
+EnergyReport collect_energy(Duration elapsed, const sc_core::sc_object* root) {
+  EnergyReport r;
+  walk(root, [&](const Block& b) {
+    for (const auto& [cat, joules] : b.energy_joules()) {
+      r.by_category_joules[cat] += joules;
+      r.dynamic = r.dynamic + Energy(joules);
+    }
+    r.static_ = r.static_ + energy(b.static_power(), elapsed);
+  });
+  return r;
+}
+
+}  // namespace trnsim::model

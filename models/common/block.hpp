@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// What every SystemC hardware block shares: conversion between trnsim quantities and sc_time,
+// statistics with units, energy accounting, and a bandwidth-reservation helper.
+//
+// Event granularity (see docs/architecture.md): blocks wake only when they have work. A resource
+// that moves data (HBM pseudo-channel, DMA engine, link direction) is a Timeline: a transfer
+// reserves the resource from max(now, free_at) for size/bandwidth, and the caller waits until its
+// reservation ends. Requests are split into chunks (DMA packets, fabric packets) so that
+// concurrent users interleave; one chunk is one reservation, not one event per byte or cycle.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "trnsim/units.hpp"
+
+namespace trnsim::model {
+
+using Json = nlohmann::json;
+
+inline sc_core::sc_time to_sc(Duration d) {
+  return sc_core::sc_time(d.si * 1e12, sc_core::SC_PS);
+}
+inline Duration from_sc(const sc_core::sc_time& t) { return Duration(t.to_seconds()); }
+inline sc_core::sc_time now() { return sc_core::sc_time_stamp(); }
+
+// One named statistic with a unit and a description.
+struct Stat {
+  std::string name, unit, description;
+  double value = 0;
+  Stat& operator+=(double v) {
+    value += v;
+    return *this;
+  }
+  void max_with(double v) {
+    if (v > value) value = v;
+  }
+};
+
+class StatGroup {
+ public:
+  // Registers a statistic; the reference stays valid for the life of the group.
+  Stat& add(std::string name, std::string unit, std::string description);
+  const std::deque<Stat>& all() const { return stats_; }
+  Json to_json() const;
+
+ private:
+  std::deque<Stat> stats_;
+};
+
+// Base of every hardware block: an sc_module with statistics, dynamic energy by category and a
+// static power. collect_stats() and collect_energy() walk the SystemC hierarchy to find them.
+class Block : public sc_core::sc_module {
+ public:
+  explicit Block(const sc_core::sc_module_name& name) : sc_core::sc_module(name) {}
+  StatGroup& stats() { return stats_; }
+  const StatGroup& stats() const { return stats_; }
+  void add_energy(const std::string& category, Energy e) { energy_[category] += e.si; }
+  const std::map<std::string, double>& energy_joules() const { return energy_; }
+  void set_static_power(Power p) { static_power_ = p; }
+  Power static_power() const { return static_power_; }
+
+ private:
+  StatGroup stats_;
+  std::map<std::string, double> energy_;
+  Power static_power_{};
+};
+
+// Statistics of every Block under `root` (or of every top-level object when root is null),
+// keyed by hierarchical name ("rack.chip17.nc3.dma").
+Json collect_stats(const sc_core::sc_object* root = nullptr);
+
+struct EnergyReport {
+  Energy dynamic{};
+  Energy static_{};
+  std::map<std::string, double> by_category_joules;  // dynamic energy by category
+  Energy total() const { return dynamic + static_; }
+};
+// Dynamic energy counted by the blocks plus static power integrated over `elapsed`.
+EnergyReport collect_energy(Duration elapsed, const sc_core::sc_object* root = nullptr);
+
+// A resource that serves one transfer at a time at a fixed bandwidth (or for a given duration),
+// first come, first served in simulated time.
+class Timeline {
+ public:
+  // Reserves the resource for `d` starting no earlier than `earliest`; returns the end time.
+  sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& d) {
+    const sc_core::sc_time start = earliest > free_at_ ? earliest : free_at_;
+    free_at_ = start + d;
+    busy_ += d;
+    return free_at_;
+  }
+  const sc_core::sc_time& free_at() const { return free_at_; }
+  const sc_core::sc_time& busy() const { return busy_; }
+
+ private:
+  sc_core::sc_time free_at_ = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
+};
+
+}  // namespace trnsim::model

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// The memory system as DMA engines see it. Implemented by the HBM model (models/hbm); a DMA
+// engine never needs to know banks or channels.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+
+namespace trnsim::model {
+
+struct MemRequest {
+  std::uint64_t addr = 0;   // chip-physical byte address
+  std::uint64_t bytes = 0;  // request size; callers split large transfers into chunks
+  bool write = false;
+};
+
+class MemoryPort {
+ public:
+  virtual ~MemoryPort() = default;
+  // Called from a SystemC process at now(): reserves the memory resources (channels, banks,
+  // buses) the request needs, first come first served, and returns the time its last byte is
+  // transferred (>= now()). It does not wait; the caller waits for the returned time.
+  virtual sc_core::sc_time access(const MemRequest& r) = 0;
+};
+
+}  // namespace trnsim::model
