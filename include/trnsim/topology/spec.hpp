@@ -96,6 +96,9 @@ struct TwoLevelGen {
   LinkClass up_link{};  // L1 -> L2 (via_l1) or chip -> L2 (direct), to each L2 of the rack
   std::optional<LinkClass> inter_rack;  // chip i of server s <-> chip i of server s + servers/racks
   SwitchClass l1{}, l2{};
+  // With inter_rack links the racks share no switch, so cross-rack traffic is relayed by the
+  // chip at one end of an inter-rack link; this is that chip's relay latency.
+  Duration relay_latency{};
   template <class V>
   void visit(V& v) {
     v.field("racks", racks, "racks (servers split evenly)", AtLeast{1});
@@ -112,6 +115,9 @@ struct TwoLevelGen {
     v.field("inter_rack", inter_rack, "direct chip links between corresponding rack positions");
     v.field("l1", l1, "first-level switch", Required{});
     v.field("l2", l2, "second-level switch", Required{});
+    v.field("relay_latency", relay_latency,
+            "latency of a chip relaying between its inter-rack link and its switch links",
+            AtLeast{0});
   }
 };
 

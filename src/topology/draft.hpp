@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: MIT
+// Internal to trnsim_topology: the graph as generated or read, before validation, with the JSON
+// pointer each value came from so that every check can name the key to fix.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "trnsim/topology/topology.hpp"
+
+namespace trnsim::topo {
+
+using config::enum_name;
+
+// Throws TopologyError "<file>:<pointer>: <message>".
+class ErrorSink {
+ public:
+  explicit ErrorSink(const SpecOrigin& origin) : origin_(origin) {}
+  // `rel` is relative to the topology object ("/links/3/b"); "" is the object itself.
+  std::string pointer(std::string_view rel) const { return origin_.pointer + std::string(rel); }
+  [[noreturn]] void fail(std::string_view rel, std::string_view message) const;
+
+ private:
+  const SpecOrigin& origin_;
+};
+
+struct DraftNode {
+  Node node;
+  std::string where;          // the node's own pointer (relative), for messages about it
+  std::string ports_where;    // where its radix was set
+  std::string lanes_where;    // where its lane budget was set
+  std::string latency_where;  // where its latency was set
+};
+
+struct DraftLink {
+  std::uint32_t a = 0, b = 0;  // node indices
+  std::optional<int> a_port, b_port;
+  Bandwidth bandwidth{};
+  Duration latency{};
+  int lanes = 0;
+  EnergyPerBit energy{};
+  std::string where;  // the link's pointer (explicit) or its generator link class
+  bool explicit_link = false;  // written in "links": its a, b and ports have their own pointers
+};
+
+struct Draft {
+  Generator generator = Generator::explicit_graph;
+  std::vector<int> torus_dims;
+  std::vector<DraftNode> nodes;  // chips are numbered in this order
+  std::vector<DraftLink> links;
+  std::string where;  // generator pointer (relative), e.g. "/torus"
+};
+
+// Each generator checks its own parameters and expands into nodes and links.
+Draft generate_torus(const TorusGen& g, const config::ChipParams* chip, const ErrorSink& err);
+Draft generate_two_level(const TwoLevelGen& g, const config::ChipParams* chip,
+                         const ErrorSink& err);
+Draft generate_folded_clos(const FoldedClosGen& g, const config::ChipParams* chip,
+                           const ErrorSink& err);
+Draft read_explicit(const TopologySpec& spec, const config::ChipParams* chip,
+                    const ErrorSink& err);
+
+// Fills the route tables of `t` (nodes, links and incidence already set).
+class RouteBuilder {
+ public:
+  static RouteTable build(const Topology& t);
+};
+
+// Link energy default: the chip's link energy, else 0.
+inline EnergyPerBit default_link_energy(const std::optional<EnergyPerBit>& given,
+                                        const config::ChipParams* chip) {
+  if (given) return *given;
+  return chip ? chip->link.energy : EnergyPerBit{};
+}
+
+}  // namespace trnsim::topo
