@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: MIT
+// MLCommons Chakra execution traces (.et): PREFIX.<rank>.et per rank, each a varint32-framed
+// GlobalMetadata followed by Nodes, optionally gzip-compressed. How nodes map to ops is in
+// docs/trace-format.md ("Chakra").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "trnsim/trace/workload.hpp"
+
+namespace trnsim::trace {
+
+struct ChakraOptions {
+  // Units of comm_size, tensor_size and trnsim_send_bytes: bytes, or elements of element_bytes
+  // each (ASTRA-sim's symbolic generator counts elements).
+  enum class SizeUnit { bytes, elements };
+  SizeUnit size_unit = SizeUnit::bytes;
+  std::uint32_t element_bytes = 2;
+
+  // What num_ops counts: floating-point operations, or multiply-accumulates (2 FLOPs each;
+  // ASTRA-sim's symbolic generator counts MACs).
+  enum class NumOpsUnit { flops, macs };
+  NumOpsUnit num_ops_unit = NumOpsUnit::flops;
+
+  // Element type given to ops that Chakra records without one.
+  DType dtype = DType::bf16;
+
+  // Process-group file: {"<pg_name>": [ranks...], ...}. Empty: PREFIX.json when it exists.
+  std::string process_groups;
+};
+
+// Reads PREFIX.0.et, PREFIX.1.et, ... while they exist. Throws TraceError when PREFIX.0.et does
+// not exist or a file is malformed; what real traces get wrong but can be replayed anyway
+// (dependencies on absent nodes, self-dependencies, a pg_name without a process-group file) goes
+// to Workload::warnings.
+Workload load_chakra(const std::string& prefix, const ChakraOptions& options = {});
+
+struct ChakraExportOptions {
+  // Also embed each op as native JSON in the extension attribute `trnsim_op`, so that trnsim
+  // reads back exactly what it wrote (GEMM shapes, dtypes, sub-microsecond delays) while other
+  // tools see plain Chakra nodes.
+  bool embed_native = true;
+  bool gzip = false;
+};
+
+// Writes PREFIX.<rank>.et for every rank and the process-group file PREFIX.json. Sizes are
+// written in bytes and num_ops in FLOPs (the reader's defaults).
+void export_chakra(const Workload& w, const std::string& prefix,
+                   const ChakraExportOptions& options = {});
+
+}  // namespace trnsim::trace

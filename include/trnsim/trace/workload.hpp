@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: MIT
+// A workload in memory: per rank, a dependency graph of operations, plus the process groups the
+// collectives run on. Readers (native JSON, Chakra .et) produce it; the replay engine consumes it.
+// The format is specified in docs/trace-format.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "trnsim/config/schema.hpp"
+#include "trnsim/units.hpp"
+
+namespace trnsim::trace {
+
+using Json = nlohmann::json;
+using OpId = std::uint64_t;
+
+enum class OpKind {
+  gemm,
+  elementwise,
+  activation,
+  reduction,
+  softmax,
+  norm,
+  attention,
+  mem_load,
+  mem_store,
+  all_reduce,
+  all_gather,
+  reduce_scatter,
+  all_to_all,
+  all_to_all_v,
+  broadcast,
+  send,
+  recv,
+  barrier,
+  delay,
+};
+
+constexpr auto enum_names(OpKind) {
+  using K = OpKind;
+  using S = std::string_view;
+  return std::array{
+      std::pair{K::gemm, S("gemm")},
+      std::pair{K::elementwise, S("elementwise")},
+      std::pair{K::activation, S("activation")},
+      std::pair{K::reduction, S("reduction")},
+      std::pair{K::softmax, S("softmax")},
+      std::pair{K::norm, S("norm")},
+      std::pair{K::attention, S("attention")},
+      std::pair{K::mem_load, S("mem_load")},
+      std::pair{K::mem_store, S("mem_store")},
+      std::pair{K::all_reduce, S("all_reduce")},
+      std::pair{K::all_gather, S("all_gather")},
+      std::pair{K::reduce_scatter, S("reduce_scatter")},
+      std::pair{K::all_to_all, S("all_to_all")},
+      std::pair{K::all_to_all_v, S("all_to_all_v")},
+      std::pair{K::broadcast, S("broadcast")},
+      std::pair{K::send, S("send")},
+      std::pair{K::recv, S("recv")},
+      std::pair{K::barrier, S("barrier")},
+      std::pair{K::delay, S("delay")},
+  };
+}
+
+enum class DType { fp32, bf16, fp16, fp8, mxfp8, mxfp4 };
+
+constexpr auto enum_names(DType) {
+  using S = std::string_view;
+  return std::array{std::pair{DType::fp32, S("fp32")},   std::pair{DType::bf16, S("bf16")},
+                    std::pair{DType::fp16, S("fp16")},   std::pair{DType::fp8, S("fp8")},
+                    std::pair{DType::mxfp8, S("mxfp8")}, std::pair{DType::mxfp4, S("mxfp4")}};
+}
+
+// Storage per element including the shared scale of MX formats (one 8-bit scale per 32 elements).
+double dtype_bytes(DType d);
+
+std::string_view kind_name(OpKind k);
+
+// Compute kinds run on the NeuronCore engines; collective kinds name a group; point-to-point
+// kinds name a peer.
+bool is_compute(OpKind k);
+bool is_collective(OpKind k);  // all_reduce .. broadcast and barrier
+bool is_p2p(OpKind k);         // send, recv
+
+// One operation of one rank. Only the fields of its kind are meaningful (see the table in
+// docs/trace-format.md); visit() lists exactly those, so the native reader rejects the others.
+struct Op {
+  OpId id = 0;
+  std::string name;
+  OpKind kind = OpKind::delay;
+  std::vector<OpId> deps;
+
+  // compute shapes
+  DType dtype = DType::bf16;
+  std::uint64_t m = 0, k = 0, n = 0;
+  std::uint64_t batch = 1;
+  std::uint64_t elements = 0;
+  std::uint64_t inputs = 2;
+  std::uint64_t outputs = 1;
+  std::uint64_t rows = 1;
+  std::uint64_t heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  bool causal = false;
+  // What the producer recorded for a compute op whose shape it did not give (Chakra num_ops,
+  // tensor_size). flops, when set, overrides the count derived from the shape.
+  std::optional<double> flops;
+  std::optional<std::uint64_t> tensor_bytes;
+
+  // data movement and communication
+  std::uint64_t bytes = 0;
+  std::string group;
+  std::vector<std::uint64_t> send_bytes;
+  int root = 0;
+  int peer = 0;
+  std::int64_t tag = 0;
+
+  Duration duration{};
+
+  // The producer's own label for the op (Chakra op_type, e.g. "M" for a matmul); informational.
+  std::optional<std::string> source_type;
+
+  template <class V>
+  void visit(V& v) {
+    using config::AtLeast;
+    using config::Required;
+    v.field("id", id, "unique within the rank", Required{});
+    v.field("op", kind, "operation kind", Required{});
+    v.field("name", name, "label for reports");
+    v.field("deps", deps, "ids of ops of this rank that must finish first");
+    v.field("source_type", source_type, "the producer's label for the op (informational)");
+    auto compute_extras = [&] {
+      v.field("flops", flops, "arithmetic work as recorded by the producer", AtLeast{0});
+      v.field("tensor_bytes", tensor_bytes, "tensor size as recorded by the producer");
+    };
+    switch (kind) {
+      case OpKind::gemm:
+        // zero dimensions are rejected by check_structure()
+        v.field("m", m, "rows of A and C", Required{});
+        v.field("k", k, "inner dimension", Required{});
+        v.field("n", n, "columns of B and C", Required{});
+        v.field("dtype", dtype, "element type", Required{});
+        v.field("batch", batch, "independent products", AtLeast{1});
+        compute_extras();
+        break;
+      case OpKind::elementwise:
+        v.field("elements", elements, "output elements", Required{});
+        v.field("dtype", dtype, "element type", Required{});
+        v.field("inputs", inputs, "input elements per output element", AtLeast{1});
+        compute_extras();
+        break;
+      case OpKind::activation:
+        v.field("elements", elements, "elements", Required{});
+        v.field("dtype", dtype, "element type", Required{});
+        compute_extras();
+        break;
+      case OpKind::reduction:
+        v.field("elements", elements, "input elements", Required{});
+        v.field("dtype", dtype, "element type", Required{});
+        v.field("outputs", outputs, "output elements", AtLeast{1});
+        compute_extras();
+        break;
+      case OpKind::softmax:
+      case OpKind::norm:
+        v.field("elements", elements, "elements", Required{});
+        v.field("dtype", dtype, "element type", Required{});
+        v.field("rows", rows, "independent rows", AtLeast{1});
+        compute_extras();
+        break;
+      case OpKind::attention:
+        v.field("batch", batch, "batch", Required{});
+        v.field("heads", heads, "heads", Required{});
+        v.field("seq_q", seq_q, "query length", Required{});
+        v.field("seq_kv", seq_kv, "key/value length", Required{});
+        v.field("head_dim", head_dim, "head dimension", Required{});
+        v.field("dtype", dtype, "element type", Required{});
+        v.field("causal", causal, "causal mask (halves the work)");
+        compute_extras();
+        break;
+      case OpKind::mem_load:
+      case OpKind::mem_store:
+        v.field("bytes", bytes, "bytes moved", Required{});
+        break;
+      case OpKind::all_reduce:
+      case OpKind::reduce_scatter:
+        v.field("group", group, "process group", Required{});
+        v.field("bytes", bytes, "bytes per rank before the collective", Required{});
+        v.field("dtype", dtype, "element type of the reduction");
+        break;
+      case OpKind::all_gather:
+      case OpKind::all_to_all:
+        v.field("group", group, "process group", Required{});
+        v.field("bytes", bytes, "bytes per rank", Required{});
+        break;
+      case OpKind::all_to_all_v:
+        v.field("group", group, "process group", Required{});
+        v.field("send_bytes", send_bytes, "bytes to each group member, in group order",
+                Required{});
+        break;
+      case OpKind::broadcast:
+        v.field("group", group, "process group", Required{});
+        v.field("bytes", bytes, "bytes broadcast", Required{});
+        v.field("root", root, "rank that holds the data", Required{});
+        break;
+      case OpKind::send:
+      case OpKind::recv:
+        v.field("peer", peer, "the other rank", Required{});
+        v.field("bytes", bytes, "bytes transferred", Required{});
+        v.field("tag", tag, "matches sends to receives");
+        break;
+      case OpKind::barrier:
+        v.field("group", group, "process group", Required{});
+        break;
+      case OpKind::delay:
+        v.field("duration", duration, "time the rank is occupied", Required{});
+        break;
+    }
+  }
+};
+
+struct RankTrace {
+  int rank = 0;
+  std::vector<Op> ops;
+};
+
+struct Workload {
+  int version = 1;
+  std::string name;
+  Json metadata = Json::object();
+  std::map<std::string, std::vector<int>> groups;
+  std::vector<RankTrace> ranks;  // ranks[r].rank == r
+  // Things a reader tolerated (Chakra: dependencies on absent nodes, ...); never errors.
+  std::vector<std::string> warnings;
+
+  int num_ranks() const { return static_cast<int>(ranks.size()); }
+};
+
+// ---- helpers for the replay engine ---------------------------------------------------------
+
+// Position of each op id in rank.ops. Throws TraceError on a duplicate id.
+std::unordered_map<OpId, std::size_t> index_by_id(const RankTrace& rank);
+
+// Indices into rank.ops in an order that respects every dependency; among ready ops the one
+// earliest in the file goes first, so a file already in dependency order keeps its order.
+// Collectives of one group are matched across ranks in this order. Throws TraceError naming the
+// ops of a cycle, or a dependency on an absent op.
+std::vector<std::size_t> topological_order(const RankTrace& rank);
+
+// Arithmetic work of one op (conventions in docs/trace-format.md) and its sum over a rank.
+double op_flops(const Op& op);
+double total_flops(const RankTrace& rank);
+
+// Bytes an op puts on the fabric from this rank (collectives, sends) or moves to/from HBM.
+double comm_bytes(const Op& op);
+
+// Names an op in error messages: the native reader says "file:/rank_ops/2/ops/7", the Chakra
+// reader "prefix.3.et: node 12". The default says "rank 3, op 12 (name)".
+using Locator = std::function<std::string(int rank, std::size_t op_index)>;
+
+// Whole-workload checks; each throws TraceError with a message naming what is wrong.
+// validate() runs all of them (readers call it before returning).
+void check_structure(const Workload& w, const Locator& where = {});   // ranks, ids, deps, cycles
+void check_groups(const Workload& w, const Locator& where = {});      // groups and their use
+void check_collectives(const Workload& w, const Locator& where = {});  // k-th collective agrees
+void check_send_recv(const Workload& w, const Locator& where = {});   // sends pair with recvs
+void validate(const Workload& w, const Locator& where = {});
+
+// A few lines for `trnsim trace info`: ranks, ops by kind, groups, flops and bytes.
+std::string describe(const Workload& w);
+
+}  // namespace trnsim::trace

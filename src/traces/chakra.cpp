@@ -1,0 +1,762 @@
+// SPDX-License-Identifier: MIT
+// Chakra execution traces: reader and exporter. The mapping is specified in docs/trace-format.md.
+#include "trnsim/trace/chakra.hpp"
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+#include "chakra_et.pb.h"
+#include "trnsim/error.hpp"
+#include "trnsim/io.hpp"
+#include "trnsim/trace/native.hpp"
+
+namespace trnsim::trace {
+
+namespace fs = std::filesystem;
+namespace pb = ChakraProtoMsg;
+
+namespace {
+
+// ---- bytes on disk ------------------------------------------------------------------------------
+
+std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(fmt::format("{}: cannot open trace file", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool is_gzip(const std::string& data) {
+  return data.size() >= 2 && static_cast<unsigned char>(data[0]) == 0x1f &&
+         static_cast<unsigned char>(data[1]) == 0x8b;
+}
+
+std::string gunzip(const std::string& in, const std::string& path) {
+  z_stream zs{};
+  if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw InternalError("zlib inflateInit2 failed");
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  std::string out;
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf.data());
+    zs.avail_out = static_cast<uInt>(buf.size());
+    const int ret = inflate(&zs, Z_NO_FLUSH);
+    out.append(buf.data(), buf.size() - zs.avail_out);
+    if (ret == Z_STREAM_END) {
+      if (zs.avail_in == 0) break;
+      inflateReset(&zs);  // concatenated gzip members
+      continue;
+    }
+    if (ret == Z_OK) continue;
+    const std::string why = ret == Z_BUF_ERROR ? "the compressed data ends early"
+                                               : (zs.msg ? zs.msg : "corrupt data");
+    inflateEnd(&zs);
+    throw TraceError(fmt::format("{}: cannot decompress gzip: {}", path, why));
+  }
+  inflateEnd(&zs);
+  return out;
+}
+
+std::string gzip(const std::string& in) {
+  z_stream zs{};
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 16 + MAX_WBITS, 8,
+                   Z_DEFAULT_STRATEGY) != Z_OK) {
+    throw InternalError("zlib deflateInit2 failed");
+  }
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  std::string out;
+  std::vector<char> buf(1 << 16);
+  int ret = Z_OK;
+  while (ret != Z_STREAM_END) {
+    zs.next_out = reinterpret_cast<Bytef*>(buf.data());
+    zs.avail_out = static_cast<uInt>(buf.size());
+    ret = deflate(&zs, Z_FINISH);
+    if (ret != Z_OK && ret != Z_STREAM_END) {
+      deflateEnd(&zs);
+      throw InternalError("zlib deflate failed");
+    }
+    out.append(buf.data(), buf.size() - zs.avail_out);
+  }
+  deflateEnd(&zs);
+  return out;
+}
+
+// Splits a file into its varint32-framed messages.
+std::vector<std::string_view> frames(const std::string& data, const std::string& path) {
+  std::vector<std::string_view> out;
+  std::size_t pos = 0;
+  while (pos < data.size()) {
+    const std::size_t start = pos;
+    std::uint64_t len = 0;
+    int shift = 0;
+    for (;;) {
+      if (pos >= data.size()) {
+        throw TraceError(fmt::format("{}: byte {}: the file ends inside a length prefix", path,
+                                     start));
+      }
+      const auto b = static_cast<unsigned char>(data[pos++]);
+      len |= std::uint64_t(b & 0x7f) << shift;
+      if (!(b & 0x80)) break;
+      shift += 7;
+      if (shift >= 35) {
+        throw TraceError(fmt::format("{}: byte {}: invalid length prefix", path, start));
+      }
+    }
+    if (len > data.size() - pos) {
+      throw TraceError(fmt::format(
+          "{}: byte {}: message #{} claims {} bytes but only {} remain (truncated file?)", path,
+          start, out.size(), len, data.size() - pos));
+    }
+    out.emplace_back(data.data() + pos, len);
+    pos += len;
+  }
+  return out;
+}
+
+void put_varint(std::string& out, std::uint64_t v) {
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+}
+
+// ---- attributes ---------------------------------------------------------------------------------
+
+using A = pb::AttributeProto;
+
+// Integer value of an attribute of any integer kind (producers disagree on which one to use).
+std::optional<std::int64_t> int_value(const A& a) {
+  switch (a.value_case()) {
+    case A::kInt32Val:
+      return a.int32_val();
+    case A::kInt64Val:
+      return a.int64_val();
+    case A::kUint32Val:
+      return a.uint32_val();
+    case A::kUint64Val:
+      if (a.uint64_val() > std::uint64_t(std::numeric_limits<std::int64_t>::max())) return {};
+      return static_cast<std::int64_t>(a.uint64_val());
+    case A::kSint32Val:
+      return a.sint32_val();
+    case A::kSint64Val:
+      return a.sint64_val();
+    case A::kFixed32Val:
+      return a.fixed32_val();
+    case A::kFixed64Val:
+      if (a.fixed64_val() > std::uint64_t(std::numeric_limits<std::int64_t>::max())) return {};
+      return static_cast<std::int64_t>(a.fixed64_val());
+    case A::kSfixed32Val:
+      return a.sfixed32_val();
+    case A::kSfixed64Val:
+      return a.sfixed64_val();
+    case A::kBoolVal:
+      return a.bool_val() ? 1 : 0;
+    default:
+      return {};
+  }
+}
+
+template <class List>
+std::vector<std::int64_t> to_vec(const List& l) {
+  std::vector<std::int64_t> v;
+  for (auto x : l.values()) v.push_back(static_cast<std::int64_t>(x));
+  return v;
+}
+
+std::optional<std::vector<std::int64_t>> int_list(const A& a) {
+  switch (a.value_case()) {
+    case A::kInt32List:
+      return to_vec(a.int32_list());
+    case A::kInt64List:
+      return to_vec(a.int64_list());
+    case A::kUint32List:
+      return to_vec(a.uint32_list());
+    case A::kUint64List:
+      return to_vec(a.uint64_list());
+    case A::kSint32List:
+      return to_vec(a.sint32_list());
+    case A::kSint64List:
+      return to_vec(a.sint64_list());
+    case A::kFixed32List:
+      return to_vec(a.fixed32_list());
+    case A::kFixed64List:
+      return to_vec(a.fixed64_list());
+    case A::kSfixed32List:
+      return to_vec(a.sfixed32_list());
+    case A::kSfixed64List:
+      return to_vec(a.sfixed64_list());
+    case A::kBoolList:
+      return to_vec(a.bool_list());
+    default:
+      return {};
+  }
+}
+
+const char* value_kind(const A& a) {
+  switch (a.value_case()) {
+    case A::kDoubleVal:
+    case A::kFloatVal:
+      return "a floating-point value";
+    case A::kStringVal:
+    case A::kBytesVal:
+      return "a string";
+    case A::VALUE_NOT_SET:
+      return "no value";
+    default:
+      return "a list";
+  }
+}
+
+// A node's attributes by name, with typed accessors whose errors name file, node and attribute.
+class Attrs {
+ public:
+  Attrs(const pb::Node& node, std::string where) : where_(std::move(where)) {
+    for (const auto& a : node.attr()) by_name_[a.name()] = &a;
+  }
+
+  bool has(const std::string& name) const { return by_name_.contains(name); }
+
+  std::optional<std::int64_t> get_int(const std::string& name) const {
+    const A* a = find(name);
+    if (!a) return {};
+    if (auto v = int_value(*a)) return v;
+    // A whole number stored as floating point is still a whole number.
+    if (a->value_case() == A::kDoubleVal && std::floor(a->double_val()) == a->double_val()) {
+      return static_cast<std::int64_t>(a->double_val());
+    }
+    throw TraceError(fmt::format("{}: attribute \"{}\" should be an integer, got {}", where_, name,
+                                 value_kind(*a)));
+  }
+
+  std::int64_t need_int(const std::string& name) const {
+    auto v = get_int(name);
+    if (!v) throw TraceError(fmt::format("{}: missing integer attribute \"{}\"", where_, name));
+    return *v;
+  }
+
+  std::optional<std::vector<std::int64_t>> get_int_list(const std::string& name) const {
+    const A* a = find(name);
+    if (!a) return {};
+    if (auto v = int_list(*a)) return v;
+    throw TraceError(fmt::format("{}: attribute \"{}\" should be an integer list, got {}", where_,
+                                 name, value_kind(*a)));
+  }
+
+  std::optional<std::string> get_string(const std::string& name) const {
+    const A* a = find(name);
+    if (!a) return {};
+    if (a->value_case() == A::kStringVal) return a->string_val();
+    if (a->value_case() == A::kBytesVal) return a->bytes_val();
+    throw TraceError(fmt::format("{}: attribute \"{}\" should be a string, got {}", where_, name,
+                                 value_kind(*a)));
+  }
+
+  const std::string& where() const { return where_; }
+
+ private:
+  // Attributes without a value (seen in generated traces: `outputs` with nothing set) are absent.
+  const A* find(const std::string& name) const {
+    auto it = by_name_.find(name);
+    if (it == by_name_.end() || it->second->value_case() == A::VALUE_NOT_SET) return nullptr;
+    return it->second;
+  }
+
+  std::string where_;
+  std::map<std::string, const A*> by_name_;
+};
+
+// ---- node -> op ---------------------------------------------------------------------------------
+
+constexpr const char* kWorld = "world";
+
+struct RankContext {
+  const ChakraOptions& options;
+  const std::map<std::string, std::vector<int>>* pg_file;  // null without a process-group file
+  std::set<std::string>* unresolved_pgs;                   // pg_names used without a pg file
+  bool* uses_world;
+};
+
+std::uint64_t size_of(const Attrs& at, const std::string& name, std::int64_t v,
+                      const ChakraOptions& o) {
+  if (v < 0) throw TraceError(fmt::format("{}: \"{}\" is negative ({})", at.where(), name, v));
+  const auto u = static_cast<std::uint64_t>(v);
+  return o.size_unit == ChakraOptions::SizeUnit::elements ? u * o.element_bytes : u;
+}
+
+std::string resolve_group(const Attrs& at, const RankContext& ctx) {
+  const auto pg = at.get_string("pg_name");
+  if (!pg || pg->empty()) {
+    *ctx.uses_world = true;
+    return kWorld;
+  }
+  if (ctx.pg_file) {
+    if (!ctx.pg_file->contains(*pg)) {
+      throw TraceError(fmt::format("{}: pg_name \"{}\" is not in the process-group file",
+                                   at.where(), *pg));
+    }
+    return *pg;
+  }
+  ctx.unresolved_pgs->insert(*pg);
+  *ctx.uses_world = true;
+  return kWorld;
+}
+
+Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
+  const ChakraOptions& o = ctx.options;
+  Op op;
+  if (auto embedded = at.get_string("trnsim_op")) {
+    Json j;
+    try {
+      j = Json::parse(*embedded);
+    } catch (const Json::parse_error& e) {
+      throw TraceError(fmt::format("{}: attribute \"trnsim_op\" is not JSON: {}", at.where(),
+                                   e.what()));
+    }
+    op = op_from_json(j, "", at.where() + " trnsim_op");
+    op.id = node.id();
+    op.name = node.name();
+    return op;
+  }
+  op.id = node.id();
+  op.name = node.name();
+  op.source_type = at.get_string("op_type");
+  const bool cpu = at.get_int("is_cpu_op").value_or(0) != 0;
+  const auto zero_delay = [&] {
+    op.kind = OpKind::delay;
+    op.duration = Duration(0.0);
+  };
+  switch (node.type()) {
+    case pb::COMP_NODE: {
+      if (cpu) {
+        zero_delay();
+        break;
+      }
+      if (auto num_ops = at.get_int("num_ops")) {
+        if (*num_ops < 0) throw TraceError(fmt::format("{}: num_ops is negative", at.where()));
+        op.kind = OpKind::elementwise;
+        op.elements = static_cast<std::uint64_t>(*num_ops);
+        op.inputs = 1;
+        op.dtype = o.dtype;
+        op.flops = static_cast<double>(*num_ops) *
+                   (o.num_ops_unit == ChakraOptions::NumOpsUnit::macs ? 2.0 : 1.0);
+        if (auto ts = at.get_int("tensor_size")) op.tensor_bytes = size_of(at, "tensor_size", *ts, o);
+      } else {
+        op.kind = OpKind::delay;
+        op.duration = Duration(static_cast<double>(node.duration_micros()) * 1e-6);
+      }
+      break;
+    }
+    case pb::MEM_LOAD_NODE:
+    case pb::MEM_STORE_NODE:
+      if (cpu) {
+        zero_delay();
+        break;
+      }
+      op.kind = node.type() == pb::MEM_LOAD_NODE ? OpKind::mem_load : OpKind::mem_store;
+      op.bytes = size_of(at, "tensor_size", at.need_int("tensor_size"), o);
+      break;
+    case pb::COMM_SEND_NODE:
+    case pb::COMM_RECV_NODE: {
+      // comm_type is ignored here: ASTRA-sim's custom-collective converter stores the node type
+      // (5 or 6) in it, which would read as BROADCAST / ALL_TO_ALL.
+      const bool send = node.type() == pb::COMM_SEND_NODE;
+      op.kind = send ? OpKind::send : OpKind::recv;
+      const auto peer = at.need_int(send ? "comm_dst" : "comm_src");
+      if (peer < 0 || peer > std::numeric_limits<int>::max()) {
+        throw TraceError(fmt::format("{}: peer rank {} is out of range", at.where(), peer));
+      }
+      op.peer = static_cast<int>(peer);
+      op.bytes = size_of(at, "comm_size", at.need_int("comm_size"), o);
+      op.tag = at.get_int("comm_tag").value_or(0);
+      break;
+    }
+    case pb::COMM_COLL_NODE: {
+      if (cpu) {  // the host-side launch of a collective; the GPU kernel node carries the work
+        zero_delay();
+        break;
+      }
+      const auto type = at.get_int("comm_type");
+      if (!type) {
+        throw TraceError(fmt::format("{}: COMM_COLL node without comm_type", at.where()));
+      }
+      op.group = resolve_group(at, ctx);
+      const auto bytes = [&] { return size_of(at, "comm_size", at.need_int("comm_size"), o); };
+      switch (*type) {
+        case pb::ALL_REDUCE:
+          op.kind = OpKind::all_reduce;
+          op.bytes = bytes();
+          op.dtype = o.dtype;
+          break;
+        case pb::ALL_GATHER:
+          op.kind = OpKind::all_gather;
+          op.bytes = bytes();
+          break;
+        case pb::REDUCE_SCATTER:
+        case pb::REDUCE_SCATTER_BLOCK:
+          op.kind = OpKind::reduce_scatter;
+          op.bytes = bytes();
+          op.dtype = o.dtype;
+          break;
+        case pb::ALL_TO_ALL:
+          if (auto v = at.get_int_list("trnsim_send_bytes")) {
+            op.kind = OpKind::all_to_all_v;
+            for (auto b : *v) op.send_bytes.push_back(size_of(at, "trnsim_send_bytes", b, o));
+          } else {
+            op.kind = OpKind::all_to_all;
+            op.bytes = bytes();
+          }
+          break;
+        case pb::BROADCAST: {
+          op.kind = OpKind::broadcast;
+          op.bytes = bytes();
+          // Chakra has no root field; trnsim writes one as an extension, else the group's first
+          // member is the root. The group's members are known only after all files are read, so
+          // -1 marks "first member" until then.
+          const auto root = at.get_int("trnsim_root");
+          op.root = root ? static_cast<int>(*root) : -1;
+          break;
+        }
+        case pb::BARRIER:
+          op.kind = OpKind::barrier;
+          break;
+        default:
+          throw TraceError(fmt::format(
+              "{}: collective type {} ({}) has no trnsim equivalent", at.where(), *type,
+              pb::CollectiveCommType_IsValid(static_cast<int>(*type))
+                  ? pb::CollectiveCommType_Name(static_cast<pb::CollectiveCommType>(*type))
+                  : "unknown"));
+      }
+      break;
+    }
+    default:  // METADATA_NODE, INVALID_NODE and unknown types only order the others
+      zero_delay();
+      break;
+  }
+  return op;
+}
+
+std::string rank_file(const std::string& prefix, int rank) {
+  return fmt::format("{}.{}.et", prefix, rank);
+}
+
+std::map<std::string, std::vector<int>> read_process_groups(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw TraceError(fmt::format("{}: cannot open process-group file", path));
+  Json j;
+  try {
+    j = Json::parse(in);
+  } catch (const Json::parse_error& e) {
+    throw TraceError(fmt::format("{}: invalid JSON: {}", path, e.what()));
+  }
+  if (!j.is_object()) {
+    throw TraceError(fmt::format("{}: expected an object mapping pg_name to a list of ranks", path));
+  }
+  std::map<std::string, std::vector<int>> groups;
+  for (const auto& [name, members] : j.items()) {
+    const auto ptr = config::json_pointer_append("", name);
+    if (!members.is_array()) {
+      throw TraceError(fmt::format("{}:{}: expected a list of ranks, got {}", path, ptr,
+                                   members.dump()));
+    }
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      if (!members[i].is_number_integer()) {
+        throw TraceError(fmt::format("{}:{}/{}: expected a rank (an integer), got {}", path, ptr, i,
+                                     members[i].dump()));
+      }
+      groups[name].push_back(members[i].get<int>());
+    }
+  }
+  return groups;
+}
+
+// Dropped edges are summarised (count and a few examples) instead of one warning per edge: the
+// real PyTorch trace has thousands of nodes.
+void summarise(std::vector<std::string>& warnings, const std::string& file, std::string_view what,
+               const std::vector<std::string>& examples, std::size_t count) {
+  if (count == 0) return;
+  std::string list;
+  for (std::size_t i = 0; i < examples.size(); ++i) list += (i ? ", " : "") + examples[i];
+  warnings.push_back(fmt::format("{}: {} {} (dropped){}", file, count, what,
+                                 list.empty() ? "" : fmt::format(", e.g. {}", list)));
+}
+
+}  // namespace
+
+Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
+  if (!fs::exists(rank_file(prefix, 0))) {
+    throw TraceError(fmt::format("{}: no Chakra trace found (expected {})", prefix,
+                                 rank_file(prefix, 0)));
+  }
+  if (options.element_bytes == 0) throw TraceError("Chakra reader: element size must be >= 1 byte");
+  Workload w;
+  w.name = fs::path(prefix).filename().string();
+
+  std::optional<std::map<std::string, std::vector<int>>> pg_file;
+  std::string pg_path = options.process_groups;
+  if (pg_path.empty() && fs::exists(prefix + ".json")) pg_path = prefix + ".json";
+  if (!pg_path.empty()) pg_file = read_process_groups(pg_path);
+
+  std::set<std::string> unresolved_pgs;
+  bool uses_world = false;
+  RankContext ctx{options, pg_file ? &*pg_file : nullptr, &unresolved_pgs, &uses_world};
+  // node index -> node id per rank, for error messages
+  std::vector<std::string> files;
+
+  for (int r = 0; fs::exists(rank_file(prefix, r)); ++r) {
+    const std::string file = rank_file(prefix, r);
+    files.push_back(file);
+    std::string data = read_bytes(file);
+    if (is_gzip(data)) data = gunzip(data, file);
+    const auto msgs = frames(data, file);
+    if (msgs.empty()) throw TraceError(fmt::format("{}: empty file (no GlobalMetadata)", file));
+    pb::GlobalMetadata meta;
+    if (!meta.ParseFromArray(msgs[0].data(), static_cast<int>(msgs[0].size()))) {
+      throw TraceError(fmt::format("{}: message #0 is not a Chakra GlobalMetadata", file));
+    }
+    if (r == 0) {
+      // Metadata that trnsim exported comes back verbatim; otherwise say where the trace is from.
+      Json m = Json::object();
+      m["source"] = "chakra";
+      if (!meta.version().empty()) m["chakra_version"] = meta.version();
+      for (const auto& a : meta.attr()) {
+        if (a.value_case() != A::kStringVal) continue;
+        if (a.name() == "trnsim_name") {
+          w.name = a.string_val();
+        } else if (a.name() == "schema") {
+          m["chakra_schema"] = a.string_val();
+        }
+      }
+      for (const auto& a : meta.attr()) {
+        if (a.name() != "trnsim_metadata" || a.value_case() != A::kStringVal) continue;
+        try {
+          m = Json::parse(a.string_val());
+        } catch (const Json::parse_error& e) {
+          throw TraceError(fmt::format(
+              "{}: GlobalMetadata attribute trnsim_metadata is not JSON: {}", file, e.what()));
+        }
+      }
+      w.metadata = std::move(m);
+    }
+
+    RankTrace rank;
+    rank.rank = r;
+    rank.ops.reserve(msgs.size() - 1);
+    std::vector<pb::Node> nodes(msgs.size() - 1);
+    std::unordered_map<OpId, std::size_t> index;
+    for (std::size_t i = 1; i < msgs.size(); ++i) {
+      pb::Node& node = nodes[i - 1];
+      if (!node.ParseFromArray(msgs[i].data(), static_cast<int>(msgs[i].size()))) {
+        throw TraceError(fmt::format("{}: message #{} is not a Chakra Node", file, i));
+      }
+      const Attrs at(node, fmt::format("{}: node {} ({})", file, node.id(), node.name()));
+      rank.ops.push_back(map_node(node, at, ctx));
+      if (auto [it, fresh] = index.emplace(node.id(), i - 1); !fresh) {
+        throw TraceError(fmt::format("{}: node id {} is used twice", file, node.id()));
+      }
+    }
+    // Dependencies: data then control, each once. Edges to absent nodes and to the node itself
+    // occur in real traces; they cannot constrain anything, so they are dropped with a warning.
+    std::size_t absent = 0, self = 0;
+    std::vector<std::string> absent_ex, self_ex;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      Op& op = rank.ops[i];
+      op.deps.clear();
+      std::set<OpId> seen;
+      auto add = [&](OpId d) {
+        if (!seen.insert(d).second) return;
+        if (d == op.id) {
+          if (self_ex.size() < 3) self_ex.push_back(fmt::format("node {}", d));
+          ++self;
+        } else if (!index.contains(d)) {
+          if (absent_ex.size() < 3) absent_ex.push_back(fmt::format("node {} -> {}", op.id, d));
+          ++absent;
+        } else {
+          op.deps.push_back(d);
+        }
+      };
+      for (auto d : nodes[i].data_deps()) add(d);
+      for (auto d : nodes[i].ctrl_deps()) add(d);
+    }
+    summarise(w.warnings, file, "dependencies name nodes that are not in the file", absent_ex,
+              absent);
+    summarise(w.warnings, file, "nodes depend on themselves", self_ex, self);
+    w.ranks.push_back(std::move(rank));
+  }
+
+  const int n = w.num_ranks();
+  if (pg_file) {
+    for (const auto& [name, members] : *pg_file) {
+      for (int m : members) {
+        if (m < 0 || m >= n) {
+          throw TraceError(fmt::format("{}: group \"{}\" names rank {}, but only {} rank files "
+                                       "({}.0.et .. {}.{}.et) exist",
+                                       pg_path, name, m, n, prefix, prefix, n - 1));
+        }
+      }
+    }
+    w.groups = *pg_file;
+  }
+  if (uses_world && !w.groups.contains(kWorld)) {
+    std::vector<int> all(n);
+    for (int r = 0; r < n; ++r) all[r] = r;
+    w.groups[kWorld] = std::move(all);
+  }
+  for (const auto& pg : unresolved_pgs) {
+    w.warnings.push_back(fmt::format(
+        "{}: pg_name \"{}\" is used but there is no process-group file; its collectives run on "
+        "group \"{}\" (all {} ranks)",
+        prefix, pg, kWorld, n));
+  }
+  for (auto& rank : w.ranks) {
+    for (auto& op : rank.ops) {
+      if (op.kind == OpKind::broadcast && op.root < 0) {
+        auto g = w.groups.find(op.group);
+        if (g != w.groups.end()) op.root = g->second.front();
+      }
+    }
+  }
+
+  validate(w, [&](int rank, std::size_t i) {
+    const Op& op = w.ranks[rank].ops[i];
+    return fmt::format("{}: node {} ({})", files[rank], op.id, op.name);
+  });
+  return w;
+}
+
+// ---- export -------------------------------------------------------------------------------------
+
+namespace {
+
+A* add_attr(pb::Node& node, const std::string& name) {
+  A* a = node.add_attr();
+  a->set_name(name);
+  return a;
+}
+
+pb::Node to_node(const Op& op, int rank, const ChakraExportOptions& options) {
+  pb::Node node;
+  node.set_id(op.id);
+  node.set_name(op.name);
+  for (OpId d : op.deps) node.add_data_deps(d);
+  const auto collective = [&](pb::CollectiveCommType type, std::uint64_t size) {
+    node.set_type(pb::COMM_COLL_NODE);
+    add_attr(node, "is_cpu_op")->set_bool_val(false);
+    add_attr(node, "comm_type")->set_int64_val(type);
+    add_attr(node, "comm_size")->set_int64_val(static_cast<std::int64_t>(size));
+    add_attr(node, "pg_name")->set_string_val(op.group);
+  };
+  switch (op.kind) {
+    case OpKind::gemm:
+    case OpKind::elementwise:
+    case OpKind::activation:
+    case OpKind::reduction:
+    case OpKind::softmax:
+    case OpKind::norm:
+    case OpKind::attention:
+      node.set_type(pb::COMP_NODE);
+      add_attr(node, "is_cpu_op")->set_bool_val(false);
+      add_attr(node, "num_ops")->set_int64_val(std::llround(op_flops(op)));
+      if (op.tensor_bytes) {
+        add_attr(node, "tensor_size")->set_uint64_val(*op.tensor_bytes);
+      }
+      add_attr(node, "op_type")->set_string_val(op.source_type ? *op.source_type
+                                                               : std::string(kind_name(op.kind)));
+      break;
+    case OpKind::delay:
+      node.set_type(pb::COMP_NODE);
+      node.set_duration_micros(static_cast<std::uint64_t>(std::llround(op.duration.si * 1e6)));
+      if (op.source_type) add_attr(node, "op_type")->set_string_val(*op.source_type);
+      break;
+    case OpKind::mem_load:
+    case OpKind::mem_store:
+      node.set_type(op.kind == OpKind::mem_load ? pb::MEM_LOAD_NODE : pb::MEM_STORE_NODE);
+      add_attr(node, "tensor_size")->set_uint64_val(op.bytes);
+      break;
+    case OpKind::all_reduce:
+      collective(pb::ALL_REDUCE, op.bytes);
+      break;
+    case OpKind::all_gather:
+      collective(pb::ALL_GATHER, op.bytes);
+      break;
+    case OpKind::reduce_scatter:
+      collective(pb::REDUCE_SCATTER, op.bytes);
+      break;
+    case OpKind::all_to_all:
+      collective(pb::ALL_TO_ALL, op.bytes);
+      break;
+    case OpKind::all_to_all_v: {
+      collective(pb::ALL_TO_ALL, static_cast<std::uint64_t>(comm_bytes(op)));
+      auto* list = add_attr(node, "trnsim_send_bytes")->mutable_int64_list();
+      for (auto b : op.send_bytes) list->add_values(static_cast<std::int64_t>(b));
+      break;
+    }
+    case OpKind::broadcast:
+      collective(pb::BROADCAST, op.bytes);
+      add_attr(node, "trnsim_root")->set_int64_val(op.root);
+      break;
+    case OpKind::barrier:
+      collective(pb::BARRIER, 0);
+      break;
+    case OpKind::send:
+    case OpKind::recv: {
+      const bool send = op.kind == OpKind::send;
+      node.set_type(send ? pb::COMM_SEND_NODE : pb::COMM_RECV_NODE);
+      add_attr(node, "comm_src")->set_int32_val(send ? rank : op.peer);
+      add_attr(node, "comm_dst")->set_int32_val(send ? op.peer : rank);
+      add_attr(node, "comm_tag")->set_int64_val(op.tag);
+      add_attr(node, "comm_size")->set_int64_val(static_cast<std::int64_t>(op.bytes));
+      break;
+    }
+  }
+  if (options.embed_native) {
+    Json j = op_to_json(op);
+    j.erase("name");
+    j.erase("deps");
+    add_attr(node, "trnsim_op")->set_string_val(j.dump());
+  }
+  return node;
+}
+
+}  // namespace
+
+void export_chakra(const Workload& w, const std::string& prefix,
+                   const ChakraExportOptions& options) {
+  validate(w);
+  for (int r = 0; r < w.num_ranks(); ++r) {
+    std::string out;
+    pb::GlobalMetadata meta;
+    meta.set_version("0.0.4");
+    auto* name = meta.add_attr();
+    name->set_name("trnsim_name");
+    name->set_string_val(w.name);
+    auto* md = meta.add_attr();
+    md->set_name("trnsim_metadata");
+    md->set_string_val(w.metadata.dump());
+    const std::string m = meta.SerializeAsString();
+    put_varint(out, m.size());
+    out += m;
+    for (const Op& op : w.ranks[r].ops) {
+      const std::string s = to_node(op, r, options).SerializeAsString();
+      put_varint(out, s.size());
+      out += s;
+    }
+    write_file_atomic(rank_file(prefix, r), options.gzip ? gzip(out) : out);
+  }
+  Json groups = Json::object();
+  for (const auto& [name, members] : w.groups) groups[name] = members;
+  write_file_atomic(prefix + ".json", groups.dump(2) + "\n");
+}
+
+}  // namespace trnsim::trace

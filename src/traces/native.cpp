@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+// Native JSON traces: read with the config visitor framework (so unknown keys are rejected with a
+// suggestion and errors carry file and JSON pointer), written deterministically.
+#include "trnsim/trace/native.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::trace {
+
+namespace {
+
+using config::JsonReader;
+using config::Provenance;
+
+constexpr std::string_view kFormat = "trnsim-trace";
+constexpr int kVersion = 1;
+
+struct RankOpsJson {
+  int rank = 0;
+  std::vector<Op> ops;
+  template <class V>
+  void visit(V& v) {
+    v.field("rank", rank, "the rank these ops run on", config::Required{});
+    v.field("ops", ops, "the rank's operations", config::Required{});
+  }
+};
+
+// The header fields the visitor framework can read; metadata and groups are free-form and read
+// by hand.
+struct HeaderJson {
+  std::string format;
+  int version = 0;
+  std::string name;
+  int ranks = 0;
+  std::vector<RankOpsJson> rank_ops;
+  template <class V>
+  void visit(V& v) {
+    v.field("format", format, "must be \"trnsim-trace\"", config::Required{});
+    v.field("version", version, "format version", config::Required{});
+    v.field("name", name, "workload name");
+    v.field("ranks", ranks, "number of ranks", config::Required{});
+    v.field("rank_ops", rank_ops, "ops per rank", config::Required{});
+  }
+};
+
+[[noreturn]] void fail(const std::string& origin, const std::string& pointer,
+                       std::string_view message) {
+  throw TraceError(fmt::format("{}:{}: {}", origin, pointer.empty() ? "/" : pointer, message));
+}
+
+Json parse_json(const std::string& text, const std::string& origin) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    std::size_t line = 1, col = 1;
+    for (std::size_t i = 0; i < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') {
+        ++line;
+        col = 1;
+      } else {
+        ++col;
+      }
+    }
+    std::string what = e.what();
+    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+    throw TraceError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what));
+  }
+}
+
+// Keys are emitted in a fixed order readers find natural: id, op, name, then alphabetical.
+nlohmann::ordered_json ordered_op(const Json& j) {
+  nlohmann::ordered_json o;
+  for (const char* key : {"id", "op", "name"}) {
+    if (j.contains(key)) o[key] = j.at(key);
+  }
+  for (const auto& [k, v] : j.items()) {
+    if (k != "id" && k != "op" && k != "name") o[k] = v;
+  }
+  return o;
+}
+
+}  // namespace
+
+Json op_to_json(const Op& op) {
+  Json j = Json::object();
+  config::JsonWriter w(j);
+  const_cast<Op&>(op).visit(w);
+  if (op.name.empty()) j.erase("name");
+  if (op.deps.empty()) j.erase("deps");
+  return j;
+}
+
+Op op_from_json(const Json& j, const std::string& pointer, const std::string& origin) {
+  Provenance prov;
+  prov.record("", origin);
+  Op op;
+  try {
+    JsonReader::read(j, pointer, prov, op);
+  } catch (const ConfigError& e) {
+    throw TraceError(e.what());
+  }
+  return op;
+}
+
+Workload parse_native(const std::string& text, const std::string& origin) {
+  const Json root = parse_json(text, origin);
+  if (!root.is_object()) fail(origin, "", fmt::format("expected an object, got {}", root.type_name()));
+
+  static const std::vector<std::string> keys = {"format", "version", "name",    "metadata",
+                                                "ranks",  "groups",  "rank_ops"};
+  for (const auto& [k, v] : root.items()) {
+    if (std::find(keys.begin(), keys.end(), k) != keys.end()) continue;
+    const auto near = config::nearest_key(k, keys);
+    fail(origin, config::json_pointer_append("", k),
+         fmt::format("unknown key \"{}\"{}", k,
+                     near.empty() ? "" : fmt::format("; did you mean \"{}\"?", near)));
+  }
+  // Check format and version before anything else: a file of another format or version should
+  // say so rather than complain about its fields.
+  if (!root.contains("format")) fail(origin, "/format", "missing required key \"format\"");
+  if (root["format"] != kFormat) {
+    fail(origin, "/format",
+         fmt::format("expected \"{}\", got {}", kFormat, root["format"].dump()));
+  }
+  if (!root.contains("version")) fail(origin, "/version", "missing required key \"version\"");
+  if (root["version"] != kVersion) {
+    fail(origin, "/version",
+         fmt::format("unsupported trace version {} (this reader supports {})",
+                     root["version"].dump(), kVersion));
+  }
+
+  Json header = root;
+  header.erase("metadata");
+  header.erase("groups");
+  HeaderJson h;
+  Provenance prov;
+  prov.record("", origin);
+  try {
+    JsonReader::read(header, "", prov, h);
+  } catch (const ConfigError& e) {
+    throw TraceError(e.what());
+  }
+
+  Workload w;
+  w.version = h.version;
+  w.name = h.name;
+  if (root.contains("metadata")) {
+    if (!root["metadata"].is_object()) {
+      fail(origin, "/metadata", fmt::format("expected an object, got {}", root["metadata"].dump()));
+    }
+    w.metadata = root["metadata"];
+  }
+  if (h.ranks < 1) fail(origin, "/ranks", fmt::format("expected an integer >= 1, got {}", h.ranks));
+  if (root.contains("groups")) {
+    const Json& g = root["groups"];
+    if (!g.is_object()) {
+      fail(origin, "/groups", fmt::format("expected an object of rank lists, got {}", g.dump()));
+    }
+    for (const auto& [name, members] : g.items()) {
+      const auto ptr = config::json_pointer_append("/groups", name);
+      if (!members.is_array()) {
+        fail(origin, ptr, fmt::format("expected an array of ranks, got {}", members.dump()));
+      }
+      std::vector<int> list;
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        if (!members[i].is_number_integer()) {
+          fail(origin, fmt::format("{}/{}", ptr, i),
+               fmt::format("expected a rank (an integer), got {}", members[i].dump()));
+        }
+        const auto m = members[i].get<std::int64_t>();
+        if (m < 0 || m >= h.ranks) {
+          fail(origin, fmt::format("{}/{}", ptr, i),
+               fmt::format("rank {} is out of range (ranks are 0..{})", m, h.ranks - 1));
+        }
+        if (std::find(list.begin(), list.end(), m) != list.end()) {
+          fail(origin, fmt::format("{}/{}", ptr, i), fmt::format("rank {} is listed twice", m));
+        }
+        list.push_back(static_cast<int>(m));
+      }
+      if (list.empty()) fail(origin, ptr, "a group needs at least one member");
+      w.groups[name] = std::move(list);
+    }
+  }
+
+  // rank_ops entries may come in any order; remember where each rank was for error messages.
+  std::vector<int> position(h.ranks, -1);
+  for (std::size_t i = 0; i < h.rank_ops.size(); ++i) {
+    const int r = h.rank_ops[i].rank;
+    const auto ptr = fmt::format("/rank_ops/{}/rank", i);
+    if (r < 0 || r >= h.ranks) {
+      fail(origin, ptr, fmt::format("rank {} is out of range (ranks are 0..{})", r, h.ranks - 1));
+    }
+    if (position[r] >= 0) {
+      fail(origin, ptr, fmt::format("rank {} already appears at /rank_ops/{}", r, position[r]));
+    }
+    position[r] = static_cast<int>(i);
+  }
+  for (int r = 0; r < h.ranks; ++r) {
+    if (position[r] < 0) fail(origin, "/rank_ops", fmt::format("no entry for rank {}", r));
+  }
+  w.ranks.resize(h.ranks);
+  for (int r = 0; r < h.ranks; ++r) {
+    w.ranks[r].rank = r;
+    w.ranks[r].ops = std::move(h.rank_ops[position[r]].ops);
+  }
+
+  validate(w, [&](int rank, std::size_t op) {
+    return fmt::format("{}:/rank_ops/{}/ops/{}", origin, position[rank], op);
+  });
+  return w;
+}
+
+Workload load_native(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(fmt::format("{}: cannot open trace file", path));
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return parse_native(ss.str(), path);
+}
+
+std::string write_native(const Workload& w) {
+  std::string out = "{\n";
+  out += fmt::format("  \"format\": \"{}\",\n", kFormat);
+  out += fmt::format("  \"version\": {},\n", w.version);
+  out += fmt::format("  \"name\": {},\n", Json(w.name).dump());
+  out += fmt::format("  \"metadata\": {},\n", w.metadata.is_null() ? "{}" : w.metadata.dump());
+  out += fmt::format("  \"ranks\": {},\n", w.num_ranks());
+  out += "  \"groups\": {";
+  bool first = true;
+  for (const auto& [name, members] : w.groups) {
+    out += fmt::format("{}\n    {}: {}", first ? "" : ",", Json(name).dump(), Json(members).dump());
+    first = false;
+  }
+  out += first ? "},\n" : "\n  },\n";
+  out += "  \"rank_ops\": [";
+  for (int r = 0; r < w.num_ranks(); ++r) {
+    out += fmt::format("{}\n    {{\"rank\": {}, \"ops\": [", r == 0 ? "" : ",", r);
+    const auto& ops = w.ranks[r].ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      out += fmt::format("{}\n      {}", i == 0 ? "" : ",", ordered_op(op_to_json(ops[i])).dump());
+    }
+    out += ops.empty() ? "]}" : "\n    ]}";
+  }
+  out += w.ranks.empty() ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace trnsim::trace

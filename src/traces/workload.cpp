@@ -1,0 +1,474 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/trace/workload.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <numeric>
+#include <queue>
+#include <set>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::trace {
+
+double dtype_bytes(DType d) {
+  switch (d) {
+    case DType::fp32:
+      return 4.0;
+    case DType::bf16:
+    case DType::fp16:
+      return 2.0;
+    case DType::fp8:
+      return 1.0;
+    case DType::mxfp8:
+      return 1.0 + 1.0 / 32.0;
+    case DType::mxfp4:
+      return 0.5 + 1.0 / 32.0;
+  }
+  throw InternalError("dtype without a size");
+}
+
+std::string_view kind_name(OpKind k) { return config::enum_name(k); }
+
+bool is_compute(OpKind k) {
+  switch (k) {
+    case OpKind::gemm:
+    case OpKind::elementwise:
+    case OpKind::activation:
+    case OpKind::reduction:
+    case OpKind::softmax:
+    case OpKind::norm:
+    case OpKind::attention:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_collective(OpKind k) {
+  switch (k) {
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_to_all:
+    case OpKind::all_to_all_v:
+    case OpKind::broadcast:
+    case OpKind::barrier:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_p2p(OpKind k) { return k == OpKind::send || k == OpKind::recv; }
+
+namespace {
+
+std::string default_where(const Workload& w, int rank, std::size_t index) {
+  const Op& op = w.ranks[rank].ops[index];
+  return op.name.empty() ? fmt::format("rank {}, op {}", rank, op.id)
+                         : fmt::format("rank {}, op {} ({})", rank, op.id, op.name);
+}
+
+Locator resolve(const Workload& w, const Locator& where) {
+  if (where) return where;
+  return [&w](int rank, std::size_t index) { return default_where(w, rank, index); };
+}
+
+std::string op_label(const Op& op) {
+  return op.name.empty() ? fmt::format("{}", op.id) : fmt::format("{} ({})", op.id, op.name);
+}
+
+}  // namespace
+
+std::unordered_map<OpId, std::size_t> index_by_id(const RankTrace& rank) {
+  std::unordered_map<OpId, std::size_t> index;
+  index.reserve(rank.ops.size());
+  for (std::size_t i = 0; i < rank.ops.size(); ++i) {
+    if (!index.emplace(rank.ops[i].id, i).second) {
+      throw TraceError(fmt::format("rank {}: op id {} is used twice", rank.rank, rank.ops[i].id));
+    }
+  }
+  return index;
+}
+
+std::vector<std::size_t> topological_order(const RankTrace& rank) {
+  const auto index = index_by_id(rank);
+  const std::size_t n = rank.ops.size();
+  std::vector<std::size_t> missing(n, 0);
+  std::vector<std::vector<std::size_t>> users(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    for (OpId d : rank.ops[i].deps) {
+      auto it = index.find(d);
+      if (it == index.end()) {
+        throw TraceError(fmt::format("rank {}: op {} depends on op {}, which the rank does not have",
+                                     rank.rank, op_label(rank.ops[i]), d));
+      }
+      users[it->second].push_back(i);
+      ++missing[i];
+    }
+  }
+  // Min-heap on file position: deterministic, and the identity on an already ordered file.
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (missing[i] == 0) ready.push(i);
+  }
+  std::vector<std::size_t> order;
+  order.reserve(n);
+  while (!ready.empty()) {
+    const std::size_t i = ready.top();
+    ready.pop();
+    order.push_back(i);
+    for (std::size_t u : users[i]) {
+      if (--missing[u] == 0) ready.push(u);
+    }
+  }
+  if (order.size() == n) return order;
+
+  // Every op left has an unfinished dependency that is also left: walking those edges from any
+  // of them must revisit an op, and the walk from that op on is a cycle.
+  std::size_t start = 0;
+  while (missing[start] == 0) ++start;
+  std::vector<std::size_t> path;
+  std::vector<int> seen_at(n, -1);
+  std::size_t cur = start;
+  while (seen_at[cur] < 0) {
+    seen_at[cur] = static_cast<int>(path.size());
+    path.push_back(cur);
+    for (OpId d : rank.ops[cur].deps) {
+      const std::size_t j = index.at(d);
+      if (missing[j] != 0) {
+        cur = j;
+        break;
+      }
+    }
+  }
+  // path[seen_at[cur]..] is the cycle, each op depending on the next; print it in run order.
+  std::vector<std::size_t> cycle(path.begin() + seen_at[cur], path.end());
+  std::reverse(cycle.begin(), cycle.end());
+  std::string text;
+  for (std::size_t i : cycle) text += "op " + op_label(rank.ops[i]) + " -> ";
+  text += "op " + op_label(rank.ops[cycle.front()]);
+  throw TraceError(fmt::format("rank {}: dependency cycle: {}", rank.rank, text));
+}
+
+double op_flops(const Op& op) {
+  if (op.flops) return *op.flops;
+  const auto d = [](std::uint64_t v) { return static_cast<double>(v); };
+  switch (op.kind) {
+    case OpKind::gemm:
+      return 2.0 * d(op.m) * d(op.k) * d(op.n) * d(op.batch);
+    case OpKind::elementwise:
+      return d(op.elements) * d(std::max<std::uint64_t>(1, op.inputs - 1));
+    case OpKind::activation:
+    case OpKind::reduction:
+      return d(op.elements);
+    case OpKind::softmax:
+      return 5.0 * d(op.elements);  // max, subtract, exp, sum, divide
+    case OpKind::norm:
+      return 4.0 * d(op.elements);  // square, sum, scale, weight
+    case OpKind::attention: {
+      const double scores = d(op.batch) * d(op.heads) * d(op.seq_q) * d(op.seq_kv);
+      const double f = 4.0 * scores * d(op.head_dim) + 5.0 * scores;  // QK^T, PV, softmax
+      return op.causal ? f / 2.0 : f;
+    }
+    default:
+      return 0.0;
+  }
+}
+
+double total_flops(const RankTrace& rank) {
+  double sum = 0.0;
+  for (const auto& op : rank.ops) sum += op_flops(op);
+  return sum;
+}
+
+double comm_bytes(const Op& op) {
+  switch (op.kind) {
+    case OpKind::all_to_all_v:
+      return std::accumulate(op.send_bytes.begin(), op.send_bytes.end(), 0.0,
+                             [](double a, std::uint64_t b) { return a + double(b); });
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+    case OpKind::all_to_all:
+    case OpKind::broadcast:
+    case OpKind::send:
+    case OpKind::mem_load:
+    case OpKind::mem_store:
+      return static_cast<double>(op.bytes);
+    default:
+      return 0.0;
+  }
+}
+
+void check_structure(const Workload& w, const Locator& where_in) {
+  const Locator where = resolve(w, where_in);
+  if (w.version != 1) {
+    throw TraceError(fmt::format("unsupported trace version {} (expected 1)", w.version));
+  }
+  if (w.ranks.empty()) throw TraceError("the workload has no ranks");
+  for (int r = 0; r < w.num_ranks(); ++r) {
+    const RankTrace& rank = w.ranks[r];
+    if (rank.rank != r) {
+      throw InternalError(fmt::format("ranks[{}] holds rank {}", r, rank.rank));
+    }
+    std::unordered_map<OpId, std::size_t> index;
+    for (std::size_t i = 0; i < rank.ops.size(); ++i) {
+      if (auto [it, fresh] = index.emplace(rank.ops[i].id, i); !fresh) {
+        throw TraceError(fmt::format("{}: id {} is already used by {}", where(r, i),
+                                     rank.ops[i].id, where(r, it->second)));
+      }
+    }
+    for (std::size_t i = 0; i < rank.ops.size(); ++i) {
+      const Op& op = rank.ops[i];
+      for (OpId d : op.deps) {
+        if (!index.contains(d)) {
+          throw TraceError(fmt::format("{}: depends on op {}, which rank {} does not have",
+                                       where(r, i), d, r));
+        }
+      }
+      const auto positive = [&](std::uint64_t v, std::string_view field) {
+        if (v == 0) {
+          throw TraceError(fmt::format("{}: {} \"{}\" must be at least 1", where(r, i),
+                                       kind_name(op.kind), field));
+        }
+      };
+      if (op.kind == OpKind::gemm) {
+        positive(op.m, "m");
+        positive(op.k, "k");
+        positive(op.n, "n");
+      } else if (op.kind == OpKind::attention) {
+        positive(op.batch, "batch");
+        positive(op.heads, "heads");
+        positive(op.seq_q, "seq_q");
+        positive(op.seq_kv, "seq_kv");
+        positive(op.head_dim, "head_dim");
+      }
+      if (op.kind == OpKind::delay && !(op.duration.si >= 0.0)) {
+        throw TraceError(fmt::format("{}: delay duration must not be negative", where(r, i)));
+      }
+    }
+    topological_order(rank);  // cycles
+  }
+}
+
+void check_groups(const Workload& w, const Locator& where_in) {
+  const Locator where = resolve(w, where_in);
+  for (const auto& [name, members] : w.groups) {
+    if (members.empty()) throw TraceError(fmt::format("group \"{}\" has no members", name));
+    std::set<int> seen;
+    for (int m : members) {
+      if (m < 0 || m >= w.num_ranks()) {
+        throw TraceError(fmt::format("group \"{}\": rank {} is out of range (ranks are 0..{})",
+                                     name, m, w.num_ranks() - 1));
+      }
+      if (!seen.insert(m).second) {
+        throw TraceError(fmt::format("group \"{}\": rank {} is listed twice", name, m));
+      }
+    }
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, members] : w.groups) names.push_back(name);
+  for (int r = 0; r < w.num_ranks(); ++r) {
+    const auto& ops = w.ranks[r].ops;
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const Op& op = ops[i];
+      if (is_p2p(op.kind)) {
+        if (op.peer < 0 || op.peer >= w.num_ranks() || op.peer == r) {
+          throw TraceError(fmt::format("{}: {} peer {} is not another rank (ranks are 0..{})",
+                                       where(r, i), kind_name(op.kind), op.peer,
+                                       w.num_ranks() - 1));
+        }
+        continue;
+      }
+      if (!is_collective(op.kind)) continue;
+      auto g = w.groups.find(op.group);
+      if (g == w.groups.end()) {
+        const auto near = config::nearest_key(op.group, names);
+        throw TraceError(fmt::format("{}: unknown group \"{}\"{}", where(r, i), op.group,
+                                     near.empty() ? "" : fmt::format("; did you mean \"{}\"?", near)));
+      }
+      const auto& members = g->second;
+      if (std::find(members.begin(), members.end(), r) == members.end()) {
+        throw TraceError(fmt::format("{}: rank {} is not a member of group \"{}\"", where(r, i), r,
+                                     op.group));
+      }
+      if (op.kind == OpKind::all_to_all_v && op.send_bytes.size() != members.size()) {
+        throw TraceError(fmt::format("{}: send_bytes has {} entries but group \"{}\" has {} members",
+                                     where(r, i), op.send_bytes.size(), op.group, members.size()));
+      }
+      if (op.kind == OpKind::broadcast &&
+          std::find(members.begin(), members.end(), op.root) == members.end()) {
+        throw TraceError(fmt::format("{}: broadcast root {} is not a member of group \"{}\"",
+                                     where(r, i), op.root, op.group));
+      }
+    }
+  }
+}
+
+void check_collectives(const Workload& w, const Locator& where_in) {
+  const Locator where = resolve(w, where_in);
+  // Per group, per member: indices of its collectives on that group in issue order.
+  std::map<std::string, std::map<int, std::vector<std::size_t>>> issued;
+  for (int r = 0; r < w.num_ranks(); ++r) {
+    for (std::size_t i : topological_order(w.ranks[r])) {
+      const Op& op = w.ranks[r].ops[i];
+      if (is_collective(op.kind)) issued[op.group][r].push_back(i);
+    }
+  }
+  for (const auto& [group, members] : w.groups) {
+    auto it = issued.find(group);
+    if (it == issued.end()) continue;
+    auto& per_rank = it->second;
+    std::size_t most = 0;
+    for (int m : members) most = std::max(most, per_rank[m].size());
+    for (std::size_t k = 0; k < most; ++k) {
+      std::vector<int> have, lack;
+      for (int m : members) (per_rank[m].size() > k ? have : lack).push_back(m);
+      if (!lack.empty()) {
+        const int r0 = have.front();
+        throw TraceError(fmt::format(
+            "group \"{}\": collective #{} ({} at {}) is issued by ranks [{}] but never by ranks "
+            "[{}]; the replay would wait for them forever",
+            group, k, kind_name(w.ranks[r0].ops[per_rank[r0][k]].kind), where(r0, per_rank[r0][k]),
+            fmt::join(have, ", "), fmt::join(lack, ", ")));
+      }
+      const int r0 = members.front();
+      const Op& a = w.ranks[r0].ops[per_rank[r0][k]];
+      for (int m : members) {
+        const Op& b = w.ranks[m].ops[per_rank[m][k]];
+        std::string what;
+        if (a.kind != b.kind) {
+          what = fmt::format("{} vs {}", kind_name(a.kind), kind_name(b.kind));
+        } else if (a.kind != OpKind::all_to_all_v && a.kind != OpKind::barrier &&
+                   a.bytes != b.bytes) {
+          what = fmt::format("bytes {} vs {}", a.bytes, b.bytes);
+        } else if (a.kind == OpKind::all_to_all_v && a.send_bytes.size() != b.send_bytes.size()) {
+          what = fmt::format("send_bytes length {} vs {}", a.send_bytes.size(),
+                             b.send_bytes.size());
+        } else if (a.kind == OpKind::broadcast && a.root != b.root) {
+          what = fmt::format("root {} vs {}", a.root, b.root);
+        }
+        if (!what.empty()) {
+          throw TraceError(fmt::format(
+              "group \"{}\": collective #{} does not match between ranks {} and {}: {} ({} / {})",
+              group, k, r0, m, what, where(r0, per_rank[r0][k]), where(m, per_rank[m][k])));
+        }
+      }
+    }
+  }
+}
+
+void check_send_recv(const Workload& w, const Locator& where_in) {
+  const Locator where = resolve(w, where_in);
+  struct Key {
+    int src, dst;
+    std::int64_t tag;
+    auto operator<=>(const Key&) const = default;
+  };
+  std::map<Key, std::vector<std::pair<int, std::size_t>>> sends, recvs;
+  for (int r = 0; r < w.num_ranks(); ++r) {
+    for (std::size_t i : topological_order(w.ranks[r])) {
+      const Op& op = w.ranks[r].ops[i];
+      if (op.kind == OpKind::send) sends[{r, op.peer, op.tag}].emplace_back(r, i);
+      if (op.kind == OpKind::recv) recvs[{op.peer, r, op.tag}].emplace_back(r, i);
+    }
+  }
+  auto unmatched = [&](const Key& key, const std::vector<std::pair<int, std::size_t>>& list,
+                       std::size_t k, bool is_send) {
+    const auto [r, i] = list[k];
+    throw TraceError(fmt::format(
+        "{}: {} #{} {} rank {} (tag {}) has no matching {} on rank {}; the replay would wait "
+        "for it forever",
+        where(r, i), is_send ? "send" : "recv", k, is_send ? "to" : "from",
+        is_send ? key.dst : key.src, key.tag, is_send ? "recv" : "send",
+        is_send ? key.dst : key.src));
+  };
+  for (const auto& [key, list] : sends) {
+    const auto& other = recvs[key];
+    for (std::size_t k = 0; k < list.size(); ++k) {
+      if (k >= other.size()) unmatched(key, list, k, true);
+      const Op& s = w.ranks[list[k].first].ops[list[k].second];
+      const Op& v = w.ranks[other[k].first].ops[other[k].second];
+      if (s.bytes != v.bytes) {
+        throw TraceError(fmt::format("{}: send #{} of {} bytes is received as {} bytes by {}",
+                                     where(list[k].first, list[k].second), k, s.bytes, v.bytes,
+                                     where(other[k].first, other[k].second)));
+      }
+    }
+  }
+  for (const auto& [key, list] : recvs) {
+    const auto it = sends.find(key);
+    const std::size_t have = it == sends.end() ? 0 : it->second.size();
+    if (list.size() > have) unmatched(key, list, have, false);
+  }
+}
+
+void validate(const Workload& w, const Locator& where) {
+  check_structure(w, where);
+  check_groups(w, where);
+  check_collectives(w, where);
+  check_send_recv(w, where);
+}
+
+namespace {
+std::string si(double v, std::string_view unit) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int p = 0;
+  while (std::abs(v) >= 1000.0 && p < 6) {
+    v /= 1000.0;
+    ++p;
+  }
+  return fmt::format("{:.4g} {}{}", v, prefixes[p], unit);
+}
+}  // namespace
+
+std::string describe(const Workload& w) {
+  std::string out;
+  std::size_t total_ops = 0;
+  std::map<std::string_view, std::size_t> by_kind;
+  double flops = 0.0, comm = 0.0, mem = 0.0, delay = 0.0;
+  double max_flops = 0.0;
+  for (const auto& rank : w.ranks) {
+    total_ops += rank.ops.size();
+    const double f = total_flops(rank);
+    flops += f;
+    max_flops = std::max(max_flops, f);
+    for (const auto& op : rank.ops) {
+      ++by_kind[kind_name(op.kind)];
+      if (op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
+        mem += comm_bytes(op);
+      } else {
+        comm += comm_bytes(op);
+      }
+      if (op.kind == OpKind::delay) delay += op.duration.si;
+    }
+  }
+  out += fmt::format("workload {}: {} ranks, {} ops\n", w.name.empty() ? "(unnamed)" : w.name,
+                     w.num_ranks(), total_ops);
+  out += "ops by kind:";
+  for (const auto& [kind, count] : by_kind) out += fmt::format(" {} {},", kind, count);
+  if (!by_kind.empty()) out.pop_back();
+  out += "\n";
+  out += fmt::format("groups: {}", w.groups.size());
+  std::size_t shown = 0;
+  for (const auto& [name, members] : w.groups) {
+    if (shown++ == 8) {
+      out += " ...";
+      break;
+    }
+    out += fmt::format(" {}[{}]", name, members.size());
+  }
+  out += "\n";
+  out += fmt::format("compute: {} total, {} on the busiest rank\n", si(flops, "FLOP"),
+                     si(max_flops, "FLOP"));
+  out += fmt::format("communication: {} sent; memory traffic: {}; delays: {}\n", si(comm, "B"),
+                     si(mem, "B"), si(delay, "s"));
+  if (!w.warnings.empty()) out += fmt::format("warnings: {}\n", w.warnings.size());
+  return out;
+}
+
+}  // namespace trnsim::trace
