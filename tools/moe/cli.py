@@ -167,7 +167,10 @@ def run(argv):
         for e in st["layers"]:
             extra = ""
             if e["kind"] == "moe":
-                extra = (f", dispatch {e['dispatch_bytes'] / 2**20:.1f} MiB, expert load max/mean "
+                extra = (f", dispatch {e['dispatch_bytes'] / 2**20:.1f} MiB "
+                         f"({e['dispatch_bytes_offrank'] / 2**20:.1f} MiB off-rank, busiest "
+                         f"receiver {e['dispatch_recv_bytes_max_rank'] / 2**20:.1f} MiB vs mean "
+                         f"{e['dispatch_recv_bytes_mean_rank'] / 2**20:.1f}), expert load max/mean "
                          f"{e['expert_load_max_over_mean']:.3f}, EP-rank load max/mean "
                          f"{e['ep_rank_load_max_over_mean']:.3f}")
             print(f"  layer {e['layer']} ({e['kind']}): {e['flops'] / 1e12:.2f} TFLOP{extra}")

@@ -25,7 +25,8 @@ def stats(cfg, rank_ops, routes):
     lay, m = cfg.layout, cfg.model
     flops_layer = {}
     a2a_layer = {}
-    for ops in rank_ops:
+    groups = lay.groups()
+    for rank, ops in enumerate(rank_ops):
         for op in ops:
             mt = _LAYER.match(op.get("name", ""))
             if not mt:
@@ -33,7 +34,14 @@ def stats(cfg, rank_ops, routes):
             layer = int(mt.group(1))
             flops_layer[layer] = flops_layer.get(layer, 0) + op_flops(op)
             if op["op"] == "all_to_all_v" and op["name"].endswith(".dispatch"):
-                a2a_layer[layer] = a2a_layer.get(layer, 0) + sum(op["send_bytes"])
+                members = groups[op["group"]]
+                me = members.index(rank)
+                tot, off, recv = a2a_layer.setdefault(layer, [0, 0, {}])
+                a2a_layer[layer][0] += sum(op["send_bytes"])
+                a2a_layer[layer][1] += sum(b for i, b in enumerate(op["send_bytes"]) if i != me)
+                for i, b in enumerate(op["send_bytes"]):
+                    if i != me:
+                        recv[members[i]] = recv.get(members[i], 0) + b
     epm = m["experts"] // lay.ep
     layers = []
     for layer in range(cfg.layers):
@@ -51,7 +59,12 @@ def stats(cfg, rank_ops, routes):
                     worst_e = max(worst_e, max(load) / mean)
                     per_rank = [sum(load[i * epm:(i + 1) * epm]) for i in range(lay.ep)]
                     worst_r = max(worst_r, max(per_rank) / (sum(per_rank) / lay.ep))
-            entry["dispatch_bytes"] = a2a_layer.get(layer, 0)
+            tot, off, recv = a2a_layer.get(layer, [0, 0, {}])
+            entry["dispatch_bytes"] = tot          # all ranks, all micro-batches, incl. to self
+            entry["dispatch_bytes_offrank"] = off  # the part that crosses the fabric
+            # The most loaded receiver (summed over micro-batches) vs the mean receiver.
+            entry["dispatch_recv_bytes_max_rank"] = max(recv.values(), default=0)
+            entry["dispatch_recv_bytes_mean_rank"] = off // lay.ranks
             entry["expert_load_max_over_mean"] = round(worst_e, 4)
             entry["ep_rank_load_max_over_mean"] = round(worst_r, 4)
         layers.append(entry)

@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Regenerates the bundled traces in traces/ (byte-identical for the same Python version).
+# The commands are documented in docs/moe-generator.md; keep the two in sync.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+# Default workload of `trnsim run` on the 144-chip Trn3 Gen2 UltraServer.
+python3 tools/moe_gen.py --model deepseek-v3 --ranks 144 --tp 1 --ep 16 --pp 1 \
+  --layers 3 --dense-layers 0 --seq-len 4096 --micro-batches 1 \
+  --routing zipf:1.2 --seed 1 --dtype mxfp8 --expert-gemms grouped \
+  --name deepseek-v3-moe-144 -o traces/deepseek-v3-moe-144.json
+
+# Small trace for tests: the layout of the third-party Mixtral trace (DP2 x TP2 x EP4).
+python3 tools/moe_gen.py --model mixtral-8x7b --tp 2 --ep 4 --dp 2 --pp 1 \
+  --layers 2 --seq-len 4096 --global-batch 8 --micro-batches 1 \
+  --routing zipf:1.2 --seed 1 --dtype mxfp8 \
+  --name mixtral-moe-16 -o traces/mixtral-moe-16.json

@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: MIT
+"""The committed traces/ files: valid, small, and what tools/regen-traces.sh produces."""
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import unittest
+
+from .checks import check_trace
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TRACES = os.path.join(ROOT, "traces")
+
+
+def regen_command(trace):
+    """The moe_gen.py command of `trace` in tools/regen-traces.sh, as an argument list."""
+    with open(os.path.join(ROOT, "tools", "regen-traces.sh")) as f:
+        text = f.read().replace("\\\n", " ")
+    for line in text.splitlines():
+        if line.startswith("python3 tools/moe_gen.py") and f"traces/{trace}" in line:
+            return shlex.split(line)[2:]
+    raise AssertionError(f"no command for {trace}")
+
+
+class BundledTest(unittest.TestCase):
+    def load(self, name):
+        path = os.path.join(TRACES, name)
+        self.assertLess(os.path.getsize(path), 4 * 2**20, name)
+        with open(path) as f:
+            return json.load(f)
+
+    def test_default_workload(self):
+        t = self.load("deepseek-v3-moe-144.json")
+        self.assertEqual(check_trace(t), [])
+        self.assertEqual(t["ranks"], 144)
+        md = t["metadata"]
+        self.assertEqual((md["model"], md["routing"], md["seed"]), ("deepseek-v3", "zipf:1.2", 1))
+        self.assertEqual(md["parallelism"]["ep"] * md["parallelism"]["dp"], 144)
+
+    def test_small_trace_is_reproducible(self):
+        name = "mixtral-moe-16.json"
+        t = self.load(name)
+        self.assertEqual(check_trace(t), [])
+        self.assertEqual(t["ranks"], 16)
+        args = regen_command(name)
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, name)
+            args[args.index("-o") + 1] = out
+            subprocess.run([sys.executable, os.path.join(ROOT, "tools", "moe_gen.py"), "-q"]
+                           + args, check=True)
+            with open(out, "rb") as f, open(os.path.join(TRACES, name), "rb") as g:
+                self.assertTrue(f.read() == g.read(), "traces/ is stale: run "
+                                "tools/regen-traces.sh")
+
+
+if __name__ == "__main__":
+    unittest.main()
