@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+#include "hbm/hbm_geometry.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::model {
+
+namespace {
+
+constexpr const char* kHbm = "/chip/hbm";
+
+std::uint64_t whole(Bytes b, const char* field) {
+  try {
+    return whole_bytes(b);
+  } catch (const InputError&) {
+    throw ConfigError(fmt::format("{}/{}: expected a whole number of bytes, got {}", kHbm, field,
+                                  format(b)));
+  }
+}
+
+}  // namespace
+
+HbmGeometry::HbmGeometry(const config::HbmParams& p) : p_(p) {
+  burst_ = whole(p.burst_bytes, "burst_bytes");
+  interleave_ = whole(p.interleave_bytes, "interleave_bytes");
+  row_bytes_ = whole(p.row_bytes, "row_bytes");
+  stack_capacity_ = whole(p.capacity_per_stack, "capacity_per_stack");
+  if (p.bandwidth.si <= 0) {
+    throw ConfigError(fmt::format("{}/bandwidth: expected a positive bandwidth, got {}", kHbm,
+                                  format(p.bandwidth)));
+  }
+  if (interleave_ % burst_ != 0) {
+    throw ConfigError(fmt::format(
+        "{0}/interleave_bytes, {0}/burst_bytes: the interleave unit ({1} B) must be a whole "
+        "number of bursts ({2} B)",
+        kHbm, interleave_, burst_));
+  }
+  if (row_bytes_ % interleave_ != 0) {
+    throw ConfigError(fmt::format(
+        "{0}/row_bytes, {0}/interleave_bytes: a row ({1} B) must hold a whole number of "
+        "interleave units ({2} B)",
+        kHbm, row_bytes_, interleave_));
+  }
+  units_per_row_ = int(row_bytes_ / interleave_);
+  const std::uint64_t row_set = std::uint64_t(pcs_per_stack()) * std::uint64_t(banks_per_pc()) *
+                                row_bytes_;  // one row in every bank of the stack
+  if (stack_capacity_ % row_set != 0) {
+    throw ConfigError(fmt::format(
+        "{0}/capacity_per_stack: {1} B is not a whole number of rows: channels x "
+        "pseudo_channels x sids x bank_groups x banks_per_group x row_bytes = {2} B",
+        kHbm, stack_capacity_, row_set));
+  }
+  rows_ = std::int64_t(stack_capacity_ / row_set);
+  capacity_ = stack_capacity_ * std::uint64_t(p.stacks);
+
+  // Command clock from the pin rate the bandwidth implies.
+  const int pcs = pcs_per_stack();
+  if (p.bus_bits_per_stack % pcs != 0) {
+    throw ConfigError(fmt::format(
+        "{0}/bus_bits_per_stack, {0}/channels, {0}/pseudo_channels: {1} data pins do not split "
+        "evenly over {2} pseudo-channels",
+        kHbm, p.bus_bits_per_stack, pcs));
+  }
+  pin_rate_ = p.bandwidth.si * 8.0 / (double(p.stacks) * double(p.bus_bits_per_stack));
+  tck_ = double(kBitsPerPinPerClock) / pin_rate_;
+  // The per-stack bandwidth the timing gives must be the configured one: a burst carries
+  // pc_width * burst_ck * 4 bits.
+  const double timing_bw = double(pcs) * double(burst_) / (double(p.timing.burst_ck) * tck_);
+  const double config_bw = p.bandwidth.si / double(p.stacks);
+  if (std::abs(timing_bw / config_bw - 1.0) > 1e-9) {
+    const int pc_bits = p.bus_bits_per_stack / pcs;
+    throw ConfigError(fmt::format(
+        "{0}/burst_bytes, {0}/timing/burst_ck, {0}/bus_bits_per_stack, {0}/channels, "
+        "{0}/pseudo_channels: inconsistent with {0}/bandwidth and {0}/stacks: a {1}-bit "
+        "pseudo-channel moves {2} bits in {3} clocks, but a burst is {4} B; {5} pseudo-channels "
+        "x {4} B per {3} tCK at tCK {6} gives {7} per stack, the configured bandwidth gives {8}",
+        kHbm, pc_bits, pc_bits * p.timing.burst_ck * kBitsPerPinPerClock, p.timing.burst_ck,
+        burst_, pcs, format(Duration(tck_)), format(Bandwidth(timing_bw)),
+        format(Bandwidth(config_bw))));
+  }
+  peak_ = timing_bw * double(p.stacks);
+
+  const auto& t = p.timing;
+  ck_.CL = to_ck(t.tCL);
+  ck_.RCD = to_ck(t.tRCD);
+  ck_.RP = to_ck(t.tRP);
+  ck_.RAS = to_ck(t.tRAS);
+  ck_.RC = to_ck(t.tRC);
+  ck_.WR = to_ck(t.tWR);
+  ck_.CWL = to_ck(t.tCWL);
+  ck_.RRD_S = to_ck(t.tRRD_S);
+  ck_.RRD_L = to_ck(t.tRRD_L);
+  ck_.FAW = to_ck(t.tFAW);
+  ck_.WTR_S = to_ck(t.tWTR_S);
+  ck_.WTR_L = to_ck(t.tWTR_L);
+  ck_.RTP = to_ck(t.tRTP);
+  ck_.RFC = to_ck(t.tRFC);
+  ck_.REFI = to_ck(t.tREFI);
+  ck_.CCD_S = t.tCCD_S_ck;
+  ck_.CCD_L = t.tCCD_L_ck;
+  ck_.BL = t.burst_ck;
+  if (ck_.REFI <= ck_.RFC) {
+    throw ConfigError(fmt::format(
+        "{0}/timing/tREFI, {0}/timing/tRFC: the refresh interval ({1}) must exceed the refresh "
+        "cycle time ({2})",
+        kHbm, format(t.tREFI), format(t.tRFC)));
+  }
+  if (ck_.RAS > ck_.RC) {
+    throw ConfigError(fmt::format("{0}/timing/tRAS, {0}/timing/tRC: tRAS ({1}) exceeds tRC ({2})",
+                                  kHbm, format(t.tRAS), format(t.tRC)));
+  }
+}
+
+std::int64_t HbmGeometry::to_ck(Duration d) const {
+  // A millionth of a clock of slack so a value that is a whole number of clocks does not round up
+  // by floating-point noise.
+  return std::int64_t(std::ceil(d.si / tck_ - 1e-6));
+}
+
+HbmLocation HbmGeometry::decode(std::uint64_t addr) const {
+  HbmLocation l;
+  std::uint64_t u = addr / interleave_;
+  const std::uint64_t in_unit = addr % interleave_;
+  l.stack = int(u % std::uint64_t(p_.stacks));
+  u /= std::uint64_t(p_.stacks);
+  l.channel = int(u % std::uint64_t(p_.channels));
+  u /= std::uint64_t(p_.channels);
+  l.pseudo_channel = int(u % std::uint64_t(p_.pseudo_channels));
+  u /= std::uint64_t(p_.pseudo_channels);
+  l.bank_group = int(u % std::uint64_t(p_.bank_groups));
+  u /= std::uint64_t(p_.bank_groups);
+  const std::uint64_t unit_in_row = u % std::uint64_t(units_per_row_);
+  u /= std::uint64_t(units_per_row_);
+  l.bank = int(u % std::uint64_t(p_.banks_per_group));
+  u /= std::uint64_t(p_.banks_per_group);
+  l.sid = int(u % std::uint64_t(p_.sids));
+  u /= std::uint64_t(p_.sids);
+  l.row = std::int64_t(u);
+  l.column_byte = std::int64_t(unit_in_row * interleave_ + in_unit);
+  return l;
+}
+
+}  // namespace trnsim::model

@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+#include "hbm/hbm_stack.hpp"
+
+#include <algorithm>
+
+namespace trnsim::model {
+
+using config::PagePolicy;
+
+HbmStack::HbmStack(const sc_core::sc_module_name& name, const HbmGeometry& geo)
+    : Block(name),
+      geo_(geo),
+      ck_(geo.ck()),
+      s_bytes_read_(stats().add("bytes_read", "B", "bytes read over the DRAM bus (whole bursts)")),
+      s_bytes_written_(
+          stats().add("bytes_written", "B", "bytes written over the DRAM bus (whole bursts)")),
+      s_runs_(stats().add("runs", "count",
+                          "reservations: bursts of one request in one interleave unit")),
+      s_activates_(stats().add("activates", "count", "row activations (ACT+PRE pairs)")),
+      s_hits_(stats().add("row_hits", "count", "runs that found their row open")),
+      s_misses_(stats().add("row_misses", "count", "runs that found their bank precharged")),
+      s_conflicts_(
+          stats().add("row_conflicts", "count", "runs that found another row open (PRE first)")),
+      s_refreshes_(stats().add("refreshes", "count", "all-bank refreshes of a channel")),
+      s_refresh_delays_(
+          stats().add("refresh_delays", "count", "runs moved behind a refresh window")),
+      s_busy_(stats().add("bus_busy_time", "s",
+                          "data-bus occupancy averaged over the stack's pseudo-channels")),
+      s_bandwidth_(stats().add("achieved_bandwidth", "B/s",
+                               "bytes moved / (last data beat - first arrival)")) {
+  const auto& p = geo.params();
+  Pc proto;
+  proto.wr_end_bg.assign(std::size_t(p.bank_groups), kNever);
+  proto.bg_next_cmd.assign(std::size_t(p.bank_groups), kNever);
+  proto.last_act_bg.assign(std::size_t(p.bank_groups), kNever);
+  proto.banks.assign(std::size_t(geo.banks_per_pc()), Bank{});
+  pcs_.assign(std::size_t(geo.pcs_per_stack()), proto);
+  for (int c = 0; c < p.channels; ++c) {
+    phase_.push_back(std::int64_t(c + 1) * ck_.REFI / p.channels);
+  }
+  set_static_power(p.energy.background_per_stack);
+}
+
+std::int64_t HbmStack::refresh_start(int channel, std::int64_t k) const {
+  return phase_[std::size_t(channel)] + k * ck_.REFI;
+}
+
+std::int64_t HbmStack::refresh_index(int channel, std::int64_t t) const {
+  const std::int64_t ph = phase_[std::size_t(channel)];
+  return t < ph ? -1 : (t - ph) / ck_.REFI;
+}
+
+std::int64_t HbmStack::refresh_overlap(int channel, std::int64_t a, std::int64_t b) const {
+  const std::int64_t k = refresh_index(channel, a);
+  if (k >= 0 && a < refresh_start(channel, k) + ck_.RFC) return k;
+  if (refresh_start(channel, k + 1) < b) return k + 1;
+  return -1;
+}
+
+std::uint64_t HbmStack::refreshes_before(std::int64_t t) const {
+  std::uint64_t n = 0;
+  for (int c = 0; c < int(phase_.size()); ++c) n += std::uint64_t(refresh_index(c, t - 1) + 1);
+  return n;
+}
+
+std::int64_t HbmStack::reserve(const Run& r, std::int64_t arrival, RowResult* result) {
+  const auto& p = geo_.params();
+  Pc& pc = pcs_[std::size_t(r.channel * p.pseudo_channels + r.pseudo_channel)];
+  const int g = r.bank_group;
+  Bank& bk = pc.banks[std::size_t((r.sid * p.bank_groups + g) * p.banks_per_group + r.bank)];
+  const std::int64_t n = r.bursts;
+  const std::int64_t lat = r.write ? ck_.CWL : ck_.CL;
+  const std::int64_t bus_step = std::max(ck_.BL, ck_.CCD_S);  // per burst on the data bus
+  const std::int64_t bg_step = std::max(ck_.BL, ck_.CCD_L);   // per burst in one bank group
+  // A controller opens a row just in time for its data slot, not while the bus is still busy
+  // with earlier requests (that would hold the row open, and a refresh could close it again).
+  const std::int64_t jit_act = pc.bus_free - lat - ck_.RCD;
+
+  std::int64_t earliest = arrival;
+  bool open = bk.open_row >= 0;
+  RowResult kind = RowResult::hit;
+  std::int64_t act = kNever, bus_start = 0, bg_start = 0, end = 0;
+  for (;;) {
+    kind = !open ? RowResult::miss : bk.open_row == r.row ? RowResult::hit : RowResult::conflict;
+    std::int64_t first_cmd = 0, cmd_ready = 0;
+    if (kind == RowResult::hit) {
+      cmd_ready = std::max(earliest, bk.col_ready);
+    } else {
+      std::int64_t act_min = std::max({earliest, bk.act_ready, jit_act});
+      if (kind == RowResult::conflict) {
+        first_cmd = std::max({earliest, bk.pre_ready, jit_act - ck_.RP});
+        act_min = std::max(act_min, first_cmd + ck_.RP);
+      }
+      act = std::max({act_min, pc.last_act + ck_.RRD_S, pc.last_act_bg[std::size_t(g)] + ck_.RRD_L,
+                      pc.faw[std::size_t(pc.faw_pos)] + ck_.FAW});
+      if (kind == RowResult::miss) first_cmd = act;
+      cmd_ready = act + ck_.RCD;
+    }
+    if (!r.write) {
+      cmd_ready = std::max({cmd_ready, pc.wr_end + ck_.WTR_S,
+                            pc.wr_end_bg[std::size_t(g)] + ck_.WTR_L});
+    }
+    std::int64_t ready_data = cmd_ready + lat;
+    if (r.write) ready_data = std::max(ready_data, pc.rd_end + ck_.RTW);
+    bus_start = std::max(ready_data, pc.bus_free);
+    bg_start = std::max(bus_start, pc.bg_next_cmd[std::size_t(g)] + lat);
+    end = std::max(bus_start + (n - 1) * bus_step + ck_.BL, bg_start + (n - 1) * bg_step + ck_.BL);
+    if (kind == RowResult::hit) first_cmd = bg_start - lat;
+    // A refresh since the row was last used precharged it: the run is a miss after all.
+    if (open && refresh_index(r.channel, first_cmd) > refresh_index(r.channel, bk.last_cmd)) {
+      open = false;
+      continue;
+    }
+    // No command or data of the run may fall into a refresh of its channel: move it behind.
+    const std::int64_t k = refresh_overlap(r.channel, first_cmd, end);
+    if (k < 0) break;
+    earliest = refresh_start(r.channel, k) + ck_.RFC;
+    open = false;
+    s_refresh_delays_ += 1;
+  }
+
+  if (kind != RowResult::hit) {
+    pc.last_act = act;
+    pc.last_act_bg[std::size_t(g)] = act;
+    pc.faw[std::size_t(pc.faw_pos)] = act;
+    pc.faw_pos = (pc.faw_pos + 1) % 4;
+    bk.open_row = r.row;
+    bk.col_ready = act + ck_.RCD;
+    bk.act_ready = act + ck_.RC;
+    bk.pre_ready = act + ck_.RAS;
+    ++activates_;
+    ++pending_acts_;
+    s_activates_ += 1;
+    (kind == RowResult::miss ? s_misses_ : s_conflicts_) += 1;
+  } else {
+    s_hits_ += 1;
+  }
+  const std::int64_t last_cmd = end - ck_.BL - lat;
+  if (r.write) {
+    bk.pre_ready = std::max(bk.pre_ready, end + ck_.WR);
+    pc.wr_end = std::max(pc.wr_end, end);
+    pc.wr_end_bg[std::size_t(g)] = std::max(pc.wr_end_bg[std::size_t(g)], end);
+    bursts_written_ += std::uint64_t(n);
+    pending_wr_ += std::uint64_t(n);
+    s_bytes_written_ += double(n) * double(geo_.burst());
+  } else {
+    bk.pre_ready = std::max(bk.pre_ready, last_cmd + ck_.RTP);
+    pc.rd_end = std::max(pc.rd_end, end);
+    bursts_read_ += std::uint64_t(n);
+    pending_rd_ += std::uint64_t(n);
+    s_bytes_read_ += double(n) * double(geo_.burst());
+  }
+  bk.last_cmd = std::max(bk.last_cmd, last_cmd);
+  pc.bus_free = bus_start + n * bus_step;
+  pc.bg_next_cmd[std::size_t(g)] = bg_start - lat + n * bg_step;
+  if (p.page_policy == PagePolicy::closed) {
+    // Auto-precharge as soon as tRAS, tRTP and tWR allow.
+    bk.act_ready = std::max(bk.act_ready, bk.pre_ready + ck_.RP);
+    bk.open_row = -1;
+  }
+
+  s_runs_ += 1;
+  s_busy_ += double(n * ck_.BL) * geo_.tck_seconds() / double(pcs_.size());
+  if (first_arrival_ < 0 || arrival < first_arrival_) first_arrival_ = arrival;
+  last_end_ = std::max(last_end_, end);
+  if (result) *result = kind;
+  return end;
+}
+
+void HbmStack::account_until(std::int64_t t_ck) {
+  if (t_ck > accounted_) {
+    const std::uint64_t n = refreshes_before(t_ck) - refreshes_before(accounted_);
+    refreshes_ += n;
+    pending_ref_ += n;
+    s_refreshes_ += double(n);
+    accounted_ = t_ck;
+  }
+  const auto& e = geo_.params().energy;
+  const double burst_bits = double(geo_.burst()) * 8.0;
+  if (pending_acts_) add_energy("hbm_activate", e.activate_precharge * double(pending_acts_));
+  if (pending_rd_) add_energy("hbm_read", Energy(e.read.si * burst_bits * double(pending_rd_)));
+  if (pending_wr_) add_energy("hbm_write", Energy(e.write.si * burst_bits * double(pending_wr_)));
+  if (pending_rd_ + pending_wr_) {
+    const double bits = burst_bits * double(pending_rd_ + pending_wr_);
+    add_energy("hbm_phy", Energy(e.phy.si * bits));
+    add_energy("hbm_controller", Energy(e.controller.si * bits));
+  }
+  if (pending_ref_) add_energy("hbm_refresh", e.refresh_per_channel * double(pending_ref_));
+  pending_acts_ = pending_rd_ = pending_wr_ = pending_ref_ = 0;
+  if (first_arrival_ >= 0 && last_end_ > first_arrival_) {
+    s_bandwidth_.value = (s_bytes_read_.value + s_bytes_written_.value) /
+                         (double(last_end_ - first_arrival_) * geo_.tck_seconds());
+  }
+}
+
+}  // namespace trnsim::model

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// One HBM stack: channels x pseudo-channels, each with SIDs x bank groups x banks, an open row
+// and timing state per bank, a data bus per pseudo-channel, activation limits, read/write
+// turnaround and all-bank refresh per channel.
+//
+// Granularity: one reservation per run = the consecutive bursts of one request inside one
+// interleave unit (at most interleave_bytes / burst_bytes bursts, all in one open row of one
+// bank). The run's timing is arithmetic on per-bank, per-bank-group and per-pseudo-channel
+// timelines (all in whole command clocks); no event is scheduled. The bursts of a run are not
+// placed one by one: the data bus of the pseudo-channel is a frontier advanced by
+// bursts x max(burst_ck, tCCD_S), and the run's own bank group paces its column commands at
+// tCCD_L, so runs in different bank groups overlap as if their bursts interleaved. The error of
+// this against a per-burst reference is measured in tests/hbm and written in docs/models/hbm.md.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "common/block.hpp"
+#include "hbm/hbm_geometry.hpp"
+
+namespace trnsim::model {
+
+class HbmStack : public Block {
+ public:
+  // One run: `bursts` consecutive bursts in one row of one bank.
+  struct Run {
+    int channel = 0, pseudo_channel = 0, bank_group = 0, bank = 0, sid = 0;
+    std::int64_t row = 0;
+    int bursts = 1;
+    bool write = false;
+  };
+  enum class RowResult { hit, miss, conflict };
+
+  // `geo` must outlive the stack (the HbmSystem owns it).
+  HbmStack(const sc_core::sc_module_name& name, const HbmGeometry& geo);
+
+  // Reserves the banks and bus for `r`, arriving at clock `arrival_ck`; returns the clock at which
+  // its last data beat has crossed the bus. Runs must be reserved in arrival order (FCFS).
+  std::int64_t reserve(const Run& r, std::int64_t arrival_ck, RowResult* result = nullptr);
+
+  // Counts the refreshes that started before clock `t_ck` (refresh happens whether or not there
+  // is traffic, so it is counted from the clock, not from accesses) and moves the energy counted
+  // since the last call into the Block's energy.
+  void account_until(std::int64_t t_ck);
+
+  // Start clock of refresh `k` (k >= 0) of `channel`; all-bank refresh of a channel occupies
+  // [start, start + tRFC). Channels are staggered by tREFI / channels so that the stack never
+  // refreshes all channels at once.
+  std::int64_t refresh_start(int channel, std::int64_t k) const;
+
+  // Counters, for the system and the tests.
+  std::uint64_t activates() const { return activates_; }
+  std::uint64_t bursts_read() const { return bursts_read_; }
+  std::uint64_t bursts_written() const { return bursts_written_; }
+
+ private:
+  static constexpr std::int64_t kNever = -(std::int64_t(1) << 50);
+  struct Bank {
+    std::int64_t open_row = -1;     // -1: precharged
+    std::int64_t col_ready = 0;     // ACT + tRCD
+    std::int64_t act_ready = 0;     // next ACT (tRC, or PRE + tRP)
+    std::int64_t pre_ready = 0;     // next PRE (tRAS, tRTP, tWR)
+    std::int64_t last_cmd = kNever;  // last column command (refresh since then closes the row)
+  };
+  struct Pc {
+    std::int64_t bus_free = 0;  // data-bus frontier
+    std::int64_t rd_end = kNever, wr_end = kNever;
+    std::int64_t last_act = kNever;
+    std::array<std::int64_t, 4> faw{kNever, kNever, kNever, kNever};  // last 4 ACTs, ring
+    int faw_pos = 0;                                                   // oldest entry
+    std::vector<std::int64_t> wr_end_bg, bg_next_cmd, last_act_bg;   // per bank group
+    std::vector<Bank> banks;
+  };
+
+  std::int64_t refresh_index(int channel, std::int64_t t) const;  // last refresh started <= t
+  // First refresh window of `channel` that intersects [a, b), or -1.
+  std::int64_t refresh_overlap(int channel, std::int64_t a, std::int64_t b) const;
+  std::uint64_t refreshes_before(std::int64_t t) const;
+
+  const HbmGeometry& geo_;
+  const HbmCycles ck_;
+  std::vector<Pc> pcs_;
+  std::vector<std::int64_t> phase_;  // per channel
+  std::int64_t first_arrival_ = -1, last_end_ = 0, accounted_ = 0;
+  std::uint64_t activates_ = 0, bursts_read_ = 0, bursts_written_ = 0, refreshes_ = 0;
+  // Counted but not yet passed to add_energy (add_energy is a map lookup; see account_until).
+  std::uint64_t pending_acts_ = 0, pending_rd_ = 0, pending_wr_ = 0, pending_ref_ = 0;
+
+  Stat& s_bytes_read_;
+  Stat& s_bytes_written_;
+  Stat& s_runs_;
+  Stat& s_activates_;
+  Stat& s_hits_;
+  Stat& s_misses_;
+  Stat& s_conflicts_;
+  Stat& s_refreshes_;
+  Stat& s_refresh_delays_;
+  Stat& s_busy_;
+  Stat& s_bandwidth_;
+};
+
+}  // namespace trnsim::model

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: MIT
+// The HBM of one chip as DMA engines see it: the stacks behind one MemoryPort, with the address
+// interleaved across stacks, channels and pseudo-channels (map in HbmGeometry::decode and
+// docs/models/hbm.md).
+//
+// access() splits a request into runs (its bursts inside each interleave unit), reserves each on
+// its stack, and returns when the last data beat has crossed the bus plus controller_latency.
+// Any size >= 1 byte is accepted: partial bursts round up to whole bursts. Addresses must lie in
+// [0, capacity); a request that does not is an InputError (no wrap-around).
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "common/block.hpp"
+#include "common/memory.hpp"
+#include "hbm/hbm_geometry.hpp"
+#include "hbm/hbm_stack.hpp"
+
+namespace trnsim::model {
+
+class HbmSystem : public Block, public MemoryPort {
+ public:
+  // Throws ConfigError when the parameters are inconsistent (see HbmGeometry).
+  HbmSystem(const sc_core::sc_module_name& name, const config::HbmParams& p);
+
+  sc_core::sc_time access(const MemRequest& r) override { return access_at(r, now()); }
+  // access() for a request arriving at `arrival` instead of now(); arrivals must not decrease
+  // from call to call. Lets tests drive the model without running the kernel.
+  sc_core::sc_time access_at(const MemRequest& r, const sc_core::sc_time& arrival);
+
+  // Counts refreshes up to `t` and passes all energy counted so far to the stacks' Block energy.
+  // Call it with the end of the run before collect_stats()/collect_energy(); access() does so
+  // itself every few calls, so without it only the tail of the run is missing.
+  void account_until(const sc_core::sc_time& t);
+
+  const HbmGeometry& geometry() const { return geo_; }
+  int stacks() const { return int(stacks_.size()); }
+  HbmStack& stack(int i) { return *stacks_[std::size_t(i)]; }
+  Bandwidth peak() const { return Bandwidth(geo_.peak_bytes_per_s()); }
+  // The latest completion returned so far (zero before the first access).
+  const sc_core::sc_time& last_completion() const { return last_completion_; }
+  // Clock <-> sc_time of the derived command clock.
+  std::int64_t clock_at_or_after(const sc_core::sc_time& t) const;
+  sc_core::sc_time time_of_clock(std::int64_t ck) const;
+
+ private:
+  HbmGeometry geo_;
+  std::vector<std::unique_ptr<HbmStack>> stacks_;
+  sc_core::sc_time controller_latency_;
+  sc_core::sc_time first_arrival_ = sc_core::SC_ZERO_TIME, last_completion_ = sc_core::SC_ZERO_TIME;
+  bool any_ = false;
+  std::int64_t horizon_ck_ = 0;
+  unsigned since_account_ = 0;
+  Stat& s_requests_;
+  Stat& s_bytes_read_;
+  Stat& s_bytes_written_;
+  Stat& s_bandwidth_;
+};
+
+}  // namespace trnsim::model
