@@ -94,3 +94,67 @@ def check_trace(t):
         if other != sizes:
             errs.append(f"{kind} {src}->{dst} tag {tag}: unmatched")
     return errs
+
+
+def check_progress(t):
+    """Replays the dependency graph without time: an op completes when its deps have completed;
+    a collective when every member's op with the same index on that group is ready; a send/recv
+    pair when both are ready. Returns the ops that never complete (empty = no deadlock)."""
+    ops = {e["rank"]: e["ops"] for e in t["rank_ops"]}
+    by_id = {r: {o["id"]: o for o in lst} for r, lst in ops.items()}
+    done = {r: set() for r in ops}
+    index = {}                      # (rank, id) -> (group, k) or p2p key
+    slots = collections.defaultdict(dict)   # (group, k) -> {rank: id}
+    p2p_count = collections.Counter()
+    for r, lst in ops.items():
+        per_group = collections.Counter()
+        for op in lst:
+            if op["op"] in COLLECTIVES:
+                k = per_group[op["group"]]
+                per_group[op["group"]] += 1
+                index[(r, op["id"])] = ("coll", op["group"], k)
+                slots[(op["group"], k)][r] = op["id"]
+            elif op["op"] in ("send", "recv"):
+                src, dst = (r, op["peer"]) if op["op"] == "send" else (op["peer"], r)
+                key = (src, dst, op.get("tag", 0), op["op"])
+                index[(r, op["id"])] = ("p2p", key, p2p_count[key])
+                p2p_count[key] += 1
+    p2p_ops = {}
+    for (r, oid), v in index.items():
+        if v[0] == "p2p":
+            p2p_ops[(v[1], v[2])] = (r, oid)
+
+    def ready(r, op):
+        return all(d in done[r] for d in op.get("deps", []))
+
+    progress = True
+    while progress:
+        progress = False
+        for r, lst in ops.items():
+            for op in lst:
+                if op["id"] in done[r] or not ready(r, op):
+                    continue
+                tag = index.get((r, op["id"]))
+                if tag is None:
+                    done[r].add(op["id"])
+                    progress = True
+                elif tag[0] == "coll":
+                    members = slots[(tag[1], tag[2])]
+                    byr = {m: by_id[m][i] for m, i in members.items()}
+                    if len(members) == len(t["groups"][tag[1]]) and all(
+                            ready(m, o) for m, o in byr.items()):
+                        for m, i in members.items():
+                            done[m].add(i)
+                        progress = True
+                else:
+                    src, dst, tg, kind = tag[1]
+                    other = p2p_ops.get(((src, dst, tg, "recv" if kind == "send" else "send"),
+                                         tag[2]))
+                    if other:
+                        orank, oid = other
+                        oop = by_id[orank][oid]
+                        if ready(orank, oop):
+                            done[r].add(op["id"])
+                            done[orank].add(oid)
+                            progress = True
+    return [(r, op["id"]) for r, lst in ops.items() for op in lst if op["id"] not in done[r]]

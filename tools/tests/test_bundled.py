@@ -10,7 +10,7 @@ import sys
 import tempfile
 import unittest
 
-from .checks import check_trace
+from .checks import check_progress, check_trace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TRACES = os.path.join(ROOT, "traces")
@@ -36,6 +36,7 @@ class BundledTest(unittest.TestCase):
     def test_default_workload(self):
         t = self.load("deepseek-v3-moe-144.json")
         self.assertEqual(check_trace(t), [])
+        self.assertEqual(check_progress(t), [])
         self.assertEqual(t["ranks"], 144)
         md = t["metadata"]
         self.assertEqual((md["model"], md["routing"], md["seed"]), ("deepseek-v3", "zipf:1.2", 1))
@@ -45,6 +46,7 @@ class BundledTest(unittest.TestCase):
         name = "mixtral-moe-16.json"
         t = self.load(name)
         self.assertEqual(check_trace(t), [])
+        self.assertEqual(check_progress(t), [])
         self.assertEqual(t["ranks"], 16)
         args = regen_command(name)
         with tempfile.TemporaryDirectory() as d:

@@ -12,7 +12,7 @@ from moe.build import op_flops
 from moe.cli import build_config, make_parser, run
 from moe.routing import draw_counts
 
-from .checks import check_trace
+from .checks import check_progress, check_trace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TINY = os.path.join(HERE, "data", "tiny.json")
@@ -52,6 +52,29 @@ class TraceTest(unittest.TestCase):
         for t in (self.mix, self.ds):
             self.assertEqual(check_trace(t), [])
 
+    def test_traces_replay_without_deadlock(self):
+        for t in (self.mix, self.ds):
+            self.assertEqual(check_progress(t), [])
+
+    def test_layout_matrix(self):
+        # Corners: no EP (no all-to-all), kv heads < TP, uneven pipeline split, more
+        # micro-batches than stages, MLA with TP, balanced and file-free routings.
+        cases = [
+            ["--model", "qwen3-235b-a22b", "--tp", "8", "--ep", "2", "--dp", "1", "--pp", "3",
+             "--layers", "4", "--micro-batches", "4", "--seq-len", "32", "--global-batch", "8"],
+            ["--model", "dbrx", "--ep", "1", "--dp", "2", "--layers", "1", "--seq-len", "32"],
+            ["--model", "deepseek-v3", "--tp", "2", "--ep", "4", "--dp", "1", "--pp", "2",
+             "--layers", "3", "--dense-layers", "2", "--micro-batches", "3", "--seq-len", "16",
+             "--routing", "balanced"],
+            ["--model", "mixtral-8x7b", "--ep", "8", "--ranks", "8", "--layers", "1",
+             "--seq-len", "8", "--routing", "zipf:3", "--top-k", "8"],
+        ]
+        for args in cases:
+            with self.subTest(args=" ".join(args)):
+                t, _ = generate(args)
+                self.assertEqual(check_trace(t), [])
+                self.assertEqual(check_progress(t), [])
+
     def test_checker_detects_broken_traces(self):
         # The checker must be able to fail, or the test above proves nothing.
         broken = json.loads(self.mix_raw)
@@ -64,6 +87,12 @@ class TraceTest(unittest.TestCase):
         self.assertIn(f"group {ar['group']}: rank 1 issues a different collective sequence", errs)
         self.assertIn("recv 0->16 tag 99: unmatched", errs)
         self.assertIn("rank 2 op 5: dep 7 not an earlier op", errs)
+        # A collective that one member never issues blocks its group: a deadlock is found.
+        stuck = json.loads(self.mix_raw)
+        ops = stuck["rank_ops"][3]["ops"]
+        first = next(i for i, o in enumerate(ops) if o["op"] == "all_to_all_v")
+        ops[first] = {"id": ops[first]["id"], "op": "barrier", "group": "world"}
+        self.assertNotEqual(check_progress(stuck), [])
 
     def test_groups(self):
         g = self.mix["groups"]
