@@ -3,6 +3,7 @@
 argument (no traceback); nothing is written unless the whole trace was generated."""
 
 import argparse
+import os
 import sys
 
 from .build import DTYPE_BYTES, Config
@@ -69,6 +70,9 @@ def build_config(a):
         if val not in DTYPE_BYTES:
             raise UsageError(opt, f"unknown dtype \"{val}\" (expected one of "
                                   f"{', '.join(DTYPE_BYTES)})")
+    out_dir = os.path.dirname(os.path.abspath(a.output))
+    if not os.path.isdir(out_dir):   # fail before spending time on generation
+        raise UsageError("--output", f"directory {out_dir} does not exist")
     model = dict(load_model(a.model))
     if a.top_k is not None:
         model["top_k"] = a.top_k

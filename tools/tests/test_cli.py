@@ -22,7 +22,8 @@ class CliTest(unittest.TestCase):
     def invoke(self, args):
         with tempfile.TemporaryDirectory() as d:
             out = os.path.join(d, "t.json")
-            p = subprocess.run([sys.executable, TOOL] + args + ["-o", out], capture_output=True,
+            tail = [] if "-o" in args else ["-o", out]
+            p = subprocess.run([sys.executable, TOOL] + args + tail, capture_output=True,
                                text=True)
             return p, os.listdir(d)
 
@@ -49,6 +50,7 @@ class CliTest(unittest.TestCase):
             (replace(OK, "--layers", "33"), "--layers", "33 > the 32 layers"),
             (OK + ["--dense-layers", "1"], "--dense-layers", "no dense FFN"),
             (OK + ["--micro-batches", "two"], "--micro-batches", "invalid int value"),
+            (OK + ["-o", "/nonexistent-dir/t.json"], "--output", "does not exist"),
         ]
         for args, arg, text in cases:
             with self.subTest(arg=arg, text=text):
