@@ -354,7 +354,7 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
         if (auto ts = at.get_int("tensor_size")) op.tensor_bytes = size_of(at, "tensor_size", *ts, o);
       } else {
         op.kind = OpKind::delay;
-        op.duration = Duration(static_cast<double>(node.duration_micros()) * 1e-6);
+        op.duration = Duration(static_cast<double>(node.duration_micros()) / 1e6);
       }
       break;
     }
@@ -488,8 +488,38 @@ void summarise(std::vector<std::string>& warnings, const std::string& file, std:
   if (count == 0) return;
   std::string list;
   for (std::size_t i = 0; i < examples.size(); ++i) list += (i ? ", " : "") + examples[i];
-  warnings.push_back(fmt::format("{}: {} {} (dropped){}", file, count, what,
+  warnings.push_back(fmt::format("{}: {} {}{}", file, count, what,
                                  list.empty() ? "" : fmt::format(", e.g. {}", list)));
+}
+
+// Real traces contain cycles (the PyTorch trace has a CPU op and its GPU kernel naming each
+// other). A cycle cannot be replayed, so one edge per cycle is dropped: a control edge before a
+// data edge (PyTorch converters put the host call tree in ctrl_deps), and an edge to a later
+// node before one to an earlier node; ties go to the first edge in run order.
+std::pair<std::size_t, std::vector<std::string>> drop_cycle_edges(
+    RankTrace& rank, const std::set<std::pair<OpId, OpId>>& ctrl_only) {
+  std::vector<std::string> examples;
+  const auto dropped = break_cycles(rank, [&](const std::vector<std::size_t>& cycle) {
+    int best_score = -1;
+    std::pair<std::size_t, OpId> best;
+    for (std::size_t i = 0; i < cycle.size(); ++i) {
+      const std::size_t user = cycle[(i + 1) % cycle.size()];
+      const OpId dep = rank.ops[cycle[i]].id;
+      const OpId uid = rank.ops[user].id;
+      const bool ctrl = ctrl_only.contains({uid, dep});
+      const int score = (ctrl ? 2 : 0) + (dep > uid ? 1 : 0);
+      if (score > best_score) {
+        best_score = score;
+        best = {user, dep};
+      }
+    }
+    if (examples.size() < 3) {
+      examples.push_back(fmt::format("node {} -> {}{}", rank.ops[best.first].id, best.second,
+                                     best_score >= 2 ? " (ctrl)" : " (data)"));
+    }
+    return best;
+  });
+  return {dropped.size(), examples};
 }
 
 }  // namespace
@@ -570,12 +600,15 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
     // occur in real traces; they cannot constrain anything, so they are dropped with a warning.
     std::size_t absent = 0, self = 0;
     std::vector<std::string> absent_ex, self_ex;
+    std::set<std::pair<OpId, OpId>> ctrl_only;  // (user, dependency) named only by ctrl_deps
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       Op& op = rank.ops[i];
       op.deps.clear();
       std::set<OpId> seen;
+      bool from_ctrl = false;
       auto add = [&](OpId d) {
         if (!seen.insert(d).second) return;
+        if (from_ctrl) ctrl_only.emplace(op.id, d);
         if (d == op.id) {
           if (self_ex.size() < 3) self_ex.push_back(fmt::format("node {}", d));
           ++self;
@@ -587,11 +620,17 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
         }
       };
       for (auto d : nodes[i].data_deps()) add(d);
+      from_ctrl = true;
       for (auto d : nodes[i].ctrl_deps()) add(d);
     }
-    summarise(w.warnings, file, "dependencies name nodes that are not in the file", absent_ex,
-              absent);
-    summarise(w.warnings, file, "nodes depend on themselves", self_ex, self);
+    summarise(w.warnings, file, "dependencies name nodes that are not in the file (dropped)",
+              absent_ex, absent);
+    summarise(w.warnings, file, "nodes depend on themselves (dropped)", self_ex, self);
+    const auto [cycles, cycle_ex] = drop_cycle_edges(rank, ctrl_only);
+    summarise(w.warnings, file,
+              "dependency cycles broken by dropping one edge each (control edges and edges to "
+              "later nodes first)",
+              cycle_ex, cycles);
     w.ranks.push_back(std::move(rank));
   }
 

@@ -59,7 +59,8 @@ Json parse_json(const std::string& text, const std::string& origin) {
     return Json::parse(text);
   } catch (const Json::parse_error& e) {
     std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i < e.byte && i < text.size(); ++i) {
+    // e.byte counts the characters read, the offending one included
+    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
       if (text[i] == '\n') {
         ++line;
         col = 1;

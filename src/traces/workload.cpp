@@ -94,63 +94,138 @@ std::unordered_map<OpId, std::size_t> index_by_id(const RankTrace& rank) {
   return index;
 }
 
-std::vector<std::size_t> topological_order(const RankTrace& rank) {
-  const auto index = index_by_id(rank);
+namespace {
+
+// Dependency edges as Kahn's algorithm needs them: per op, how many dependencies have not run
+// yet, and which ops use it.
+struct DepGraph {
+  std::unordered_map<OpId, std::size_t> index;
+  std::vector<std::size_t> missing;
+  std::vector<std::vector<std::size_t>> users;
+};
+
+DepGraph build_graph(const RankTrace& rank) {
+  DepGraph g;
+  g.index = index_by_id(rank);
   const std::size_t n = rank.ops.size();
-  std::vector<std::size_t> missing(n, 0);
-  std::vector<std::vector<std::size_t>> users(n);
+  g.missing.assign(n, 0);
+  g.users.resize(n);
   for (std::size_t i = 0; i < n; ++i) {
     for (OpId d : rank.ops[i].deps) {
-      auto it = index.find(d);
-      if (it == index.end()) {
+      auto it = g.index.find(d);
+      if (it == g.index.end()) {
         throw TraceError(fmt::format("rank {}: op {} depends on op {}, which the rank does not have",
                                      rank.rank, op_label(rank.ops[i]), d));
       }
-      users[it->second].push_back(i);
-      ++missing[i];
+      g.users[it->second].push_back(i);
+      ++g.missing[i];
     }
   }
-  // Min-heap on file position: deterministic, and the identity on an already ordered file.
-  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
-  for (std::size_t i = 0; i < n; ++i) {
-    if (missing[i] == 0) ready.push(i);
-  }
-  std::vector<std::size_t> order;
-  order.reserve(n);
+  return g;
+}
+
+// Runs Kahn's algorithm (min-heap on file position: deterministic, and the identity on an already
+// ordered file) until every op has run or the rest wait on each other.
+void run_ready(const DepGraph& g, std::vector<std::size_t>& missing,
+               std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>>& ready,
+               std::vector<std::size_t>& order) {
   while (!ready.empty()) {
     const std::size_t i = ready.top();
     ready.pop();
     order.push_back(i);
-    for (std::size_t u : users[i]) {
+    for (std::size_t u : g.users[i]) {
       if (--missing[u] == 0) ready.push(u);
     }
   }
-  if (order.size() == n) return order;
+}
 
-  // Every op left has an unfinished dependency that is also left: walking those edges from any
-  // of them must revisit an op, and the walk from that op on is a cycle.
-  std::size_t start = 0;
-  while (missing[start] == 0) ++start;
+// When Kahn's algorithm stalls, every op left has a dependency that is also left: walking those
+// edges from any of them must revisit an op, and the walk from that op on is a cycle. Returned in
+// run order (each op depends on the one before it, the first on the last).
+std::vector<std::size_t> walk_cycle(const RankTrace& rank, const DepGraph& g,
+                                    const std::vector<std::size_t>& missing, std::size_t start) {
   std::vector<std::size_t> path;
-  std::vector<int> seen_at(n, -1);
+  std::unordered_map<std::size_t, std::size_t> seen_at;
   std::size_t cur = start;
-  while (seen_at[cur] < 0) {
-    seen_at[cur] = static_cast<int>(path.size());
+  while (!seen_at.contains(cur)) {
+    seen_at[cur] = path.size();
     path.push_back(cur);
     for (OpId d : rank.ops[cur].deps) {
-      const std::size_t j = index.at(d);
+      const std::size_t j = g.index.at(d);
       if (missing[j] != 0) {
         cur = j;
         break;
       }
     }
   }
-  // path[seen_at[cur]..] is the cycle, each op depending on the next; print it in run order.
-  std::vector<std::size_t> cycle(path.begin() + seen_at[cur], path.end());
+  std::vector<std::size_t> cycle(path.begin() + static_cast<std::ptrdiff_t>(seen_at[cur]),
+                                 path.end());
   std::reverse(cycle.begin(), cycle.end());
+  return cycle;
+}
+
+struct Sorted {
+  std::vector<std::size_t> order;
+  std::vector<std::size_t> cycle;  // set when order is incomplete
+};
+
+Sorted sort_ops(const RankTrace& rank) {
+  const DepGraph g = build_graph(rank);
+  std::vector<std::size_t> missing = g.missing;
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    if (missing[i] == 0) ready.push(i);
+  }
+  Sorted s;
+  s.order.reserve(missing.size());
+  run_ready(g, missing, ready, s.order);
+  if (s.order.size() == missing.size()) return s;
+  std::size_t start = 0;
+  while (missing[start] == 0) ++start;
+  s.cycle = walk_cycle(rank, g, missing, start);
+  return s;
+}
+
+}  // namespace
+
+std::vector<std::size_t> find_cycle(const RankTrace& rank) { return sort_ops(rank).cycle; }
+
+std::vector<std::pair<std::size_t, OpId>> break_cycles(RankTrace& rank,
+                                                       const CycleBreaker& choose) {
+  DepGraph g = build_graph(rank);
+  std::vector<std::size_t> missing = g.missing;
+  std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
+  for (std::size_t i = 0; i < missing.size(); ++i) {
+    if (missing[i] == 0) ready.push(i);
+  }
+  std::vector<std::size_t> order;
+  std::vector<std::pair<std::size_t, OpId>> dropped;
+  std::size_t start = 0;
+  for (;;) {
+    run_ready(g, missing, ready, order);
+    if (order.size() == missing.size()) return dropped;
+    while (missing[start] == 0) ++start;
+    const auto cycle = walk_cycle(rank, g, missing, start);
+    const auto [user, dep] = choose(cycle);
+    auto& deps = rank.ops[user].deps;
+    const auto it = std::find(deps.begin(), deps.end(), dep);
+    if (it == deps.end() || std::find(cycle.begin(), cycle.end(), user) == cycle.end()) {
+      throw InternalError("break_cycles: the chosen edge is not in the cycle");
+    }
+    deps.erase(it);
+    auto& users = g.users[g.index.at(dep)];
+    users.erase(std::find(users.begin(), users.end(), user));
+    if (--missing[user] == 0) ready.push(user);
+    dropped.emplace_back(user, dep);
+  }
+}
+
+std::vector<std::size_t> topological_order(const RankTrace& rank) {
+  Sorted s = sort_ops(rank);
+  if (s.cycle.empty()) return std::move(s.order);
   std::string text;
-  for (std::size_t i : cycle) text += "op " + op_label(rank.ops[i]) + " -> ";
-  text += "op " + op_label(rank.ops[cycle.front()]);
+  for (std::size_t i : s.cycle) text += "op " + op_label(rank.ops[i]) + " -> ";
+  text += "op " + op_label(rank.ops[s.cycle.front()]);
   throw TraceError(fmt::format("rank {}: dependency cycle: {}", rank.rank, text));
 }
 

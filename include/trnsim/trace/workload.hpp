@@ -254,6 +254,19 @@ std::unordered_map<OpId, std::size_t> index_by_id(const RankTrace& rank);
 // ops of a cycle, or a dependency on an absent op.
 std::vector<std::size_t> topological_order(const RankTrace& rank);
 
+// The ops of one dependency cycle in run order (each depends on the one before it, the first on
+// the last), or empty when the rank has none. The Chakra reader uses it to break cycles.
+std::vector<std::size_t> find_cycle(const RankTrace& rank);
+
+// Removes dependencies until the rank has no cycle: whenever the ops left wait on each other,
+// `choose` is given one cycle (as find_cycle returns it) and names the edge to drop as (index of
+// the depending op, id of its dependency); the edge must be one of the cycle's. Returns the edges
+// dropped, in order. Only for readers of real-world traces; native traces reject cycles.
+using CycleBreaker =
+    std::function<std::pair<std::size_t, OpId>(const std::vector<std::size_t>& cycle)>;
+std::vector<std::pair<std::size_t, OpId>> break_cycles(RankTrace& rank,
+                                                       const CycleBreaker& choose);
+
 // Arithmetic work of one op (conventions in docs/trace-format.md) and its sum over a rank.
 double op_flops(const Op& op);
 double total_flops(const RankTrace& rank);

@@ -1,0 +1,571 @@
+// SPDX-License-Identifier: MIT
+// Chakra .et reader and exporter: every third-party trace in /work/shared/traces, small files
+// built here with our own protobuf classes, gzip, and the export round trip.
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "chakra_et.pb.h"
+#include "trnsim/error.hpp"
+#include "trnsim/trace/chakra.hpp"
+#include "trnsim/trace/native.hpp"
+
+using namespace trnsim;
+using namespace trnsim::trace;
+namespace fs = std::filesystem;
+namespace pb = ChakraProtoMsg;
+
+namespace {
+
+const std::string kShared = std::string(TRNSIM_SOURCE_DIR) + "/../shared/traces/";
+
+fs::path scratch(const std::string& name) {
+  const auto dir = fs::path(testing::TempDir()) / ("trnsim_chakra_" + name);
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::map<OpKind, int> kinds(const RankTrace& r) {
+  std::map<OpKind, int> out;
+  for (const auto& op : r.ops) ++out[op.kind];
+  return out;
+}
+
+std::string read_all(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void write_all(const fs::path& p, const std::string& data) {
+  std::ofstream(p, std::ios::binary) << data;
+}
+
+std::string gzip(const std::string& in) {
+  z_stream zs{};
+  deflateInit2(&zs, Z_BEST_SPEED, Z_DEFLATED, 16 + MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  std::string out(deflateBound(&zs, in.size()) + 64, '\0');
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  zs.avail_in = static_cast<uInt>(in.size());
+  zs.next_out = reinterpret_cast<Bytef*>(out.data());
+  zs.avail_out = static_cast<uInt>(out.size());
+  EXPECT_EQ(deflate(&zs, Z_FINISH), Z_STREAM_END);
+  out.resize(zs.total_out);
+  deflateEnd(&zs);
+  return out;
+}
+
+// Builds one rank file message by message.
+class EtFile {
+ public:
+  EtFile() {
+    pb::GlobalMetadata meta;
+    meta.set_version("0.0.4");
+    add(meta.SerializeAsString());
+  }
+  pb::Node& node(std::uint64_t id, pb::NodeType type, const std::string& name = "") {
+    nodes_.emplace_back();
+    nodes_.back().set_id(id);
+    nodes_.back().set_type(type);
+    nodes_.back().set_name(name.empty() ? fmt::format("n{}", id) : name);
+    return nodes_.back();
+  }
+  std::string bytes() {
+    std::string out = data_;
+    for (const auto& n : nodes_) frame(out, n.SerializeAsString());
+    return out;
+  }
+  void save(const fs::path& p, bool compress = false) {
+    write_all(p, compress ? gzip(bytes()) : bytes());
+  }
+
+ private:
+  static void frame(std::string& out, const std::string& msg) {
+    std::uint64_t v = msg.size();
+    while (v >= 0x80) {
+      out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+      v >>= 7;
+    }
+    out.push_back(static_cast<char>(v));
+    out += msg;
+  }
+  void add(const std::string& msg) { frame(data_, msg); }
+  std::string data_;
+  std::vector<pb::Node> nodes_;
+};
+
+pb::AttributeProto* attr(pb::Node& n, const std::string& name) {
+  auto* a = n.add_attr();
+  a->set_name(name);
+  return a;
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const TraceError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+}  // namespace
+
+// ---- the shared third-party traces ---------------------------------------------------------------
+
+TEST(ChakraShared, AstraSimMicrobenchmarks) {
+  const std::map<std::string, OpKind> expected = {{"all_reduce", OpKind::all_reduce},
+                                                  {"all_gather", OpKind::all_gather},
+                                                  {"reduce_scatter", OpKind::reduce_scatter},
+                                                  {"all_to_all", OpKind::all_to_all}};
+  for (const auto& [coll, kind] : expected) {
+    for (int npus : {4, 8, 16}) {
+      SCOPED_TRACE(fmt::format("{} {}", coll, npus));
+      const auto prefix =
+          fmt::format("{}astra-sim/microbenchmarks/{}/{}npus_1MB/{}", kShared, coll, npus, coll);
+      const Workload w = load_chakra(prefix);
+      ASSERT_EQ(w.num_ranks(), npus);
+      EXPECT_TRUE(w.warnings.empty());
+      ASSERT_EQ(w.groups.size(), 1u);
+      EXPECT_EQ(w.groups.at("world").size(), static_cast<std::size_t>(npus));
+      EXPECT_EQ(w.metadata["chakra_version"], "0.0.4");
+      for (const auto& r : w.ranks) {
+        ASSERT_EQ(r.ops.size(), 1u);
+        EXPECT_EQ(r.ops[0].kind, kind);
+        EXPECT_EQ(r.ops[0].bytes, 1048576u);
+        EXPECT_EQ(r.ops[0].group, "world");
+      }
+    }
+  }
+}
+
+TEST(ChakraShared, CustomRingAllReduceSendRecvIgnoresCommType) {
+  const Workload w = load_chakra(kShared + "astra-sim/custom_ring_allreduce/custom_allreduce");
+  ASSERT_EQ(w.num_ranks(), 8);
+  EXPECT_TRUE(w.warnings.empty());
+  EXPECT_TRUE(w.groups.empty());  // no collective, so no world group either
+  for (const auto& r : w.ranks) {
+    SCOPED_TRACE(r.rank);
+    const auto k = kinds(r);
+    EXPECT_EQ(k.at(OpKind::send), 14);
+    EXPECT_EQ(k.at(OpKind::recv), 14);
+    EXPECT_EQ(k.at(OpKind::delay), 7);
+    EXPECT_EQ(r.ops.size(), 35u);
+    for (const auto& op : r.ops) {
+      if (op.kind == OpKind::send) {
+        EXPECT_EQ(op.peer, (r.rank + 1) % 8);
+        EXPECT_EQ(op.bytes, 131072u);  // 1 MiB in 8 chunks
+      } else if (op.kind == OpKind::recv) {
+        EXPECT_EQ(op.peer, (r.rank + 7) % 8);
+      } else {
+        EXPECT_DOUBLE_EQ(op.duration.si, 7e-6);
+      }
+    }
+  }
+}
+
+TEST(ChakraShared, PyTorchTraceLoadsWithWarnings) {
+  const Workload w = load_chakra(kShared + "chakra/chakra");
+  ASSERT_EQ(w.num_ranks(), 1);
+  const auto& r = w.ranks[0];
+  EXPECT_EQ(r.ops.size(), 3664u);
+  const auto k = kinds(r);
+  EXPECT_EQ(k.at(OpKind::all_reduce), 5);
+  EXPECT_EQ(k.at(OpKind::broadcast), 2);
+  // The GPU collective kernels in file order (the README's "8.2-31.5 MB"); the host-side c10d
+  // nodes and the CPU ops take no time.
+  std::vector<std::uint64_t> reduce, bcast;
+  for (const auto& op : r.ops) {
+    if (op.kind == OpKind::all_reduce) reduce.push_back(op.bytes);
+    if (op.kind == OpKind::broadcast) bcast.push_back(op.bytes);
+  }
+  EXPECT_EQ(reduce, (std::vector<std::uint64_t>{8196000, 31502336, 26255360, 26550272, 9724160}));
+  EXPECT_EQ(bcast, (std::vector<std::uint64_t>{212480, 424}));
+  ASSERT_EQ(w.warnings.size(), 3u);
+  EXPECT_NE(w.warnings[0].find("1277 dependencies name nodes that are not in the file"),
+            std::string::npos);
+  EXPECT_NE(w.warnings[1].find("383 nodes depend on themselves"), std::string::npos);
+  EXPECT_NE(w.warnings[2].find("554 dependency cycles broken"), std::string::npos);
+  EXPECT_EQ(topological_order(r).size(), 3664u);
+}
+
+TEST(ChakraShared, MoeGeneratedWithProcessGroups) {
+  ChakraOptions o;
+  o.size_unit = ChakraOptions::SizeUnit::elements;
+  o.element_bytes = 2;
+  o.num_ops_unit = ChakraOptions::NumOpsUnit::macs;
+  const Workload w = load_chakra(kShared + "moe-generated/mixtral_like_dp2_tp2_ep4/workload", o);
+  ASSERT_EQ(w.num_ranks(), 16);
+  EXPECT_TRUE(w.warnings.empty());
+  EXPECT_EQ(w.groups.size(), 36u);  // workload.json, found next to the rank files
+  EXPECT_EQ(w.groups.at("33"), (std::vector<int>{0, 4, 8, 12}));
+  EXPECT_EQ(w.metadata["chakra_schema"], "symbolic_tensor_network");
+  for (const auto& r : w.ranks) {
+    SCOPED_TRACE(r.rank);
+    ASSERT_EQ(r.ops.size(), 190u);
+    const auto k = kinds(r);
+    EXPECT_EQ(k.at(OpKind::elementwise), 140);
+    EXPECT_EQ(k.at(OpKind::all_gather), 24);
+    EXPECT_EQ(k.at(OpKind::reduce_scatter), 12);
+    EXPECT_EQ(k.at(OpKind::all_to_all), 8);
+    EXPECT_EQ(k.at(OpKind::all_reduce), 6);
+  }
+  // Rank 0, node 8 (mb0.transformer.0.mha.qkv@0_X1COMM): ALL_GATHER of 33,554,432 elements on
+  // pg "9"; node 9's predecessor node 2: num_ops 167,772,160 MACs, tensor_size 33,554,432.
+  const auto idx = index_by_id(w.ranks[0]);
+  const Op& ag = w.ranks[0].ops[idx.at(8)];
+  EXPECT_EQ(ag.kind, OpKind::all_gather);
+  EXPECT_EQ(ag.group, "9");
+  EXPECT_EQ(ag.bytes, 33554432u * 2);
+  const Op& norm = w.ranks[0].ops[idx.at(2)];
+  EXPECT_EQ(norm.kind, OpKind::elementwise);
+  EXPECT_EQ(norm.source_type, "E");
+  EXPECT_EQ(norm.flops, 167772160.0 * 2);
+  EXPECT_EQ(norm.tensor_bytes, 33554432u * 2);
+}
+
+// ---- small files built here ----------------------------------------------------------------------
+
+TEST(Chakra, EveryIntegerAttributeKindIsRead) {
+  using Set = std::function<void(pb::AttributeProto*, std::int64_t)>;
+  const std::vector<std::pair<std::string, Set>> setters = {
+      {"int32", [](auto* a, auto v) { a->set_int32_val(static_cast<std::int32_t>(v)); }},
+      {"int64", [](auto* a, auto v) { a->set_int64_val(v); }},
+      {"uint32", [](auto* a, auto v) { a->set_uint32_val(static_cast<std::uint32_t>(v)); }},
+      {"uint64", [](auto* a, auto v) { a->set_uint64_val(static_cast<std::uint64_t>(v)); }},
+      {"sint32", [](auto* a, auto v) { a->set_sint32_val(static_cast<std::int32_t>(v)); }},
+      {"sint64", [](auto* a, auto v) { a->set_sint64_val(v); }},
+      {"fixed32", [](auto* a, auto v) { a->set_fixed32_val(static_cast<std::uint32_t>(v)); }},
+      {"fixed64", [](auto* a, auto v) { a->set_fixed64_val(static_cast<std::uint64_t>(v)); }},
+      {"sfixed32", [](auto* a, auto v) { a->set_sfixed32_val(static_cast<std::int32_t>(v)); }},
+      {"sfixed64", [](auto* a, auto v) { a->set_sfixed64_val(v); }},
+      {"double", [](auto* a, auto v) { a->set_double_val(static_cast<double>(v)); }},
+  };
+  for (const auto& [kind, set] : setters) {
+    SCOPED_TRACE(kind);
+    const auto dir = scratch("int_" + kind);
+    for (int r = 0; r < 2; ++r) {
+      EtFile f;
+      auto& n = f.node(1, pb::COMM_COLL_NODE);
+      set(attr(n, "comm_type"), pb::BROADCAST);
+      set(attr(n, "comm_size"), 1000 + 7);
+      set(attr(n, "trnsim_root"), 1);
+      auto& s = f.node(2, pb::COMM_SEND_NODE);
+      set(attr(s, "comm_dst"), 1 - r);
+      set(attr(s, "comm_size"), 5);
+      set(attr(s, "comm_tag"), 3);
+      auto& v = f.node(3, pb::COMM_RECV_NODE);
+      set(attr(v, "comm_src"), 1 - r);
+      set(attr(v, "comm_size"), 5);
+      set(attr(v, "comm_tag"), 3);
+      f.save(dir / (fmt::format("t.{}.et", r)));
+    }
+    const Workload w = load_chakra((dir / "t").string());
+    for (const auto& rank : w.ranks) {
+      EXPECT_EQ(rank.ops[0].kind, OpKind::broadcast);
+      EXPECT_EQ(rank.ops[0].bytes, 1007u);
+      EXPECT_EQ(rank.ops[0].root, 1);
+      EXPECT_EQ(rank.ops[1].peer, 1 - rank.rank);
+      EXPECT_EQ(rank.ops[1].tag, 3);
+    }
+  }
+  // bool (is_cpu_op true makes a COMP a zero-time op) and a list kind for each integer list
+  const auto dir = scratch("bool_list");
+  EtFile f;
+  auto& cpu = f.node(1, pb::COMP_NODE);
+  cpu.set_duration_micros(50);
+  attr(cpu, "is_cpu_op")->set_bool_val(true);
+  auto& gpu = f.node(2, pb::COMP_NODE);
+  gpu.set_duration_micros(50);
+  attr(gpu, "is_cpu_op")->set_int32_val(0);
+  auto& a2a = f.node(3, pb::COMM_COLL_NODE);
+  attr(a2a, "comm_type")->set_uint32_val(pb::ALL_TO_ALL);
+  attr(a2a, "comm_size")->set_int64_val(30);
+  attr(a2a, "trnsim_send_bytes")->mutable_sfixed64_list()->add_values(30);
+  auto& a2b = f.node(4, pb::COMM_COLL_NODE);
+  attr(a2b, "comm_type")->set_uint32_val(pb::ALL_TO_ALL);
+  attr(a2b, "comm_size")->set_int64_val(30);
+  attr(a2b, "trnsim_send_bytes")->mutable_uint32_list()->add_values(31);
+  f.save(dir / "b.0.et");
+  const Workload w = load_chakra((dir / "b").string());
+  const auto& ops = w.ranks[0].ops;
+  EXPECT_EQ(ops[0].kind, OpKind::delay);
+  EXPECT_EQ(ops[0].duration.si, 0.0);
+  EXPECT_DOUBLE_EQ(ops[1].duration.si, 50e-6);
+  EXPECT_EQ(ops[2].kind, OpKind::all_to_all_v);
+  EXPECT_EQ(ops[2].send_bytes, (std::vector<std::uint64_t>{30}));
+  EXPECT_EQ(ops[3].send_bytes, (std::vector<std::uint64_t>{31}));
+}
+
+TEST(Chakra, GzipAndPlainReadTheSame) {
+  const auto dir = scratch("gzip");
+  const std::string src = kShared + "astra-sim/custom_ring_allreduce/custom_allreduce";
+  for (int r = 0; r < 8; ++r) {
+    const std::string data = read_all(fmt::format("{}.{}.et", src, r));
+    // odd ranks compressed, even ranks plain: detection is per file
+    write_all(dir / (fmt::format("mixed.{}.et", r)), r % 2 ? gzip(data) : data);
+  }
+  const Workload plain = load_chakra(src);
+  const Workload mixed = load_chakra((dir / "mixed").string());
+  EXPECT_EQ(write_native(mixed).substr(write_native(mixed).find("\"ranks\"")),
+            write_native(plain).substr(write_native(plain).find("\"ranks\"")));
+  // a truncated gzip stream is an error, not a silent short read
+  const std::string gz = read_all(dir / "mixed.1.et");
+  write_all(dir / "mixed.1.et", gz.substr(0, gz.size() / 2));
+  EXPECT_NE(error_of([&] { load_chakra((dir / "mixed").string()); })
+                .find("mixed.1.et: cannot decompress gzip: the compressed data ends early"),
+            std::string::npos);
+}
+
+TEST(Chakra, ToleratesAbsentSelfAndForwardDependencies) {
+  const auto dir = scratch("deps");
+  EtFile f;
+  auto& a = f.node(10, pb::COMP_NODE);  // depends on a later node: fine
+  a.add_data_deps(11);
+  a.add_ctrl_deps(99);  // absent
+  a.set_duration_micros(1);
+  auto& b = f.node(11, pb::COMP_NODE);
+  b.add_ctrl_deps(11);  // itself
+  b.add_data_deps(98);  // absent
+  f.save(dir / "d.0.et");
+  const Workload w = load_chakra((dir / "d").string());
+  ASSERT_EQ(w.warnings.size(), 2u);
+  EXPECT_NE(w.warnings[0].find("d.0.et: 2 dependencies name nodes that are not in the file "
+                               "(dropped), e.g. node 10 -> 99, node 11 -> 98"),
+            std::string::npos)
+      << w.warnings[0];
+  EXPECT_NE(w.warnings[1].find("1 nodes depend on themselves (dropped), e.g. node 11"),
+            std::string::npos)
+      << w.warnings[1];
+  EXPECT_EQ(w.ranks[0].ops[0].deps, (std::vector<OpId>{11}));
+  EXPECT_TRUE(w.ranks[0].ops[1].deps.empty());
+  EXPECT_EQ(topological_order(w.ranks[0]), (std::vector<std::size_t>{1, 0}));
+}
+
+TEST(Chakra, BreaksCyclesControlEdgesFirst) {
+  const auto dir = scratch("cycles");
+  EtFile f;
+  // 1 <-> 2 by data edges only: the edge to the later node (1 needs 2) goes.
+  f.node(1, pb::COMP_NODE).add_data_deps(2);
+  f.node(2, pb::COMP_NODE).add_data_deps(1);
+  // 3 -> 4 -> 5 -> 3 where 4 needs 3 only through ctrl_deps: that edge goes, although the data
+  // edge 3 -> 5 points to a later node.
+  f.node(3, pb::COMP_NODE).add_data_deps(5);
+  f.node(4, pb::COMP_NODE).add_ctrl_deps(3);
+  f.node(5, pb::COMP_NODE).add_data_deps(4);
+  f.save(dir / "c.0.et");
+  const Workload w = load_chakra((dir / "c").string());
+  ASSERT_EQ(w.warnings.size(), 1u);
+  EXPECT_NE(w.warnings[0].find("c.0.et: 2 dependency cycles broken by dropping one edge each "
+                               "(control edges and edges to later nodes first), e.g. node 1 -> 2 "
+                               "(data), node 4 -> 3 (ctrl)"),
+            std::string::npos)
+      << w.warnings[0];
+  const auto& ops = w.ranks[0].ops;
+  EXPECT_TRUE(ops[0].deps.empty());
+  EXPECT_EQ(ops[1].deps, (std::vector<OpId>{1}));
+  EXPECT_EQ(ops[2].deps, (std::vector<OpId>{5}));
+  EXPECT_TRUE(ops[3].deps.empty());
+  EXPECT_EQ(ops[4].deps, (std::vector<OpId>{4}));
+}
+
+TEST(Chakra, SizeUnitsAndNumOpsUnits) {
+  const auto dir = scratch("units");
+  EtFile f;
+  auto& c = f.node(1, pb::COMP_NODE);
+  attr(c, "num_ops")->set_int64_val(1000);
+  attr(c, "tensor_size")->set_uint64_val(10);
+  auto& m = f.node(2, pb::MEM_LOAD_NODE);
+  attr(m, "tensor_size")->set_uint64_val(10);
+  auto& ar = f.node(3, pb::COMM_COLL_NODE);
+  attr(ar, "comm_type")->set_int64_val(pb::ALL_REDUCE);
+  attr(ar, "comm_size")->set_int64_val(10);
+  f.save(dir / "u.0.et");
+  const Workload bytes = load_chakra((dir / "u").string());
+  EXPECT_EQ(bytes.ranks[0].ops[0].flops, 1000.0);
+  EXPECT_EQ(bytes.ranks[0].ops[0].tensor_bytes, 10u);
+  EXPECT_EQ(bytes.ranks[0].ops[1].bytes, 10u);
+  EXPECT_EQ(bytes.ranks[0].ops[2].bytes, 10u);
+  ChakraOptions o;
+  o.size_unit = ChakraOptions::SizeUnit::elements;
+  o.element_bytes = 4;
+  o.num_ops_unit = ChakraOptions::NumOpsUnit::macs;
+  o.dtype = DType::fp32;
+  const Workload el = load_chakra((dir / "u").string(), o);
+  EXPECT_EQ(el.ranks[0].ops[0].flops, 2000.0);
+  EXPECT_EQ(el.ranks[0].ops[0].tensor_bytes, 40u);
+  EXPECT_EQ(el.ranks[0].ops[0].dtype, DType::fp32);
+  EXPECT_EQ(el.ranks[0].ops[1].bytes, 40u);
+  EXPECT_EQ(el.ranks[0].ops[2].bytes, 40u);
+  EXPECT_EQ(el.ranks[0].ops[2].dtype, DType::fp32);
+}
+
+TEST(Chakra, ProcessGroups) {
+  const auto dir = scratch("pg");
+  for (int r = 0; r < 4; ++r) {
+    EtFile f;
+    auto& n = f.node(1, pb::COMM_COLL_NODE);
+    attr(n, "comm_type")->set_int64_val(pb::ALL_REDUCE);
+    attr(n, "comm_size")->set_int64_val(64);
+    attr(n, "pg_name")->set_string_val(r % 2 ? "odd" : "even");
+    f.save(dir / (fmt::format("p.{}.et", r)));
+  }
+  // Without a process-group file: pg_names fall back to the world group, with a warning.
+  const Workload world = load_chakra((dir / "p").string());
+  EXPECT_EQ(world.groups.at("world"), (std::vector<int>{0, 1, 2, 3}));
+  ASSERT_EQ(world.warnings.size(), 2u);
+  EXPECT_NE(world.warnings[0].find("pg_name \"even\" is used but there is no process-group file"),
+            std::string::npos);
+  // With one given explicitly.
+  write_all(dir / "groups.json", R"({"even": [0, 2], "odd": [1, 3]})");
+  ChakraOptions o;
+  o.process_groups = (dir / "groups.json").string();
+  const Workload w = load_chakra((dir / "p").string(), o);
+  EXPECT_TRUE(w.warnings.empty());
+  EXPECT_EQ(w.groups.size(), 2u);
+  EXPECT_EQ(w.ranks[1].ops[0].group, "odd");
+  // A pg_name the file does not define, and a file naming absent ranks.
+  write_all(dir / "groups.json", R"({"even": [0, 2], "odd": [1, 3, 4]})");
+  EXPECT_NE(error_of([&] { load_chakra((dir / "p").string(), o); })
+                .find("group \"odd\" names rank 4, but only 4 rank files"),
+            std::string::npos);
+  write_all(dir / "groups.json", R"({"even": [0, 2]})");
+  EXPECT_NE(error_of([&] { load_chakra((dir / "p").string(), o); })
+                .find("p.1.et: node 1 (n1): pg_name \"odd\" is not in the process-group file"),
+            std::string::npos);
+  // Membership is checked like in native traces.
+  write_all(dir / "groups.json", R"({"even": [0, 1], "odd": [2, 3]})");
+  EXPECT_NE(error_of([&] { load_chakra((dir / "p").string(), o); })
+                .find("p.1.et: node 1 (n1): rank 1 is not a member of group \"odd\""),
+            std::string::npos);
+}
+
+TEST(Chakra, Errors) {
+  EXPECT_NE(error_of([&] { load_chakra("/nonexistent/x"); })
+                .find("/nonexistent/x: no Chakra trace found (expected /nonexistent/x.0.et)"),
+            std::string::npos);
+  const auto dir = scratch("errors");
+  {
+    EtFile f;
+    attr(f.node(1, pb::COMM_COLL_NODE), "comm_size")->set_int64_val(1);
+    f.save(dir / "nt.0.et");
+  }
+  EXPECT_EQ(error_of([&] { load_chakra((dir / "nt").string()); }),
+            (dir / "nt.0.et").string() + ": node 1 (n1): COMM_COLL node without comm_type");
+  {
+    EtFile f;
+    auto& n = f.node(1, pb::COMM_COLL_NODE);
+    attr(n, "comm_type")->set_int64_val(pb::REDUCE);
+    attr(n, "comm_size")->set_int64_val(1);
+    f.save(dir / "red.0.et");
+  }
+  EXPECT_NE(error_of([&] { load_chakra((dir / "red").string()); })
+                .find("node 1 (n1): collective type 1 (REDUCE) has no trnsim equivalent"),
+            std::string::npos);
+  {
+    EtFile f;
+    auto& n = f.node(1, pb::COMM_COLL_NODE);
+    attr(n, "comm_type")->set_int64_val(pb::ALL_REDUCE);
+    attr(n, "comm_size")->set_string_val("1MB");
+    f.save(dir / "str.0.et");
+  }
+  EXPECT_NE(error_of([&] { load_chakra((dir / "str").string()); })
+                .find("node 1 (n1): attribute \"comm_size\" should be an integer, got a string"),
+            std::string::npos);
+  {
+    EtFile f;
+    f.node(1, pb::COMP_NODE).set_duration_micros(3);
+    const std::string bytes = f.bytes();
+    write_all(dir / "cut.0.et", bytes.substr(0, bytes.size() - 2));
+  }
+  EXPECT_NE(error_of([&] { load_chakra((dir / "cut").string()); }).find("(truncated file?)"),
+            std::string::npos);
+}
+
+// ---- export ------------------------------------------------------------------------------------
+
+namespace {
+// Everything the native format can say, on three ranks.
+Workload rich_workload() {
+  const char* text = R"({"format": "trnsim-trace", "version": 1, "name": "rt",
+    "metadata": {"generator": "test", "seed": 7}, "ranks": 3,
+    "groups": {"world": [0, 1, 2], "pair": [2, 0]},
+    "rank_ops": [
+      {"rank": 0, "ops": [
+        {"id": 0, "name": "qkv", "op": "gemm", "m": 64, "k": 128, "n": 32, "dtype": "mxfp8", "batch": 2},
+        {"id": 1, "op": "attention", "batch": 1, "heads": 2, "seq_q": 16, "seq_kv": 16,
+         "head_dim": 8, "dtype": "bf16", "causal": true, "deps": [0]},
+        {"id": 2, "op": "delay", "duration": "12.5ns", "deps": [1]},
+        {"id": 3, "op": "all_to_all_v", "group": "pair", "send_bytes": [5, 6], "deps": [2]},
+        {"id": 4, "op": "send", "peer": 1, "bytes": 64, "tag": 9},
+        {"id": 5, "op": "broadcast", "group": "world", "bytes": 100, "root": 2},
+        {"id": 6, "op": "mem_store", "bytes": 4096, "deps": [5, 3]},
+        {"id": 7, "op": "reduce_scatter", "group": "pair", "bytes": 8, "dtype": "fp16"}
+      ]},
+      {"rank": 1, "ops": [
+        {"id": 0, "op": "recv", "peer": 0, "bytes": 64, "tag": 9},
+        {"id": 1, "op": "broadcast", "group": "world", "bytes": 100, "root": 2, "deps": [0]},
+        {"id": 2, "op": "norm", "elements": 10, "dtype": "fp32", "rows": 2}
+      ]},
+      {"rank": 2, "ops": [
+        {"id": 7, "op": "all_to_all_v", "group": "pair", "send_bytes": [7, 8]},
+        {"id": 8, "op": "broadcast", "group": "world", "bytes": 100, "root": 2},
+        {"id": 9, "op": "reduce_scatter", "group": "pair", "bytes": 8, "dtype": "fp16"}
+      ]}]})";
+  return parse_native(text, "rt.json");
+}
+}  // namespace
+
+TEST(ChakraExport, RoundTripWithEmbeddedOpsIsExact) {
+  const Workload w = rich_workload();
+  for (bool compress : {false, true}) {
+    const auto dir = scratch(compress ? "export_gz" : "export");
+    ChakraExportOptions o;
+    o.gzip = compress;
+    export_chakra(w, (dir / "rt").string(), o);
+    EXPECT_TRUE(fs::exists(dir / "rt.json"));
+    EXPECT_EQ(compress, static_cast<unsigned char>(read_all(dir / "rt.0.et")[0]) == 0x1f);
+    const Workload back = load_chakra((dir / "rt").string());
+    EXPECT_TRUE(back.warnings.empty());
+    EXPECT_EQ(write_native(back), write_native(w));
+  }
+}
+
+TEST(ChakraExport, PlainChakraNodesCarryTheStandardMapping) {
+  // Without the embedded native ops, other tools (and trnsim) see plain Chakra; what Chakra can
+  // express comes back unchanged: collectives, p2p, memory ops, whole-microsecond delays.
+  Workload w = rich_workload();
+  for (auto& r : w.ranks) {
+    for (auto& op : r.ops) {
+      if (op.kind == OpKind::delay) op.duration = Duration(3e-6);
+      if (op.kind == OpKind::reduce_scatter) op.dtype = DType::bf16;
+    }
+  }
+  w.ranks[0].ops.erase(w.ranks[0].ops.begin(), w.ranks[0].ops.begin() + 2);  // gemm, attention
+  w.ranks[0].ops[0].deps.clear();
+  w.ranks[1].ops.pop_back();  // norm
+  const auto dir = scratch("export_plain");
+  ChakraExportOptions o;
+  o.embed_native = false;
+  export_chakra(w, (dir / "p").string(), o);
+  const Workload back = load_chakra((dir / "p").string());
+  EXPECT_EQ(write_native(back), write_native(w));
+
+  // Compute ops become COMP nodes with num_ops in FLOPs: shape is lost, work is not.
+  Workload c = rich_workload();
+  export_chakra(c, (dir / "c").string(), o);
+  const Workload cb = load_chakra((dir / "c").string());
+  const Op& gemm = cb.ranks[0].ops[0];
+  EXPECT_EQ(gemm.kind, OpKind::elementwise);
+  EXPECT_EQ(gemm.source_type, "gemm");
+  EXPECT_EQ(gemm.flops, 2.0 * 64 * 128 * 32 * 2);
+  EXPECT_DOUBLE_EQ(total_flops(cb.ranks[0]), total_flops(c.ranks[0]));
+}

@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+// Native trace format: round trip and one test per class of error, each checking its message.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "trnsim/error.hpp"
+#include "trnsim/trace/native.hpp"
+
+using namespace trnsim;
+using namespace trnsim::trace;
+
+namespace {
+
+// Two ranks that exercise every op kind once.
+const char* kSample = R"({
+  "format": "trnsim-trace",
+  "version": 1,
+  "name": "sample",
+  "metadata": {"generator": "hand", "nested": {"b": 1, "a": [1, 2]}},
+  "ranks": 2,
+  "groups": {"world": [0, 1], "rev": [1, 0]},
+  "rank_ops": [
+    {"rank": 1, "ops": [
+      {"id": 0, "op": "all_reduce", "group": "world", "bytes": 1024},
+      {"id": 1, "op": "all_to_all_v", "group": "rev", "send_bytes": [7, 9], "deps": [0]},
+      {"id": 2, "op": "recv", "peer": 0, "bytes": 64, "tag": 3},
+      {"id": 3, "op": "broadcast", "group": "world", "bytes": 10, "root": 0},
+      {"id": 4, "op": "all_gather", "group": "world", "bytes": 4096},
+      {"id": 5, "op": "reduce_scatter", "group": "world", "bytes": 4096, "dtype": "fp32"},
+      {"id": 6, "op": "all_to_all", "group": "world", "bytes": 2048},
+      {"id": 7, "op": "barrier", "group": "world"}
+    ]},
+    {"rank": 0, "ops": [
+      {"id": 10, "name": "l0.qkv", "op": "gemm", "m": 4096, "k": 7168, "n": 3072, "dtype": "mxfp8"},
+      {"id": 11, "op": "elementwise", "elements": 100, "dtype": "bf16", "inputs": 3},
+      {"id": 12, "op": "activation", "elements": 100, "dtype": "fp32"},
+      {"id": 13, "op": "reduction", "elements": 100, "dtype": "fp16", "outputs": 4},
+      {"id": 14, "op": "softmax", "elements": 100, "dtype": "bf16", "rows": 10},
+      {"id": 15, "op": "norm", "elements": 100, "dtype": "bf16"},
+      {"id": 16, "op": "attention", "batch": 2, "heads": 4, "seq_q": 8, "seq_kv": 16,
+       "head_dim": 32, "dtype": "fp8", "causal": true},
+      {"id": 17, "op": "mem_load", "bytes": 512},
+      {"id": 18, "op": "mem_store", "bytes": 256, "deps": [17, 10]},
+      {"id": 19, "op": "delay", "duration": "12.5us"},
+      {"id": 20, "op": "all_reduce", "group": "world", "bytes": 1024, "deps": [10]},
+      {"id": 21, "op": "all_to_all_v", "group": "rev", "send_bytes": [1, 2]},
+      {"id": 22, "op": "send", "peer": 1, "bytes": 64, "tag": 3},
+      {"id": 23, "op": "broadcast", "group": "world", "bytes": 10, "root": 0},
+      {"id": 24, "op": "all_gather", "group": "world", "bytes": 4096},
+      {"id": 25, "op": "reduce_scatter", "group": "world", "bytes": 4096},
+      {"id": 26, "op": "all_to_all", "group": "world", "bytes": 2048},
+      {"id": 27, "op": "barrier", "group": "world", "source_type": "sync"},
+      {"id": 28, "op": "elementwise", "elements": 5, "dtype": "mxfp4", "flops": 2.5e11,
+       "tensor_bytes": 77}
+    ]}
+  ]
+})";
+
+// A minimal valid trace around `ops0` (rank 0) and `ops1` (rank 1), for error tests.
+std::string two_ranks(const std::string& ops0, const std::string& ops1 = "",
+                      const std::string& extra = "") {
+  return R"({"format": "trnsim-trace", "version": 1, "ranks": 2,)" + extra +
+         R"( "groups": {"world": [0, 1], "solo": [1]},
+  "rank_ops": [{"rank": 0, "ops": [)" +
+         ops0 + R"(]}, {"rank": 1, "ops": [)" + ops1 + "]}]}";
+}
+
+// Asserts that parsing throws TraceError whose message contains every fragment.
+void expect_error(const std::string& text, std::initializer_list<std::string> fragments) {
+  try {
+    parse_native(text, "t.json");
+    FAIL() << "no error; expected one containing " << *fragments.begin();
+  } catch (const TraceError& e) {
+    const std::string msg = e.what();
+    for (const auto& f : fragments) {
+      EXPECT_NE(msg.find(f), std::string::npos) << "message: " << msg << "\nlacks: " << f;
+    }
+  }
+}
+
+}  // namespace
+
+TEST(Native, ReadsEveryKindWithItsFields) {
+  const Workload w = parse_native(kSample, "sample.json");
+  ASSERT_EQ(w.num_ranks(), 2);
+  EXPECT_EQ(w.name, "sample");
+  EXPECT_EQ(w.metadata["generator"], "hand");
+  EXPECT_EQ(w.groups.at("rev"), (std::vector<int>{1, 0}));
+  // rank_ops listed rank 1 first: the reader places each entry by its "rank"
+  ASSERT_EQ(w.ranks[0].ops.size(), 19u);
+  ASSERT_EQ(w.ranks[1].ops.size(), 8u);
+  const Op& g = w.ranks[0].ops[0];
+  EXPECT_EQ(g.kind, OpKind::gemm);
+  EXPECT_EQ(g.name, "l0.qkv");
+  EXPECT_EQ(g.m, 4096u);
+  EXPECT_EQ(g.k, 7168u);
+  EXPECT_EQ(g.n, 3072u);
+  EXPECT_EQ(g.batch, 1u);  // default
+  EXPECT_EQ(g.dtype, DType::mxfp8);
+  EXPECT_EQ(w.ranks[0].ops[1].inputs, 3u);
+  EXPECT_EQ(w.ranks[0].ops[3].outputs, 4u);
+  EXPECT_EQ(w.ranks[0].ops[4].rows, 10u);
+  EXPECT_EQ(w.ranks[0].ops[5].rows, 1u);
+  EXPECT_TRUE(w.ranks[0].ops[6].causal);
+  EXPECT_EQ(w.ranks[0].ops[8].deps, (std::vector<OpId>{17, 10}));
+  EXPECT_DOUBLE_EQ(w.ranks[0].ops[9].duration.si, 12.5e-6);
+  EXPECT_EQ(w.ranks[0].ops[10].dtype, DType::bf16);  // all_reduce default
+  EXPECT_EQ(w.ranks[1].ops[5].dtype, DType::fp32);
+  EXPECT_EQ(w.ranks[1].ops[1].send_bytes, (std::vector<std::uint64_t>{7, 9}));
+  EXPECT_EQ(w.ranks[1].ops[2].tag, 3);
+  EXPECT_EQ(w.ranks[0].ops[17].source_type, "sync");
+  EXPECT_EQ(w.ranks[0].ops[18].flops, 2.5e11);
+  EXPECT_EQ(w.ranks[0].ops[18].tensor_bytes, 77u);
+  EXPECT_TRUE(w.warnings.empty());
+}
+
+TEST(Native, RoundTripIsExactAndDeterministic) {
+  const Workload w = parse_native(kSample, "sample.json");
+  const std::string text = write_native(w);
+  const Workload back = parse_native(text, "written.json");
+  EXPECT_EQ(write_native(back), text);
+  EXPECT_EQ(back.metadata, w.metadata);
+  EXPECT_EQ(back.groups, w.groups);
+  ASSERT_EQ(back.ranks[0].ops.size(), w.ranks[0].ops.size());
+  EXPECT_DOUBLE_EQ(back.ranks[0].ops[9].duration.si, 12.5e-6);
+  // One op per line, keys id/op/name first: diff-friendly.
+  EXPECT_NE(text.find(R"({"id":10,"op":"gemm","name":"l0.qkv",)"), std::string::npos) << text;
+}
+
+TEST(Native, LoadsFromFileAndNamesItInErrors) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_native_file";
+  std::filesystem::create_directories(dir);
+  const auto good = (dir / "good.json").string();
+  std::ofstream(good) << kSample;
+  EXPECT_EQ(load_native(good).num_ranks(), 2);
+  const auto bad = (dir / "bad.json").string();
+  std::ofstream(bad) << two_ranks(R"({"id": 0, "op": "delay", "duration": "1us", "dep": [1]})");
+  try {
+    load_native(bad);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              bad + ":/rank_ops/0/ops/0/dep: unknown key \"dep\"; did you mean \"deps\"?");
+  }
+  EXPECT_THROW(load_native((dir / "absent.json").string()), TraceError);
+}
+
+TEST(NativeErrors, UnknownKeysSuggestTheNearest) {
+  expect_error(two_ranks(R"({"id": 0, "op": "gemm", "m": 1, "k": 1, "n": 1, "dtype": "bf16",
+                              "batchh": 2})"),
+               {"t.json:/rank_ops/0/ops/0/batchh: unknown key \"batchh\"; did you mean \"batch\"?"});
+  expect_error(two_ranks("", "", R"( "grups": {},)"),
+               {"t.json:/grups: unknown key \"grups\"; did you mean \"groups\"?"});
+  // a field of another kind is unknown for this kind
+  expect_error(two_ranks(R"({"id": 0, "op": "delay", "duration": "1us", "bytes": 4})"),
+               {"/rank_ops/0/ops/0/bytes: unknown key \"bytes\""});
+  expect_error(two_ranks(R"({"id": 0, "op": "gem", "m": 1, "k": 1, "n": 1, "dtype": "bf16"})"),
+               {"/rank_ops/0/ops/0/op: expected one of", "got \"gem\"", "did you mean \"gemm\""});
+  expect_error(two_ranks(R"({"id": 0, "op": "gemm", "m": 1, "k": 1, "n": 1, "dtype": "bf61"})"),
+               {"/rank_ops/0/ops/0/dtype:", "did you mean \"bf16\""});
+}
+
+TEST(NativeErrors, WrongTypesAndMissingFields) {
+  expect_error(two_ranks(R"({"id": 0, "op": "gemm", "m": "4096", "k": 1, "n": 1, "dtype": "bf16"})"),
+               {"t.json:/rank_ops/0/ops/0/m: expected an integer, got \"4096\""});
+  expect_error(two_ranks(R"({"id": -1, "op": "delay", "duration": "1us"})"),
+               {"/rank_ops/0/ops/0/id: expected an integer, got -1"});
+  expect_error(two_ranks(R"({"id": 0, "op": "delay", "duration": 12})"),
+               {"/rank_ops/0/ops/0/duration: expected a duration", "got 12"});
+  expect_error(two_ranks(R"({"id": 0, "op": "gemm", "m": 1, "n": 1, "dtype": "bf16"})"),
+               {"/rank_ops/0/ops/0/k: missing required key \"k\""});
+  expect_error(two_ranks(R"({"id": 0, "op": "gemm", "m": 0, "k": 1, "n": 1, "dtype": "bf16"})"),
+               {"t.json:/rank_ops/0/ops/0: gemm \"m\" must be at least 1"});
+  expect_error(two_ranks(R"({"id": 0, "op": "send", "peer": 1})"),
+               {"/rank_ops/0/ops/0/bytes: missing required key \"bytes\""});
+  expect_error(R"({"format": "trnsim-trace", "version": 1, "ranks": 1, "groups": {"g": [0, 0]},
+                   "rank_ops": [{"rank": 0, "ops": []}]})",
+               {"t.json:/groups/g/1: rank 0 is listed twice"});
+  expect_error(R"({"format": "trnsim-trace", "version": 1, "ranks": 1, "groups": {"g": [3]},
+                   "rank_ops": [{"rank": 0, "ops": []}]})",
+               {"t.json:/groups/g/0: rank 3 is out of range (ranks are 0..0)"});
+  expect_error(R"({"format": "trnsim-trace", "version": 1, "ranks": 2,
+                   "rank_ops": [{"rank": 0, "ops": []}]})",
+               {"t.json:/rank_ops: no entry for rank 1"});
+  expect_error(R"({"format": "trnsim-trace", "version": 1, "ranks": 1,
+                   "rank_ops": [{"rank": 0, "ops": []}, {"rank": 0, "ops": []}]})",
+               {"t.json:/rank_ops/1/rank: rank 0 already appears at /rank_ops/0"});
+  expect_error("{\"format\": \"trnsim-trace\",\n \"version\": 1,,}", {"t.json:2:15: invalid JSON"});
+}
+
+TEST(NativeErrors, BadFormatAndVersion) {
+  expect_error(R"({"format": "trnsim-trace", "version": 2, "ranks": 1, "rank_ops": []})",
+               {"t.json:/version: unsupported trace version 2 (this reader supports 1)"});
+  expect_error(R"({"format": "chakra", "version": 1, "ranks": 1, "rank_ops": []})",
+               {"t.json:/format: expected \"trnsim-trace\", got \"chakra\""});
+  expect_error(R"({"version": 1, "ranks": 1, "rank_ops": []})",
+               {"t.json:/format: missing required key \"format\""});
+}
+
+TEST(NativeErrors, MissingDependency) {
+  expect_error(two_ranks(R"({"id": 0, "op": "delay", "duration": "1us"},
+                             {"id": 1, "op": "delay", "duration": "1us", "deps": [0, 5]})"),
+               {"t.json:/rank_ops/0/ops/1: depends on op 5, which rank 0 does not have"});
+}
+
+TEST(NativeErrors, DuplicateId) {
+  expect_error(two_ranks(R"({"id": 3, "op": "delay", "duration": "1us"},
+                             {"id": 3, "op": "delay", "duration": "1us"})"),
+               {"t.json:/rank_ops/0/ops/1: id 3 is already used by t.json:/rank_ops/0/ops/0"});
+}
+
+TEST(NativeErrors, CycleNamesItsOps) {
+  expect_error(two_ranks(R"({"id": 0, "name": "start", "op": "delay", "duration": "1us"},
+                             {"id": 1, "name": "a", "op": "delay", "duration": "1us", "deps": [0, 3]},
+                             {"id": 2, "name": "b", "op": "delay", "duration": "1us", "deps": [1]},
+                             {"id": 3, "name": "c", "op": "delay", "duration": "1us", "deps": [2]})"),
+               {"rank 0: dependency cycle: op 2 (b) -> op 3 (c) -> op 1 (a) -> op 2 (b)"});
+}
+
+TEST(NativeErrors, UnknownGroupAndMembership) {
+  expect_error(two_ranks(R"({"id": 0, "op": "barrier", "group": "wrld"})",
+                         R"({"id": 0, "op": "barrier", "group": "world"})"),
+               {"t.json:/rank_ops/0/ops/0: unknown group \"wrld\"; did you mean \"world\"?"});
+  expect_error(two_ranks(R"({"id": 0, "op": "barrier", "group": "solo"})"),
+               {"t.json:/rank_ops/0/ops/0: rank 0 is not a member of group \"solo\""});
+  expect_error(two_ranks(R"({"id": 0, "op": "all_to_all_v", "group": "world", "send_bytes": [1]})",
+                         R"({"id": 0, "op": "all_to_all_v", "group": "world", "send_bytes": [1, 2]})"),
+               {"t.json:/rank_ops/0/ops/0: send_bytes has 1 entries but group \"world\" has 2 members"});
+  expect_error(two_ranks(R"({"id": 0, "op": "broadcast", "group": "solo", "bytes": 1, "root": 1})",
+                         R"({"id": 0, "op": "broadcast", "group": "solo", "bytes": 1, "root": 0})"),
+               {"rank 0 is not a member of group \"solo\""});
+  expect_error(two_ranks("", R"({"id": 0, "op": "broadcast", "group": "solo", "bytes": 1, "root": 0})"),
+               {"t.json:/rank_ops/1/ops/0: broadcast root 0 is not a member of group \"solo\""});
+}
+
+TEST(NativeErrors, MismatchedCollective) {
+  expect_error(two_ranks(R"({"id": 0, "op": "all_reduce", "group": "world", "bytes": 1024})",
+                         R"({"id": 0, "op": "all_reduce", "group": "world", "bytes": 2048})"),
+               {"group \"world\": collective #0 does not match between ranks 0 and 1: bytes 1024 vs "
+                "2048 (t.json:/rank_ops/0/ops/0 / t.json:/rank_ops/1/ops/0)"});
+  expect_error(two_ranks(R"({"id": 0, "op": "all_reduce", "group": "world", "bytes": 1},
+                            {"id": 1, "op": "all_gather", "group": "world", "bytes": 1})",
+                         R"({"id": 0, "op": "all_reduce", "group": "world", "bytes": 1},
+                            {"id": 1, "op": "reduce_scatter", "group": "world", "bytes": 1})"),
+               {"group \"world\": collective #1 does not match between ranks 0 and 1: all_gather vs "
+                "reduce_scatter"});
+  expect_error(two_ranks(R"({"id": 0, "op": "broadcast", "group": "world", "bytes": 1, "root": 0})",
+                         R"({"id": 0, "op": "broadcast", "group": "world", "bytes": 1, "root": 1})"),
+               {"collective #0 does not match between ranks 0 and 1: root 0 vs 1"});
+}
+
+TEST(NativeErrors, MissingCollectiveMember) {
+  expect_error(two_ranks(R"({"id": 0, "op": "barrier", "group": "world"},
+                            {"id": 1, "op": "all_reduce", "group": "world", "bytes": 8})",
+                         R"({"id": 0, "op": "barrier", "group": "world"})"),
+               {"group \"world\": collective #1 (all_reduce at t.json:/rank_ops/0/ops/1) is issued "
+                "by ranks [0] but never by ranks [1]; the replay would wait for them forever"});
+}
+
+TEST(NativeErrors, SendWithoutRecv) {
+  expect_error(two_ranks(R"({"id": 0, "op": "send", "peer": 1, "bytes": 8, "tag": 2})",
+                         R"({"id": 0, "op": "recv", "peer": 0, "bytes": 8, "tag": 1})"),
+               {"t.json:/rank_ops/0/ops/0: send #0 to rank 1 (tag 2) has no matching recv on rank 1"});
+  expect_error(two_ranks("", R"({"id": 0, "op": "recv", "peer": 0, "bytes": 8})"),
+               {"t.json:/rank_ops/1/ops/0: recv #0 from rank 0 (tag 0) has no matching send on rank 0"});
+  expect_error(two_ranks(R"({"id": 0, "op": "send", "peer": 1, "bytes": 8})",
+                         R"({"id": 0, "op": "recv", "peer": 0, "bytes": 16})"),
+               {"send #0 of 8 bytes is received as 16 bytes"});
+  expect_error(two_ranks(R"({"id": 0, "op": "send", "peer": 0, "bytes": 8})"),
+               {"t.json:/rank_ops/0/ops/0: send peer 0 is not another rank (ranks are 0..1)"});
+}
