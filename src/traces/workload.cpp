@@ -245,8 +245,9 @@ double op_flops(const Op& op) {
     case OpKind::norm:
       return 4.0 * d(op.elements);  // square, sum, scale, weight
     case OpKind::attention: {
-      const double scores = d(op.batch) * d(op.heads) * d(op.seq_q) * d(op.seq_kv);
-      const double f = 4.0 * scores * d(op.head_dim) + 5.0 * scores;  // QK^T, PV, softmax
+      // QK^T and PV only, the usual convention (and tools/moe_gen.py's); the softmax between
+      // them is small next to the two products.
+      const double f = 4.0 * d(op.batch) * d(op.heads) * d(op.seq_q) * d(op.seq_kv) * d(op.head_dim);
       return op.causal ? f / 2.0 : f;
     }
     default:
@@ -505,7 +506,7 @@ std::string describe(const Workload& w) {
   std::string out;
   std::size_t total_ops = 0;
   std::map<std::string_view, std::size_t> by_kind;
-  double flops = 0.0, comm = 0.0, mem = 0.0, delay = 0.0;
+  double flops = 0.0, matmul = 0.0, comm = 0.0, mem = 0.0, delay = 0.0;
   double max_flops = 0.0;
   for (const auto& rank : w.ranks) {
     total_ops += rank.ops.size();
@@ -514,6 +515,7 @@ std::string describe(const Workload& w) {
     max_flops = std::max(max_flops, f);
     for (const auto& op : rank.ops) {
       ++by_kind[kind_name(op.kind)];
+      if (op.kind == OpKind::gemm || op.kind == OpKind::attention) matmul += op_flops(op);
       if (op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
         mem += comm_bytes(op);
       } else {
@@ -538,8 +540,8 @@ std::string describe(const Workload& w) {
     out += fmt::format(" {}[{}]", name, members.size());
   }
   out += "\n";
-  out += fmt::format("compute: {} total, {} on the busiest rank\n", si(flops, "FLOP"),
-                     si(max_flops, "FLOP"));
+  out += fmt::format("compute: {} total ({} in gemm/attention), {} on the busiest rank\n",
+                     si(flops, "FLOP"), si(matmul, "FLOP"), si(max_flops, "FLOP"));
   out += fmt::format("communication: {} sent; memory traffic: {}; delays: {}\n", si(comm, "B"),
                      si(mem, "B"), si(delay, "s"));
   if (!w.warnings.empty()) out += fmt::format("warnings: {}\n", w.warnings.size());

@@ -271,3 +271,26 @@ TEST(NativeErrors, SendWithoutRecv) {
   expect_error(two_ranks(R"({"id": 0, "op": "send", "peer": 0, "bytes": 8})"),
                {"t.json:/rank_ops/0/ops/0: send peer 0 is not another rank (ranks are 0..1)"});
 }
+
+// The generator's bundled traces (tools/moe_gen.py, committed in traces/) load, round-trip, and
+// their GEMM/attention FLOPs agree with the generator's own count in metadata.stats.
+TEST(Native, BundledGeneratorTraces) {
+  for (const char* file : {"traces/mixtral-moe-16.json", "traces/deepseek-v3-moe-144.json"}) {
+    SCOPED_TRACE(file);
+    const Workload w = load_native(std::string(TRNSIM_SOURCE_DIR) + "/" + file);
+    EXPECT_TRUE(w.warnings.empty());
+    EXPECT_EQ(write_native(parse_native(write_native(w))), write_native(w));
+    double total = 0.0, most = 0.0;
+    for (const auto& r : w.ranks) {
+      double rank_total = 0.0;
+      for (const auto& op : r.ops) {
+        if (op.kind == OpKind::gemm || op.kind == OpKind::attention) rank_total += op_flops(op);
+      }
+      total += rank_total;
+      most = std::max(most, rank_total);
+    }
+    const auto& stats = w.metadata.at("stats");
+    EXPECT_EQ(total, stats.at("flops_total").get<double>());
+    EXPECT_EQ(most, stats.at("flops_per_rank_max").get<double>());
+  }
+}

@@ -95,10 +95,10 @@ TEST(Workload, FlopsFollowTheDocumentedConventions) {
   a.seq_q = 8;
   a.seq_kv = 16;
   a.head_dim = 32;
-  // scores = 2*4*8*16 = 1024; 4*1024*32 + 5*1024 = 136,192
-  EXPECT_DOUBLE_EQ(op_flops(a), 136192.0);
+  // 4 * b*h*sq*skv*d = 4 * 2*4*8*16*32 = 131,072
+  EXPECT_DOUBLE_EQ(op_flops(a), 131072.0);
   a.causal = true;
-  EXPECT_DOUBLE_EQ(op_flops(a), 68096.0);
+  EXPECT_DOUBLE_EQ(op_flops(a), 65536.0);
   Op e;
   e.kind = OpKind::elementwise;
   e.elements = 1000;
@@ -168,7 +168,7 @@ TEST(Workload, DescribeSummarises) {
   EXPECT_NE(text.find("workload tiny: 2 ranks, 3 ops"), std::string::npos) << text;
   EXPECT_NE(text.find("ops by kind: all_reduce 2, gemm 1"), std::string::npos) << text;
   EXPECT_NE(text.find("groups: 1 world[2]"), std::string::npos) << text;
-  EXPECT_NE(text.find("compute: 2 GFLOP total, 2 GFLOP on the busiest rank"), std::string::npos)
+  EXPECT_NE(text.find("compute: 2 GFLOP total (2 GFLOP in gemm/attention), 2 GFLOP on the busiest rank"), std::string::npos)
       << text;
   EXPECT_NE(text.find("communication: 6 MB sent"), std::string::npos) << text;
   EXPECT_NE(text.find("warnings: 1"), std::string::npos) << text;
