@@ -132,6 +132,7 @@ struct DmaParams {
   Duration start_latency{};      // semaphore to first byte
   Duration descriptor_cost{};    // per DMA instruction (descriptor generation)
   Bytes packet_bytes = Bytes(2048);
+  int outstanding_packets = 8;  // modelling knob: request window of one engine
   EnergyPerBit energy{};
   template <class V>
   void visit(V& v) {
@@ -144,6 +145,9 @@ struct DmaParams {
     v.field("descriptor_cost", descriptor_cost, "cost of generating one DMA instruction",
             Required{});
     v.field("packet_bytes", packet_bytes, "round-robin granularity between queues", Positive{});
+    v.field("outstanding_packets", outstanding_packets,
+            "packets one DMA engine keeps in flight; also the packets moved per simulation event",
+            AtLeast{1});
     v.field("energy", energy, "on-chip transport energy per bit (NoC)", Required{});
   }
 };

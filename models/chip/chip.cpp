@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: MIT
+#include "chip/chip.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::model {
+
+using sc_core::sc_time;
+
+Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, ChipOptions opt)
+    : Block(name),
+      p_(p),
+      ops_(stats().add("ops", "1", "ops executed")),
+      flops_(stats().add("flops", "1", "useful floating-point operations")),
+      hbm_bytes_(stats().add("hbm_bytes", "B", "bytes the ops moved to or from HBM")) {
+  if (p.cores % p.dies != 0 || p.hbm.stacks % p.dies != 0) {
+    throw ConfigError(fmt::format(
+        "/chip: cores ({}) and hbm/stacks ({}) must split evenly over dies ({})", p.cores,
+        p.hbm.stacks, p.dies));
+  }
+  set_static_power(p.static_power);
+  if (opt.memory) {
+    memory_ = opt.memory;
+    memory_model_ = "external";
+  } else {
+    // The HBM model (models/hbm) is not usable yet: the fallback is the only memory.
+    auto hbm = std::make_unique<FallbackHbm>("hbm", p.hbm);
+    memory_ = hbm.get();
+    owned_memory_ = std::move(hbm);
+    memory_model_ = "fallback: per-stack bandwidth + fixed latency (models/chip/memory.hpp)";
+  }
+  alloc_.capacity = std::uint64_t(p.hbm.capacity_per_stack.si) * std::uint64_t(p.hbm.stacks);
+  d2d_ = std::make_unique<DieCrossing>("d2d", p);
+  for (int d = 0; d < p.dies; ++d) {
+    die_ports_.push_back(std::make_unique<DieMemoryPort>(d, p_, *memory_, *d2d_));
+  }
+  for (int c = 0; c < p.cores; ++c) {
+    cores_.push_back(std::make_unique<NeuronCore>(
+        fmt::format("nc{}", c).c_str(), p.core, *die_ports_[std::size_t(die_of_core(c))]));
+  }
+}
+
+Chip::~Chip() = default;
+
+int Chip::die_of_core(int i) const { return i / (p_.cores / p_.dies); }
+
+std::uint64_t Chip::wakeups() const {
+  std::uint64_t w = own_wakeups_;
+  for (const auto& c : cores_) w += c->wakeups();
+  return w;
+}
+
+OpStats Chip::execute(const ComputeOp& op, const std::string& name) {
+  OpStats st;
+  st.name = name;
+  st.start_s = sc_core::sc_time_stamp().to_seconds();
+  auto steps = lower(op, name, p_, alloc_);
+  for (auto& step : steps) {
+    std::vector<sc_core::sc_process_handle> running;
+    for (std::size_t c = 0; c < step.per_core.size(); ++c) {
+      Program* prog = step.per_core[c].get();
+      if (!prog) continue;
+      NeuronCore* core = cores_[c].get();
+      running.push_back(sc_core::sc_spawn([core, prog] { core->run(*prog); }));
+    }
+    st.cores_used = std::max(st.cores_used, int(running.size()));
+    for (auto& h : running) {
+      if (!h.terminated()) {
+        ++own_wakeups_;
+        sc_core::wait(h.terminated_event());
+      }
+    }
+    st.flops += step.flops;
+    st.hbm_bytes += step.hbm_bytes;
+    st.instructions += step.instructions;
+  }
+  st.end_s = sc_core::sc_time_stamp().to_seconds();
+  st.time_s = st.end_s - st.start_s;
+  ops_ += 1;
+  flops_ += st.flops;
+  hbm_bytes_ += st.hbm_bytes;
+  return st;
+}
+
+namespace {
+
+// Runs a single DMA instruction on `core` and waits for it.
+sc_time run_single_dma(NeuronCore& core, Instr in, const std::string& name) {
+  Program prog;
+  prog.op_name = name;
+  prog.done = prog.new_semaphore();
+  in.signal(prog.done);
+  prog.push(EngineId::sync, in);
+  prog.done_target = 1;
+  return core.run(prog);
+}
+
+}  // namespace
+
+sc_time Chip::dma(int core, std::uint64_t hbm_addr, std::uint64_t bytes, MemoryPort& external,
+                  bool to_external, int engines) {
+  if (core < 0 || core >= cores()) {
+    throw InputError(fmt::format("{}: no core {} (the chip has {})", name(), core, cores()));
+  }
+  Instr in;
+  in.kind = Instr::Kind::dma;
+  in.bytes = bytes;
+  in.addr = hbm_addr;
+  in.src = to_external ? DmaEndpoint::hbm : DmaEndpoint::external;
+  in.dst = to_external ? DmaEndpoint::external : DmaEndpoint::hbm;
+  in.external = &external;
+  in.engines = std::uint16_t(std::max(1, engines));
+  in.cross_engine = false;
+  in.queue = 3;
+  return run_single_dma(*cores_[std::size_t(core)], in, "fabric dma");
+}
+
+Chip::DmaResult Chip::dma_sbuf(int core, std::uint64_t bytes, bool to_sbuf, int engines,
+                               bool cross_engine) {
+  if (core < 0 || core >= cores()) {
+    throw InputError(fmt::format("{}: no core {} (the chip has {})", name(), core, cores()));
+  }
+  NeuronCore& nc = *cores_[std::size_t(core)];
+  Program prog;
+  prog.op_name = "dma";
+  prog.done = prog.new_semaphore();
+  Semaphore* go = prog.new_semaphore();
+  Instr in;
+  in.kind = Instr::Kind::dma;
+  in.bytes = bytes;
+  in.addr = alloc_.alloc(bytes);
+  in.src = to_sbuf ? DmaEndpoint::hbm : DmaEndpoint::sbuf;
+  in.dst = to_sbuf ? DmaEndpoint::sbuf : DmaEndpoint::hbm;
+  in.engines = std::uint16_t(std::max(1, engines));
+  in.cross_engine = cross_engine;
+  const sc_time trigger = sc_core::sc_time_stamp() + sc_time(1, sc_core::SC_NS);
+  if (cross_engine) {
+    // Another engine releases the DMA through a semaphore 1 ns from now.
+    in.wait(go, 1);
+    go->signal_at(trigger);
+  }
+  in.signal(prog.done);
+  prog.push(EngineId::sync, in);
+  prog.done_target = 1;
+  const sc_time end = nc.run(prog);
+  const auto& b = nc.dma().last();
+  return DmaResult{b.trigger.to_seconds(), b.dge_start.to_seconds(), b.dge_end.to_seconds(),
+                   b.start.to_seconds(), end.to_seconds()};
+}
+
+}  // namespace trnsim::model

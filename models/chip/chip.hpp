@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: MIT
+// One Trainium chip: `cores` NeuronCores on `dies` dies (cores split evenly, core i on die
+// i / (cores / dies)), the HBM stacks (stacks / dies per die) behind a die crossing, and the
+// lowering of trace-level ops to engine programs.
+//
+// For the replay engine: execute() runs one op from a SystemC thread and blocks until it is
+// done; several threads may execute ops on the same chip at once, and they then contend for
+// SBUF/PSUM, engines, DMA engines, HBM and the die crossing.
+// For the fabric: dma() moves bytes between this chip's HBM and an external MemoryPort (a link's
+// network interface) with the DMA engines of one core; see docs/models/chip.md.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chip/compute_op.hpp"
+#include "chip/lowering.hpp"
+#include "chip/memory.hpp"
+#include "common/block.hpp"
+#include "neuron_core/neuron_core.hpp"
+#include "trnsim/config/chip_params.hpp"
+
+namespace trnsim::model {
+
+struct ChipOptions {
+  // Use FallbackHbm (fixed latency + per-stack bandwidth) instead of the HBM model. Forced on
+  // while the HBM model is not part of the build (see memory_model()).
+  bool fallback_memory = false;
+  // An HBM owned by someone else (tests); the chip then owns none.
+  MemoryPort* memory = nullptr;
+};
+
+class Chip : public Block {
+ public:
+  Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, ChipOptions opt = {});
+  ~Chip() override;
+
+  // From a SystemC thread: lowers `op`, runs it on the cores and blocks until its last store.
+  OpStats execute(const ComputeOp& op, const std::string& name = "op");
+
+  // From a SystemC thread: one DMA of `bytes` between this chip's HBM at `hbm_addr` and
+  // `external` (the fabric's port) using `engines` DMA engines of `core`; `to_external` picks
+  // the direction. Blocks until the last byte is written; returns that time.
+  sc_core::sc_time dma(int core, std::uint64_t hbm_addr, std::uint64_t bytes, MemoryPort& external,
+                       bool to_external, int engines = 16);
+
+  // From a SystemC thread: one DMA instruction between HBM and SBUF of `core`, triggered by
+  // the Sync queue (`cross_engine`: the trigger waited on another engine's semaphore).
+  // Returns the fixed-cost breakdown of the transfer (for `trnsim bench dma`).
+  struct DmaResult {
+    double trigger_s = 0, dge_start_s = 0, dge_end_s = 0, start_s = 0, end_s = 0;
+  };
+  DmaResult dma_sbuf(int core, std::uint64_t bytes, bool to_sbuf, int engines, bool cross_engine);
+
+  const config::ChipParams& params() const { return p_; }
+  int cores() const { return int(cores_.size()); }
+  NeuronCore& core(int i) { return *cores_[std::size_t(i)]; }
+  int die_of_core(int i) const;
+  MemoryPort& memory() { return *memory_; }
+  // "HbmSystem" or a description of the fallback.
+  const std::string& memory_model() const { return memory_model_; }
+  // Simulation wake-ups of all the chip's threads so far.
+  std::uint64_t wakeups() const;
+  HbmAllocator& hbm_allocator() { return alloc_; }
+
+ private:
+  config::ChipParams p_;
+  std::unique_ptr<Block> owned_memory_;
+  MemoryPort* memory_ = nullptr;
+  std::string memory_model_;
+  std::unique_ptr<DieCrossing> d2d_;
+  std::vector<std::unique_ptr<DieMemoryPort>> die_ports_;
+  std::vector<std::unique_ptr<NeuronCore>> cores_;
+  HbmAllocator alloc_;
+  std::uint64_t own_wakeups_ = 0;
+  Stat& ops_;
+  Stat& flops_;
+  Stat& hbm_bytes_;
+};
+
+}  // namespace trnsim::model

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// The chip's memory path as the cores see it: HBM stacks behind a die crossing.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <vector>
+
+#include "common/block.hpp"
+#include "common/memory.hpp"
+#include "trnsim/config/chip_params.hpp"
+
+namespace trnsim::model {
+
+// Stack holding `addr`: addresses interleave across stacks every interleave_bytes (the same
+// field the HBM model uses for its address map).
+int hbm_stack_of(const config::HbmParams& p, std::uint64_t addr);
+
+// FALLBACK used only until the HBM model (models/hbm, HbmSystem) can be used, or when asked for
+// with ChipOptions::fallback_memory: each stack is one Timeline at bandwidth / stacks, and every
+// access pays controller_latency + tRCD + tCL (reads) or + tCWL (writes). No banks, rows,
+// refresh or bus turnaround; its energy is (read|write + phy + controller) per bit.
+class FallbackHbm : public Block, public MemoryPort {
+ public:
+  FallbackHbm(const sc_core::sc_module_name& name, const config::HbmParams& p);
+  sc_core::sc_time access(const MemRequest& r) override;
+
+ private:
+  config::HbmParams p_;
+  std::vector<Timeline> stacks_;
+  Stat& read_;
+  Stat& written_;
+};
+
+// The links between the dies: one Timeline per direction at die_to_die_bandwidth, plus
+// die_to_die_latency and die_to_die_energy per bit for every byte that crosses.
+class DieCrossing : public Block {
+ public:
+  DieCrossing(const sc_core::sc_module_name& name, const config::ChipParams& p);
+  // Reserves the crossing from die `from` to die `to` for `bytes` at now(); returns the time the
+  // last byte has arrived.
+  sc_core::sc_time cross(int from, int to, std::uint64_t bytes);
+
+ private:
+  int dies_;
+  Bandwidth bw_;
+  Duration latency_;
+  EnergyPerBit energy_;
+  std::vector<Timeline> dir_;
+  Stat& bytes_;
+};
+
+// The memory as the cores of one die see it: bytes held by stacks of another die cross the
+// die boundary (reads from the remote die, writes to it).
+class DieMemoryPort : public MemoryPort {
+ public:
+  DieMemoryPort(int die, const config::ChipParams& p, MemoryPort& hbm, DieCrossing& d2d)
+      : die_(die), p_(p), hbm_(hbm), d2d_(d2d) {}
+  sc_core::sc_time access(const MemRequest& r) override;
+
+ private:
+  int die_;
+  const config::ChipParams& p_;
+  MemoryPort& hbm_;
+  DieCrossing& d2d_;
+};
+
+}  // namespace trnsim::model

@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: MIT
+#include "neuron_core/dma.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "neuron_core/sram.hpp"
+
+namespace trnsim::model {
+
+using sc_core::sc_time;
+
+DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p,
+                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups)
+    : Block(name),
+      p_(p),
+      hbm_(hbm),
+      sbuf_(sbuf),
+      wakeups_(wakeups),
+      queues_(std::size_t(p.queues_per_engine)),
+      window_(std::size_t(std::max(1, p.outstanding_packets)), sc_core::SC_ZERO_TIME),
+      bytes_(stats().add("bytes", "B", "bytes moved")),
+      packets_(stats().add("packets", "1", "packets moved")) {
+  SC_THREAD(run);
+}
+
+void DmaEngine::enqueue(int queue, const DmaShare& s) {
+  queues_[std::size_t(queue) % queues_.size()].push_back(s);
+  work_.notify(sc_core::SC_ZERO_TIME);
+}
+
+bool DmaEngine::ready_work(sc_time& next_ready) const {
+  bool any = false;
+  for (const auto& q : queues_) {
+    if (q.empty()) continue;
+    if (q.front().ready <= sc_core::sc_time_stamp()) return true;
+    if (!any || q.front().ready < next_ready) next_ready = q.front().ready;
+    any = true;
+  }
+  if (!any) next_ready = sc_core::SC_ZERO_TIME;
+  return false;
+}
+
+void DmaEngine::run() {
+  const double packet = p_.packet_bytes.si;
+  const std::size_t nq = queues_.size();
+  for (;;) {
+    const sc_time now = sc_core::sc_time_stamp();
+    sc_time next_ready;
+    if (!ready_work(next_ready)) {
+      ++wakeups_;
+      if (next_ready > now) {
+        wait(next_ready - now, work_);
+      } else {
+        wait(work_);
+      }
+      continue;
+    }
+    if (window_[window_pos_] > now) {  // every request slot is in flight
+      ++wakeups_;
+      wait(window_[window_pos_] - now);
+      continue;
+    }
+    for (std::size_t issued = 0; issued < window_.size(); ++issued) {
+      std::size_t q = 0;
+      bool found = false;
+      for (std::size_t i = 0; i < nq; ++i) {
+        q = (std::size_t(rr_) + i) % nq;
+        if (!queues_[q].empty() && queues_[q].front().ready <= now) {
+          found = true;
+          break;
+        }
+      }
+      if (!found || window_[window_pos_] > now) break;
+      rr_ = int((q + 1) % nq);  // round-robin between queues at packet boundaries
+      DmaShare& sh = queues_[q].front();
+      DmaTransfer& x = *sh.xfer;
+      const Instr& in = *x.instr;
+      const std::uint64_t bytes =
+          std::min<std::uint64_t>(std::uint64_t(packet), sh.bytes - sh.moved);
+      const std::uint64_t addr = sh.addr + sh.moved;
+      const sc_time pkt = to_sc(transfer_time(Bytes(double(bytes)), p_.engine_bandwidth));
+      // Reads: the engine moves a packet once its data has arrived. Writes: issued when the
+      // engine has the packet; their latency is the memory's response time at this moment.
+      sc_time arrived = now;
+      if (in.src == DmaEndpoint::hbm) {
+        arrived = hbm_.access(MemRequest{addr, bytes, false});
+      } else if (in.src == DmaEndpoint::external && in.external) {
+        arrived = in.external->access(MemRequest{addr, bytes, false});
+      } else if (in.src == DmaEndpoint::sbuf) {
+        sbuf_.count_read(double(bytes));
+      }
+      const sc_time engine_end = tl_.reserve(std::max(now, arrived), pkt);
+      sc_time done = engine_end;
+      if (in.dst == DmaEndpoint::hbm) {
+        done = engine_end + (hbm_.access(MemRequest{addr, bytes, true}) - now);
+      } else if (in.dst == DmaEndpoint::external && in.external) {
+        done = engine_end + (in.external->access(MemRequest{addr, bytes, true}) - now);
+      } else if (in.dst == DmaEndpoint::sbuf) {
+        sbuf_.count_write(double(bytes));
+      }
+      add_energy("dma", energy(p_.energy, Bytes(double(bytes))));
+      bytes_ += double(bytes);
+      packets_ += 1;
+      window_[window_pos_] = done;
+      window_pos_ = (window_pos_ + 1) % window_.size();
+      sh.moved += bytes;
+      x.last_done = std::max(x.last_done, done);
+      if (sh.moved >= sh.bytes) {
+        queues_[q].pop_front();
+        if (--x.shares_left == 0) {
+          for (int i = 0; i < in.nsignals; ++i) in.signals[std::size_t(i)]->signal_at(x.last_done);
+          delete &x;
+        }
+      }
+    }
+    // Wake when half the window has drained: the reads issued then arrive while the other half
+    // still keeps the engine busy, so the engine streams without gaps.
+    const std::size_t w = window_.size();
+    const sc_time half = window_[(window_pos_ + std::max<std::size_t>(1, w / 2) - 1) % w];
+    ++wakeups_;
+    wait(std::max(half, now + sc_core::sc_time(1, sc_core::SC_PS)) - now);
+  }
+}
+
+// ------------------------------------------------------------------------------------ DmaSystem
+
+DmaSystem::DmaSystem(const sc_core::sc_module_name& name, const config::DmaParams& p,
+                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups)
+    : Block(name),
+      p_(p),
+      instructions_(stats().add("instructions", "1", "DMA instructions triggered")),
+      dge_busy_(stats().add("dge_busy", "s", "descriptor generation time, both DGEs")) {
+  for (int i = 0; i < p.engines; ++i) {
+    engines_.push_back(new DmaEngine(fmt::format("q{}", i).c_str(), p, hbm, sbuf, wakeups));
+  }
+}
+
+DmaSystem::~DmaSystem() {
+  for (auto* e : engines_) delete e;
+}
+
+sc_time DmaSystem::trigger(const Instr& in, const sc_time& ready, bool waited) {
+  instructions_ += 1;
+  Timeline& d = dge_[0].free_at() <= dge_[1].free_at() ? dge_[0] : dge_[1];
+  const sc_time dge_start = std::max(ready, d.free_at());
+  const sc_time dge_end = d.reserve(ready, to_sc(p_.descriptor_cost));
+  dge_busy_ += p_.descriptor_cost.si;
+  const sc_time start = waited ? std::max(dge_end, ready + to_sc(p_.start_latency)) : dge_end;
+  last_ = Breakdown{ready, dge_start, dge_end, start};
+  const int n = std::max(1, std::min<int>(in.engines, int(engines_.size())));
+  if (in.bytes == 0) {
+    for (int i = 0; i < in.nsignals; ++i) in.signals[std::size_t(i)]->signal_at(start);
+    return dge_start;
+  }
+  const std::uint64_t share = (in.bytes + std::uint64_t(n) - 1) / std::uint64_t(n);
+  auto* x = new DmaTransfer{};
+  x->instr = &in;
+  std::uint64_t off = 0;
+  std::vector<std::pair<int, std::uint64_t>> parts;
+  for (int e = 0; e < n && off < in.bytes; ++e) {
+    const std::uint64_t b = std::min(share, in.bytes - off);
+    parts.emplace_back((in.first_engine + e) % int(engines_.size()), b);
+    off += b;
+  }
+  x->shares_left = int(parts.size());
+  off = 0;
+  for (const auto& [e, b] : parts) {
+    engines_[std::size_t(e)]->enqueue(in.queue, DmaShare{x, in.addr + off, b, 0, start});
+    off += b;
+  }
+  return dge_start;
+}
+
+}  // namespace trnsim::model

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+// The DMA engines of one NeuronCore. A DMA instruction is split evenly over `engines` engines
+// (each engine serves 8 of the 128 SBUF partitions); each engine share sits in one of the
+// engine's queues, queues are served round-robin at packet boundaries (DMAO), and a share is
+// moved packet by packet: a packet reserves the engine for packet_bytes / engine_bandwidth and
+// the memory (HBM through the chip, or an external port) for its bytes. The instruction's
+// semaphore is incremented when the last packet of the last share has arrived.
+//
+// Granularity: one simulation wake-up moves up to `outstanding_packets` packets (the engine's
+// window of requests in flight). Their memory requests are issued at the wake-up time, i.e. up
+// to one window early compared with a packet-by-packet model; engine occupancy and memory
+// bandwidth are exact.
+#pragma once
+
+#include <systemc>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "common/block.hpp"
+#include "common/memory.hpp"
+#include "neuron_core/program.hpp"
+#include "trnsim/config/chip_params.hpp"
+
+namespace trnsim::model {
+
+class Sram;
+
+// One DMA instruction in flight.
+struct DmaTransfer {
+  const Instr* instr = nullptr;
+  int shares_left = 0;
+  sc_core::sc_time last_done = sc_core::SC_ZERO_TIME;
+};
+
+struct DmaShare {
+  DmaTransfer* xfer = nullptr;
+  std::uint64_t addr = 0, bytes = 0, moved = 0;
+  sc_core::sc_time ready;  // descriptors are available from this time
+};
+
+class DmaEngine : public Block {
+ public:
+  SC_HAS_PROCESS(DmaEngine);
+  DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p, MemoryPort& hbm,
+            Sram& sbuf, std::uint64_t& wakeups);
+  void enqueue(int queue, const DmaShare& s);
+  const Timeline& timeline() const { return tl_; }
+
+ private:
+  void run();
+  bool ready_work(sc_core::sc_time& next_ready) const;
+
+  config::DmaParams p_;
+  MemoryPort& hbm_;
+  Sram& sbuf_;
+  std::uint64_t& wakeups_;
+  std::vector<std::deque<DmaShare>> queues_;
+  int rr_ = 0;
+  Timeline tl_;
+  std::vector<sc_core::sc_time> window_;  // completion times of the packets in flight
+  std::size_t window_pos_ = 0;
+  sc_core::sc_event work_;
+  Stat& bytes_;
+  Stat& packets_;
+};
+
+// The DMA side of a core: the descriptor generation engines (DGE), the fixed start latency and
+// the DMA engines. A DMA instruction triggered by an engine queue at `ready`:
+//   DGE  : one of `kDges` units is occupied for descriptor_cost (its throughput limit);
+//   start: max(DGE done, ready + start_latency) when the trigger waited on another engine's
+//          semaphore (DMAG's ~1.3 us semaphore-to-start), else DGE done;
+//   then each engine share is moved packet by packet (DmaEngine).
+class DmaSystem : public Block {
+ public:
+  static constexpr int kDges = 2;  // hardware DGE per NeuronCore (NKI2)
+  DmaSystem(const sc_core::sc_module_name& name, const config::DmaParams& p, MemoryPort& hbm,
+            Sram& sbuf, std::uint64_t& wakeups);
+  ~DmaSystem() override;
+  // Called by an engine queue at simulated time <= ready; returns when the trigger engine is
+  // free again (it stalls while both DGEs are busy).
+  sc_core::sc_time trigger(const Instr& in, const sc_core::sc_time& ready, bool waited);
+  DmaEngine& engine(int i) { return *engines_[std::size_t(i)]; }
+  int engines() const { return int(engines_.size()); }
+  // Fixed costs of the last triggered instruction (for `trnsim bench dma`).
+  struct Breakdown {
+    sc_core::sc_time trigger, dge_start, dge_end, start;
+  };
+  const Breakdown& last() const { return last_; }
+
+ private:
+  config::DmaParams p_;
+  std::vector<DmaEngine*> engines_;
+  std::array<Timeline, kDges> dge_;
+  Breakdown last_{};
+  Stat& instructions_;
+  Stat& dge_busy_;
+};
+
+}  // namespace trnsim::model

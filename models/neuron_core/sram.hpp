@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: MIT
+// SBUF and PSUM of one NeuronCore: enforced capacity and access energy.
+// SBUF capacity is counted in bytes per partition (every tile spans the 128 partitions), PSUM
+// capacity in banks (one accumulation group per bank). An op acquires its whole footprint when
+// it starts and releases it when it ends; a footprint larger than the capacity is a ConfigError
+// naming the op, a footprint that only collides with a concurrent op waits for it.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <string>
+
+#include "common/block.hpp"
+#include "trnsim/config/chip_params.hpp"
+
+namespace trnsim::model {
+
+class Sram : public Block {
+ public:
+  enum class Unit { bytes_per_partition, banks };
+  Sram(const sc_core::sc_module_name& name, const config::SramParams& p, Unit unit);
+
+  std::uint64_t capacity() const { return capacity_; }
+  std::uint64_t in_use() const { return used_; }
+  // Throws ConfigError when `units` exceed the capacity (naming `op`); otherwise waits (from a
+  // SystemC thread) until they are free and takes them.
+  void acquire(std::uint64_t units, const std::string& op);
+  void release(std::uint64_t units);
+  // Throws ConfigError naming `op` when `units` can never fit.
+  void check_fits(std::uint64_t units, const std::string& op) const;
+
+  void count_read(double bytes) { add_energy(read_cat_, energy(p_.read_energy, Bytes(bytes))); read_ += bytes; }
+  void count_write(double bytes) { add_energy(write_cat_, energy(p_.write_energy, Bytes(bytes))); written_ += bytes; }
+
+ private:
+  config::SramParams p_;
+  Unit unit_;
+  std::uint64_t capacity_ = 0, used_ = 0;
+  std::string read_cat_, write_cat_;
+  sc_core::sc_event freed_;
+  Stat& read_;
+  Stat& written_;
+  Stat& peak_;
+};
+
+}  // namespace trnsim::model
