@@ -6,6 +6,7 @@
 #include <array>
 #include <charconv>
 #include <cmath>
+#include <optional>
 #include <span>
 
 #include "trnsim/error.hpp"
@@ -87,16 +88,40 @@ double parse_with(std::string_view text, std::span<const Unit> units, std::strin
                               what, example, unit, text, known));
 }
 
-// Largest unit in which the value is >= 1 and whose text parses back to the same double;
-// otherwise the value in `fallback`.
+// The shortest decimal number n such that n * u.factor == v exactly, if there is one.
+std::optional<double> exact_scaled(double v, const Unit& u) {
+  const double scaled = v / u.factor;
+  for (int precision = 1; precision <= 17; ++precision) {
+    const std::string text = fmt::format("{:.{}g}", scaled, precision);
+    double back = 0.0;
+    std::from_chars(text.data(), text.data() + text.size(), back);
+    if (back * u.factor == v) return back;
+  }
+  return std::nullopt;
+}
+
+// The shortest exact text among `units` (ties: a number >= 1, then the earlier unit); the
+// fallback unit when no unit gives an exact text.
 std::string format_with(double v, std::span<const Unit> units, const Unit& fallback) {
+  std::string best;
+  bool best_ge1 = false;
   if (v != 0.0) {
-    for (const Unit& u : units) {
-      const double scaled = v / u.factor;
-      if (scaled >= 1.0 && scaled * u.factor == v) return fmt::format("{}{}", scaled, u.name);
+    for (std::size_t i = 0; i <= units.size(); ++i) {
+      const Unit& u = i < units.size() ? units[i] : fallback;
+      const auto n = exact_scaled(v, u);
+      if (!n) continue;
+      std::string text = fmt::format("{}{}", *n, u.name);
+      const bool ge1 = *n >= 1.0;
+      if (best.empty() || text.size() < best.size() ||
+          (text.size() == best.size() && ge1 && !best_ge1)) {
+        best = std::move(text);
+        best_ge1 = ge1;
+      }
     }
   }
-  return fmt::format("{}{}", v / fallback.factor, fallback.name);
+  if (!best.empty()) return best;
+  const auto n = exact_scaled(v, fallback);
+  return fmt::format("{}{}", n ? *n : v / fallback.factor, fallback.name);
 }
 
 }  // namespace

@@ -55,6 +55,9 @@ TEST(Units, FormatRoundTripsExactly) {
   EXPECT_EQ(format(parse_frequency("0.96GHz")), "960MHz");
   EXPECT_EQ(format(parse_duration("1.3us")), "1.3us");
   EXPECT_EQ(format(parse_power("700W")), "700W");
+  // 0.82 * 1e-12 / 1e-12 is not 0.82 in binary floating point; the text must still be 0.82pJ.
+  EXPECT_EQ(format(parse_energy("0.82pJ")), "0.82pJ");
+  EXPECT_EQ(format(parse_energy_per_bit("0.065pJ/bit")), "65fJ/bit");
   const Duration odd(1.0 / 3.0 * 1e-9);
   EXPECT_EQ(parse_duration(format(odd)), odd);
 }
