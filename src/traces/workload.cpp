@@ -327,7 +327,12 @@ void check_structure(const Workload& w, const Locator& where_in) {
         throw TraceError(fmt::format("{}: delay duration must not be negative", where(r, i)));
       }
     }
-    topological_order(rank);  // cycles
+    if (const auto cycle = find_cycle(rank); !cycle.empty()) {
+      std::string text;
+      for (std::size_t i : cycle) text += "op " + op_label(rank.ops[i]) + " -> ";
+      text += "op " + op_label(rank.ops[cycle.front()]);
+      throw TraceError(fmt::format("{}: dependency cycle: {}", where(r, cycle.front()), text));
+    }
   }
 }
 

@@ -216,7 +216,7 @@ TEST(NativeErrors, CycleNamesItsOps) {
                              {"id": 1, "name": "a", "op": "delay", "duration": "1us", "deps": [0, 3]},
                              {"id": 2, "name": "b", "op": "delay", "duration": "1us", "deps": [1]},
                              {"id": 3, "name": "c", "op": "delay", "duration": "1us", "deps": [2]})"),
-               {"rank 0: dependency cycle: op 2 (b) -> op 3 (c) -> op 1 (a) -> op 2 (b)"});
+               {"t.json:/rank_ops/0/ops/2: dependency cycle: op 2 (b) -> op 3 (c) -> op 1 (a) -> op 2 (b)"});
 }
 
 TEST(NativeErrors, UnknownGroupAndMembership) {
