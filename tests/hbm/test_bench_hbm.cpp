@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: MIT
+// `trnsim bench hbm` end to end: JSON fields, determinism, and bad arguments -> exit code 2.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out, err;
+};
+
+Result run(const std::string& args) {
+  const std::string cmd = std::string(TRNSIM_BINARY) + " bench hbm " + args + " 2>/tmp/trnsim_bench_hbm_err.txt";
+  Result r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
+  const int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+}  // namespace
+
+TEST(BenchHbm, JsonHasTheDocumentedFields) {
+  const auto r = run("--pattern seq-read --bytes 4MiB --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"pattern", "bytes", "time_ns", "achieved_bytes_per_s", "peak_bytes_per_s",
+                        "row_hit_rate", "energy_j", "pj_per_bit"}) {
+    EXPECT_TRUE(j.contains(k)) << k;
+  }
+  EXPECT_EQ(j["pattern"], "seq-read");
+  EXPECT_EQ(j["bytes"], 4u << 20);
+  EXPECT_EQ(j["chip"], "Trainium3");
+  EXPECT_DOUBLE_EQ(j["peak_bytes_per_s"].get<double>(), 4.9e12);
+  // Never above the peak the timing allows.
+  EXPECT_LE(j["achieved_bytes_per_s"].get<double>(), 4.9e12);
+}
+
+TEST(BenchHbm, RandomReadIsDeterministic) {
+  const auto a = run("--pattern random-read --bytes 256KiB --json");
+  const auto b = run("--pattern random-read --bytes 256KiB --json");
+  ASSERT_EQ(a.code, 0);
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST(BenchHbm, ChipPresetWorks) {
+  const auto r = run("--config configs/chips/trn2.json --pattern copy --bytes 1MiB --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["chip"], "Trainium2");
+}
+
+TEST(BenchHbm, BadArgumentsExitTwo) {
+  EXPECT_EQ(run("--pattern sideways").code, 2);
+  EXPECT_EQ(run("--bytes 0").code, 2);
+  EXPECT_EQ(run("--bytes lots").code, 2);
+  EXPECT_EQ(run("--bytes 1TiB").code, 2);
+  EXPECT_EQ(run("--requesters 0").code, 2);
+}
