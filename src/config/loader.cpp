@@ -29,23 +29,7 @@ void deep_merge(Json& base, const Json& over) {
 }
 
 Json parse_text(const std::string& text, const std::string& origin) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    // nlohmann reports a byte offset; turn it into line:column for the user.
-    std::size_t line = 1, col = 1;
-    for (std::size_t i = 0; i < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
-    throw ConfigError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what));
-  }
+  return parse_json<ConfigError>(text, origin);
 }
 
 std::string read_file(const fs::path& path) {

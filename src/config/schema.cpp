@@ -76,6 +76,23 @@ std::string json_pointer_append(const std::string& base, std::string_view key) {
   return base + "/" + escaped;
 }
 
+std::string json_syntax_message(const std::string& text, const std::string& origin,
+                                const Json::parse_error& e) {
+  // e.byte counts the characters read, the offending one included.
+  std::size_t line = 1, col = 1;
+  for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  std::string what = e.what();
+  if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
+  return fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what);
+}
+
 JsonReader::JsonReader(const Json& object, std::string pointer, const Provenance& prov)
     : object_(object), pointer_(std::move(pointer)), prov_(prov) {}
 

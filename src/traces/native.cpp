@@ -54,26 +54,6 @@ struct HeaderJson {
   throw TraceError(fmt::format("{}:{}: {}", origin, pointer.empty() ? "/" : pointer, message));
 }
 
-Json parse_json(const std::string& text, const std::string& origin) {
-  try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    std::size_t line = 1, col = 1;
-    // e.byte counts the characters read, the offending one included
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    if (auto p = what.find("parse error"); p != std::string::npos) what = what.substr(p);
-    throw TraceError(fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what));
-  }
-}
-
 // Keys are emitted in a fixed order readers find natural: id, op, name, then alphabetical.
 nlohmann::ordered_json ordered_op(const Json& j) {
   nlohmann::ordered_json o;
@@ -110,7 +90,7 @@ Op op_from_json(const Json& j, const std::string& pointer, const std::string& or
 }
 
 Workload parse_native(const std::string& text, const std::string& origin) {
-  const Json root = parse_json(text, origin);
+  const Json root = config::parse_json<TraceError>(text, origin);
   if (!root.is_object()) fail(origin, "", fmt::format("expected an object, got {}", root.type_name()));
 
   static const std::vector<std::string> keys = {"format", "version", "name",    "metadata",

@@ -90,6 +90,18 @@ std::string nearest_key(std::string_view key, const std::vector<std::string>& ca
 
 std::string json_pointer_append(const std::string& base, std::string_view key);
 
+// Parses JSON text; on a syntax error throws E with "origin:line:column: invalid JSON: ...".
+std::string json_syntax_message(const std::string& text, const std::string& origin,
+                                const Json::parse_error& e);
+template <class E>
+Json parse_json(const std::string& text, const std::string& origin) {
+  try {
+    return Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    throw E(json_syntax_message(text, origin, e));
+  }
+}
+
 // ---- reading ------------------------------------------------------------------------------------
 class JsonReader {
  public:
