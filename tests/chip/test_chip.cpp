@@ -1,0 +1,130 @@
+// SPDX-License-Identifier: MIT
+// The chip: lowering fits SBUF/PSUM, errors name the op, concurrent ops contend, idle power.
+#include <gtest/gtest.h>
+
+#include "chip/chip.hpp"
+#include "test_support.hpp"
+#include "trnsim/error.hpp"
+
+// libsystemc's own main() needs sc_main; GoogleTest's main() is the one that runs.
+int sc_main(int, char**) { return 1; }
+
+namespace trnsim::model {
+namespace {
+
+using test::chip_preset;
+using test::Runner;
+
+TEST(Lowering, GemmTilesFitSbufAndPsum) {
+  const auto p = chip_preset("trn2");
+  for (Dtype d : {Dtype::bf16, Dtype::fp8, Dtype::fp32}) {
+    for (std::uint64_t s : {128u, 1000u, 8192u, 65536u}) {
+      const GemmPlan plan = plan_gemm(s, s, s, 1, d, p, "g");
+      EXPECT_LE(plan.sbuf_bytes_per_partition, 224u * 1024) << s;
+      EXPECT_LE(plan.psum_banks, 8);
+      EXPECT_GE(plan.mb, 1u);
+      EXPECT_GE(plan.kb, 1u);
+    }
+  }
+  // FP8 double-row contracts 256 rows per instruction; one PSUM bank holds 512 FP32.
+  const GemmPlan fp8 = plan_gemm(8192, 8192, 8192, 1, Dtype::fp8, p, "g");
+  EXPECT_EQ(fp8.tk, 256u);
+  EXPECT_EQ(fp8.tn, 512u);
+  EXPECT_TRUE(fp8.full_k);
+  // A contraction too long for SBUF is blocked over K with one bank per accumulating tile.
+  const GemmPlan longk = plan_gemm(1024, 1u << 22, 1024, 1, Dtype::bf16, p, "g");
+  EXPECT_FALSE(longk.full_k);
+  EXPECT_EQ(std::uint64_t(longk.psum_banks), longk.mb * longk.nb);
+}
+
+TEST(Lowering, OpThatCannotFitNamesTheOp) {
+  const auto p = chip_preset("trn2", {"chip.core.sbuf.bytes_per_partition=1KiB"});
+  try {
+    plan_gemm(4096, 4096, 4096, 1, Dtype::bf16, p, "layer7.mlp.up");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("layer7.mlp.up"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("bytes_per_partition"), std::string::npos);
+  }
+}
+
+TEST(Lowering, UnsupportedDtypeIsInputError) {
+  const auto p = chip_preset("trn2");
+  EXPECT_THROW(plan_gemm(128, 128, 128, 1, Dtype::mxfp8, p, "g"), InputError);
+}
+
+TEST(Sram, FootprintBeyondCapacityIsErrorNamingOp) {
+  const auto p = chip_preset("trn2");
+  Sram sbuf("sbuf", p.core.sbuf, Sram::Unit::bytes_per_partition);
+  try {
+    sbuf.check_fits(300 * 1024, "attn.qk");
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("attn.qk"), std::string::npos);
+  }
+}
+
+// Two GEMMs launched together on one chip: they share SBUF, engines, DMA and HBM, so the pair
+// takes much longer than one alone (power ramp off so that warm-up does not blur it).
+TEST(Chip, ConcurrentOpsContend) {
+  const auto p = chip_preset("trn2", {"chip.core.tensor.power_ramp.enabled=false"});
+  Chip chip("chip", p);
+  double alone = 0, first = 0, second = 0;
+  const GemmOp g{2048, 2048, 2048, Dtype::bf16, 1};
+  sc_core::sc_event go;
+  Runner a("a", [&] {
+    alone = chip.execute(g, "alone").time_s;
+    go.notify(sc_core::SC_ZERO_TIME);
+    first = chip.execute(g, "first").time_s;
+  });
+  Runner b("b", [&] {
+    sc_core::wait(go);
+    second = chip.execute(g, "second").time_s;
+  });
+  sc_core::sc_start();
+  ASSERT_GT(alone, 0);
+  EXPECT_GE(std::min(first, second), alone * 0.999);
+  EXPECT_GT(std::max(first, second), alone * 1.5);
+  EXPECT_LT(std::max(first, second), alone * 2.5);
+}
+
+// A GEMM reports its useful FLOPs, stays below the Tensor peak and moves at least A + B + C.
+TEST(Chip, GemmBoundedByPeakAndCountsTraffic) {
+  const auto p = chip_preset("trn2");
+  Chip chip("chip", p);
+  OpStats st;
+  Runner r("r", [&] { st = chip.execute(GemmOp{1024, 1024, 1024, Dtype::bf16, 1}, "g"); });
+  sc_core::sc_start();
+  EXPECT_DOUBLE_EQ(st.flops, 2.0 * 1024 * 1024 * 1024);
+  const double peak = 8 * 128 * 128 * 2 * 2.4e9;
+  EXPECT_LT(st.flops / st.time_s, peak);
+  EXPECT_GE(st.hbm_bytes, 3.0 * 1024 * 1024 * 2);
+}
+
+// An idle chip draws its static power (plus the HBM stacks' background power).
+TEST(Chip, IdlePowerIsStaticPower) {
+  const auto p = chip_preset("trn3");
+  Chip chip("chip", p);
+  sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
+  const auto e = collect_energy(Duration(10e-6), &chip);
+  EXPECT_DOUBLE_EQ(e.dynamic.si, 0.0);
+  EXPECT_NEAR(e.total().si / 10e-6, 105.0 + 4 * 1.5, 1e-9);
+}
+
+// Element-wise families and attention run to completion and count their FLOPs.
+TEST(Chip, ElementOpsAndAttentionRun) {
+  const auto p = chip_preset("trn3");
+  Chip chip("chip", p);
+  OpStats sm, at;
+  Runner r("r", [&] {
+    sm = chip.execute(ElementOp{ElementKind::softmax, 1u << 20, Dtype::bf16, 1}, "softmax");
+    at = chip.execute(AttentionOp{1, 8, 1024, 1024, 128, Dtype::bf16}, "attn");
+  });
+  sc_core::sc_start();
+  EXPECT_GT(sm.time_s, 0);
+  EXPECT_DOUBLE_EQ(sm.flops, 4.0 * (1u << 20));
+  EXPECT_DOUBLE_EQ(at.flops, 2 * (2.0 * 8 * 1024 * 1024 * 128) + 4.0 * 8 * 1024 * 1024);
+}
+
+}  // namespace
+}  // namespace trnsim::model
