@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "trnsim/config/chip_params.hpp"
+#include "trnsim/config/fabric_params.hpp"
+#include "trnsim/config/replay_params.hpp"
 #include "trnsim/config/schema.hpp"
 #include "trnsim/topology/spec.hpp"
 
@@ -16,10 +18,12 @@ namespace trnsim::config {
 struct RackParams {
   std::string name;
   topo::TopologySpec topology{};
+  FabricParams fabric{};
   template <class V>
   void visit(V& v) {
     v.field("name", name, "rack (scale-up domain) name", Required{});
     v.field("topology", topology, "the rack's chips, switches and links", Required{});
+    v.field("fabric", fabric, "packets, flow control and arbitration of the fabric model");
   }
 };
 
@@ -35,6 +39,7 @@ struct Config {
   std::optional<ChipParams> chip;
   std::optional<RackParams> rack;
   SimParams sim{};
+  ReplayParams replay{};
   template <class V>
   void visit(V& v) {
     v.field("name", name, "preset name");
@@ -42,6 +47,7 @@ struct Config {
     v.field("chip", chip, "the chip (every chip of a rack is alike)");
     v.field("rack", rack, "the rack: topology of chips, switches and links");
     v.field("sim", sim, "simulation settings");
+    v.field("replay", replay, "workload replay: collectives");
   }
 };
 

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: MIT
+// Parameters of workload replay: how collectives are executed and how ranks map to chips.
+#pragma once
+
+#include <array>
+#include <string_view>
+#include <utility>
+
+#include "trnsim/config/schema.hpp"
+#include "trnsim/units.hpp"
+
+namespace trnsim::config {
+
+enum class CollectiveAlgorithm { auto_, ring, bidir_ring, rdh, mesh, hierarchical };
+constexpr auto enum_names(CollectiveAlgorithm) {
+  using A = CollectiveAlgorithm;
+  using S = std::string_view;
+  return std::array{std::pair{A::auto_, S("auto")},        std::pair{A::ring, S("ring")},
+                    std::pair{A::bidir_ring, S("bidir_ring")}, std::pair{A::rdh, S("rdh")},
+                    std::pair{A::mesh, S("mesh")},
+                    std::pair{A::hierarchical, S("hierarchical")}};
+}
+
+struct CollectiveParams {
+  // "auto" picks by size: mesh below mesh_max_bytes, recursive halving-doubling below
+  // rdh_max_bytes (power-of-two groups; ring otherwise), ring above. The thresholds are the Neuron
+  // runtime's published sweet spots on Trn2 (trainium.md V2: Mesh < 1 MB, RDH 1-56 MB).
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::auto_;
+  Bytes mesh_max_bytes = Bytes(1e6);
+  Bytes rdh_max_bytes = Bytes(56e6);
+  // Ranks per first level of the hierarchical algorithm (consecutive ranks of the group); 0 means
+  // the chips of one server (two_level), one leaf (folded_clos) or one 2D plane (torus).
+  int hierarchical_local_size = 0;
+  // Transfers larger than this are split so concurrent collectives interleave on the fabric.
+  Bytes chunk_bytes = Bytes(1048576);
+  template <class V>
+  void visit(V& v) {
+    v.field("algorithm", algorithm, "collective algorithm, or auto to choose by size");
+    v.field("mesh_max_bytes", mesh_max_bytes, "auto: largest size that uses the mesh algorithm");
+    v.field("rdh_max_bytes", rdh_max_bytes,
+            "auto: largest size that uses recursive halving-doubling");
+    v.field("hierarchical_local_size", hierarchical_local_size,
+            "ranks per local level of the hierarchical algorithm (0: from the topology)",
+            AtLeast{0});
+    v.field("chunk_bytes", chunk_bytes, "largest single transfer of a collective step",
+            Positive{});
+  }
+};
+
+struct ReplayParams {
+  CollectiveParams collectives{};
+  template <class V>
+  void visit(V& v) {
+    v.field("collectives", collectives, "collective algorithms");
+  }
+};
+
+}  // namespace trnsim::config

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: MIT
+// Replays a workload on a machine: a per-rank dependency scheduler dispatches each op as soon as
+// its dependencies have finished, so compute and communication overlap as far as the machine's
+// shared resources (engines, DMA queues, links) allow; collectives run as schedules of real
+// transfers over the fabric. Everything here runs inside one SystemC simulation.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trnsim/config/replay_params.hpp"
+#include "trnsim/replay/collectives.hpp"
+#include "trnsim/trace/workload.hpp"
+#include "trnsim/units.hpp"
+
+namespace trnsim::replay {
+
+// What the replay needs from the hardware. Every call is made from a SystemC thread process and
+// returns when the work is done (it waits in simulated time).
+class Machine {
+ public:
+  virtual ~Machine() = default;
+  virtual int chip_count() const = 0;
+  // A compute op (gemm .. attention) or a memory op (mem_load, mem_store) on `chip`.
+  virtual void compute(int chip, const trace::Op& op) = 0;
+  // Combines `bytes` of received data with local data on `chip` (a collective's reduction).
+  virtual void reduce(int chip, std::uint64_t bytes, trace::DType dtype) = 0;
+  // Moves `bytes` from `src`'s memory to `dst`'s memory over the fabric.
+  virtual void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) = 0;
+  // Ranks per first level of hierarchical collectives (chips of a server); 0 if none.
+  virtual int local_size() const { return 0; }
+};
+
+// An op that did not finish because its peers never arrived: the replay's deadlock report.
+class ReplayError : public TraceError {
+ public:
+  using TraceError::TraceError;
+};
+
+struct OpRecord {
+  int rank = 0;
+  std::size_t index = 0;  // into workload.ranks[rank].ops
+  sc_core::sc_time start, end;
+};
+
+struct CollectiveRecord {
+  std::string group;
+  int sequence = 0;  // k: the k-th collective of the group
+  trace::OpKind kind = trace::OpKind::all_reduce;
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::ring;
+  int members = 0;
+  std::uint64_t bytes = 0;        // op size (per rank, as in the trace)
+  std::uint64_t wire_bytes = 0;   // bytes all members put on the fabric
+  sc_core::sc_time first_arrival, last_arrival, end;
+};
+
+class Replay : public sc_core::sc_module {
+ public:
+  // `rank_to_chip[r]` is the chip of rank r (identity when empty). Throws TraceError when the
+  // workload has more ranks than the machine has chips.
+  Replay(const sc_core::sc_module_name& name, const trace::Workload& workload, Machine& machine,
+         const config::ReplayParams& params, std::vector<int> rank_to_chip = {});
+  ~Replay() override;
+
+  // After sc_start() returned: throws ReplayError naming the ops, groups and ranks that never
+  // finished (a collective some member never reached, a recv without a send).
+  void check_finished() const;
+
+  const std::vector<OpRecord>& records() const;
+  const std::vector<CollectiveRecord>& collectives() const;
+  sc_core::sc_time makespan() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  void start();
+};
+
+}  // namespace trnsim::replay

@@ -1,0 +1,320 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/replay/engine.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::replay {
+
+using sc_core::sc_event;
+using sc_core::sc_time;
+using trace::OpKind;
+
+namespace {
+
+sc_time to_sc(Duration d) { return sc_time(d.si * 1e12, sc_core::SC_PS); }
+
+std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
+  // A fixed integer hash (splitmix64 step) so flow ids do not depend on the library.
+  std::uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+struct Replay::Impl {
+  // One collective: the k-th collective of a group, joined by every member.
+  struct Instance {
+    std::uint64_t id = 0;
+    std::vector<int> ranks;  // member index -> rank
+    std::vector<const trace::Op*> ops;
+    std::vector<std::size_t> op_index;
+    Schedule schedule;
+    std::vector<bool> arrived;
+    sc_event arrival;
+    // delivered[dst member][src member]: messages delivered so far
+    std::vector<std::map<int, int>> delivered;
+    std::vector<std::unique_ptr<sc_event>> delivery;  // per destination member
+    std::vector<int> outstanding;                      // sends in flight per source member
+    std::vector<std::unique_ptr<sc_event>> sent;       // per source member
+    int finished = 0;
+    CollectiveRecord rec;
+    sc_event never;  // waited on by members of a collective that some member never reaches
+  };
+  struct Mailbox {
+    int delivered = 0;
+    sc_event ev;
+  };
+  struct OpState {
+    int pending = 0;                  // dependencies not yet finished
+    std::vector<std::size_t> dependents;
+    Instance* instance = nullptr;     // for collectives
+    int member = -1;                  // index within the instance
+    int p2p_seq = 0;                  // for recv: how many earlier recvs match the same key
+    bool started = false, finished = false;
+    sc_time start, end;
+  };
+
+  const trace::Workload& w;
+  Machine& machine;
+  config::ReplayParams params;
+  std::vector<int> chip_of;
+  std::vector<std::vector<OpState>> state;  // [rank][op index]
+  std::vector<std::unique_ptr<Instance>> instances;
+  std::map<std::tuple<int, int, std::int64_t>, Mailbox> mail;  // (src, dst, tag)
+  std::vector<OpRecord> records;
+  std::vector<CollectiveRecord> coll_records;
+  sc_time last_end = sc_core::SC_ZERO_TIME;
+
+  Impl(const trace::Workload& wl, Machine& m, const config::ReplayParams& p, std::vector<int> map)
+      : w(wl), machine(m), params(p), chip_of(std::move(map)) {
+    const int nr = w.num_ranks();
+    if (chip_of.empty()) {
+      for (int r = 0; r < nr; ++r) chip_of.push_back(r);
+    }
+    if (nr > machine.chip_count()) {
+      throw TraceError(fmt::format("the workload has {} ranks but the rack has {} chips", nr,
+                                   machine.chip_count()));
+    }
+    state.resize(std::size_t(nr));
+    std::map<std::pair<std::string, int>, Instance*> by_key;
+    std::map<std::string, int> next_seq_unused;
+    for (int r = 0; r < nr; ++r) {
+      const auto& rt = w.ranks[std::size_t(r)];
+      auto& st = state[std::size_t(r)];
+      st.resize(rt.ops.size());
+      const auto index = trace::index_by_id(rt);
+      for (std::size_t i = 0; i < rt.ops.size(); ++i) {
+        for (trace::OpId d : rt.ops[i].deps) {
+          const auto it = index.find(d);
+          if (it == index.end()) continue;  // readers warned already
+          st[i].pending++;
+          st[it->second].dependents.push_back(i);
+        }
+      }
+      // Collectives match by their order in the rank's topological order (docs/trace-format.md).
+      std::map<std::string, int> seq;
+      std::map<std::tuple<int, int, std::int64_t>, int> recv_seq;
+      for (std::size_t i : trace::topological_order(rt)) {
+        const trace::Op& op = rt.ops[i];
+        if (op.kind == OpKind::recv) {
+          st[i].p2p_seq = recv_seq[{op.peer, r, op.tag}]++;
+        }
+        if (!trace::is_collective(op.kind)) continue;
+        const int k = seq[op.group]++;
+        auto& inst = by_key[{op.group, k}];
+        if (!inst) {
+          instances.push_back(std::make_unique<Instance>());
+          inst = instances.back().get();
+          inst->id = instances.size();
+          inst->ranks = w.groups.at(op.group);
+          const std::size_t n = inst->ranks.size();
+          inst->ops.assign(n, nullptr);
+          inst->op_index.assign(n, 0);
+          inst->arrived.assign(n, false);
+          inst->delivered.assign(n, {});
+          inst->outstanding.assign(n, 0);
+          for (std::size_t j = 0; j < n; ++j) {
+            inst->delivery.push_back(std::make_unique<sc_event>());
+            inst->sent.push_back(std::make_unique<sc_event>());
+          }
+          inst->rec.group = op.group;
+          inst->rec.sequence = k;
+          inst->rec.kind = op.kind;
+          inst->rec.members = int(n);
+          inst->rec.bytes = op.bytes;
+        }
+        const auto pos = std::find(inst->ranks.begin(), inst->ranks.end(), r);
+        if (pos == inst->ranks.end()) {
+          throw TraceError(fmt::format("rank {} op {} uses group \"{}\" it is not a member of", r,
+                                       op.id, op.group));
+        }
+        const int member = int(pos - inst->ranks.begin());
+        inst->ops[std::size_t(member)] = &op;
+        inst->op_index[std::size_t(member)] = i;
+        st[i].instance = inst;
+        st[i].member = member;
+      }
+    }
+    // Plan every collective whose members all reach it; the others are reported after the run.
+    for (auto& inst : instances) {
+      if (std::find(inst->ops.begin(), inst->ops.end(), nullptr) != inst->ops.end()) continue;
+      const trace::Op& op = *inst->ops[0];
+      int root_member = 0;
+      if (op.kind == OpKind::broadcast) {
+        const auto pos = std::find(inst->ranks.begin(), inst->ranks.end(), op.root);
+        root_member = pos == inst->ranks.end() ? 0 : int(pos - inst->ranks.begin());
+      }
+      inst->schedule = plan_collective(inst->ops, root_member, params.collectives,
+                                       machine.local_size());
+      inst->rec.algorithm = inst->schedule.algorithm;
+      for (auto b : bytes_sent(inst->schedule)) inst->rec.wire_bytes += b;
+    }
+  }
+
+  void spawn(int r, std::size_t i) {
+    sc_core::sc_spawn_options opt;
+    sc_core::sc_spawn([this, r, i] { run_op(r, i); }, nullptr, &opt);
+  }
+
+  void start_all() {
+    for (int r = 0; r < w.num_ranks(); ++r) {
+      for (std::size_t i = 0; i < state[std::size_t(r)].size(); ++i) {
+        if (state[std::size_t(r)][i].pending == 0) spawn(r, i);
+      }
+    }
+  }
+
+  void run_op(int r, std::size_t i) {
+    auto& s = state[std::size_t(r)][i];
+    const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
+    s.started = true;
+    s.start = sc_core::sc_time_stamp();
+    const int chip = chip_of[std::size_t(r)];
+    if (trace::is_compute(op.kind) || op.kind == OpKind::mem_load ||
+        op.kind == OpKind::mem_store) {
+      machine.compute(chip, op);
+    } else if (op.kind == OpKind::delay) {
+      if (op.duration.si > 0) sc_core::wait(to_sc(op.duration));
+    } else if (op.kind == OpKind::send) {
+      machine.transfer(chip, chip_of.at(std::size_t(op.peer)), op.bytes,
+                       mix(std::uint64_t(r) << 32 | std::uint64_t(op.peer), std::uint64_t(op.tag)));
+      auto& box = mail[{r, op.peer, op.tag}];
+      box.delivered++;
+      box.ev.notify(sc_core::SC_ZERO_TIME);
+    } else if (op.kind == OpKind::recv) {
+      auto& box = mail[{op.peer, r, op.tag}];
+      while (box.delivered <= s.p2p_seq) sc_core::wait(box.ev);
+    } else if (s.instance) {
+      run_collective(*s.instance, s.member, chip);
+    }
+    s.finished = true;
+    s.end = sc_core::sc_time_stamp();
+    if (s.end > last_end) last_end = s.end;
+    records.push_back({r, i, s.start, s.end});
+    for (std::size_t d : s.dependents) {
+      if (--state[std::size_t(r)][d].pending == 0) spawn(r, d);
+    }
+  }
+
+  void run_collective(Instance& inst, int me, int chip) {
+    const std::size_t m = std::size_t(me);
+    const sc_time now = sc_core::sc_time_stamp();
+    if (std::none_of(inst.arrived.begin(), inst.arrived.end(), [](bool b) { return b; })) {
+      inst.rec.first_arrival = now;
+    }
+    inst.arrived[m] = true;
+    inst.rec.last_arrival = now;
+    inst.arrival.notify(sc_core::SC_ZERO_TIME);
+    if (inst.schedule.members.empty()) {
+      sc_core::wait(inst.never);  // unplanned: a member never reaches it; reported after the run
+      return;
+    }
+    const trace::DType dtype = inst.ops[m]->dtype;
+    std::map<int, int> expected;  // cumulative messages expected from each source
+    for (const Step& step : inst.schedule.members[m]) {
+      for (const Transfer& t : step.sends) {
+        inst.outstanding[m]++;
+        const int peer = t.peer;
+        const std::uint64_t bytes = t.bytes;
+        sc_core::sc_spawn_options opt;
+        sc_core::sc_spawn(
+            [this, &inst, me, peer, bytes, chip] {
+              while (!inst.arrived[std::size_t(peer)]) sc_core::wait(inst.arrival);
+              const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(peer)])];
+              machine.transfer(chip, dst_chip, bytes,
+                               mix(inst.id, std::uint64_t(me) << 32 | std::uint64_t(peer)));
+              inst.delivered[std::size_t(peer)][me]++;
+              inst.delivery[std::size_t(peer)]->notify(sc_core::SC_ZERO_TIME);
+              if (--inst.outstanding[std::size_t(me)] == 0) {
+                inst.sent[std::size_t(me)]->notify(sc_core::SC_ZERO_TIME);
+              }
+            },
+            nullptr, &opt);
+      }
+      for (const Transfer& t : step.recvs) {
+        const int need = ++expected[t.peer];
+        while (inst.delivered[m][t.peer] < need) sc_core::wait(*inst.delivery[m]);
+      }
+      if (step.reduce_bytes > 0) machine.reduce(chip, step.reduce_bytes, dtype);
+    }
+    while (inst.outstanding[m] > 0) sc_core::wait(*inst.sent[m]);
+    inst.finished++;
+    const sc_time end = sc_core::sc_time_stamp();
+    if (end > inst.rec.end) inst.rec.end = end;
+    if (inst.finished == int(inst.ranks.size())) coll_records.push_back(inst.rec);
+  }
+
+  std::string describe_op(int r, std::size_t i) const {
+    const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
+    return fmt::format("rank {} op {}{} ({})", r, op.id,
+                       op.name.empty() ? "" : fmt::format(" \"{}\"", op.name),
+                       trace::kind_name(op.kind));
+  }
+
+  void check_finished() const {
+    std::vector<std::string> problems;
+    std::set<const Instance*> reported;
+    std::size_t unfinished = 0;
+    for (int r = 0; r < w.num_ranks(); ++r) {
+      for (std::size_t i = 0; i < state[std::size_t(r)].size(); ++i) {
+        const OpState& s = state[std::size_t(r)][i];
+        if (s.finished) continue;
+        ++unfinished;
+        if (!s.started) continue;  // blocked behind an unfinished dependency
+        const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
+        if (s.instance) {
+          if (!reported.insert(s.instance).second) continue;
+          std::vector<int> arrived, missing;
+          for (std::size_t j = 0; j < s.instance->ranks.size(); ++j) {
+            (s.instance->arrived[j] ? arrived : missing).push_back(s.instance->ranks[j]);
+          }
+          problems.push_back(fmt::format(
+              "{} on group \"{}\" (collective #{} of the group) waits for ranks [{}] that never "
+              "reached it (arrived: [{}])",
+              describe_op(r, i), op.group, s.instance->rec.sequence, fmt::join(missing, ", "),
+              fmt::join(arrived, ", ")));
+        } else if (op.kind == OpKind::recv) {
+          problems.push_back(fmt::format("{} waits for a send from rank {} (tag {}) that never "
+                                         "came",
+                                         describe_op(r, i), op.peer, op.tag));
+        } else {
+          problems.push_back(fmt::format("{} started but never finished", describe_op(r, i)));
+        }
+      }
+    }
+    if (unfinished == 0) return;
+    std::string text = fmt::format(
+        "replay deadlocked: {} ops never finished; blocked operations:", unfinished);
+    for (std::size_t k = 0; k < problems.size() && k < 12; ++k) text += "\n  " + problems[k];
+    if (problems.size() > 12) text += fmt::format("\n  ... and {} more", problems.size() - 12);
+    throw ReplayError(text);
+  }
+};
+
+Replay::Replay(const sc_core::sc_module_name& name, const trace::Workload& workload,
+               Machine& machine, const config::ReplayParams& params,
+               std::vector<int> rank_to_chip)
+    : sc_core::sc_module(name),
+      impl_(std::make_unique<Impl>(workload, machine, params, std::move(rank_to_chip))) {
+  SC_HAS_PROCESS(Replay);
+  SC_THREAD(start);
+}
+
+Replay::~Replay() = default;
+
+void Replay::start() { impl_->start_all(); }
+void Replay::check_finished() const { impl_->check_finished(); }
+const std::vector<OpRecord>& Replay::records() const { return impl_->records; }
+const std::vector<CollectiveRecord>& Replay::collectives() const { return impl_->coll_records; }
+sc_core::sc_time Replay::makespan() const { return impl_->last_end; }
+
+}  // namespace trnsim::replay

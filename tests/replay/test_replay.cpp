@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+// The replay engine on a machine simple enough to compute by hand: each chip has one egress port
+// of bandwidth B and a fixed latency L per transfer; compute takes flops / rate.
+// Each TEST elaborates one SystemC simulation (CTest runs each in its own process).
+#include <gtest/gtest.h>
+
+#include <systemc>
+
+#include "trnsim/replay/engine.hpp"
+
+using namespace trnsim;
+using namespace trnsim::replay;
+using trace::OpKind;
+
+namespace {
+
+class SimpleMachine : public Machine {
+ public:
+  SimpleMachine(int chips, double bytes_per_s, double latency_s, double flops_per_s)
+      : egress_free_(std::size_t(chips), sc_core::SC_ZERO_TIME),
+        bw_(bytes_per_s),
+        lat_(latency_s),
+        rate_(flops_per_s) {}
+  int chip_count() const override { return int(egress_free_.size()); }
+  void compute(int, const trace::Op& op) override {
+    sc_core::wait(sc_core::sc_time(trace::op_flops(op) / rate_, sc_core::SC_SEC));
+  }
+  void reduce(int, std::uint64_t, trace::DType) override {}
+  void transfer(int src, int, std::uint64_t bytes, std::uint64_t) override {
+    auto& free = egress_free_[std::size_t(src)];
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time start = free > now ? free : now;
+    free = start + sc_core::sc_time(double(bytes) / bw_, sc_core::SC_SEC);
+    sc_core::wait(free - now + sc_core::sc_time(lat_, sc_core::SC_SEC));
+    ++transfers;
+  }
+  int transfers = 0;
+
+ private:
+  std::vector<sc_core::sc_time> egress_free_;
+  double bw_, lat_, rate_;
+};
+
+trace::Op coll(trace::OpId id, OpKind kind, const std::string& group, std::uint64_t bytes,
+               std::vector<trace::OpId> deps = {}) {
+  trace::Op o;
+  o.id = id;
+  o.kind = kind;
+  o.group = group;
+  o.bytes = bytes;
+  o.deps = std::move(deps);
+  return o;
+}
+
+trace::Op gemm(trace::OpId id, std::uint64_t m, std::uint64_t k, std::uint64_t n,
+               std::vector<trace::OpId> deps = {}) {
+  trace::Op o;
+  o.id = id;
+  o.kind = OpKind::gemm;
+  o.m = m;
+  o.k = k;
+  o.n = n;
+  o.dtype = trace::DType::bf16;
+  o.deps = std::move(deps);
+  return o;
+}
+
+trace::Workload world(int n) {
+  trace::Workload w;
+  w.ranks.resize(std::size_t(n));
+  for (int r = 0; r < n; ++r) {
+    w.ranks[std::size_t(r)].rank = r;
+    w.groups["world"].push_back(r);
+  }
+  return w;
+}
+
+double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
+
+config::ReplayParams forced(CollectiveAlgorithm a) {
+  config::ReplayParams p;
+  p.collectives.algorithm = a;
+  return p;
+}
+
+}  // namespace
+
+// Ring all-reduce of S bytes on N chips: 2(N-1) steps, each moving S/N over a link of bandwidth B
+// with latency L: T = 2(N-1)(L + S/(N B)).
+TEST(Replay, RingAllReduceMatchesHandComputation) {
+  const int n = 4;
+  const std::uint64_t S = 4'000'000;
+  auto w = world(n);
+  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", S)};
+  SimpleMachine m(n, 100e9, 1e-6, 1e12);
+  Replay replay("replay", w, m, forced(CollectiveAlgorithm::ring));
+  sc_core::sc_start();
+  replay.check_finished();
+  const double step_ns = 1000.0 + double(S) / n / 100e9 * 1e9;  // 1 us + 10 us
+  EXPECT_NEAR(ns(replay.makespan()), 2 * (n - 1) * step_ns, 1e-3);
+  EXPECT_EQ(m.transfers, n * 2 * (n - 1));
+  ASSERT_EQ(replay.collectives().size(), 1u);
+  EXPECT_EQ(replay.collectives()[0].wire_bytes, std::uint64_t(n) * 2 * (n - 1) * (S / n));
+}
+
+// Mesh all-reduce: step 1 sends N-1 chunks of S/N back to back on the egress port, the last
+// arriving at (N-1)S/(NB) + L; step 2 the same again.
+TEST(Replay, MeshAllReduceMatchesHandComputation) {
+  const int n = 4;
+  const std::uint64_t S = 4'000'000;
+  auto w = world(n);
+  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", S)};
+  SimpleMachine m(n, 100e9, 1e-6, 1e12);
+  Replay replay("replay", w, m, forced(CollectiveAlgorithm::mesh));
+  sc_core::sc_start();
+  replay.check_finished();
+  const double step_ns = 1000.0 + 3.0 * double(S) / n / 100e9 * 1e9;
+  EXPECT_NEAR(ns(replay.makespan()), 2 * step_ns, 1e-3);
+}
+
+// A collective starts only when every member has arrived: rank 1 computes 2 us first.
+TEST(Replay, DependenciesOrderOpsAndCollectivesWaitForLateMembers) {
+  auto w = world(2);
+  // 2 * 1000^3 flops at 1e15 flop/s = 2 us
+  w.ranks[0].ops = {coll(0, OpKind::all_reduce, "world", 2'000'000)};
+  w.ranks[1].ops = {gemm(0, 1000, 1000, 1000), coll(1, OpKind::all_reduce, "world", 2'000'000, {0})};
+  SimpleMachine m(2, 100e9, 1e-6, 1e15);
+  Replay replay("replay", w, m, forced(CollectiveAlgorithm::ring));
+  sc_core::sc_start();
+  replay.check_finished();
+  // after 2 us: 2 steps of (1 us + 1e6 B / 100 GB/s = 10 us)
+  EXPECT_NEAR(ns(replay.makespan()), 2000.0 + 2 * 11000.0, 1e-3);
+  // the gemm of rank 1 ended before its collective started
+  sc_core::sc_time gemm_end, coll_start;
+  for (const auto& r : replay.records()) {
+    if (r.rank == 1 && r.index == 0) gemm_end = r.end;
+    if (r.rank == 1 && r.index == 1) coll_start = r.start;
+  }
+  EXPECT_EQ(gemm_end, coll_start);
+}
+
+TEST(Replay, IndependentOpsOverlap) {
+  auto w = world(1);
+  // two 1 us gemms with no dependency run at the same time on this simple machine
+  w.ranks[0].ops = {gemm(0, 500, 1000, 1000), gemm(1, 500, 1000, 1000)};
+  SimpleMachine m(1, 100e9, 0, 1e15);
+  Replay replay("replay", w, m, {});
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 1000.0, 1e-6);
+}
+
+TEST(Replay, SendRecvPair) {
+  auto w = world(2);
+  trace::Op s;
+  s.id = 0;
+  s.kind = OpKind::send;
+  s.peer = 1;
+  s.bytes = 1'000'000;
+  trace::Op r = s;
+  r.kind = OpKind::recv;
+  r.peer = 0;
+  w.ranks[0].ops = {s};
+  w.ranks[1].ops = {r};
+  SimpleMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", w, m, {});
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 11000.0, 1e-3);
+}
+
+TEST(Replay, CollectiveNotReachedByEveryMemberIsReportedNotHung) {
+  auto w = world(3);
+  for (int r = 0; r < 3; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", 1000)};
+  // rank 2 issues a second all-reduce that nobody else joins
+  w.ranks[2].ops.push_back(coll(1, OpKind::all_reduce, "world", 1000, {0}));
+  SimpleMachine m(3, 100e9, 1e-6, 1e12);
+  Replay replay("replay", w, m, {});
+  sc_core::sc_start();
+  try {
+    replay.check_finished();
+    FAIL() << "expected a deadlock report";
+  } catch (const ReplayError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("rank 2 op 1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("group \"world\" (collective #1"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("waits for ranks [0, 1]"), std::string::npos) << msg;
+  }
+}
+
+TEST(Replay, RecvWithoutSendIsReported) {
+  auto w = world(2);
+  trace::Op r;
+  r.id = 7;
+  r.kind = OpKind::recv;
+  r.peer = 0;
+  r.bytes = 10;
+  w.ranks[1].ops = {r};
+  SimpleMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", w, m, {});
+  sc_core::sc_start();
+  try {
+    replay.check_finished();
+    FAIL() << "expected a deadlock report";
+  } catch (const ReplayError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1 op 7 (recv) waits for a send from rank 0"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Replay, DependencyCycleIsAnErrorNamingTheOps) {
+  auto w = world(1);
+  w.ranks[0].ops = {gemm(0, 8, 8, 8, {1}), gemm(1, 8, 8, 8, {0})};
+  SimpleMachine m(1, 100e9, 0, 1e12);
+  try {
+    Replay replay("replay", w, m, {});
+    FAIL() << "expected a cycle error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("cycle"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Replay, MoreRanksThanChipsIsAnError) {
+  auto w = world(4);
+  SimpleMachine m(2, 100e9, 0, 1e12);
+  EXPECT_THROW(Replay("replay", w, m, {}), TraceError);
+}
