@@ -12,11 +12,11 @@ namespace {
 
 struct Result {
   int code = -1;
-  std::string out, err;
+  std::string out;
 };
 
 Result run(const std::string& args) {
-  const std::string cmd = std::string(TRNSIM_BINARY) + " bench hbm " + args + " 2>/tmp/trnsim_bench_hbm_err.txt";
+  const std::string cmd = std::string(TRNSIM_BINARY) + " bench hbm " + args + " 2>/dev/null";
   Result r;
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
