@@ -7,6 +7,10 @@
 
 #include "trnsim/error.hpp"
 
+#ifdef TRNSIM_CHIP_HAS_HBM
+#include "hbm/hbm_system.hpp"
+#endif
+
 namespace trnsim::model {
 
 using sc_core::sc_time;
@@ -27,7 +31,17 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
     memory_ = opt.memory;
     memory_model_ = "external";
   } else {
-    // The HBM model (models/hbm) is not usable yet: the fallback is the only memory.
+#ifdef TRNSIM_CHIP_HAS_HBM
+    if (!opt.fallback_memory) {
+      auto hbm = std::make_unique<HbmSystem>("hbm", p.hbm);
+      hbm_system_ = hbm.get();
+      memory_ = hbm.get();
+      owned_memory_ = std::move(hbm);
+      memory_model_ = "HbmSystem";
+    }
+#endif
+  }
+  if (!memory_) {
     auto hbm = std::make_unique<FallbackHbm>("hbm", p.hbm);
     memory_ = hbm.get();
     owned_memory_ = std::move(hbm);
@@ -45,6 +59,14 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
 }
 
 Chip::~Chip() = default;
+
+void Chip::account_until(const sc_time& t) {
+#ifdef TRNSIM_CHIP_HAS_HBM
+  if (hbm_system_) static_cast<HbmSystem*>(hbm_system_)->account_until(t);
+#else
+  (void)t;
+#endif
+}
 
 int Chip::die_of_core(int i) const { return i / (p_.cores / p_.dies); }
 

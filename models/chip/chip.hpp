@@ -27,8 +27,8 @@
 namespace trnsim::model {
 
 struct ChipOptions {
-  // Use FallbackHbm (fixed latency + per-stack bandwidth) instead of the HBM model. Forced on
-  // while the HBM model is not part of the build (see memory_model()).
+  // Use FallbackHbm (fixed latency + per-stack bandwidth) instead of the HBM model (HbmSystem
+  // from models/hbm). Forced on when the HBM model is not part of the build (memory_model()).
   bool fallback_memory = false;
   // An HBM owned by someone else (tests); the chip then owns none.
   MemoryPort* memory = nullptr;
@@ -66,10 +66,13 @@ class Chip : public Block {
   // Simulation wake-ups of all the chip's threads so far.
   std::uint64_t wakeups() const;
   HbmAllocator& hbm_allocator() { return alloc_; }
+  // Passes the HBM model's pending energy (refresh, ...) up to `t`; call before collecting energy.
+  void account_until(const sc_core::sc_time& t);
 
  private:
   config::ChipParams p_;
   std::unique_ptr<Block> owned_memory_;
+  Block* hbm_system_ = nullptr;  // the HBM model when in use
   MemoryPort* memory_ = nullptr;
   std::string memory_model_;
   std::unique_ptr<DieCrossing> d2d_;

@@ -91,6 +91,7 @@ json measure_gemm(const BenchOptions& o, const GemmArgs& a, std::uint64_t m, std
   const double elapsed = st.end_s;  // the op starts at t = 0
   const double peak = p.cores * p.core.tensor.rows * p.core.tensor.cols * 2.0 * rate *
                       p.core.tensor.clock.si;
+  chip->account_until(sc_core::sc_time(elapsed, sc_core::SC_SEC));
   const auto e = model::collect_energy(Duration(elapsed), chip.get());
   const double events = double(chip->wakeups());
   json j = {{"chip", p.name},
@@ -149,6 +150,7 @@ struct DmaArgs {
   std::string direction = "hbm-to-sbuf";
   int engines = 1;
   bool cross_engine = false;
+  bool fallback_memory = false;
 };
 
 json measure_dma(const BenchOptions& o, const DmaArgs& a) {
@@ -162,7 +164,9 @@ json measure_dma(const BenchOptions& o, const DmaArgs& a) {
     throw InputError(fmt::format("--engines: expected 1..{}, got {}", p.core.dma.engines, a.engines));
   }
   if (a.bytes < 1) throw InputError("--bytes: expected at least 1 byte");
-  auto chip = std::make_unique<Chip>("chip", p);
+  model::ChipOptions opt;
+  opt.fallback_memory = a.fallback_memory;
+  auto chip = std::make_unique<Chip>("chip", p, opt);
   Chip::DmaResult r;
   Driver drv("driver", [&] {
     r = chip->dma_sbuf(0, a.bytes, a.direction == "hbm-to-sbuf", a.engines, a.cross_engine);
@@ -206,7 +210,7 @@ void register_bench_chip(CLI::App& bench, Registry& reg) {
     sub->add_option("--dtype", a->dtype, "fp32|bf16|fp16|fp8|mxfp8|mxfp4");
     sub->add_flag("--sweep", a->sweep, "square 128..16384 and skinny shapes, one row each");
     sub->add_flag("--fallback-memory", a->fallback_memory,
-                  "use the fixed-latency HBM fallback (the only memory until the HBM model lands)");
+                  "use the fixed-latency HBM fallback instead of the HBM model");
     reg.add(sub, [o, a] {
       model::parse_dtype(a->dtype);  // reject a bad type before forking
       std::vector<json> rows;
@@ -235,6 +239,8 @@ void register_bench_chip(CLI::App& bench, Registry& reg) {
     sub->add_option("--engines", a->engines, "DMA engines the transfer is spread over");
     sub->add_flag("--cross-engine", a->cross_engine,
                   "the trigger waits on another engine's semaphore (pays dma/start_latency)");
+    sub->add_flag("--fallback-memory", a->fallback_memory,
+                  "use the fixed-latency HBM fallback instead of the HBM model");
     reg.add(sub, [o, a] {
       const json r = run_isolated([&] { return measure_dma(*o, *a); });
       if (o->json) {

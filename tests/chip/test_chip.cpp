@@ -101,10 +101,12 @@ TEST(Chip, GemmBoundedByPeakAndCountsTraffic) {
   EXPECT_GE(st.hbm_bytes, 3.0 * 1024 * 1024 * 2);
 }
 
-// An idle chip draws its static power (plus the HBM stacks' background power).
+// An idle chip draws its static power (plus the fallback HBM stacks' background power).
 TEST(Chip, IdlePowerIsStaticPower) {
   const auto p = chip_preset("trn3");
-  Chip chip("chip", p);
+  ChipOptions opt;
+  opt.fallback_memory = true;
+  Chip chip("chip", p, opt);
   sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
   const auto e = collect_energy(Duration(10e-6), &chip);
   EXPECT_DOUBLE_EQ(e.dynamic.si, 0.0);
