@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// Parameters of the fabric model (links, switches, chip network interfaces) that the topology
+// does not carry: packet and flit sizes, flow control, arbitration, load spreading and the
+// per-message endpoint overhead. Sources in docs/configuration.md ("Fabric parameters").
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string_view>
+#include <utility>
+
+#include "trnsim/config/schema.hpp"
+#include "trnsim/units.hpp"
+
+namespace trnsim::config {
+
+// How a switch output picks among the inputs that have a packet for it.
+enum class FabricArbiter { round_robin, oldest_first };
+constexpr auto enum_names(FabricArbiter) {
+  return std::array{std::pair{FabricArbiter::round_robin, std::string_view("round_robin")},
+                    std::pair{FabricArbiter::oldest_first, std::string_view("oldest_first")}};
+}
+
+// How traffic is spread over equal-cost next hops.
+enum class FabricSpreading { per_flow, per_packet };
+constexpr auto enum_names(FabricSpreading) {
+  return std::array{std::pair{FabricSpreading::per_flow, std::string_view("per_flow")},
+                    std::pair{FabricSpreading::per_packet, std::string_view("per_packet")}};
+}
+
+struct FabricParams {
+  // One packet is one simulation event per hop; see docs/models/fabric.md for what the size
+  // costs in speed and fidelity.
+  Bytes packet_bytes = Bytes(16384.0);
+  Bytes flit_bytes = Bytes(256.0);
+  Bytes header_bytes = Bytes(16.0);
+  int vcs = 0;  // 0: as many as the longest route has links (hop-indexed, deadlock-free)
+  Bytes vc_buffer{};  // 0: bandwidth-delay product of the link plus two packets
+  Duration endpoint_overhead = Duration(500e-9);
+  FabricArbiter arbiter = FabricArbiter::round_robin;
+  FabricSpreading spreading = FabricSpreading::per_flow;
+  std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
+  template <class V>
+  void visit(V& v) {
+    v.field("packet_bytes", packet_bytes,
+            "largest payload of one packet (a transfer is cut into packets of this size)",
+            Positive{});
+    v.field("flit_bytes", flit_bytes, "link-layer flit; a packet occupies whole flits",
+            Positive{});
+    v.field("header_bytes", header_bytes, "header bytes added to every packet's payload",
+            AtLeast{0});
+    v.field("vcs", vcs,
+            "virtual channels per link direction (0: one per hop of the longest route)",
+            AtLeast{0});
+    v.field("vc_buffer", vc_buffer,
+            "receive buffer per virtual channel (0: bandwidth-delay product plus two packets)",
+            AtLeast{0});
+    v.field("endpoint_overhead", endpoint_overhead,
+            "DMA start / descriptor / CC-core time per message at each end", AtLeast{0});
+    v.field("arbiter", arbiter, "switch output arbitration: round_robin or oldest_first");
+    v.field("spreading", spreading,
+            "equal-cost spreading: per_flow (hash of the flow id) or per_packet");
+    v.field("link_idle_fraction", link_idle_fraction,
+            "link idle power as a fraction of full-rate power (default: chip.link.idle_fraction)",
+            InRange{0, 1});
+  }
+};
+
+}  // namespace trnsim::config
