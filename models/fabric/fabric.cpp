@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+#include "fabric/fabric.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::model {
+
+namespace {
+
+std::string module_name(std::string s) {
+  std::replace(s.begin(), s.end(), '.', '_');
+  return s;
+}
+
+std::uint64_t whole(Bytes b, const char* key) {
+  if (!(b.si >= 1) || b.si != std::floor(b.si) || b.si > 1e15) {
+    throw ConfigError(fmt::format("/rack/fabric/{}: expected a whole number of bytes >= 1, got {}",
+                                  key, format(b)));
+  }
+  return std::uint64_t(b.si);
+}
+
+}  // namespace
+
+Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
+               const config::FabricParams& p, const config::ChipParams* chip,
+               std::vector<MemoryPort*> memories)
+    : Block(name),
+      topo_(topo),
+      p_(p),
+      s_transfers_(stats().add("transfers", "1", "transfers completed")),
+      s_bytes_(stats().add("bytes_delivered", "B", "payload bytes delivered")),
+      s_vcs_(stats().add("vcs", "1", "virtual channels per link direction")) {
+  const std::size_t chips = topo.chip_count();
+  if (!memories.empty() && memories.size() != chips) {
+    throw InternalError(fmt::format("Fabric: {} memories for {} chips", memories.size(), chips));
+  }
+  packet_bytes_ = whole(p.packet_bytes, "packet_bytes");
+  flit_bytes_ = std::uint32_t(whole(p.flit_bytes, "flit_bytes"));
+  header_bytes_ = p.header_bytes.si == 0 ? 0 : std::uint32_t(whole(p.header_bytes, "header_bytes"));
+
+  // The longest route sets the number of hop-indexed VCs that keeps the fabric deadlock-free.
+  const auto& routes = topo.routes();
+  for (std::uint32_t a = 0; a < chips; ++a) {
+    for (std::uint32_t b = 0; b < chips; ++b) {
+      if (a != b) diameter_ = std::max(diameter_, routes.hops(topo.chip_node({a}), {b}));
+    }
+  }
+  if (p.vcs > 0 && p.vcs < diameter_) {
+    throw ConfigError(fmt::format(
+        "/rack/fabric/vcs: expected 0 (automatic) or at least {} (the longest route has {} links "
+        "and packets use VC k on their k-th link, which keeps the fabric deadlock-free), got {}",
+        diameter_, diameter_, p.vcs));
+  }
+  vcs_ = p.vcs > 0 ? p.vcs : std::max(1, diameter_);
+  s_vcs_.value = vcs_;
+
+  const std::uint32_t packet_flits =
+      std::uint32_t((packet_bytes_ + header_bytes_ + flit_bytes_ - 1) / flit_bytes_);
+  std::uint32_t fixed_buffer = 0;
+  if (p.vc_buffer.si > 0) {
+    const std::uint64_t b = whole(p.vc_buffer, "vc_buffer");
+    if (b / flit_bytes_ < packet_flits) {
+      throw ConfigError(fmt::format(
+          "/rack/fabric/vc_buffer: expected 0 (automatic) or at least one whole packet of {} B "
+          "({} flits of {} B: packet_bytes plus header_bytes), got {}",
+          std::uint64_t(packet_flits) * flit_bytes_, packet_flits, flit_bytes_, format(p.vc_buffer)));
+    }
+    fixed_buffer = std::uint32_t(b / flit_bytes_);
+  }
+  const double idle = p.link_idle_fraction ? *p.link_idle_fraction
+                                           : (chip ? chip->link.idle_fraction : 0.0);
+
+  shared_.topology = &topo;
+  shared_.on_completion = [this](TransferState& t) {
+    const auto dst = t.record.request.dst.v;
+    ++completions_[dst];
+    ++completed_;
+    s_transfers_ += 1;
+    s_bytes_ += double(t.record.request.bytes);
+    completion_events_[dst]->notify(sc_core::SC_ZERO_TIME);
+  };
+  completions_.assign(chips, 0);
+  for (std::size_t c = 0; c < chips; ++c) {
+    completion_events_.push_back(std::make_unique<sc_core::sc_event>());
+  }
+
+  // Routers and interfaces, one per node.
+  const auto& nodes = topo.nodes();
+  routers_.resize(nodes.size());
+  nis_.resize(chips, nullptr);
+  for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+    const auto& node = nodes[n];
+    RouterParams rp;
+    rp.node = topo::NodeId{n};
+    rp.latency = node.latency;
+    rp.energy = node.energy;
+    rp.idle_power = node.kind == topo::NodeKind::chip ? Power{} : node.idle_power;
+    rp.vcs = vcs_;
+    rp.arbiter = p.arbiter;
+    rp.spreading = p.spreading;
+    const int ports = int(topo.incident(rp.node).size());
+    if (node.chip) {
+      rp.local_port = true;
+      InterfaceParams ip;
+      ip.chip = *node.chip;
+      ip.packet_bytes = packet_bytes_;
+      ip.flit_bytes = flit_bytes_;
+      ip.header_bytes = header_bytes_;
+      ip.endpoint_overhead = p.endpoint_overhead;
+      MemoryPort* mem = memories.empty() ? nullptr : memories[node.chip->v];
+      auto ni = std::make_unique<NetworkInterface>(module_name(node.name).c_str(), rp, ports, ip,
+                                                   shared_, mem);
+      nis_[node.chip->v] = ni.get();
+      routers_[n] = std::move(ni);
+    } else {
+      routers_[n] =
+          std::make_unique<Router>(module_name(node.name).c_str(), routes, rp, ports);
+    }
+  }
+
+  // Links, with per-direction buffers sized for the receiving node.
+  const auto& links = topo.links();
+  auto port_at = [&](topo::NodeId n, topo::LinkId l) {
+    const auto inc = topo.incident(n);
+    for (std::size_t k = 0; k < inc.size(); ++k) {
+      if (inc[k] == l) return int(k);
+    }
+    throw InternalError("Fabric: link missing from its node's incident list");
+  };
+  for (std::uint32_t i = 0; i < links.size(); ++i) {
+    const auto& l = links[i];
+    LinkParams lp;
+    lp.bandwidth = l.bandwidth;
+    lp.latency = l.latency;
+    lp.flit_bytes = flit_bytes_;
+    lp.vcs = vcs_;
+    lp.energy = l.energy;
+    lp.idle_fraction = idle;
+    lp.a_name = topo.node(l.a).name;
+    lp.b_name = topo.node(l.b).name;
+    for (int dir = 0; dir < 2; ++dir) {
+      const topo::NodeId down = dir == 0 ? l.b : l.a;
+      std::uint32_t flits = fixed_buffer;
+      if (flits == 0) {
+        // Enough for the credit loop (latency there and back, plus the receiver's traversal)
+        // at full rate, plus two whole packets.
+        const double rtt = 2.0 * l.latency.si + topo.node(down).latency.si;
+        flits = std::uint32_t(std::ceil(l.bandwidth.si * rtt / flit_bytes_)) + 2 * packet_flits;
+      }
+      lp.buffer_flits[std::size_t(dir)] = flits;
+    }
+    links_.push_back(std::make_unique<Link>(fmt::format("link{}", i).c_str(), lp));
+    Link* link = links_.back().get();
+    const topo::LinkId id{i};
+    const int pa = port_at(l.a, id), pb = port_at(l.b, id);
+    routers_[l.a.v]->attach(pa, id, link, 0, 1);
+    routers_[l.b.v]->attach(pb, id, link, 1, 0);
+    link->connect(0, routers_[l.a.v].get(), pa, routers_[l.b.v].get(), pb);
+    link->connect(1, routers_[l.b.v].get(), pb, routers_[l.a.v].get(), pa);
+  }
+}
+
+TransferHandle Fabric::start(const TransferRequest& r,
+                             std::function<void(const TransferRecord&)> on_done) {
+  const std::size_t chips = topo_.chip_count();
+  if (r.src.v >= chips || r.dst.v >= chips) {
+    throw InputError(fmt::format("transfer {} -> {}: chip ids must be below {}", r.src.v, r.dst.v,
+                                 chips));
+  }
+  if (r.src == r.dst) {
+    throw InputError(fmt::format("transfer {} -> {}: a chip cannot send to itself over the fabric",
+                                 r.src.v, r.dst.v));
+  }
+  auto s = std::make_shared<TransferState>();
+  s->record.request = r;
+  s->record.issued = now();
+  s->packets_total = std::max<std::uint64_t>(1, (r.bytes + packet_bytes_ - 1) / packet_bytes_);
+  s->on_done = std::move(on_done);
+  s->keep_alive = s;
+  ++started_;
+  requested_ += r.bytes;
+  nis_[r.src.v]->issue(s.get());
+  return TransferHandle(std::move(s));
+}
+
+TransferRecord Fabric::transfer(topo::ChipId src, topo::ChipId dst, std::uint64_t bytes,
+                                std::uint64_t flow) {
+  const TransferHandle h = start({src, dst, bytes, flow, 0, 0});
+  if (!h.done()) sc_core::wait(h.done_event());
+  return h.record();
+}
+
+Bandwidth Fabric::injection_bandwidth(topo::ChipId c) const {
+  Bandwidth b{};
+  for (const auto l : topo_.incident(topo_.chip_node(c))) b = b + topo_.link(l).bandwidth;
+  return b;
+}
+
+void Fabric::finish(const sc_core::sc_time& end) {
+  for (auto& r : routers_) r->finish(end);
+  for (auto& l : links_) {
+    l->direction(0).finish(end);
+    l->direction(1).finish(end);
+  }
+}
+
+FabricTotals Fabric::totals() const {
+  FabricTotals t;
+  t.transfers_started = started_;
+  t.transfers_completed = completed_;
+  t.bytes_requested = requested_;
+  t.bytes_injected = shared_.bytes_injected;
+  t.bytes_delivered = shared_.bytes_delivered;
+  t.packets_injected = shared_.packets_injected;
+  t.packets_delivered = shared_.packets_delivered;
+  t.packets_in_flight = shared_.pool.live();
+  for (const auto& r : routers_) t.events += r->events();
+  for (const auto& l : links_) {
+    t.events += l->events();
+    for (int d = 0; d < 2; ++d) {
+      t.wire_bytes += l->direction(d).wire_bytes();
+      t.credit_stall_ns += l->direction(d).stall_ns();
+    }
+  }
+  return t;
+}
+
+}  // namespace trnsim::model

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: MIT
+// The rack network as one SystemC model: a Link per topology link, a Router per switch and a
+// NetworkInterface (with router) per chip, wired from a validated Topology.
+//
+// API for the collectives / replay engine:
+//   TransferHandle h = fabric.start({src, dst, bytes, flow});  // non-blocking, any process
+//   wait(h.done_event()); h.record();                           // or poll h.done()
+//   TransferRecord r = fabric.transfer(src, dst, bytes, flow);  // blocking, SC_THREAD only
+// start() may also take a callback run at completion (from a method process: do not wait in it).
+// completions(dst) / completion_event(dst) count transfers completed at a chip (a semaphore).
+//
+// Event granularity: one event per packet per hop (its arrival at the next node), one per credit
+// return, and one per output that has more work when it becomes free. Never per flit or cycle.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "common/block.hpp"
+#include "common/memory.hpp"
+#include "fabric/network_interface.hpp"
+#include "fabric/transfer.hpp"
+#include "link/link.hpp"
+#include "switch/router.hpp"
+#include "trnsim/config/chip_params.hpp"
+#include "trnsim/config/fabric_params.hpp"
+#include "trnsim/topology/topology.hpp"
+
+namespace trnsim::model {
+
+struct FabricTotals {
+  std::uint64_t transfers_started = 0, transfers_completed = 0;
+  std::uint64_t bytes_requested = 0;
+  std::uint64_t bytes_injected = 0, bytes_delivered = 0;
+  std::uint64_t packets_injected = 0, packets_delivered = 0;
+  double wire_bytes = 0;        // over all link directions
+  double credit_stall_ns = 0;   // summed over all link directions
+  std::uint64_t packets_in_flight = 0;
+  std::uint64_t events = 0;  // served by links and routers
+};
+
+class Fabric : public Block {
+ public:
+  // `topo` must outlive the fabric. `chip` supplies the link idle fraction when the fabric
+  // parameters do not. `memories` is empty (HBM not modelled) or has one entry per chip (each
+  // may be null). Throws ConfigError when the fabric parameters cannot work on this topology.
+  Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
+         const config::FabricParams& p, const config::ChipParams* chip = nullptr,
+         std::vector<MemoryPort*> memories = {});
+
+  TransferHandle start(const TransferRequest& r,
+                       std::function<void(const TransferRecord&)> on_done = {});
+  TransferRecord transfer(topo::ChipId src, topo::ChipId dst, std::uint64_t bytes,
+                          std::uint64_t flow = 0);
+
+  std::uint64_t completions(topo::ChipId dst) const { return completions_.at(dst.v); }
+  const sc_core::sc_event& completion_event(topo::ChipId dst) const {
+    return *completion_events_.at(dst.v);
+  }
+  // Called for every packet delivered (tests, traces).
+  void set_delivery_observer(std::function<void(const Packet&)> f) {
+    shared_.on_delivery = std::move(f);
+  }
+
+  // Closes the statistics at `end` (utilisation, open credit stalls).
+  void finish(const sc_core::sc_time& end);
+  FabricTotals totals() const;
+
+  const topo::Topology& topology() const { return topo_; }
+  int vcs() const { return vcs_; }
+  std::uint64_t packet_bytes() const { return packet_bytes_; }
+  std::uint32_t flit_bytes() const { return flit_bytes_; }
+  std::uint32_t header_bytes() const { return header_bytes_; }
+  int diameter() const { return diameter_; }
+  // Sum of the per-direction bandwidth of a chip's links.
+  Bandwidth injection_bandwidth(topo::ChipId c) const;
+  const Link& link(topo::LinkId l) const { return *links_.at(l.v); }
+  std::size_t link_count() const { return links_.size(); }
+
+ private:
+  const topo::Topology& topo_;
+  config::FabricParams p_;
+  int vcs_ = 1, diameter_ = 0;
+  std::uint64_t packet_bytes_ = 0;
+  std::uint32_t flit_bytes_ = 0, header_bytes_ = 0;
+  FabricShared shared_;
+  std::vector<std::unique_ptr<Link>> links_;
+  std::vector<std::unique_ptr<Router>> routers_;  // by node
+  std::vector<NetworkInterface*> nis_;            // by chip
+  std::vector<std::uint64_t> completions_;
+  std::vector<std::unique_ptr<sc_core::sc_event>> completion_events_;
+  std::uint64_t started_ = 0, completed_ = 0, requested_ = 0;
+  Stat& s_transfers_;
+  Stat& s_bytes_;
+  Stat& s_vcs_;
+};
+
+}  // namespace trnsim::model

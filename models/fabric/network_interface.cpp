@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+#include "fabric/network_interface.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace trnsim::model {
+
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+NetworkInterface::NetworkInterface(const sc_core::sc_module_name& name, const RouterParams& rp,
+                                   int link_ports, const InterfaceParams& ip, FabricShared& shared,
+                                   MemoryPort* memory)
+    : Router(name, shared.topology->routes(), rp, link_ports),
+      ip_(ip),
+      shared_(shared),
+      memory_(memory),
+      local_(std::size_t(link_ports)),
+      s_issued_(stats().add("transfers_issued", "1", "transfers issued by this chip")),
+      s_completed_(stats().add("transfers_received", "1", "transfers completed at this chip")),
+      s_bytes_sent_(stats().add("bytes_injected", "B", "payload bytes injected by this chip")),
+      s_bytes_received_(stats().add("bytes_received", "B", "payload bytes delivered here")) {}
+
+void NetworkInterface::issue(TransferState* t) {
+  s_issued_ += 1;
+  starting_.push_back(t);
+  schedule(now() + to_sc(ip_.endpoint_overhead), kStart, 0);
+}
+
+void NetworkInterface::on_timer(int kind, std::uint64_t arg) {
+  if (kind == kStart) {
+    TransferState* t = starting_.front();
+    starting_.pop_front();
+    t->started = now();
+    const auto& req = t->record.request;
+    const topo::NodeId here = params().node;
+    if (params().spreading == config::FabricSpreading::per_flow) {
+      const int out = output_of(routes().next_hop(here, req.dst, req.flow));
+      local_[std::size_t(out)].push_back(t);
+      kick(out);
+    } else {
+      for (const topo::LinkId l : routes().next_hops(here, req.dst)) {
+        const int out = output_of(l);
+        local_[std::size_t(out)].push_back(t);
+        kick(out);
+      }
+    }
+    return;
+  }
+  const Slot s = slots_.at(arg);
+  free_slots_.push_back(arg);
+  if (kind == kDelivered) {
+    account(s.p);
+    return;
+  }
+  if (kind == kComplete) {
+    TransferState* t = s.t;
+    t->finished = true;
+    t->record.completed = now();
+    s_completed_ += 1;
+    t->done.notify();
+    if (shared_.on_completion) shared_.on_completion(*t);
+    if (t->on_done) t->on_done(t->record);
+    t->keep_alive.reset();  // may destroy *t
+    return;
+  }
+  Router::on_timer(kind, arg);
+}
+
+std::uint64_t NetworkInterface::next_payload(const TransferState& t) const {
+  return std::min(ip_.packet_bytes, t.record.request.bytes - t.cut);
+}
+
+bool NetworkInterface::local_pending(int out) {
+  return !local_[std::size_t(out)].empty();
+}
+
+std::uint32_t NetworkInterface::local_flits(int out) {
+  return flits_of(next_payload(*local_[std::size_t(out)].front()));
+}
+
+sc_core::sc_time NetworkInterface::local_ready(int out) {
+  return local_[std::size_t(out)].front()->started;
+}
+
+Packet* NetworkInterface::local_take(int out) {
+  auto& q = local_[std::size_t(out)];
+  TransferState* t = q.front();
+  q.pop_front();
+  const auto& req = t->record.request;
+  Packet* p = shared_.pool.get();
+  p->id = shared_.next_packet_id++;
+  p->transfer = t;
+  p->offset = t->cut;
+  p->payload = next_payload(*t);
+  p->flits = flits_of(p->payload);
+  p->route_key = params().spreading == config::FabricSpreading::per_flow
+                     ? req.flow
+                     : mix64(req.flow ^ mix64(t->packets_cut));
+  p->dst = req.dst;
+  p->dst_node = shared_.topology->chip_node(req.dst);
+  p->ready = now();
+  p->tail_ready = now();
+  if (memory_ && p->payload > 0) {
+    const auto done = memory_->access({req.src_addr + p->offset, p->payload, false});
+    if (done > p->tail_ready) p->tail_ready = done;
+  }
+  t->cut += p->payload;
+  t->packets_cut += 1;
+  shared_.bytes_injected += p->payload;
+  shared_.packets_injected += 1;
+  s_bytes_sent_ += double(p->payload);
+  if (!t->cut_all()) {
+    q.push_back(t);  // transfers sharing this output take packets in turn
+  } else if (params().spreading == config::FabricSpreading::per_packet) {
+    // Leave the other outputs' queues now: the transfer may complete, and be freed, before
+    // they would next look at it.
+    for (auto& other : local_) {
+      const auto it = std::find(other.begin(), other.end(), t);
+      if (it != other.end()) other.erase(it);
+    }
+  }
+  return p;
+}
+
+std::uint64_t NetworkInterface::park(TransferState* t, Packet* p) {
+  if (free_slots_.empty()) {
+    slots_.push_back(Slot{t, p});
+    return slots_.size() - 1;
+  }
+  const std::uint64_t i = free_slots_.back();
+  free_slots_.pop_back();
+  slots_[i] = Slot{t, p};
+  return i;
+}
+
+void NetworkInterface::deliver(int in, Packet* p) {
+  sc_core::sc_time done = now();
+  if (memory_ && p->payload > 0) {
+    const auto& req = p->transfer->record.request;
+    const auto w = memory_->access({req.dst_addr + p->offset, p->payload, true});
+    if (w > done) done = w;
+  }
+  free_input(in, p->vc, p->flits, done);
+  if (done > now()) {
+    schedule(done, kDelivered, park(nullptr, p));
+  } else {
+    account(p);
+  }
+}
+
+void NetworkInterface::account(Packet* p) {
+  TransferState* t = p->transfer;
+  t->delivered += p->payload;
+  t->packets_delivered += 1;
+  if (t->packets_delivered > t->packets_total || t->delivered > t->record.request.bytes) {
+    throw InternalError(fmt::format("{}: transfer {} -> {} delivered {} packets ({} B) of {} ({} B)",
+                                    name(), t->record.request.src.v, t->record.request.dst.v,
+                                    t->packets_delivered, t->delivered, t->packets_total,
+                                    t->record.request.bytes));
+  }
+  shared_.bytes_delivered += p->payload;
+  shared_.packets_delivered += 1;
+  s_bytes_received_ += double(p->payload);
+  if (shared_.on_delivery) shared_.on_delivery(*p);
+  if (t->packets_delivered == t->packets_total) {
+    const sc_core::sc_time overhead = to_sc(ip_.endpoint_overhead);
+    const sc_core::sc_time completed = now() + overhead;
+    auto& b = t->record.last_packet;
+    b.total = from_sc(completed - t->record.issued);
+    b.endpoint = from_sc(overhead + overhead);
+    b.link = from_sc(p->t_link);
+    b.switching = from_sc(p->t_switch);
+    b.forwarding = from_sc(p->t_forward);
+    b.queueing = from_sc(p->t_queue);
+    b.serialisation = b.total - b.endpoint - b.link - b.switching - b.forwarding - b.queueing;
+    b.hops = p->vc + 1;
+    t->record.packets = t->packets_total;
+    schedule(completed, kComplete, park(t, nullptr));
+  }
+  shared_.pool.put(p);
+}
+
+}  // namespace trnsim::model

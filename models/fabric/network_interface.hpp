@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: MIT
+// A chip's network interface and router: DMA-driven injection of transfers into the chip's
+// ports, delivery into local HBM, and (where the chip forwards) relaying packets for others
+// through the Router it derives from.
+//
+// A transfer becomes eligible for injection endpoint_overhead after it is issued (DMA start,
+// descriptor, CC-core). It is then queued on the output its flow hashes to (per_flow), or on
+// every equal-cost output (per_packet: whichever is free first takes the next packet). Packets are
+// cut only when an output can take one, so a busy chip applies back-pressure to the DMA instead of
+// building packet queues. Transfers sharing an output take packets in turn. A transfer completes
+// endpoint_overhead after its last byte is delivered (completion semaphore at the destination).
+//
+// With a MemoryPort, each packet's payload is read from the source HBM when it is cut (the
+// packet's tail cannot leave before the read completes) and written to the destination HBM when
+// its tail arrives (its receive buffer is freed, and the credit returned, after the write).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <vector>
+
+#include "common/memory.hpp"
+#include "fabric/transfer.hpp"
+#include "switch/router.hpp"
+
+namespace trnsim::model {
+
+struct InterfaceParams {
+  topo::ChipId chip{};
+  std::uint64_t packet_bytes = 16384;
+  std::uint32_t flit_bytes = 256;
+  std::uint32_t header_bytes = 16;
+  Duration endpoint_overhead{};
+};
+
+// What the interfaces share with the fabric that owns them.
+struct FabricShared {
+  const topo::Topology* topology = nullptr;
+  PacketPool pool;
+  std::uint64_t next_packet_id = 0;
+  std::function<void(const Packet&)> on_delivery;     // observer, may be empty
+  std::function<void(TransferState&)> on_completion;  // counts and notifies per chip
+  std::uint64_t bytes_injected = 0, packets_injected = 0;
+  std::uint64_t bytes_delivered = 0, packets_delivered = 0;
+};
+
+class NetworkInterface : public Router {
+ public:
+  NetworkInterface(const sc_core::sc_module_name& name, const RouterParams& rp, int link_ports,
+                   const InterfaceParams& ip, FabricShared& shared, MemoryPort* memory);
+
+  // Issues transfer `t` (t->record.request set, t->record.issued = now()).
+  void issue(TransferState* t);
+  std::uint32_t flits_of(std::uint64_t payload) const {
+    return std::uint32_t((payload + ip_.header_bytes + ip_.flit_bytes - 1) / ip_.flit_bytes);
+  }
+
+ protected:
+  bool local_pending(int out) override;
+  std::uint32_t local_flits(int out) override;
+  sc_core::sc_time local_ready(int out) override;
+  Packet* local_take(int out) override;
+  void deliver(int in, Packet* p) override;
+  void on_timer(int kind, std::uint64_t arg) override;
+
+ private:
+  enum Kind { kStart = kFirstUserTimer, kDelivered, kComplete };
+  std::uint64_t next_payload(const TransferState& t) const;
+  void account(Packet* p);
+  std::uint64_t park(TransferState* t, Packet* p);
+
+  InterfaceParams ip_;
+  FabricShared& shared_;
+  MemoryPort* memory_;
+  std::vector<std::deque<TransferState*>> local_;  // per output: transfers with packets to cut
+  std::deque<TransferState*> starting_;  // issued, in their source overhead (FIFO in time)
+  struct Slot {
+    TransferState* t;
+    Packet* p;
+  };
+  std::vector<Slot> slots_;
+  std::vector<std::uint64_t> free_slots_;
+  Stat& s_issued_;
+  Stat& s_completed_;
+  Stat& s_bytes_sent_;
+  Stat& s_bytes_received_;
+};
+
+}  // namespace trnsim::model

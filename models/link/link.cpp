@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: MIT
+#include "link/link.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace trnsim::model {
+
+LinkDirection::LinkDirection(const sc_core::sc_module_name& name, const LinkParams& p, int dir)
+    : Block(name),
+      bw_(p.bandwidth),
+      latency_(to_sc(p.latency)),
+      flit_time_(to_sc(Duration(double(p.flit_bytes) / p.bandwidth.si))),
+      flit_bytes_(p.flit_bytes),
+      capacity_(p.buffer_flits[std::size_t(dir)]),
+      credits_(std::size_t(p.vcs), std::int64_t(p.buffer_flits[std::size_t(dir)])),
+      dyn_energy_(p.energy * (1.0 - p.idle_fraction)),
+      s_bytes_(stats().add("bytes", "B", "payload bytes sent")),
+      s_wire_(stats().add("wire_bytes", "B", "bytes on the wire: whole flits incl. headers")),
+      s_packets_(stats().add("packets", "1", "packets sent")),
+      s_busy_(stats().add("busy_time", "ns", "time spent sending packets")),
+      s_util_(stats().add("utilisation", "1", "busy time / elapsed time")),
+      s_stall_(stats().add("credit_stall_time", "ns",
+                           "time the sender was idle with a packet waiting for credits")),
+      s_max_buf_(stats().add("max_buffer_occupancy", "flit",
+                             "most receive-buffer flits of one VC reserved at once")),
+      s_buffer_(stats().add("buffer_per_vc", "flit", "receive buffer per virtual channel")) {
+  if (!(p.bandwidth.si > 0)) throw InternalError("LinkDirection: bandwidth must be > 0");
+  if (p.vcs < 1 || capacity_ < 1) throw InternalError("LinkDirection: no VC or no buffer");
+  s_buffer_.value = capacity_;
+  const std::string from = dir == 0 ? p.a_name : p.b_name;
+  const std::string to = dir == 0 ? p.b_name : p.a_name;
+  s_bytes_.description += fmt::format(" ({} -> {})", from, to);
+  // Links stay trained when idle; the rest of the full-rate power is per bit moved.
+  set_static_power(Power(p.idle_fraction * p.energy.si * 8.0 * p.bandwidth.si));
+}
+
+sc_core::sc_time LinkDirection::serialisation(std::uint32_t flits) const {
+  return to_sc(Duration(double(flits) * double(flit_bytes_) / bw_.si));
+}
+
+void LinkDirection::finish(const sc_core::sc_time& end) {
+  s_util_.value = end > sc_core::SC_ZERO_TIME ? busy_ / end : 0.0;
+}
+
+Link::Link(const sc_core::sc_module_name& name, const LinkParams& p) : sc_core::sc_module(name) {
+  auto clean = [](std::string s) {
+    std::replace(s.begin(), s.end(), '.', '_');
+    return s;
+  };
+  dirs_[0] = std::make_unique<LinkDirection>(("to_" + clean(p.b_name)).c_str(), p, 0);
+  // A link between a node and itself is rejected by the topology; the names differ.
+  dirs_[1] = std::make_unique<LinkDirection>(("to_" + clean(p.a_name)).c_str(), p, 1);
+  queue_.bind("serve", [this](Item& it) { serve(it); });
+}
+
+void Link::connect(int dir, LinkEndpoint* up, int up_out, LinkEndpoint* down, int down_in) {
+  auto& d = *dirs_[std::size_t(dir)];
+  d.up_ = up;
+  d.up_out_ = up_out;
+  d.down_ = down;
+  d.down_in_ = down_in;
+}
+
+void Link::send(int dir, Packet* p, int vc, const sc_core::sc_time& end) {
+  auto& d = *dirs_[std::size_t(dir)];
+  auto& credits = d.credits_.at(std::size_t(vc));
+  if (credits < std::int64_t(p->flits)) {
+    throw InternalError(fmt::format("{}: packet of {} flits sent on VC {} with {} credits",
+                                    d.name(), p->flits, vc, credits));
+  }
+  credits -= p->flits;
+  d.s_max_buf_.max_with(double(std::int64_t(d.capacity_) - credits));
+  const sc_core::sc_time start = now();
+  const double wire = double(p->flits) * d.flit_bytes_;
+  d.busy_ += end - start;
+  d.s_busy_ += (end - start).to_seconds() * 1e9;
+  d.s_bytes_ += double(p->payload);
+  d.s_wire_ += wire;
+  d.s_packets_ += 1;
+  d.add_energy("link", energy(d.dyn_energy_, Bytes(wire)));
+
+  p->vc = vc;
+  p->t_link += d.latency_;
+  const sc_core::sc_time head = start + d.flit_time_ + d.latency_;
+  p->tail_ready = end + d.latency_;
+  const bool ends_here = p->dst_node == d.down_->node();
+  queue_.push(ends_here ? p->tail_ready : head + d.down_->pass_latency(), Item{p, dir, vc, 0});
+}
+
+void Link::free_buffer(int dir, int vc, std::uint32_t flits, const sc_core::sc_time& at) {
+  const auto& d = *dirs_[std::size_t(dir)];
+  queue_.push(at + d.latency_, Item{nullptr, dir, vc, flits});
+}
+
+void Link::serve(Item& it) {
+  auto& d = *dirs_[std::size_t(it.dir)];
+  if (it.packet) {
+    d.down_->packet_arrived(d.down_in_, it.packet);
+    return;
+  }
+  auto& credits = d.credits_[std::size_t(it.vc)];
+  credits += it.flits;
+  if (credits > std::int64_t(d.capacity_)) {
+    throw InternalError(fmt::format("{}: VC {} has {} credits, more than its {} flit buffer",
+                                    d.name(), it.vc, credits, d.capacity_));
+  }
+  d.up_->credits_returned(d.up_out_);
+}
+
+}  // namespace trnsim::model

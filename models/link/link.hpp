@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// A full-duplex point-to-point link with credit-based flow control.
+//
+// Per direction: bandwidth and end-to-end latency from the topology link, per-virtual-channel
+// receive buffers counted in flits. The sender may start a packet only when the receiver's buffer
+// of the packet's VC has room for all its flits (virtual cut-through); a full receiver stalls the
+// sender, nothing is dropped. A packet's head reaches the far end one flit time plus the latency
+// after it starts; its tail at the end of serialisation plus the latency. The receiver frees the
+// buffer when the tail leaves it; the credit reaches the sender one link latency later.
+//
+// Events: one per packet (arrival at the far node) and one per credit return.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/block.hpp"
+#include "link/packet.hpp"
+#include "trnsim/topology/topology.hpp"
+
+namespace trnsim::model {
+
+// A node as its links see it: routers and chip network interfaces.
+class LinkEndpoint {
+ public:
+  virtual ~LinkEndpoint() = default;
+  virtual topo::NodeId node() const = 0;
+  // Head-to-decision latency of a packet passing through (switch traversal, chip forwarding).
+  virtual sc_core::sc_time pass_latency() const = 0;
+  // The node acts on packet `p` that arrived on input port `in`: at its head + pass_latency()
+  // when passing through, at its tail when `p` ends here.
+  virtual void packet_arrived(int in, Packet* p) = 0;
+  // Credits of output port `out` came back.
+  virtual void credits_returned(int out) = 0;
+};
+
+struct LinkParams {
+  Bandwidth bandwidth{};  // per direction
+  Duration latency{};     // end to end: PHY, FEC, retimers, wire
+  std::uint32_t flit_bytes = 256;
+  int vcs = 1;
+  // Receive buffer per VC in flits, per direction (index 0: towards end b, 1: towards end a).
+  std::array<std::uint32_t, 2> buffer_flits{1, 1};
+  EnergyPerBit energy{};       // full-rate energy per bit per direction
+  double idle_fraction = 0.0;  // idle power as a fraction of full-rate power
+  std::string a_name, b_name;  // for statistic descriptions
+};
+
+// One direction of a link: its statistics, energy and idle power.
+class LinkDirection : public Block {
+ public:
+  LinkDirection(const sc_core::sc_module_name& name, const LinkParams& p, int dir);
+
+  Bandwidth bandwidth() const { return bw_; }
+  const sc_core::sc_time& latency() const { return latency_; }
+  std::uint32_t capacity() const { return capacity_; }
+  std::int64_t credits(int vc) const { return credits_[std::size_t(vc)]; }
+  // Serialisation of `flits` whole flits.
+  sc_core::sc_time serialisation(std::uint32_t flits) const;
+  const sc_core::sc_time& flit_time() const { return flit_time_; }
+  std::uint32_t flit_bytes() const { return flit_bytes_; }
+
+  void add_stall(const sc_core::sc_time& t) { s_stall_ += t.to_seconds() * 1e9; }
+  // Utilisation over [0, end].
+  void finish(const sc_core::sc_time& end);
+  double wire_bytes() const { return s_wire_.value; }
+  double stall_ns() const { return s_stall_.value; }
+  double max_reserved() const { return s_max_buf_.value; }
+
+ private:
+  friend class Link;
+  Bandwidth bw_;
+  sc_core::sc_time latency_, flit_time_;
+  std::uint32_t flit_bytes_;
+  std::uint32_t capacity_;
+  std::vector<std::int64_t> credits_;
+  EnergyPerBit dyn_energy_;
+  LinkEndpoint* up_ = nullptr;
+  int up_out_ = 0;
+  LinkEndpoint* down_ = nullptr;
+  int down_in_ = 0;
+  sc_core::sc_time busy_;
+  Stat& s_bytes_;
+  Stat& s_wire_;
+  Stat& s_packets_;
+  Stat& s_busy_;
+  Stat& s_util_;
+  Stat& s_stall_;
+  Stat& s_max_buf_;
+  Stat& s_buffer_;
+};
+
+class Link : public sc_core::sc_module {
+ public:
+  Link(const sc_core::sc_module_name& name, const LinkParams& p);
+
+  // Direction 0 carries packets from end a to end b, direction 1 from b to a. `up` sends on
+  // output port `up_out`, `down` receives on input port `down_in`.
+  void connect(int dir, LinkEndpoint* up, int up_out, LinkEndpoint* down, int down_in);
+  LinkDirection& direction(int dir) { return *dirs_[std::size_t(dir)]; }
+  const LinkDirection& direction(int dir) const { return *dirs_[std::size_t(dir)]; }
+
+  // The sender starts `p` at now() on VC `vc` and finishes serialising it at `end` (>= now()
+  // plus its serialisation). Takes the packet's credits: InternalError when they are missing.
+  void send(int dir, Packet* p, int vc, const sc_core::sc_time& end);
+  // The receiver frees `flits` of VC `vc` at `at` (>= now()); the sender sees them one latency
+  // later.
+  void free_buffer(int dir, int vc, std::uint32_t flits, const sc_core::sc_time& at);
+  // Events served so far (packet arrivals and credit returns).
+  std::uint64_t events() const { return queue_.served(); }
+
+ private:
+  struct Item {
+    Packet* packet;  // null for a credit return
+    int dir;
+    int vc;
+    std::uint32_t flits;
+  };
+  void serve(Item& it);
+  std::array<std::unique_ptr<LinkDirection>, 2> dirs_;
+  TimedQueue<Item> queue_;
+};
+
+}  // namespace trnsim::model

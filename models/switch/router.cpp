@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: MIT
+#include "switch/router.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace trnsim::model {
+
+Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& routes,
+               const RouterParams& p, int link_ports)
+    : Block(name),
+      routes_(routes),
+      p_(p),
+      latency_(to_sc(p.latency)),
+      outputs_(std::size_t(link_ports)),
+      inputs_(std::size_t(link_ports)),
+      port_link_(std::size_t(link_ports)),
+      n_inputs_(link_ports + (p.local_port ? 1 : 0)),
+      s_forwarded_(stats().add("packets_forwarded", "1", "packets that passed through")),
+      s_fwd_bytes_(stats().add("bytes_forwarded", "B", "payload bytes that passed through")) {
+  if (p.vcs < 1) throw InternalError("Router: at least one VC");
+  for (int o = 0; o < link_ports; ++o) {
+    auto& out = outputs_[std::size_t(o)];
+    out.q.resize(std::size_t(n_inputs_ * p.vcs));
+    out.rr_vc.assign(std::size_t(n_inputs_), std::uint16_t(p.vcs - 1));
+    out.rr_in = std::uint32_t(n_inputs_ - 1);
+    out.s_packets = &stats().add(fmt::format("port{}_packets", o), "1", "packets sent on port");
+    out.s_bytes = &stats().add(fmt::format("port{}_bytes", o), "B", "payload bytes sent on port");
+    out.s_wait = &stats().add(fmt::format("port{}_wait_time", o), "ns",
+                              "summed time packets waited for this output (arbitration, "
+                              "busy output, credits)");
+    out.s_max_q = &stats().add(fmt::format("port{}_max_queue", o), "packet",
+                               "most packets queued for this output at once");
+  }
+  set_static_power(p.idle_power);
+  timers_.bind("timers", [this](Timer& t) {
+    if (t.kind == kWake) {
+      auto& o = outputs_[std::size_t(t.arg)];
+      o.wake_pending = false;
+      kick(int(t.arg));
+    } else {
+      on_timer(t.kind, t.arg);
+    }
+  });
+}
+
+void Router::attach(int port, topo::LinkId id, Link* link, int out_dir, int in_dir) {
+  auto& o = outputs_.at(std::size_t(port));
+  o.link = link;
+  o.dir = out_dir;
+  o.ld = &link->direction(out_dir);
+  inputs_[std::size_t(port)] = Input{link, in_dir};
+  port_link_[std::size_t(port)] = id;
+}
+
+int Router::output_of(topo::LinkId id) const {
+  for (std::size_t i = 0; i < port_link_.size(); ++i) {
+    if (port_link_[i] == id) return int(i);
+  }
+  throw InternalError(fmt::format("{}: link {} is not attached here", name(), id.v));
+}
+
+void Router::schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg) {
+  timers_.push(t, Timer{kind, arg});
+}
+
+void Router::schedule_wake(int out) {
+  auto& o = outputs_[std::size_t(out)];
+  if (o.wake_pending) return;
+  o.wake_pending = true;
+  schedule(o.busy_until, kWake, std::uint64_t(out));
+}
+
+void Router::packet_arrived(int in, Packet* p) {
+  if (p->dst_node == p_.node) {
+    deliver(in, p);
+    return;
+  }
+  if (p_.local_port) {
+    p->t_forward += latency_;
+  } else {
+    p->t_switch += latency_;
+  }
+  const topo::LinkId next = routes_.next_hop(p_.node, p->dst, p->route_key);
+  const int out = output_of(next);
+  auto& o = outputs_[std::size_t(out)];
+  if (p->vc < 0 || p->vc + 1 >= p_.vcs) {
+    throw InternalError(fmt::format("{}: packet {} on VC {} has no next VC (of {})", name(),
+                                    p->id, p->vc, p_.vcs));
+  }
+  p->ready = now();
+  o.q[std::size_t(in * p_.vcs + p->vc)].push(p);
+  ++o.waiting;
+  o.s_max_q->max_with(double(o.waiting));
+  kick(out);
+}
+
+void Router::credits_returned(int out) { kick(out); }
+
+bool Router::eligible(const Output& o, int in, int vc) {
+  if (in == local_input()) {
+    const int out = int(&o - outputs_.data());
+    return local_pending(out) && o.ld->credits(0) >= std::int64_t(local_flits(out));
+  }
+  const auto& q = o.q[std::size_t(in * p_.vcs + vc)];
+  return !q.empty() && o.ld->credits(vc + 1) >= std::int64_t(q.front()->flits);
+}
+
+bool Router::pick(Output& o, int& in, int& vc) {
+  const int vcs = p_.vcs;
+  const int local = p_.local_port ? local_input() : -1;
+  if (p_.arbiter == config::FabricArbiter::oldest_first) {
+    bool found = false;
+    sc_core::sc_time best;
+    std::uint64_t best_id = 0;
+    for (int i = 0; i < n_inputs_; ++i) {
+      if (i == local) {
+        if (!eligible(o, i, 0)) continue;
+        const auto t = local_ready(int(&o - outputs_.data()));
+        // Local work has no packet id yet; it loses ties to packets already in the network.
+        if (!found || t < best) {
+          found = true, best = t, best_id = ~0ULL, in = i, vc = 0;
+        }
+        continue;
+      }
+      for (int v = 0; v < vcs; ++v) {
+        if (!eligible(o, i, v)) continue;
+        const Packet* p = o.q[std::size_t(i * vcs + v)].front();
+        if (!found || p->ready < best || (p->ready == best && p->id < best_id)) {
+          found = true, best = p->ready, best_id = p->id, in = i, vc = v;
+        }
+      }
+    }
+    return found;
+  }
+  for (int k = 1; k <= n_inputs_; ++k) {
+    const int i = int((o.rr_in + std::uint32_t(k)) % std::uint32_t(n_inputs_));
+    if (i == local) {
+      if (eligible(o, i, 0)) {
+        in = i, vc = 0;
+        o.rr_in = std::uint32_t(i);
+        return true;
+      }
+      continue;
+    }
+    for (int j = 1; j <= vcs; ++j) {
+      const int v = (o.rr_vc[std::size_t(i)] + j) % vcs;
+      if (eligible(o, i, v)) {
+        in = i, vc = v;
+        o.rr_in = std::uint32_t(i);
+        o.rr_vc[std::size_t(i)] = std::uint16_t(v);
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void Router::kick(int out) {
+  auto& o = outputs_[std::size_t(out)];
+  if (o.busy_until > now()) {
+    if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out);
+    return;
+  }
+  int in = 0, vc = 0;
+  if (pick(o, in, vc)) {
+    if (o.stalled) {
+      o.ld->add_stall(now() - o.stall_start);
+      o.stalled = false;
+    }
+    dispatch(out, in, vc);
+    return;
+  }
+  if (!o.stalled && (o.waiting > 0 || (p_.local_port && local_pending(out)))) {
+    // Work is waiting but the receiver has no room: the credit return will kick again.
+    o.stalled = true;
+    o.stall_start = now();
+  }
+}
+
+void Router::dispatch(int out, int in, int vc) {
+  auto& o = outputs_[std::size_t(out)];
+  const bool local = in == local_input();
+  Packet* p = nullptr;
+  if (local) {
+    p = local_take(out);
+  } else {
+    p = o.q[std::size_t(in * p_.vcs + vc)].pop();
+    --o.waiting;
+  }
+  const sc_core::sc_time start = now();
+  // Cut-through: the tail cannot leave before it has arrived.
+  const sc_core::sc_time ser_end = start + o.ld->serialisation(p->flits);
+  const sc_core::sc_time tail_end = p->tail_ready + o.ld->flit_time();
+  const sc_core::sc_time end = ser_end > tail_end ? ser_end : tail_end;
+  p->t_queue += start - p->ready;
+  *o.s_wait += (start - p->ready).to_seconds() * 1e9;
+  *o.s_packets += 1;
+  *o.s_bytes += double(p->payload);
+  if (!local) {
+    // The buffer at this node is free once the tail has left.
+    const auto& input = inputs_[std::size_t(in)];
+    input.link->free_buffer(input.dir, p->vc, p->flits, end);
+    s_forwarded_ += 1;
+    s_fwd_bytes_ += double(p->payload);
+    add_energy(p_.local_port ? "chip_forwarding" : "switch",
+               energy(p_.energy, Bytes(double(p->flits) * o.ld->flit_bytes())));
+  }
+  o.busy_until = end;
+  o.link->send(o.dir, p, local ? 0 : p->vc + 1, end);
+  if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out);
+}
+
+void Router::free_input(int in, int vc, std::uint32_t flits, const sc_core::sc_time& at) {
+  const auto& input = inputs_.at(std::size_t(in));
+  input.link->free_buffer(input.dir, vc, flits, at);
+}
+
+Packet* Router::local_take(int) {
+  throw InternalError(fmt::format("{}: a switch has no local port", name()));
+}
+
+void Router::deliver(int, Packet* p) {
+  throw InternalError(
+      fmt::format("{}: packet {} ends at a node without a local port", name(), p->id));
+}
+
+void Router::on_timer(int kind, std::uint64_t) {
+  throw InternalError(fmt::format("{}: unknown timer {}", name(), kind));
+}
+
+void Router::finish(const sc_core::sc_time& end) {
+  for (auto& o : outputs_) {
+    if (o.stalled) {
+      o.ld->add_stall(end - o.stall_start);
+      o.stall_start = end;
+    }
+  }
+}
+
+}  // namespace trnsim::model

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+// A forwarding node: a switch, or the router inside a chip that relays packets for others.
+//
+// Input buffering with virtual output queues: a packet arriving on input i with VC v and bound
+// for output o waits in queue (o, i, v). Its output comes from the route tables: one of the
+// equal-cost next hops, by flow hash (default, keeps a flow in order) or per packet. Each output
+// has a crossbar arbiter: round-robin over inputs (and over VCs within an input), or oldest
+// first. A packet is eligible once its head has crossed the node (cut-through latency) and the
+// next link's receiver has buffer for all of its flits on the packet's next VC; it leaves at
+// once when the output is free. Its buffer here is freed when its tail has left.
+//
+// Virtual channels are hop-indexed: a packet uses VC k on the k-th link of its route (counting
+// from 0), so buffer dependencies only go from VC k to VC k+1 and cannot form a cycle; the fabric
+// provides as many VCs as the longest route has links.
+//
+// A chip adds a local input (injection) and local delivery through the virtual hooks below.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/block.hpp"
+#include "link/link.hpp"
+#include "trnsim/config/fabric_params.hpp"
+#include "trnsim/topology/topology.hpp"
+
+namespace trnsim::model {
+
+struct RouterParams {
+  topo::NodeId node{};
+  Duration latency{};      // cut-through traversal / chip forwarding
+  EnergyPerBit energy{};   // per bit passing through
+  Power idle_power{};
+  int vcs = 1;
+  config::FabricArbiter arbiter = config::FabricArbiter::round_robin;
+  config::FabricSpreading spreading = config::FabricSpreading::per_flow;
+  bool local_port = false;  // a chip: has injection and delivery
+};
+
+class Router : public Block, public LinkEndpoint {
+ public:
+  // `routes` must outlive the router. Ports are attached afterwards, one per incident link in
+  // the node's port order.
+  Router(const sc_core::sc_module_name& name, const topo::RouteTable& routes,
+         const RouterParams& p, int link_ports);
+
+  // Port `port` sends on direction `out_dir` and receives on direction `in_dir` of `link`.
+  void attach(int port, topo::LinkId id, Link* link, int out_dir, int in_dir);
+
+  topo::NodeId node() const override { return p_.node; }
+  sc_core::sc_time pass_latency() const override { return latency_; }
+  void packet_arrived(int in, Packet* p) override;
+  void credits_returned(int out) override;
+
+  int link_ports() const { return int(outputs_.size()); }
+  int output_of(topo::LinkId id) const;
+  void finish(const sc_core::sc_time& end);
+  // Timer events served so far (output wake-ups and the derived class's timers).
+  std::uint64_t events() const { return timers_.served(); }
+
+ protected:
+  // ---- hooks of a chip's local port (the defaults are for a switch without one) -------------
+  // Whether the local input has a packet for output `out`; if so its size in flits and the time
+  // it became ready (for oldest-first).
+  virtual bool local_pending(int /*out*/) { return false; }
+  virtual std::uint32_t local_flits(int /*out*/) { return 0; }
+  virtual sc_core::sc_time local_ready(int /*out*/) { return sc_core::SC_ZERO_TIME; }
+  // Takes the local packet for output `out` (local_pending(out) was true).
+  virtual Packet* local_take(int out);
+  // Packet `p` ends at this node (arrived on input `in`, at its tail).
+  virtual void deliver(int in, Packet* p);
+  // Timers of a derived class (kind >= kFirstUserTimer).
+  virtual void on_timer(int kind, std::uint64_t arg);
+
+  static constexpr int kFirstUserTimer = 1;
+  void schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg);
+  // Tries to start a packet on output `out` now.
+  void kick(int out);
+  // Frees the buffer of a packet that arrived on input `in`, at time `at` (>= now()).
+  void free_input(int in, int vc, std::uint32_t flits, const sc_core::sc_time& at);
+  const RouterParams& params() const { return p_; }
+  const topo::RouteTable& routes() const { return routes_; }
+  int local_input() const { return int(outputs_.size()); }
+
+ private:
+  struct Output {
+    Link* link = nullptr;
+    int dir = 0;
+    LinkDirection* ld = nullptr;
+    sc_core::sc_time busy_until;
+    bool wake_pending = false;
+    bool stalled = false;
+    sc_core::sc_time stall_start;
+    std::vector<PacketFifo> q;        // index: input * vcs + vc
+    std::uint32_t rr_in = 0;          // last input served
+    std::vector<std::uint16_t> rr_vc;  // last VC served, per input
+    std::size_t waiting = 0;          // packets in q
+    Stat* s_packets = nullptr;
+    Stat* s_bytes = nullptr;
+    Stat* s_wait = nullptr;
+    Stat* s_max_q = nullptr;
+  };
+  struct Input {
+    Link* link = nullptr;
+    int dir = 0;
+  };
+  struct Timer {
+    int kind;
+    std::uint64_t arg;
+  };
+  static constexpr int kWake = 0;
+
+  bool pick(Output& o, int& in, int& vc);
+  bool eligible(const Output& o, int in, int vc);
+  void dispatch(int out, int in, int vc);
+  void schedule_wake(int out);
+
+  const topo::RouteTable& routes_;
+  RouterParams p_;
+  sc_core::sc_time latency_;
+  std::vector<Output> outputs_;
+  std::vector<Input> inputs_;
+  std::vector<int> link_to_port_;  // by LinkId, -1 when not attached here
+  std::vector<topo::LinkId> port_link_;
+  int n_inputs_;
+  TimedQueue<Timer> timers_;
+  Stat& s_forwarded_;
+  Stat& s_fwd_bytes_;
+};
+
+}  // namespace trnsim::model
