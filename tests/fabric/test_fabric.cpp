@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: MIT
+// Fabric model tests with hand-computed expected values. Each TEST elaborates at most once (each
+// is its own CTest process).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fabric/fabric.hpp"
+#include "trnsim/error.hpp"
+
+// libsystemc's own main() needs sc_main; GoogleTest's main() is the one that runs.
+int sc_main(int, char**) { return 1; }
+
+namespace trnsim::model {
+namespace {
+
+using topo::ChipId;
+
+topo::NodeSpec node(const std::string& id, topo::NodeKind kind, int ports = 0,
+                    Duration latency = Duration{}) {
+  topo::NodeSpec n;
+  n.id = id;
+  n.kind = kind;
+  n.ports = ports;
+  n.latency = latency;
+  return n;
+}
+
+topo::LinkSpec link(const std::string& a, const std::string& b, double gbps, double latency_ns) {
+  topo::LinkSpec l;
+  l.a = a;
+  l.b = b;
+  l.bandwidth = Bandwidth(gbps * 1e9);
+  l.latency = Duration(latency_ns * 1e-9);
+  return l;
+}
+
+topo::Topology build(const topo::TopologySpec& spec) {
+  return topo::build_topology(spec, nullptr, topo::SpecOrigin{});
+}
+
+// Two chips joined by one 100 GB/s, 100 ns link.
+topo::Topology two_chips() {
+  topo::TopologySpec s;
+  s.nodes = {node("a", topo::NodeKind::chip), node("b", topo::NodeKind::chip)};
+  s.links = {link("a", "b", 100, 100)};
+  return build(s);
+}
+
+// Chips a and b feed one switch (150 ns) whose third port leads to chip c.
+topo::Topology two_into_one() {
+  topo::TopologySpec s;
+  s.nodes = {node("a", topo::NodeKind::chip), node("b", topo::NodeKind::chip),
+             node("c", topo::NodeKind::chip),
+             node("s", topo::NodeKind::switch_, 3, Duration(150e-9))};
+  s.links = {link("a", "s", 100, 100), link("b", "s", 100, 100), link("s", "c", 100, 100)};
+  return build(s);
+}
+
+// 4x4 torus of 128 GB/s, 29 ns links, chips forwarding in 50 ns (the trn2-instance preset).
+topo::Topology torus4x4() {
+  topo::TopologySpec s;
+  topo::TorusGen t;
+  t.dims = {4, 4};
+  topo::LinkClass lc;
+  lc.bandwidth = Bandwidth(128e9);
+  lc.latency = Duration(29e-9);
+  t.dim_links = {lc, lc};
+  t.forward_latency = Duration(50e-9);
+  s.torus = t;
+  return build(s);
+}
+
+config::FabricParams params(double packet = 4096) {
+  config::FabricParams p;
+  p.packet_bytes = Bytes(packet);
+  p.flit_bytes = Bytes(256);
+  p.header_bytes = Bytes(16);
+  p.endpoint_overhead = Duration(500e-9);
+  return p;
+}
+
+double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
+
+// 1000 B + 16 B header = 4 flits = 1024 B; 1024 B / 100 GB/s = 10.24 ns.
+TEST(Fabric, OnePacketOverOneLink) {
+  const auto topo = two_chips();
+  Fabric f("fabric", topo, params());
+  TransferHandle h;
+  sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{1}, 1000, 7, 0, 0}); });
+  sc_core::sc_start();
+  ASSERT_TRUE(h.done());
+  const auto& r = h.record();
+  EXPECT_DOUBLE_EQ(ns(r.completed), 500 + 10.24 + 100 + 500);
+  EXPECT_EQ(r.packets, 1u);
+  EXPECT_DOUBLE_EQ(r.last_packet.link.si * 1e9, 100);
+  EXPECT_NEAR(r.last_packet.serialisation.si * 1e9, 10.24, 1e-9);
+  EXPECT_DOUBLE_EQ(r.last_packet.endpoint.si * 1e9, 1000);
+  EXPECT_EQ(r.last_packet.hops, 1);
+  EXPECT_EQ(f.completions(ChipId{1}), 1u);
+  EXPECT_EQ(f.completions(ChipId{0}), 0u);
+}
+
+// 5000 B in 4096 B packets: 4096 + 16 -> 17 flits (43.52 ns) and 904 + 16 -> 4 flits (10.24 ns).
+TEST(Fabric, TwoPacketsWithFlitRoundingAndHeader) {
+  const auto topo = two_chips();
+  Fabric f("fabric", topo, params());
+  TransferHandle h;
+  sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{1}, 5000, 0, 0, 0}); });
+  sc_core::sc_start();
+  ASSERT_TRUE(h.done());
+  EXPECT_DOUBLE_EQ(ns(h.record().completed), 500 + 43.52 + 10.24 + 100 + 500);
+  EXPECT_EQ(h.record().packets, 2u);
+  const auto& d = f.link(topo::LinkId{0}).direction(0);
+  EXPECT_DOUBLE_EQ(d.wire_bytes(), 21 * 256.0);
+}
+
+// Two transfers of 64 packets (43.52 ns each) on one link take packets in turn. The first is
+// already sending when the second becomes eligible (same time, later in the queue), then goes
+// to the back of the queue behind it: order 1, 1, 2, 1, 2, ... 1 ends after 126 packet times,
+// 2 after 128.
+TEST(Fabric, TwoFlowsSharingALinkGetHalfEach) {
+  const auto topo = two_chips();
+  Fabric f("fabric", topo, params());
+  TransferHandle h1, h2;
+  sc_core::sc_spawn([&] {
+    h1 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 1, 0, 0});
+    h2 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 2, 0, 0});
+  });
+  sc_core::sc_start();
+  ASSERT_TRUE(h1.done() && h2.done());
+  EXPECT_DOUBLE_EQ(ns(h1.record().completed), 500 + 126 * 43.52 + 100 + 500);
+  EXPECT_DOUBLE_EQ(ns(h2.record().completed), 500 + 128 * 43.52 + 100 + 500);
+}
+
+// a and b each send 4 packets to c through switch s at once. Their heads reach the crossbar at
+// the same time, 500 + 2.56 (one flit) + 100 + 150 = 752.56 ns; the output serves whichever the
+// kernel delivers first, then alternates between its inputs, one packet every 43.52 ns. The
+// first source's last packet leaves at slot 6, the second's at slot 7.
+TEST(Fabric, SwitchAlternatesFairlyBetweenTwoInputs) {
+  const auto topo = two_into_one();
+  Fabric f("fabric", topo, params());
+  std::vector<std::uint32_t> order;
+  f.set_delivery_observer([&](const Packet& p) {
+    order.push_back(p.transfer->record.request.src.v);
+  });
+  TransferHandle ha, hb;
+  sc_core::sc_spawn([&] {
+    ha = f.start({ChipId{0}, ChipId{2}, 4 * 4096, 1, 0, 0});
+    hb = f.start({ChipId{1}, ChipId{2}, 4 * 4096, 2, 0, 0});
+  });
+  sc_core::sc_start();
+  ASSERT_EQ(order.size(), 8u);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    EXPECT_EQ(order[i], order[i % 2]) << "delivery " << i;
+  }
+  EXPECT_NE(order[0], order[1]);
+  const auto& first = order[0] == 0 ? ha : hb;
+  const auto& second = order[0] == 0 ? hb : ha;
+  EXPECT_DOUBLE_EQ(ns(first.record().completed), 752.56 + 7 * 43.52 + 100 + 500);
+  EXPECT_DOUBLE_EQ(ns(second.record().completed), 752.56 + 8 * 43.52 + 100 + 500);
+  const auto& b = second.record().last_packet;
+  EXPECT_DOUBLE_EQ(b.switching.si * 1e9, 150);
+  // Ready at 752.56 + 3 x 43.52 (its source sends back to back), leaves at 752.56 + 7 x 43.52.
+  EXPECT_NEAR(b.queueing.si * 1e9, 4 * 43.52, 1e-6);
+  EXPECT_EQ(f.vcs(), 2);
+}
+
+// Chip 0 (0,0) to chip 10 (2,2) of a 4x4 torus: 4 links, relayed by 3 chips. A 64 B message is
+// one 256 B flit, 2 ns per 128 GB/s link.
+TEST(Fabric, TorusRouteCrossesExpectedChips) {
+  const auto topo = torus4x4();
+  Fabric f("fabric", topo, params());
+  TransferHandle h;
+  sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{10}, 64, 3, 0, 0}); });
+  sc_core::sc_start();
+  const auto& b = h.record().last_packet;
+  EXPECT_EQ(b.hops, 4);
+  EXPECT_DOUBLE_EQ(b.forwarding.si * 1e9, 3 * 50);
+  EXPECT_DOUBLE_EQ(b.link.si * 1e9, 4 * 29);
+  EXPECT_NEAR(b.serialisation.si * 1e9, 4 * 2, 1e-9);
+  EXPECT_DOUBLE_EQ(ns(h.record().completed), 1000 + 4 * (2 + 29) + 3 * 50);
+  EXPECT_EQ(f.diameter(), 4);
+}
+
+// Every chip sends 64 KiB to every other with receive buffers of one packet: links stall on
+// credits, the model's own checks (credits in [0, buffer]) hold, and nothing is lost.
+TEST(Fabric, CreditsStayWithinBufferUnderSaturation) {
+  const auto topo = torus4x4();
+  auto p = params();
+  p.vc_buffer = Bytes(17 * 256);  // one 4096 B packet
+  Fabric f("fabric", topo, p);
+  sc_core::sc_spawn([&] {
+    for (std::uint32_t a = 0; a < 16; ++a) {
+      for (std::uint32_t b = 0; b < 16; ++b) {
+        if (a != b) f.start({ChipId{a}, ChipId{b}, 65536, a * 16 + b, 0, 0});
+      }
+    }
+  });
+  sc_core::sc_start();
+  f.finish(sc_core::sc_time_stamp());
+  const auto t = f.totals();
+  EXPECT_GT(t.credit_stall_ns, 0);
+  EXPECT_EQ(t.transfers_completed, 240u);
+  EXPECT_EQ(t.bytes_delivered, 240u * 65536);
+  for (std::size_t l = 0; l < f.link_count(); ++l) {
+    for (int d = 0; d < 2; ++d) {
+      const auto& dir = f.link(topo::LinkId{std::uint32_t(l)}).direction(d);
+      EXPECT_EQ(dir.capacity(), 17u);
+      EXPECT_LE(dir.max_reserved(), 17);
+      for (int vc = 0; vc < f.vcs(); ++vc) EXPECT_EQ(dir.credits(vc), 17);  // all returned
+    }
+  }
+}
+
+// Saturation with packets sprayed over equal-cost paths (so they may overtake each other): every
+// payload byte of every transfer arrives exactly once.
+TEST(Fabric, ConservationUnderSaturation) {
+  const auto topo = torus4x4();
+  auto p = params();
+  p.spreading = config::FabricSpreading::per_packet;
+  Fabric f("fabric", topo, p);
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::uint64_t>> seen;
+  std::uint64_t duplicates = 0, bytes = 0;
+  f.set_delivery_observer([&](const Packet& pk) {
+    const auto& r = pk.transfer->record.request;
+    if (!seen[{r.src.v, r.dst.v}].insert(pk.offset).second) ++duplicates;
+    bytes += pk.payload;
+  });
+  const std::uint64_t size = 100000;  // 24 full packets and one of 1696 B
+  sc_core::sc_spawn([&] {
+    for (std::uint32_t a = 0; a < 16; ++a) {
+      for (std::uint32_t b = 0; b < 16; ++b) {
+        if (a != b) f.start({ChipId{a}, ChipId{b}, size, a * 16 + b, 0, 0});
+      }
+    }
+  });
+  sc_core::sc_start();
+  f.finish(sc_core::sc_time_stamp());
+  const auto t = f.totals();
+  EXPECT_EQ(duplicates, 0u);
+  EXPECT_EQ(bytes, 240 * size);
+  EXPECT_EQ(t.bytes_injected, 240 * size);
+  EXPECT_EQ(t.bytes_delivered, 240 * size);
+  EXPECT_EQ(t.packets_injected, 240u * 25);
+  EXPECT_EQ(t.packets_delivered, 240u * 25);
+  EXPECT_EQ(t.packets_in_flight, 0u);
+  EXPECT_GT(t.credit_stall_ns, 0);
+  for (const auto& [pair, offsets] : seen) EXPECT_EQ(offsets.size(), 25u);
+}
+
+// A memory that reads in 200 ns and writes in 300 ns: the packet's tail leaves 200 + 2.56 ns
+// after the source overhead, and the destination frees it 300 ns after its tail arrives.
+class FixedMemory : public MemoryPort {
+ public:
+  explicit FixedMemory(double read_ns, double write_ns) : r_(read_ns), w_(write_ns) {}
+  sc_core::sc_time access(const MemRequest& q) override {
+    ++calls;
+    return now() + sc_core::sc_time(q.write ? w_ : r_, sc_core::SC_NS);
+  }
+  int calls = 0;
+
+ private:
+  double r_, w_;
+};
+
+TEST(Fabric, MemoryPortsChargeSourceReadAndDestinationWrite) {
+  const auto topo = two_chips();
+  FixedMemory m0(200, 300), m1(200, 300);
+  Fabric f("fabric", topo, params(), nullptr, {&m0, &m1});
+  TransferHandle h;
+  sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{1}, 1000, 0, 0, 0}); });
+  sc_core::sc_start();
+  EXPECT_DOUBLE_EQ(ns(h.record().completed), 500 + 202.56 + 100 + 300 + 500);
+  EXPECT_EQ(m0.calls, 1);
+  EXPECT_EQ(m1.calls, 1);
+}
+
+TEST(Fabric, TooFewVirtualChannelsIsConfigError) {
+  const auto topo = torus4x4();
+  auto p = params();
+  p.vcs = 3;
+  try {
+    Fabric f("fabric", topo, p);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/rack/fabric/vcs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at least 4"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Fabric, BufferSmallerThanAPacketIsConfigError) {
+  const auto topo = two_chips();
+  auto p = params();
+  p.vc_buffer = Bytes(4096);  // a 4096 B packet needs 17 flits
+  EXPECT_THROW(Fabric("fabric", topo, p), ConfigError);
+}
+
+TEST(Fabric, SelfTransferIsInputError) {
+  const auto topo = two_chips();
+  Fabric f("fabric", topo, params());
+  EXPECT_THROW(f.start({ChipId{1}, ChipId{1}, 64, 0, 0, 0}), InputError);
+  EXPECT_THROW(f.start({ChipId{0}, ChipId{2}, 64, 0, 0, 0}), InputError);
+}
+
+// ---- the bench binary ---------------------------------------------------------------------------
+
+struct Run {
+  int status;
+  std::string out;
+};
+
+Run run(const std::string& args) {
+  const std::string cmd = std::string("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ") + TRNSIM_BINARY +
+                          " " + args + " 2>&1";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) return {-1, ""};
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  const int st = ::pclose(pipe);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+nlohmann::json without_host_figures(const std::string& text) {
+  auto j = nlohmann::json::parse(text);
+  j["run"].erase("wall_s");
+  j["run"].erase("events_per_s");
+  return j;
+}
+
+TEST(FabricBench, SameRunTwiceGivesIdenticalStatistics) {
+  const std::string args = std::string("bench traffic --config ") + TRNSIM_SOURCE_DIR +
+                           "/configs/racks/trn2-instance.json --pattern uniform --load 0.9 "
+                           "--window 5us --warmup 2us --json";
+  const auto a = run(args), b = run(args);
+  ASSERT_EQ(a.status, 0) << a.out;
+  ASSERT_EQ(b.status, 0) << b.out;
+  const auto ja = without_host_figures(a.out), jb = without_host_figures(b.out);
+  EXPECT_EQ(ja, jb);
+  EXPECT_GT(ja["messages_measured"].get<int>(), 0);
+}
+
+TEST(FabricBench, BadArgumentsAreInputErrors) {
+  const std::string cfg =
+      std::string(" --config ") + TRNSIM_SOURCE_DIR + "/configs/racks/trn2-instance.json";
+  for (const char* args :
+       {"bench traffic --load 1.5", "bench traffic --load 0", "bench traffic --pattern ring",
+        "bench traffic --pattern all-to-all --load 0.5", "bench traffic --pattern all-to-all "
+        "--bytes 512", "bench traffic --pattern bisection --bytes 1GiB",
+        "bench traffic --sweep --load 0.3", "bench traffic --window 0us",
+        "bench ping --bytes lots"}) {
+    const auto r = run(std::string(args) + cfg);
+    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace trnsim::model
