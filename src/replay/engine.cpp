@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -73,6 +74,19 @@ struct Replay::Impl {
   std::vector<OpRecord> records;
   std::vector<CollectiveRecord> coll_records;
   sc_time last_end = sc_core::SC_ZERO_TIME;
+  // The first error thrown inside a process: the simulation stops and check_finished() rethrows
+  // it, so a bad op becomes the same typed error as anywhere else (not a SystemC report).
+  std::exception_ptr error;
+
+  template <class F>
+  void guarded(F&& f) {
+    try {
+      f();
+    } catch (...) {
+      if (!error) error = std::current_exception();
+      sc_core::sc_stop();
+    }
+  }
 
   Impl(const trace::Workload& wl, Machine& m, const config::ReplayParams& p, std::vector<int> map)
       : w(wl), machine(m), params(p), chip_of(std::move(map)) {
@@ -162,7 +176,7 @@ struct Replay::Impl {
 
   void spawn(int r, std::size_t i) {
     sc_core::sc_spawn_options opt;
-    sc_core::sc_spawn([this, r, i] { run_op(r, i); }, nullptr, &opt);
+    sc_core::sc_spawn([this, r, i] { guarded([&] { run_op(r, i); }); }, nullptr, &opt);
   }
 
   void start_all() {
@@ -228,15 +242,7 @@ struct Replay::Impl {
         sc_core::sc_spawn_options opt;
         sc_core::sc_spawn(
             [this, &inst, me, peer, bytes, chip] {
-              while (!inst.arrived[std::size_t(peer)]) sc_core::wait(inst.arrival);
-              const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(peer)])];
-              machine.transfer(chip, dst_chip, bytes,
-                               mix(inst.id, std::uint64_t(me) << 32 | std::uint64_t(peer)));
-              inst.delivered[std::size_t(peer)][me]++;
-              inst.delivery[std::size_t(peer)]->notify(sc_core::SC_ZERO_TIME);
-              if (--inst.outstanding[std::size_t(me)] == 0) {
-                inst.sent[std::size_t(me)]->notify(sc_core::SC_ZERO_TIME);
-              }
+              guarded([&] { send(inst, me, peer, bytes, chip); });
             },
             nullptr, &opt);
       }
@@ -253,6 +259,20 @@ struct Replay::Impl {
     if (inst.finished == int(inst.ranks.size())) coll_records.push_back(inst.rec);
   }
 
+  // One send of a collective step: waits for the peer to join the collective, then moves the
+  // data and counts the delivery at the peer.
+  void send(Instance& inst, int me, int peer, std::uint64_t bytes, int chip) {
+    while (!inst.arrived[std::size_t(peer)]) sc_core::wait(inst.arrival);
+    const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(peer)])];
+    machine.transfer(chip, dst_chip, bytes,
+                     mix(inst.id, std::uint64_t(me) << 32 | std::uint64_t(peer)));
+    inst.delivered[std::size_t(peer)][me]++;
+    inst.delivery[std::size_t(peer)]->notify(sc_core::SC_ZERO_TIME);
+    if (--inst.outstanding[std::size_t(me)] == 0) {
+      inst.sent[std::size_t(me)]->notify(sc_core::SC_ZERO_TIME);
+    }
+  }
+
   std::string describe_op(int r, std::size_t i) const {
     const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
     return fmt::format("rank {} op {}{} ({})", r, op.id,
@@ -261,6 +281,7 @@ struct Replay::Impl {
   }
 
   void check_finished() const {
+    if (error) std::rethrow_exception(error);
     std::vector<std::string> problems;
     std::set<const Instance*> reported;
     std::size_t unfinished = 0;

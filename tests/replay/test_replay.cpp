@@ -226,3 +226,26 @@ TEST(Replay, MoreRanksThanChipsIsAnError) {
   SimpleMachine m(2, 100e9, 0, 1e12);
   EXPECT_THROW(Replay("replay", w, m, {}), TraceError);
 }
+
+// An error inside a simulated op (an op the chip cannot run) stops the run and comes back as the
+// same typed error, not as a SystemC report.
+TEST(Replay, ErrorInsideAnOpIsRethrownTyped) {
+  class Refusing : public SimpleMachine {
+   public:
+    Refusing() : SimpleMachine(1, 1e9, 0, 1e12) {}
+    void compute(int, const trace::Op& op) override {
+      throw ConfigError("op " + std::to_string(op.id) + " does not fit");
+    }
+  };
+  auto w = world(1);
+  w.ranks[0].ops = {gemm(4, 8, 8, 8)};
+  Refusing m;
+  Replay replay("replay", w, m, {});
+  sc_core::sc_start();
+  try {
+    replay.check_finished();
+    FAIL() << "expected the op's error";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()), "op 4 does not fit");
+  }
+}
