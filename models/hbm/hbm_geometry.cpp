@@ -100,6 +100,10 @@ HbmGeometry::HbmGeometry(const config::HbmParams& p) : p_(p) {
   ck_.RTP = to_ck(t.tRTP);
   ck_.RFC = to_ck(t.tRFC);
   ck_.REFI = to_ck(t.tREFI);
+  ck_.RFCsb = to_ck(t.tRFCsb);
+  ck_.REFIsb = to_ck(t.tREFIsb);
+  ck_.RREFD = to_ck(t.tRREFD);
+  ck_.RTW = t.tRTW_ck;
   ck_.CCD_S = t.tCCD_S_ck;
   ck_.CCD_L = t.tCCD_L_ck;
   ck_.BL = t.burst_ck;
@@ -108,6 +112,30 @@ HbmGeometry::HbmGeometry(const config::HbmParams& p) : p_(p) {
         "{0}/timing/tREFI, {0}/timing/tRFC: the refresh interval ({1}) must exceed the refresh "
         "cycle time ({2})",
         kHbm, format(t.tREFI), format(t.tRFC)));
+  }
+  if (p.refresh_mode == config::RefreshMode::per_bank) {
+    // Every bank gets one REFsb per banks_per_pc x tREFIsb; that must not be longer than tREFI
+    // (1 % slack: the sources round tREFIsb up, e.g. 48 x 82 ns = 3936 ns for 3.9 us).
+    const double period = double(banks_per_pc()) * t.tREFIsb.si;
+    if (period > 1.01 * t.tREFI.si) {
+      throw ConfigError(fmt::format(
+          "{0}/timing/tREFIsb: each bank is refreshed every sids x bank_groups x banks_per_group "
+          "x tREFIsb = {1} x {2} = {3}, longer than {0}/timing/tREFI ({4}); expected tREFIsb <= "
+          "{5} (tREFI / {1})",
+          kHbm, banks_per_pc(), format(t.tREFIsb), format(Duration(period)), format(t.tREFI),
+          format(Duration(t.tREFI.si / double(banks_per_pc())))));
+    }
+    if (ck_.REFIsb < ck_.RREFD) {
+      throw ConfigError(fmt::format(
+          "{0}/timing/tREFIsb, {0}/timing/tRREFD: per-bank refreshes of a pseudo-channel ({1} "
+          "apart) cannot be closer than tRREFD ({2})",
+          kHbm, format(t.tREFIsb), format(t.tRREFD)));
+    }
+    if (ck_.RFCsb >= ck_.REFIsb * banks_per_pc()) {
+      throw ConfigError(fmt::format(
+          "{0}/timing/tRFCsb: a bank's refresh ({1}) must end before its next one ({2} later)",
+          kHbm, format(t.tRFCsb), format(Duration(double(banks_per_pc()) * t.tREFIsb.si))));
+    }
   }
   if (ck_.RAS > ck_.RC) {
     throw ConfigError(fmt::format("{0}/timing/tRAS, {0}/timing/tRC: tRAS ({1}) exceeds tRC ({2})",

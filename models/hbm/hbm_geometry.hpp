@@ -13,15 +13,14 @@ namespace trnsim::model {
 // HBM3/HBM3E move 4 bits per pin per command clock (CK = data rate / 4, see the spec table in
 // /work/shared/specs/energy-and-timing.md section 2.2), so BL8 on a 32-bit pseudo-channel is 2 tCK.
 inline constexpr int kBitsPerPinPerClock = 4;
-// Data-bus gap when a write follows a read on one pseudo-channel (not a preset field).
-inline constexpr int kReadToWriteTurnaroundCk = 2;
 
 // Timings in command clocks (each rounded up to a whole clock, as a controller must).
 struct HbmCycles {
   std::int64_t CL = 0, RCD = 0, RP = 0, RAS = 0, RC = 0, WR = 0, CWL = 0, RRD_S = 0, RRD_L = 0,
                FAW = 0, WTR_S = 0, WTR_L = 0, RTP = 0, RFC = 0, REFI = 0;
+  std::int64_t RFCsb = 0, REFIsb = 0, RREFD = 0;  // per-bank refresh
   std::int64_t CCD_S = 0, CCD_L = 0, BL = 0;  // BL: clocks a burst occupies the data bus
-  std::int64_t RTW = kReadToWriteTurnaroundCk;
+  std::int64_t RTW = 0;                       // read data end to write data start
 };
 
 // Where one byte address lives. Banks are numbered inside a pseudo-channel:

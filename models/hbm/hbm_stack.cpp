@@ -11,6 +11,7 @@ HbmStack::HbmStack(const sc_core::sc_module_name& name, const HbmGeometry& geo)
     : Block(name),
       geo_(geo),
       ck_(geo.ck()),
+      per_bank_(geo.params().refresh_mode == config::RefreshMode::per_bank),
       s_bytes_read_(stats().add("bytes_read", "B", "bytes read over the DRAM bus (whole bursts)")),
       s_bytes_written_(
           stats().add("bytes_written", "B", "bytes written over the DRAM bus (whole bursts)")),
@@ -21,7 +22,9 @@ HbmStack::HbmStack(const sc_core::sc_module_name& name, const HbmGeometry& geo)
       s_misses_(stats().add("row_misses", "count", "runs that found their bank precharged")),
       s_conflicts_(
           stats().add("row_conflicts", "count", "runs that found another row open (PRE first)")),
-      s_refreshes_(stats().add("refreshes", "count", "all-bank refreshes of a channel")),
+      s_refreshes_(stats().add("refreshes", "count",
+                               "refresh commands: REFab of a channel (all_bank) or REFsb of a "
+                               "bank (per_bank)")),
       s_refresh_delays_(
           stats().add("refresh_delays", "count", "runs moved behind a refresh window")),
       s_busy_(stats().add("bus_busy_time", "s",
@@ -38,36 +41,73 @@ HbmStack::HbmStack(const sc_core::sc_module_name& name, const HbmGeometry& geo)
   for (int c = 0; c < p.channels; ++c) {
     phase_.push_back(std::int64_t(c + 1) * ck_.REFI / p.channels);
   }
+  const int pcs = geo.pcs_per_stack();
+  for (int i = 0; i < pcs; ++i) sb_phase_.push_back(std::int64_t(i + 1) * ck_.REFIsb / pcs);
+  rotation_pos_.assign(std::size_t(geo.banks_per_pc()), 0);
+  for (int k = 0; k < geo.banks_per_pc(); ++k) rotation_pos_[std::size_t(refsb_bank(0, k))] = k;
   set_static_power(p.energy.background_per_stack);
+}
+
+std::int64_t HbmStack::Periodic::overlap(std::int64_t a, std::int64_t b) const {
+  const std::int64_t k = index(a);
+  if (k >= 0 && a < start(k) + length) return k;
+  if (start(k + 1) < b) return k + 1;
+  return -1;
 }
 
 std::int64_t HbmStack::refresh_start(int channel, std::int64_t k) const {
   return phase_[std::size_t(channel)] + k * ck_.REFI;
 }
 
-std::int64_t HbmStack::refresh_index(int channel, std::int64_t t) const {
-  const std::int64_t ph = phase_[std::size_t(channel)];
-  return t < ph ? -1 : (t - ph) / ck_.REFI;
+std::int64_t HbmStack::refsb_start(int pc, std::int64_t k) const {
+  return sb_phase_[std::size_t(pc)] + k * ck_.REFIsb;
 }
 
-std::int64_t HbmStack::refresh_overlap(int channel, std::int64_t a, std::int64_t b) const {
-  const std::int64_t k = refresh_index(channel, a);
-  if (k >= 0 && a < refresh_start(channel, k) + ck_.RFC) return k;
-  if (refresh_start(channel, k + 1) < b) return k + 1;
-  return -1;
+int HbmStack::refsb_bank(int pc, std::int64_t k) const {
+  // Bank group fastest, so consecutive REFsb of a PC fall into different bank groups.
+  const auto& p = geo_.params();
+  const std::int64_t pos = (k + rotation_start(pc)) % geo_.banks_per_pc();
+  const int g = int(pos % p.bank_groups);
+  const int bank = int(pos / p.bank_groups % p.banks_per_group);
+  const int sid = int(pos / (p.bank_groups * p.banks_per_group));
+  return (sid * p.bank_groups + g) * p.banks_per_group + bank;
+}
+
+HbmStack::Periodic HbmStack::refresh_of(int pc, int bank) const {
+  if (per_bank_) {
+    const int b = geo_.banks_per_pc();
+    const int first = (rotation_pos_[std::size_t(bank)] - rotation_start(pc) + b) % b;
+    return {refsb_start(pc, first), ck_.REFIsb * b, ck_.RFCsb};
+  }
+  return {phase_[std::size_t(pc / geo_.params().pseudo_channels)], ck_.REFI, ck_.RFC};
+}
+
+std::int64_t HbmStack::after_rrefd(int pc, int sid, std::int64_t t) const {
+  const Periodic all{sb_phase_[std::size_t(pc)], ck_.REFIsb, ck_.RREFD};
+  const int per_sid = geo_.params().bank_groups * geo_.params().banks_per_group;
+  for (std::int64_t k = all.index(t); k >= 0; k = all.index(t)) {
+    if (refsb_bank(pc, k) / per_sid != sid || t >= all.start(k) + ck_.RREFD) break;
+    t = all.start(k) + ck_.RREFD;
+  }
+  return t;
 }
 
 std::uint64_t HbmStack::refreshes_before(std::int64_t t) const {
   std::uint64_t n = 0;
-  for (int c = 0; c < int(phase_.size()); ++c) n += std::uint64_t(refresh_index(c, t - 1) + 1);
+  const auto& phases = per_bank_ ? sb_phase_ : phase_;
+  const std::int64_t period = per_bank_ ? ck_.REFIsb : ck_.REFI;
+  for (const std::int64_t ph : phases) n += std::uint64_t(Periodic{ph, period, 0}.index(t - 1) + 1);
   return n;
 }
 
 std::int64_t HbmStack::reserve(const Run& r, std::int64_t arrival, RowResult* result) {
   const auto& p = geo_.params();
-  Pc& pc = pcs_[std::size_t(r.channel * p.pseudo_channels + r.pseudo_channel)];
+  const int pci = r.channel * p.pseudo_channels + r.pseudo_channel;
+  Pc& pc = pcs_[std::size_t(pci)];
   const int g = r.bank_group;
-  Bank& bk = pc.banks[std::size_t((r.sid * p.bank_groups + g) * p.banks_per_group + r.bank)];
+  const int bank_index = (r.sid * p.bank_groups + g) * p.banks_per_group + r.bank;
+  Bank& bk = pc.banks[std::size_t(bank_index)];
+  const Periodic ref = refresh_of(pci, bank_index);
   const std::int64_t n = r.bursts;
   const std::int64_t lat = r.write ? ck_.CWL : ck_.CL;
   const std::int64_t bus_step = std::max(ck_.BL, ck_.CCD_S);  // per burst on the data bus
@@ -93,6 +133,7 @@ std::int64_t HbmStack::reserve(const Run& r, std::int64_t arrival, RowResult* re
       }
       act = std::max({act_min, pc.last_act + ck_.RRD_S, pc.last_act_bg[std::size_t(g)] + ck_.RRD_L,
                       pc.faw[std::size_t(pc.faw_pos)] + ck_.FAW});
+      if (per_bank_) act = after_rrefd(pci, r.sid, act);
       if (kind == RowResult::miss) first_cmd = act;
       cmd_ready = act + ck_.RCD;
     }
@@ -107,14 +148,22 @@ std::int64_t HbmStack::reserve(const Run& r, std::int64_t arrival, RowResult* re
     end = std::max(bus_start + (n - 1) * bus_step + ck_.BL, bg_start + (n - 1) * bg_step + ck_.BL);
     if (kind == RowResult::hit) first_cmd = bg_start - lat;
     // A refresh since the row was last used precharged it: the run is a miss after all.
-    if (open && refresh_index(r.channel, first_cmd) > refresh_index(r.channel, bk.last_cmd)) {
+    if (open && ref.index(first_cmd) > ref.index(bk.last_cmd)) {
       open = false;
       continue;
     }
-    // No command or data of the run may fall into a refresh of its channel: move it behind.
-    const std::int64_t k = refresh_overlap(r.channel, first_cmd, end);
+    // all_bank: no command or data of the run may fall into a refresh of its channel. per_bank:
+    // the bank must be idle and precharged (tRTP/tWR, then tRP) when its REFsb starts; other
+    // banks and the data bus are not blocked. Otherwise move the run behind the refresh.
+    std::int64_t busy_end = end;
+    if (per_bank_) {
+      const std::int64_t last_col = end - ck_.BL - lat;
+      busy_end = std::max({kind == RowResult::hit ? bk.pre_ready : act + ck_.RAS,
+                           r.write ? end + ck_.WR : last_col + ck_.RTP}) + ck_.RP;
+    }
+    const std::int64_t k = ref.overlap(first_cmd, busy_end);
     if (k < 0) break;
-    earliest = refresh_start(r.channel, k) + ck_.RFC;
+    earliest = ref.start(k) + ref.length;
     open = false;
     s_refresh_delays_ += 1;
   }
@@ -185,7 +234,13 @@ void HbmStack::account_until(std::int64_t t_ck) {
     add_energy("hbm_phy", Energy(e.phy.si * bits));
     add_energy("hbm_controller", Energy(e.controller.si * bits));
   }
-  if (pending_ref_) add_energy("hbm_refresh", e.refresh_per_channel * double(pending_ref_));
+  if (pending_ref_) {
+    // A REFsb refreshes one bank of the pseudo_channels x banks_per_pc that one REFab of the
+    // channel refreshes, and each bank gets one per tREFI in both modes: same energy per time.
+    const double per_ref =
+        per_bank_ ? 1.0 / double(geo_.params().pseudo_channels * geo_.banks_per_pc()) : 1.0;
+    add_energy("hbm_refresh", e.refresh_per_channel * (per_ref * double(pending_ref_)));
+  }
   pending_acts_ = pending_rd_ = pending_wr_ = pending_ref_ = 0;
   if (first_arrival_ >= 0 && last_end_ > first_arrival_) {
     s_bandwidth_.value = (s_bytes_read_.value + s_bytes_written_.value) /

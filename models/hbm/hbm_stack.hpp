@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // One HBM stack: channels x pseudo-channels, each with SIDs x bank groups x banks, an open row
 // and timing state per bank, a data bus per pseudo-channel, activation limits, read/write
-// turnaround and all-bank refresh per channel.
+// turnaround and refresh: all-bank per channel (REFab) or per-bank per pseudo-channel (REFsb).
 //
 // Granularity: one reservation per run = the consecutive bursts of one request inside one
 // interleave unit (at most interleave_bytes / burst_bytes bursts, all in one open row of one
@@ -45,10 +45,18 @@ class HbmStack : public Block {
   // since the last call into the Block's energy.
   void account_until(std::int64_t t_ck);
 
-  // Start clock of refresh `k` (k >= 0) of `channel`; all-bank refresh of a channel occupies
-  // [start, start + tRFC). Channels are staggered by tREFI / channels so that the stack never
-  // refreshes all channels at once.
+  // refresh_mode all_bank: start clock of refresh `k` (k >= 0) of `channel`; all-bank refresh of
+  // a channel occupies [start, start + tRFC). Channels are staggered by tREFI / channels so that
+  // the stack never refreshes all channels at once.
   std::int64_t refresh_start(int channel, std::int64_t k) const;
+  // refresh_mode per_bank: REFsb `k` (k >= 0) of pseudo-channel `pc` (channel x pseudo_channels +
+  // pseudo-channel) starts at refsb_start(pc, k) and blocks bank refsb_bank(pc, k) (bank index
+  // as in HbmLocation) for tRFCsb. A PC refreshes one bank every tREFIsb, rotating bank group
+  // fastest, then bank, then SID, so every bank is refreshed once per banks x tREFIsb. PCs are
+  // staggered in time by tREFIsb / PCs and start their rotations at different banks (PC i at
+  // position i x banks / PCs), so the stack never refreshes the same bank of every PC at once.
+  std::int64_t refsb_start(int pc, std::int64_t k) const;
+  int refsb_bank(int pc, std::int64_t k) const;
 
   // Counters, for the system and the tests.
   std::uint64_t activates() const { return activates_; }
@@ -74,15 +82,32 @@ class HbmStack : public Block {
     std::vector<Bank> banks;
   };
 
-  std::int64_t refresh_index(int channel, std::int64_t t) const;  // last refresh started <= t
-  // First refresh window of `channel` that intersects [a, b), or -1.
-  std::int64_t refresh_overlap(int channel, std::int64_t a, std::int64_t b) const;
+  // A periodic refresh: windows [phase + k x period, ... + length), k >= 0.
+  struct Periodic {
+    std::int64_t phase = 0, period = 1, length = 0;
+    std::int64_t start(std::int64_t k) const { return phase + k * period; }
+    std::int64_t index(std::int64_t t) const {  // last window started <= t, or -1
+      return t < phase ? -1 : (t - phase) / period;
+    }
+    std::int64_t overlap(std::int64_t a, std::int64_t b) const;  // first window meeting [a, b)
+  };
+  // The refresh windows that block bank `bank` of pseudo-channel `pc` (all_bank: its channel's).
+  Periodic refresh_of(int pc, int bank) const;
+  // Earliest clock >= t at which pseudo-channel `pc` may activate a bank of `sid`: tRREFD after a
+  // REFsb to the same SID.
+  std::int64_t after_rrefd(int pc, int sid, std::int64_t t) const;
   std::uint64_t refreshes_before(std::int64_t t) const;
 
   const HbmGeometry& geo_;
   const HbmCycles ck_;
   std::vector<Pc> pcs_;
-  std::vector<std::int64_t> phase_;  // per channel
+  const bool per_bank_;
+  std::vector<std::int64_t> phase_;     // per channel (all_bank)
+  std::vector<std::int64_t> sb_phase_;  // per pseudo-channel (per_bank)
+  std::vector<int> rotation_pos_;       // per bank index: its place in the REFsb rotation
+  int rotation_start(int pc) const {
+    return int(std::int64_t(pc) * geo_.banks_per_pc() / std::int64_t(pcs_.size()));
+  }
   std::int64_t first_arrival_ = -1, last_end_ = 0, accounted_ = 0;
   std::uint64_t activates_ = 0, bursts_read_ = 0, bursts_written_ = 0, refreshes_ = 0;
   // Counted but not yet passed to add_energy (add_energy is a map lookup; see account_until).

@@ -5,7 +5,11 @@
 // Trainium3 preset (configs/chips/trn3.json): 4.9 TB/s over 4 stacks x 1024 pins = 9.5703125 Gb/s
 // per pin, tCK = 4 / 9.5703125e9 s = 0.41796 ns. In clocks (ns / tCK, rounded up):
 // tCL 35, tRCD 35, tRP 35, tRAS 83, tRC 116, tWR 39, tCWL 11, tRRD_S 3, tRRD_L 6, tFAW 72,
-// tWTR_S 15, tWTR_L 20, tRTP 15, tRFC 1197, tREFI 9332; tCCD_S 2, tCCD_L 4, burst 2.
+// tWTR_S 15, tWTR_L 20, tRTP 15, tRFC 1197, tREFI 9332; tCCD_S 2, tCCD_L 4, burst 2;
+// per-bank refresh: tRFCsb 479, tREFIsb 197, tRREFD 20; read-to-write gap 2.
+//
+// The single-access tests compute their clocks with all-bank refresh (the first refresh, channel
+// 0's, starts at clock 583, after them); the PerBank tests use the preset's default, per_bank.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,10 +25,16 @@ int sc_main(int, char**) { return 1; }
 namespace trnsim::model {
 namespace {
 
-config::HbmParams trn(const char* chip) {
+config::HbmParams preset(const char* chip) {
   const auto c =
       config::load_config(std::string(TRNSIM_SOURCE_DIR) + "/configs/chips/" + chip + ".json");
   return c.config.chip->hbm;
+}
+
+config::HbmParams trn(const char* chip) {
+  auto p = preset(chip);
+  p.refresh_mode = config::RefreshMode::all_bank;
+  return p;
 }
 
 const double kTck = 4.0 / 9.5703125e9;  // seconds, Trainium3
@@ -77,6 +87,10 @@ TEST(HbmGeometry, DerivedClockAndTimingsTrn3) {
   EXPECT_EQ(c.RTP, 15);
   EXPECT_EQ(c.RFC, 1197);
   EXPECT_EQ(c.REFI, 9332);
+  EXPECT_EQ(c.RFCsb, 479);   // 200 / 0.41796 = 478.5
+  EXPECT_EQ(c.REFIsb, 197);  // 82 / 0.41796 = 196.2
+  EXPECT_EQ(c.RREFD, 20);    // 8.1 / 0.41796 = 19.4
+  EXPECT_EQ(c.RTW, 2);
   // 144 GiB; 36 GiB per stack / (32 PCs x 48 banks x 1 KiB) = 24576 rows per bank.
   EXPECT_EQ(g.capacity(), 144ull << 30);
   EXPECT_EQ(g.rows_per_bank(), 24576);
@@ -89,6 +103,9 @@ TEST(HbmGeometry, DerivedClockTrn2) {
   EXPECT_NEAR(g.peak_bytes_per_s(), 2.9e12, 1.0);
   EXPECT_EQ(g.ck().CL, 21);   // 14.742 / 0.70621 = 20.87
   EXPECT_EQ(g.ck().FAW, 43);  // 30.186 / 0.70621 = 42.74
+  EXPECT_EQ(g.ck().RFCsb, 284);  // 200.07 / 0.70621 = 283.3
+  EXPECT_EQ(g.ck().REFIsb, 173);  // 122 / 0.70621 = 172.8
+  EXPECT_EQ(g.ck().RREFD, 12);    // 8.424 / 0.70621 = 11.9
   EXPECT_EQ(g.rows_per_bank(), 24576);  // 24 GiB / (32 x 32 banks x 1 KiB)
 }
 
@@ -286,6 +303,149 @@ TEST(HbmSystem, AddressOutsideCapacityIsInputError) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("outside the HBM"), std::string::npos) << e.what();
   }
+}
+
+TEST(HbmGeometry, PresetsDefaultToPerBankRefresh) {
+  EXPECT_EQ(preset("trn3").refresh_mode, config::RefreshMode::per_bank);
+  EXPECT_EQ(preset("trn2").refresh_mode, config::RefreshMode::per_bank);
+}
+
+TEST(HbmGeometry, PerBankRefreshIntervalTooLongIsConfigError) {
+  // 48 banks per PC x 122 ns (the 8-Hi value) = 5.86 us: banks would go unrefreshed for longer
+  // than tREFI = 3.9 us.
+  auto p = preset("trn3");
+  p.timing.tREFIsb = Duration(122e-9);
+  try {
+    HbmGeometry g(p);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("/chip/hbm/timing/tREFIsb"), std::string::npos) << m;
+    EXPECT_NE(m.find("48"), std::string::npos) << m;
+  }
+  // Not checked when the mode does not use it.
+  p.refresh_mode = config::RefreshMode::all_bank;
+  EXPECT_NO_THROW(HbmGeometry{p});
+}
+
+TEST(HbmSystem, ReadToWriteTurnaroundIsAField) {
+  auto p = trn("trn3");
+  p.timing.tRTW_ck = 10;
+  HbmSystem h("hbm", p);
+  // Read bank group 0: ACT 0, data 70..72.
+  expect_time(h.access_at({0, 32, false}, sc_core::SC_ZERO_TIME), done_at(72));
+  // Write bank group 1 of the same PC: ACT just in time at 72 - tCWL - tRCD = 26, data ready at
+  // 72, but not before read end + 10 = 82: data 82..84 (with the preset's 2: 74..76).
+  expect_time(h.access_at({0x8000, 32, true}, sc_core::SC_ZERO_TIME), done_at(84));
+}
+
+// Per-bank refresh, Trainium3: 32 PCs per stack, 48 banks per PC. PC i issues REFsb k at
+// (i + 1) x 197 / 32 + 197 k to rotation position (k + i x 48 / 32) mod 48, position =
+// sid x 16 + bank x 4 + bank group. PC 0 (channel 0, PC 0): REFsb k at 6 + 197 k to position k:
+// bank 0 of bank group 0 (address 0) is refreshed in [6, 485), bank group 1 bank 0 (0x8000) in
+// [203, 682), bank group 0 bank 1 (0x80000, position 4) in [794, 1273).
+
+TEST(HbmPerBank, RotationAndStagger) {
+  HbmSystem h("hbm", preset("trn3"));
+  const auto& s = h.stack(0);
+  EXPECT_EQ(s.refsb_start(0, 0), 6);
+  EXPECT_EQ(s.refsb_start(0, 1), 203);
+  EXPECT_EQ(s.refsb_start(1, 0), 12);    // 2 x 197 / 32
+  EXPECT_EQ(s.refsb_start(31, 0), 197);
+  EXPECT_EQ(s.refsb_bank(0, 0), 0);
+  EXPECT_EQ(s.refsb_bank(0, 1), 4);      // bank group 1: index (0 x 4 + 1) x 4 + 0
+  EXPECT_EQ(s.refsb_bank(0, 4), 1);      // bank group 0, bank 1
+  EXPECT_EQ(s.refsb_bank(0, 16), 16);    // SID 1
+  EXPECT_EQ(s.refsb_bank(0, 48), 0);     // every bank once per 48 x tREFIsb
+  EXPECT_EQ(s.refsb_bank(1, 0), 4);      // PC 1 starts at position 48 / 32 = 1
+  EXPECT_EQ(s.refsb_bank(2, 0), 12);     // PC 2 at position 3: bank group 3
+}
+
+TEST(HbmPerBank, RequestToTheRefreshingBankWaitsOthersDoNot) {
+  HbmSystem h("hbm", preset("trn3"));
+  // At clock 100 bank 0 of PC 0 is in its REFsb [6, 485). Bank 1 of the same bank group and PC
+  // (position 4, next refresh at 794) is not: ACT 100 (the last REFsb of the PC, at 6, is more
+  // than tRREFD before), data 170..172.
+  expect_time(h.access_at({0x80000, 32, false}, at_clock(h, 100)), done_at(172));
+  EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 0);
+  // Bank 0: its ACT would be at max(just in time 172 - 70 = 102, last ACT + tRRD_L = 106) = 106,
+  // inside the REFsb, so it waits for its end: ACT 485 (REFsb 2 at 400 is 85 > tRREFD before),
+  // data 555..557.
+  expect_time(h.access_at({0, 32, false}, at_clock(h, 100)), done_at(555 + 2));
+  EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 1);
+}
+
+TEST(HbmPerBank, AllBankSameRequestsDoNotWait) {
+  // The same two reads under all-bank refresh: channel 0 refreshes only from 583, so neither
+  // waits: 172, and the second's ACT at 106 gives data 176..178.
+  HbmSystem h("hbm", trn("trn3"));
+  expect_time(h.access_at({0x80000, 32, false}, at_clock(h, 100)), done_at(172));
+  expect_time(h.access_at({0, 32, false}, at_clock(h, 100)), done_at(106 + 70 + 2));
+}
+
+TEST(HbmPerBank, PrechargeMustPrecedeTheRefresh) {
+  HbmSystem h("hbm", preset("trn3"));
+  // Bank group 1 bank 0 (0x8000) refreshes from 203. A read arriving at 100: ACT 100, READ 135,
+  // but the bank can precharge only at max(ACT + tRAS, READ + tRTP) = 183 and is closed at
+  // 183 + tRP = 218 > 203: the run goes behind the REFsb: ACT 682, data 752..754.
+  expect_time(h.access_at({0x8000, 32, false}, at_clock(h, 100)), done_at(682 + 72));
+  EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 1);
+}
+
+TEST(HbmPerBank, RunThatEndsBeforeTheRefreshIsNotDelayed) {
+  HbmSystem h("hbm", preset("trn3"));
+  // The same read arriving at 80: ACT 80, READ 115, precharged by max(163, 130) + 35 = 198 <= 203.
+  expect_time(h.access_at({0x8000, 32, false}, at_clock(h, 80)), done_at(152));
+  EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 0);
+}
+
+TEST(HbmPerBank, ActivateWaitsTrrefdAfterARefreshOfTheSameSid) {
+  HbmSystem h("hbm", preset("trn3"));
+  // REFsb 1 of PC 0 starts at 203, to a SID-0 bank. SID 1, bank group 0, bank 0 (0x200000,
+  // position 16, refreshed from 3158) at 205 is not held: ACT 205, data 275..277.
+  expect_time(h.access_at({0x200000, 32, false}, at_clock(h, 205)), done_at(277));
+  // SID 0, bank group 0, bank 1 (0x80000, position 4) at 205: ACT no earlier than just in time
+  // (277 - 70 = 207) and the last ACT in bank group 0 + tRRD_L = 211, and tRREFD after the REFsb:
+  // 203 + 20 = 223; data 293..295.
+  expect_time(h.access_at({0x80000, 32, false}, at_clock(h, 205)), done_at(295));
+}
+
+TEST(HbmPerBank, RefreshClosesTheRowOfItsBankOnly) {
+  HbmSystem h("hbm", preset("trn3"));
+  // Row 0 of 0x80000 (position 4, REFsb [794, 1273)) opened at 0: data 70..72.
+  expect_time(h.access_at({0x80000, 32, false}, sc_core::SC_ZERO_TIME), done_at(72));
+  // At 700 the REFsb of positions 0..3 (at 6, 203, 400, 597) have not closed it: a hit, READ
+  // 700, data 735..737.
+  expect_time(h.access_at({0x80000 + 32, 32, false}, at_clock(h, 700)), done_at(737));
+  EXPECT_EQ(stat(h.stack(0), "row_hits"), 1);
+  // Its own REFsb [794, 1273) did: at 1300 a miss. The PC's last REFsb before is k = 6 at 1188
+  // (more than tRREFD ago): ACT 1300, data 1370..1372.
+  expect_time(h.access_at({0x80000 + 64, 32, false}, at_clock(h, 1300)), done_at(1372));
+  EXPECT_EQ(stat(h.stack(0), "row_hits"), 1);
+  EXPECT_EQ(stat(h.stack(0), "row_misses"), 2);
+}
+
+TEST(HbmPerBank, RefreshesCountedFromTheClockWithTheirEnergy) {
+  HbmSystem h("hbm", preset("trn3"));
+  // Until clock 1971: PC i starts REFsb at p_i + 197 k with p_i = (i + 1) x 197 / 32 in [6, 197],
+  // so k = 0..9 all start before 1971 (197 + 9 x 197 = 1970): 10 per PC, 32 PCs, 4 stacks.
+  h.account_until(at_clock(h, 1971));
+  EXPECT_EQ(sum_stat(h, "refreshes"), 4 * 32 * 10);
+  // A REFsb refreshes one of the 2 PCs x 48 banks a channel's REFab (70 nJ) refreshes.
+  const auto e = collect_energy(Duration(0), &h);
+  EXPECT_NEAR(e.by_category_joules.at("hbm_refresh"), 1280 * 70e-9 / 96, 1e-15);
+}
+
+TEST(HbmPerBank, RefreshEnergyPerTimeMatchesAllBank) {
+  HbmSystem h("hbm", preset("trn3"));
+  // Until clock 48 x 197 x 2 + 6 = 18918: PC i starts REFsb k while p_i + 197 k <= 18917, i.e.
+  // k = 0..95 for every p_i in [6, 197]: 96 REFsb per PC, each bank refreshed twice.
+  h.account_until(at_clock(h, 48 * 197 * 2 + 6));
+  EXPECT_EQ(sum_stat(h, "refreshes"), 4 * 32 * 96);
+  // 96 x 32 x 70/96 nJ = 2240 nJ per stack: what two REFab of each of the 16 channels cost
+  // (16 x 2 x 70 nJ).
+  const auto e = collect_energy(Duration(0), &h);
+  EXPECT_NEAR(e.by_category_joules.at("hbm_refresh"), 4 * 2240e-9, 1e-14);
 }
 
 }  // namespace trnsim::model

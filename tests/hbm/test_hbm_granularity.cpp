@@ -2,8 +2,8 @@
 // The run granularity of HbmStack (one reservation per run of bursts in one bank, the data bus a
 // frontier) against the per-burst reference (reference_model.hpp) on the same request streams.
 // Compared: the makespan (last data beat) and the mean latency (data end - arrival) in clocks.
-// Refresh is pushed out (tREFI = 1 s) because the reference has none; refresh is the same
-// arithmetic in both granularities and is tested on its own in test_hbm.cpp.
+// Refresh is pushed out (all-bank, tREFI = 1 s) because the reference has none; refresh is the
+// same arithmetic in both granularities and is tested on its own in test_hbm.cpp.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -32,6 +32,7 @@ struct Outcome {
 config::HbmParams params() {
   auto p = config::load_config(std::string(TRNSIM_SOURCE_DIR) + "/configs/chips/trn3.json")
                .config.chip->hbm;
+  p.refresh_mode = config::RefreshMode::all_bank;
   p.timing.tREFI = Duration(1.0);
   return p;
 }

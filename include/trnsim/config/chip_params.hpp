@@ -173,7 +173,13 @@ struct CoreParams {
 struct HbmTiming {
   Duration tCL{}, tRCD{}, tRP{}, tRAS{}, tRC{}, tWR{}, tCWL{}, tRRD_S{}, tRRD_L{}, tFAW{},
       tWTR_S{}, tWTR_L{}, tRTP{}, tRFC{}, tREFI{};
+  // Per-bank (single-bank) refresh; defaults are the HBM3E 12-Hi values of
+  // /work/shared/specs/energy-and-timing.md section 2.3 (Ramulator 2 HBM3 by constant ns).
+  Duration tRFCsb = Duration(200e-9), tREFIsb = Duration(82e-9), tRREFD = Duration(8.1e-9);
   int tCCD_S_ck = 2, tCCD_L_ck = 4, burst_ck = 2;
+  // Read data end to write data start on one pseudo-channel: Ramulator 2's HBM3 RD-to-WR spacing
+  // tCL + burst + 2 - tCWL ("assuming tWPRE = 1 tCK").
+  int tRTW_ck = 2;
   template <class V>
   void visit(V& v) {
     v.field("tCL", tCL, "read latency (CAS)", Required{});
@@ -191,10 +197,19 @@ struct HbmTiming {
     v.field("tRTP", tRTP, "read to precharge", Required{});
     v.field("tRFC", tRFC, "all-bank refresh cycle time", Required{});
     v.field("tREFI", tREFI, "refresh interval", Required{});
+    v.field("tRFCsb", tRFCsb, "per-bank refresh cycle time (refresh_mode per_bank)", Positive{});
+    v.field("tREFIsb", tREFIsb,
+            "interval between per-bank refreshes of one pseudo-channel (refresh_mode per_bank)",
+            Positive{});
+    v.field("tRREFD", tRREFD,
+            "per-bank refresh to activate of another bank, same SID (refresh_mode per_bank)",
+            AtLeast{0});
     v.field("tCCD_S_ck", tCCD_S_ck, "column to column, different bank group (clocks)",
             AtLeast{1});
     v.field("tCCD_L_ck", tCCD_L_ck, "column to column, same bank group (clocks)", AtLeast{1});
     v.field("burst_ck", burst_ck, "clocks one burst occupies the data bus", AtLeast{1});
+    v.field("tRTW_ck", tRTW_ck,
+            "data-bus gap from read data to write data on one pseudo-channel (clocks)", AtLeast{0});
   }
 };
 
@@ -224,6 +239,14 @@ constexpr auto enum_names(PagePolicy) {
                     std::pair{PagePolicy::closed, std::string_view("closed")}};
 }
 
+// all_bank: REFab, a whole channel blocked for tRFC every tREFI. per_bank: REFsb, one bank of a
+// pseudo-channel blocked for tRFCsb every tREFIsb, the others usable (docs/models/hbm.md).
+enum class RefreshMode { all_bank, per_bank };
+constexpr auto enum_names(RefreshMode) {
+  return std::array{std::pair{RefreshMode::all_bank, std::string_view("all_bank")},
+                    std::pair{RefreshMode::per_bank, std::string_view("per_bank")}};
+}
+
 struct HbmParams {
   std::string type = "HBM3E";
   int stacks = 4;
@@ -240,6 +263,7 @@ struct HbmParams {
   Bytes interleave_bytes = Bytes(256);
   Duration controller_latency = Duration(40e-9);
   PagePolicy page_policy = PagePolicy::open;
+  RefreshMode refresh_mode = RefreshMode::per_bank;
   HbmTiming timing{};
   HbmEnergy energy{};
   template <class V>
@@ -261,6 +285,8 @@ struct HbmParams {
     v.field("controller_latency", controller_latency,
             "controller, PHY and on-chip path latency added to each access", AtLeast{0});
     v.field("page_policy", page_policy, "row buffer policy");
+    v.field("refresh_mode", refresh_mode,
+            "all_bank (REFab per channel) or per_bank (REFsb per bank, as HBM3 controllers use)");
     v.field("timing", timing, "DRAM timing parameters", Required{});
     v.field("energy", energy, "DRAM energy parameters", Required{});
   }
