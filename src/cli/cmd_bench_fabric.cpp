@@ -92,6 +92,18 @@ Rack load_rack(const BenchOptions& o) {
   return r;
 }
 
+// The fabric names the bad parameter by JSON pointer; add the file that set it.
+std::unique_ptr<Fabric> make_fabric(const Rack& rack) {
+  try {
+    return std::make_unique<Fabric>("fabric", rack.topo, rack.loaded.config.rack->fabric, rack.chip);
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    const auto colon = m.find(": ");
+    if (m.rfind("/rack/fabric", 0) != 0 || colon == std::string::npos) throw;
+    throw ConfigError(config::located(rack.loaded.provenance, m.substr(0, colon), m.substr(colon + 2)));
+  }
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -157,7 +169,8 @@ class PingDriver : public sc_core::sc_module {
 
 json measure_ping(const BenchOptions& o, std::uint64_t bytes) {
   const Rack rack = load_rack(o);
-  Fabric fabric("fabric", rack.topo, rack.loaded.config.rack->fabric, rack.chip);
+  const auto fab = make_fabric(rack);
+  Fabric& fabric = *fab;
   PingDriver driver("ping", fabric, bytes);
   const auto t0 = std::chrono::steady_clock::now();
   sc_core::sc_start();
@@ -321,8 +334,8 @@ class BulkDriver : public sc_core::sc_module {
 
 json measure_traffic(const BenchOptions& o, const TrafficPlan& plan) {
   const Rack rack = load_rack(o);
-  const auto& fp = rack.loaded.config.rack->fabric;
-  Fabric fabric("fabric", rack.topo, fp, rack.chip);
+  const auto fab = make_fabric(rack);
+  Fabric& fabric = *fab;
   const auto n = rack.topo.chip_count();
   double inj_min = 1e300, inj_sum = 0;
   for (std::uint32_t c = 0; c < n; ++c) {
