@@ -18,6 +18,7 @@ using sc_core::sc_time;
 Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, ChipOptions opt)
     : Block(name),
       p_(p),
+      granularity_(opt.granularity),
       ops_(stats().add("ops", "1", "ops executed")),
       flops_(stats().add("flops", "1", "useful floating-point operations")),
       hbm_bytes_(stats().add("hbm_bytes", "B", "bytes the ops moved to or from HBM")) {
@@ -25,6 +26,10 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
     throw ConfigError(fmt::format(
         "/chip: cores ({}) and hbm/stacks ({}) must split evenly over dies ({})", p.cores,
         p.hbm.stacks, p.dies));
+  }
+  if (opt.granularity < 1) {
+    throw ConfigError(fmt::format("/sim/compute_granularity: expected an integer >= 1, got {}",
+                                  opt.granularity));
   }
   set_static_power(p.static_power);
   if (opt.memory) {
@@ -54,7 +59,8 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
   }
   for (int c = 0; c < p.cores; ++c) {
     cores_.push_back(std::make_unique<NeuronCore>(
-        fmt::format("nc{}", c).c_str(), p.core, *die_ports_[std::size_t(die_of_core(c))]));
+        fmt::format("nc{}", c).c_str(), p.core, *die_ports_[std::size_t(die_of_core(c))],
+        granularity_));
   }
 }
 
@@ -80,7 +86,7 @@ OpStats Chip::execute(const ComputeOp& op, const std::string& name) {
   OpStats st;
   st.name = name;
   st.start_s = sc_core::sc_time_stamp().to_seconds();
-  auto steps = lower(op, name, p_, alloc_);
+  auto steps = lower(op, name, p_, alloc_, granularity_);
   for (auto& step : steps) {
     std::vector<sc_core::sc_process_handle> running;
     for (std::size_t c = 0; c < step.per_core.size(); ++c) {

@@ -32,6 +32,10 @@ struct ChipOptions {
   bool fallback_memory = false;
   // An HBM owned by someone else (tests); the chip then owns none.
   MemoryPort* memory = nullptr;
+  // Event granularity of compute and DMA (/sim/compute_granularity): 1 = one matmul instruction
+  // and one DMA window per step (fine); G > 1 groups up to G matmuls of a tile's contraction into
+  // one instruction and lets a DMA engine move up to G windows per wake-up. docs/models/chip.md.
+  int granularity = 1;
 };
 
 class Chip : public Block {
@@ -71,6 +75,7 @@ class Chip : public Block {
 
  private:
   config::ChipParams p_;
+  int granularity_ = 1;
   std::unique_ptr<Block> owned_memory_;
   Block* hbm_system_ = nullptr;  // the HBM model when in use
   MemoryPort* memory_ = nullptr;

@@ -143,7 +143,7 @@ namespace {
 void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, std::uint64_t m,
                      std::uint64_t k, std::uint64_t n, Dtype dtype, const config::ChipParams& chip,
                      std::uint64_t a_addr, std::uint64_t b_addr, std::uint64_t c_addr,
-                     double& hbm_bytes) {
+                     double& hbm_bytes, std::uint64_t group) {
   const double elem = element_bytes(dtype);
   const double out_elem = dtype == Dtype::fp32 ? 4 : 2;
   const int engines = chip.core.dma.engines;
@@ -220,21 +220,25 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
             for (std::uint64_t i = 0; i < mtiles; ++i) {
               const std::uint64_t mcur = std::min(p.tm, mrows - i * p.tm);
               const int bank = p.full_k ? ring : int(i * ntiles + j);
-              for (std::uint64_t kk = 0; kk < ktiles; ++kk) {
-                const std::uint64_t kcur = std::min(p.tk, krows - kk * p.tk);
+              for (std::uint64_t kk0 = 0; kk0 < ktiles; kk0 += group) {
+                // `reps` matmuls of this tile's contraction in one instruction (coarse mode).
+                const std::uint64_t reps = std::min(group, ktiles - kk0);
+                const std::uint64_t kk = kk0 + reps - 1;  // the group's last K step
+                const std::uint64_t kcur = std::min(krows, (kk + 1) * p.tk) - kk0 * p.tk;
                 Instr mm;
                 mm.kind = Instr::Kind::matmul;
                 mm.dtype = dtype;
+                mm.reps = std::uint32_t(reps);
                 mm.k = std::uint32_t(kcur);
                 mm.m = std::uint32_t(mcur);
                 mm.n = std::uint32_t(ncur);
                 mm.new_stationary = true;
-                mm.accumulate = !(kb0 == 0 && kk == 0);
+                mm.accumulate = !(kb0 == 0 && kk0 == 0);
                 Instr& in = prog.push(EngineId::tensor, mm);
                 if (first_b) in.wait(b_loaded[std::size_t(bs)], b_use);
                 if (first_a) in.wait(a_loaded[std::size_t(cur_a)], cur_a_use);
                 first_a = first_b = false;
-                if (kb0 == 0 && kk == 0) in.wait(bank_free[std::size_t(bank)], bank_uses[std::size_t(bank)]);
+                if (kb0 == 0 && kk0 == 0) in.wait(bank_free[std::size_t(bank)], bank_uses[std::size_t(bank)]);
                 const bool tile_done = last_kb && kk + 1 == ktiles;
                 const bool block_done = j + 1 == ntiles && i + 1 == mtiles && kk + 1 == ktiles;
                 if (tile_done) in.signal(bank_full[std::size_t(bank)]);
@@ -281,7 +285,7 @@ std::uint64_t count_instructions(const Program& p) {
 }
 
 LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::ChipParams& chip,
-                       HbmAllocator& hbm) {
+                       HbmAllocator& hbm, int granularity) {
   if (g.m == 0 || g.k == 0 || g.n == 0 || g.batch == 0) {
     throw InputError(fmt::format("op '{}': GEMM dimensions must be >= 1, got m={} k={} n={} batch={}",
                                  name, g.m, g.k, g.n, g.batch));
@@ -346,7 +350,7 @@ LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::C
     const auto off_b = std::uint64_t(double(sh.batch0 * g.k * g.n + sh.n0) * elem);
     const auto off_c = std::uint64_t(double(sh.batch0 * g.m * g.n + sh.m0 * g.n + sh.n0) * out_elem);
     lower_gemm_core(*prog, plan, sh.batches, sh.m, g.k, sh.n, g.dtype, chip, a + off_a, b + off_b,
-                    c + off_c, step.hbm_bytes);
+                    c + off_c, step.hbm_bytes, std::uint64_t(std::max(1, granularity)));
     step.instructions += count_instructions(*prog);
     step.per_core[s % std::size_t(cores)] = std::move(prog);
   }
@@ -517,10 +521,11 @@ LoweredStep lower_memcpy(const MemcpyOp& op, const std::string& name,
 }  // namespace
 
 std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
-                               const config::ChipParams& chip, HbmAllocator& hbm) {
+                               const config::ChipParams& chip, HbmAllocator& hbm,
+                               int granularity) {
   std::vector<LoweredStep> steps;
   if (const auto* g = std::get_if<GemmOp>(&op)) {
-    steps.push_back(lower_gemm(*g, name, chip, hbm));
+    steps.push_back(lower_gemm(*g, name, chip, hbm, granularity));
   } else if (const auto* e = std::get_if<ElementOp>(&op)) {
     steps.push_back(lower_element(*e, name, chip, hbm));
   } else if (const auto* a = std::get_if<AttentionOp>(&op)) {
@@ -529,7 +534,7 @@ std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
     }
     const std::uint64_t bh = a->batch * a->heads;
     steps.push_back(lower_gemm(GemmOp{a->seq_q, a->head_dim, a->seq_kv, a->dtype, bh},
-                               name + "/qk", chip, hbm));
+                               name + "/qk", chip, hbm, granularity));
     steps.push_back(lower_element(
         ElementOp{ElementKind::softmax, bh * a->seq_q * a->seq_kv,
                   a->dtype == Dtype::fp32 ? Dtype::fp32 : Dtype::bf16, 1},
@@ -537,7 +542,7 @@ std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
     // P is BF16 after softmax (FP32 stays FP32); the PV GEMM runs in that type.
     steps.push_back(lower_gemm(GemmOp{a->seq_q, a->seq_kv, a->head_dim,
                                       a->dtype == Dtype::fp32 ? Dtype::fp32 : Dtype::bf16, bh},
-                               name + "/pv", chip, hbm));
+                               name + "/pv", chip, hbm, granularity));
   } else if (const auto* c = std::get_if<MemcpyOp>(&op)) {
     steps.push_back(lower_memcpy(*c, name, chip, hbm));
   }

@@ -54,7 +54,10 @@ struct GemmPlan {
 GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint64_t batches,
                    Dtype dtype, const config::ChipParams& chip, const std::string& op);
 
+// `granularity` > 1 groups up to that many matmuls of one output tile's contraction into one
+// instruction (Instr::reps); the plan (tiles, blocks, SBUF/PSUM footprint) does not change.
 std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
-                               const config::ChipParams& chip, HbmAllocator& hbm);
+                               const config::ChipParams& chip, HbmAllocator& hbm,
+                               int granularity = 1);
 
 }  // namespace trnsim::model

@@ -13,9 +13,10 @@ namespace trnsim::model {
 using sc_core::sc_time;
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p,
-                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups)
+                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups, int granularity)
     : Block(name),
       p_(p),
+      granularity_(std::clamp(granularity, 1, kMaxWindowsPerWakeup)),
       hbm_(hbm),
       sbuf_(sbuf),
       wakeups_(wakeups),
@@ -63,7 +64,11 @@ void DmaEngine::run() {
       wait(window_[window_pos_] - now);
       continue;
     }
-    for (std::size_t issued = 0; issued < window_.size(); ++issued) {
+    // Fine (granularity 1): one window of packets whose request slot is free now. Coarse: up to
+    // `granularity` windows, each packet issued when its slot frees (virtual time, see dma.hpp).
+    const std::size_t budget = window_.size() * std::size_t(granularity_);
+    sc_time first_latency = sc_core::SC_ZERO_TIME;
+    for (std::size_t issued = 0; issued < budget; ++issued) {
       std::size_t q = 0;
       bool found = false;
       for (std::size_t i = 0; i < nq; ++i) {
@@ -73,7 +78,8 @@ void DmaEngine::run() {
           break;
         }
       }
-      if (!found || window_[window_pos_] > now) break;
+      if (!found || (granularity_ == 1 && window_[window_pos_] > now)) break;
+      const sc_time issue = std::max(now, window_[window_pos_]);
       rr_ = int((q + 1) % nq);  // round-robin between queues at packet boundaries
       DmaShare& sh = queues_[q].front();
       DmaTransfer& x = *sh.xfer;
@@ -84,15 +90,19 @@ void DmaEngine::run() {
       const sc_time pkt = to_sc(transfer_time(Bytes(double(bytes)), p_.engine_bandwidth));
       // Reads: the engine moves a packet once its data has arrived. Writes: issued when the
       // engine has the packet; their latency is the memory's response time at this moment.
-      sc_time arrived = now;
-      if (in.src == DmaEndpoint::hbm) {
-        arrived = hbm_.access(MemRequest{addr, bytes, false});
-      } else if (in.src == DmaEndpoint::external && in.external) {
-        arrived = in.external->access(MemRequest{addr, bytes, false});
+      // A packet issued ahead of now (coarse) books the memory now; its data arrives no earlier
+      // than the booked completion nor than its issue time plus the latency the wake-up's first
+      // request saw. Fine mode: issue == now, arrived == booked.
+      sc_time arrived = issue;
+      if (in.src == DmaEndpoint::hbm || (in.src == DmaEndpoint::external && in.external)) {
+        MemoryPort& mem = in.src == DmaEndpoint::hbm ? hbm_ : *in.external;
+        const sc_time booked = mem.access(MemRequest{addr, bytes, false});
+        if (issued == 0) first_latency = booked - now;
+        arrived = std::max(booked, issue + first_latency);
       } else if (in.src == DmaEndpoint::sbuf) {
         sbuf_.count_read(double(bytes));
       }
-      const sc_time engine_end = tl_.reserve(std::max(now, arrived), pkt);
+      const sc_time engine_end = tl_.reserve(arrived, pkt);
       sc_time done = engine_end;
       if (in.dst == DmaEndpoint::hbm) {
         done = engine_end + (hbm_.access(MemRequest{addr, bytes, true}) - now);
@@ -128,13 +138,14 @@ void DmaEngine::run() {
 // ------------------------------------------------------------------------------------ DmaSystem
 
 DmaSystem::DmaSystem(const sc_core::sc_module_name& name, const config::DmaParams& p,
-                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups)
+                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups, int granularity)
     : Block(name),
       p_(p),
       instructions_(stats().add("instructions", "1", "DMA instructions triggered")),
       dge_busy_(stats().add("dge_busy", "s", "descriptor generation time, both DGEs")) {
   for (int i = 0; i < p.engines; ++i) {
-    engines_.push_back(new DmaEngine(fmt::format("q{}", i).c_str(), p, hbm, sbuf, wakeups));
+    engines_.push_back(new DmaEngine(fmt::format("q{}", i).c_str(), p, hbm, sbuf, wakeups,
+                                       granularity));
   }
 }
 

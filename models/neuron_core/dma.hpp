@@ -10,6 +10,15 @@
 // window of requests in flight). Their memory requests are issued at the wake-up time, i.e. up
 // to one window early compared with a packet-by-packet model; engine occupancy and memory
 // bandwidth are exact.
+// Coarse granularity G > 1 (/sim/compute_granularity): one wake-up moves up to G windows. A
+// packet whose window slot frees only later is issued at that (virtual) time: it books the
+// memory at the wake-up and takes the memory's response time of the wake-up, shifted to its
+// issue time. So per-packet engine occupancy, window and latency stay as in fine mode; memory
+// bandwidth is booked up to G windows early (arbitration order changes, bytes do not).
+// G is capped at kMaxWindowsPerWakeup, now 1 (DMA stays fine): the HBM serves bookings first
+// come first served in call order, so engines booking windows ahead queue behind each other's
+// future traffic. Measured with a cap of 4 (8192^3 mxfp8 +0.6 %, but 4096^3 +11 %, 29 M-element
+// elementwise +8 %, softmax +23 %) and 16 (8192^3 +48 %); see docs/models/chip.md.
 #pragma once
 
 #include <systemc>
@@ -43,9 +52,10 @@ struct DmaShare {
 
 class DmaEngine : public Block {
  public:
+  static constexpr int kMaxWindowsPerWakeup = 1;
   SC_HAS_PROCESS(DmaEngine);
   DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p, MemoryPort& hbm,
-            Sram& sbuf, std::uint64_t& wakeups);
+            Sram& sbuf, std::uint64_t& wakeups, int granularity = 1);
   void enqueue(int queue, const DmaShare& s);
   const Timeline& timeline() const { return tl_; }
 
@@ -54,6 +64,7 @@ class DmaEngine : public Block {
   bool ready_work(sc_core::sc_time& next_ready) const;
 
   config::DmaParams p_;
+  int granularity_ = 1;
   MemoryPort& hbm_;
   Sram& sbuf_;
   std::uint64_t& wakeups_;
@@ -77,7 +88,7 @@ class DmaSystem : public Block {
  public:
   static constexpr int kDges = 2;  // hardware DGE per NeuronCore (NKI2)
   DmaSystem(const sc_core::sc_module_name& name, const config::DmaParams& p, MemoryPort& hbm,
-            Sram& sbuf, std::uint64_t& wakeups);
+            Sram& sbuf, std::uint64_t& wakeups, int granularity = 1);
   ~DmaSystem() override;
   // Called by an engine queue at simulated time <= ready; returns when the trigger engine is
   // free again (it stalls while both DGEs are busy).

@@ -161,21 +161,27 @@ sc_time TensorEngine::execute(const Instr& in, const sc_time& start, const sc_ti
     sbuf_.count_read(double(in.k) * in.m * elem);
   }
   const double cycles = std::max(double(in.n) * kf / rate, double(p_.matmul_min_ii_cycles));
-  const double work = cycles / clk;
+  // A grouped instruction: the later matmuls' LoadStationary overlaps the one before, exposed
+  // only when it is longer (the same rule as between separate instructions).
+  const double reps = std::max<std::uint32_t>(1, in.reps);
+  const double later = in.new_stationary ? std::max(cycles, double(p_.stationary_load_cycles))
+                                         : cycles;
+  const double work = (cycles + (reps - 1) * later) / clk;
   if (last_end_ < 0 || s - last_end_ > p_.power_ramp.dip_window.si) ramp_start_ = s;
   const double d = ramped_duration(s - ramp_start_, work);
   throttled_ += d - work;
-  prev_start_ = s;
   last_end_ = s + d;
+  prev_start_ = reps > 1 ? last_end_ - later / clk : s;  // start of the last matmul of a group
+  if (reps > 1 && in.new_stationary) ls_free_ = std::max(ls_free_, prev_start_);
   const double macs = double(in.k) * in.m * in.n;
   macs_ += macs;
-  matmuls_ += 1;
+  matmuls_ += reps;
   add_energy(fmt::format("tensor_mac_{}", to_string(in.dtype)),
              energy_per_mac(p_.energy_per_mac, in.dtype) * macs);
   sbuf_.count_read(double(in.k) * in.n * element_bytes(in.dtype));
   const double psum_bytes = double(in.m) * in.n * 4;  // FP32 accumulators
-  psum_.count_write(psum_bytes);
-  if (in.accumulate) psum_.count_read(psum_bytes);
+  psum_.count_write(psum_bytes * reps);
+  psum_.count_read(psum_bytes * (in.accumulate ? reps : reps - 1));
   return sc_time(last_end_, sc_core::SC_SEC);
 }
 

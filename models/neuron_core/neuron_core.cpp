@@ -12,11 +12,11 @@ sc_time SyncEngine::execute(const Instr&, const sc_time&, const sc_time&) {
 }
 
 NeuronCore::NeuronCore(const sc_core::sc_module_name& name, const config::CoreParams& p,
-                       MemoryPort& hbm)
+                       MemoryPort& hbm, int granularity)
     : Block(name), p_(p) {
   sbuf_ = std::make_unique<Sram>("sbuf", p.sbuf, Sram::Unit::bytes_per_partition);
   psum_ = std::make_unique<Sram>("psum", p.psum, Sram::Unit::banks);
-  dma_ = std::make_unique<DmaSystem>("dma", p.dma, hbm, *sbuf_, wakeups_);
+  dma_ = std::make_unique<DmaSystem>("dma", p.dma, hbm, *sbuf_, wakeups_, granularity);
   auto tensor = std::make_unique<TensorEngine>("tensor", p.tensor, *dma_, *sbuf_, *psum_, wakeups_);
   tensor_ = tensor.get();
   engines_[std::size_t(EngineId::tensor)] = std::move(tensor);

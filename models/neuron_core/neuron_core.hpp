@@ -36,7 +36,9 @@ class SyncEngine : public Engine {
 class NeuronCore : public Block {
  public:
   // `hbm` is the memory as this core's DMA engines see it (the chip adds die crossing).
-  NeuronCore(const sc_core::sc_module_name& name, const config::CoreParams& p, MemoryPort& hbm);
+  // `granularity` > 1 lets each DMA engine wake-up move that many windows (see dma.hpp).
+  NeuronCore(const sc_core::sc_module_name& name, const config::CoreParams& p, MemoryPort& hbm,
+             int granularity = 1);
 
   // From a SystemC thread: runs `prog` to completion and returns its end time.
   sc_core::sc_time run(Program& prog);

@@ -34,7 +34,10 @@ struct Instr {
   Dtype dtype = Dtype::bf16;
   // matmul: rows of the contraction used (k), stationary columns (m), moving free size (n);
   // whether the stationary tile changes (a LoadStationary precedes it).
+  // reps > 1 (coarse granularity, /sim/compute_granularity): `reps` back-to-back matmuls of the
+  // same m x n tile in one instruction; k is then their total contraction.
   std::uint32_t k = 0, m = 0, n = 0;
+  std::uint32_t reps = 1;
   bool new_stationary = true;
   bool accumulate = false;  // adds into the PSUM bank (read-modify-write) instead of overwriting
   // element: elements processed, number of input tensors, whether they are 32-bit (PSUM FP32),

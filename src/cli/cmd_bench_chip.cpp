@@ -80,6 +80,7 @@ json measure_gemm(const BenchOptions& o, const GemmArgs& a, std::uint64_t m, std
   }
   model::ChipOptions opt;
   opt.fallback_memory = a.fallback_memory;
+  opt.granularity = loaded.config.sim.compute_granularity;
   auto chip = std::make_unique<Chip>("chip", p, opt);
   model::OpStats st;
   Driver drv("driver", [&] {
@@ -112,6 +113,7 @@ json measure_gemm(const BenchOptions& o, const GemmArgs& a, std::uint64_t m, std
             {"events", events},
             {"events_per_sim_us", elapsed > 0 ? events / (elapsed * 1e6) : 0.0},
             {"wall_time_s", wall},
+            {"compute_granularity", opt.granularity},
             {"memory_model", chip->memory_model()}};
   return j;
 }

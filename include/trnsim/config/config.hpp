@@ -29,8 +29,15 @@ struct RackParams {
 
 struct SimParams {
   std::uint64_t seed = 1;
+  int compute_granularity = 1;
   template <class V>
-  void visit(V& v) { v.field("seed", seed, "seed of every random choice of a run"); }
+  void visit(V& v) {
+    v.field("seed", seed, "seed of every random choice of a run");
+    v.field("compute_granularity", compute_granularity,
+            "chip model event granularity: matmuls per instruction and DMA windows per wake-up "
+            "(1 = fine; see docs/models/chip.md)",
+            AtLeast{1});
+  }
 };
 
 struct Config {
