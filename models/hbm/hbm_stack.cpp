@@ -7,6 +7,13 @@ namespace trnsim::model {
 
 using config::PagePolicy;
 
+namespace {
+// How many REFsb slots of its pseudo-channel a bank's REFsb may be postponed while requests to the
+// bank are queued: by analogy with the up to 8 skipped refreshes of AMD's HBM controller deficit
+// mode (PG313, "Refresh"); an estimate, not a JEDEC figure.
+constexpr std::int64_t kRefsbPostponeSlots = 8;
+}  // namespace
+
 HbmStack::HbmStack(const sc_core::sc_module_name& name, const HbmGeometry& geo)
     : Block(name),
       geo_(geo),
@@ -73,11 +80,11 @@ int HbmStack::refsb_bank(int pc, std::int64_t k) const {
   return (sid * p.bank_groups + g) * p.banks_per_group + bank;
 }
 
-HbmStack::Periodic HbmStack::refresh_of(int pc, int bank) const {
+HbmStack::Periodic HbmStack::refresh_of(int pc, int bank, const Bank& bk) const {
   if (per_bank_) {
     const int b = geo_.banks_per_pc();
     const int first = (rotation_pos_[std::size_t(bank)] - rotation_start(pc) + b) % b;
-    return {refsb_start(pc, first), ck_.REFIsb * b, ck_.RFCsb};
+    return {refsb_start(pc, first), ck_.REFIsb * b, ck_.RFCsb, bk.ref_late_k, bk.ref_late_start};
   }
   return {phase_[std::size_t(pc / geo_.params().pseudo_channels)], ck_.REFI, ck_.RFC};
 }
@@ -107,7 +114,11 @@ std::int64_t HbmStack::reserve(const Run& r, std::int64_t arrival, RowResult* re
   const int g = r.bank_group;
   const int bank_index = (r.sid * p.bank_groups + g) * p.banks_per_group + r.bank;
   Bank& bk = pc.banks[std::size_t(bank_index)];
-  const Periodic ref = refresh_of(pci, bank_index);
+  Periodic ref = refresh_of(pci, bank_index, bk);
+  // per_bank: a REFsb waits for requests to its bank that were queued before it was due, for at
+  // most kRefsbPostponeSlots x tREFIsb (then the request waits for the refresh).
+  const std::int64_t max_late =
+      std::min(kRefsbPostponeSlots * ck_.REFIsb, ref.period - ref.length - 1);
   const std::int64_t n = r.bursts;
   const std::int64_t lat = r.write ? ck_.CWL : ck_.CL;
   const std::int64_t bus_step = std::max(ck_.BL, ck_.CCD_S);  // per burst on the data bus
@@ -163,6 +174,11 @@ std::int64_t HbmStack::reserve(const Run& r, std::int64_t arrival, RowResult* re
     }
     const std::int64_t k = ref.overlap(first_cmd, busy_end);
     if (k < 0) break;
+    if (per_bank_ && arrival <= ref.start(k) && busy_end - ref.nominal(k) <= max_late) {
+      ref.late_k = bk.ref_late_k = k;  // the controller issues this REFsb after the run
+      ref.late_start = bk.ref_late_start = busy_end;
+      break;
+    }
     earliest = ref.start(k) + ref.length;
     open = false;
     s_refresh_delays_ += 1;

@@ -71,6 +71,8 @@ class HbmStack : public Block {
     std::int64_t act_ready = 0;     // next ACT (tRC, or PRE + tRP)
     std::int64_t pre_ready = 0;     // next PRE (tRAS, tRTP, tWR)
     std::int64_t last_cmd = kNever;  // last column command (refresh since then closes the row)
+    // per_bank: REFsb window `ref_late_k` of this bank postponed to start at `ref_late_start`.
+    std::int64_t ref_late_k = -1, ref_late_start = 0;
   };
   struct Pc {
     std::int64_t bus_free = 0;  // data-bus frontier
@@ -82,17 +84,20 @@ class HbmStack : public Block {
     std::vector<Bank> banks;
   };
 
-  // A periodic refresh: windows [phase + k x period, ... + length), k >= 0.
+  // A periodic refresh: windows [phase + k x period, ... + length), k >= 0, except window
+  // `late_k`, which starts at `late_start` (a postponed REFsb; never past the next window).
   struct Periodic {
-    std::int64_t phase = 0, period = 1, length = 0;
-    std::int64_t start(std::int64_t k) const { return phase + k * period; }
+    std::int64_t phase = 0, period = 1, length = 0, late_k = -1, late_start = 0;
+    std::int64_t nominal(std::int64_t k) const { return phase + k * period; }
+    std::int64_t start(std::int64_t k) const { return k == late_k ? late_start : nominal(k); }
     std::int64_t index(std::int64_t t) const {  // last window started <= t, or -1
-      return t < phase ? -1 : (t - phase) / period;
+      const std::int64_t k = t < phase ? -1 : (t - phase) / period;
+      return k >= 0 && k == late_k && t < late_start ? k - 1 : k;
     }
     std::int64_t overlap(std::int64_t a, std::int64_t b) const;  // first window meeting [a, b)
   };
   // The refresh windows that block bank `bank` of pseudo-channel `pc` (all_bank: its channel's).
-  Periodic refresh_of(int pc, int bank) const;
+  Periodic refresh_of(int pc, int bank, const Bank& bk) const;
   // Earliest clock >= t at which pseudo-channel `pc` may activate a bank of `sid`: tRREFD after a
   // REFsb to the same SID.
   std::int64_t after_rrefd(int pc, int sid, std::int64_t t) const;

@@ -191,6 +191,8 @@ nlohmann::json measure(const config::ChipParams& chip, const Plan& plan) {
           {"row_conflicts", conflicts},
           {"activates", acts},
           {"refreshes", refreshes},
+          {"refresh_mode", chip.hbm.refresh_mode == config::RefreshMode::per_bank ? "per_bank"
+                                                                                  : "all_bank"},
           {"energy_j", e.total().si},
           {"dynamic_energy_j", e.dynamic.si},
           {"static_energy_j", e.static_.si},
@@ -213,9 +215,9 @@ void print_table(const nlohmann::json& j) {
              j["peak_bytes_per_s"].get<double>() * 1e-9, j["tck_ns"].get<double>(),
              j["pin_rate_gbps"].get<double>());
   fmt::print("  efficiency           {:.1f} %\n", j["efficiency"].get<double>() * 100);
-  fmt::print("  row hit rate         {:.1f} % ({:.0f} activates, {:.0f} refreshes)\n",
+  fmt::print("  row hit rate         {:.1f} % ({:.0f} activates, {:.0f} refreshes, {})\n",
              j["row_hit_rate"].get<double>() * 100, j["activates"].get<double>(),
-             j["refreshes"].get<double>());
+             j["refreshes"].get<double>(), j["refresh_mode"].get<std::string>());
   fmt::print("  energy               {:.3f} mJ ({:.3f} dynamic + {:.3f} background)\n",
              j["energy_j"].get<double>() * 1e3, j["dynamic_energy_j"].get<double>() * 1e3,
              j["static_energy_j"].get<double>() * 1e3);

@@ -383,18 +383,42 @@ TEST(HbmPerBank, AllBankSameRequestsDoNotWait) {
   expect_time(h.access_at({0, 32, false}, at_clock(h, 100)), done_at(106 + 70 + 2));
 }
 
-TEST(HbmPerBank, PrechargeMustPrecedeTheRefresh) {
+TEST(HbmPerBank, QueuedRequestPostponesTheRefreshOfItsBank) {
   HbmSystem h("hbm", preset("trn3"));
-  // Bank group 1 bank 0 (0x8000) refreshes from 203. A read arriving at 100: ACT 100, READ 135,
-  // but the bank can precharge only at max(ACT + tRAS, READ + tRTP) = 183 and is closed at
-  // 183 + tRP = 218 > 203: the run goes behind the REFsb: ACT 682, data 752..754.
-  expect_time(h.access_at({0x8000, 32, false}, at_clock(h, 100)), done_at(682 + 72));
+  // Bank group 1 bank 0 (0x8000) is due for its REFsb at 203. A read queued at 100: ACT 100,
+  // READ 135, data 170..172; the bank is precharged only at max(ACT + tRAS, READ + tRTP) + tRP =
+  // 183 + 35 = 218 > 203, so the controller issues that REFsb at 218 instead (15 clocks late,
+  // within 8 x tREFIsb): the read is not delayed.
+  expect_time(h.access_at({0x8000, 32, false}, at_clock(h, 100)), done_at(172));
+  EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 0);
+  // The REFsb then runs [218, 697): a read of the same row arriving at 300 waits for it and finds
+  // the row closed: ACT 697 (the PC's last REFsb, k = 3 at 597, is more than tRREFD before), data
+  // 767..769.
+  expect_time(h.access_at({0x8000 + 32, 32, false}, at_clock(h, 300)), done_at(697 + 72));
+  EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 1);
+  EXPECT_EQ(stat(h.stack(0), "row_misses"), 2);
+}
+
+TEST(HbmPerBank, PostponementIsBoundedByEightSlots) {
+  HbmSystem h("hbm", preset("trn3"));
+  // 400 reads of the same 32 B of 0x8000 (REFsb due at 203), all queued at 100. Read i >= 1 is a
+  // hit with READ at 135 + 4 i (tCCD_L) and leaves the bank precharged at 135 + 4 i + tRTP + tRP
+  // = 185 + 4 i (from i = 9 on, when that passes ACT + tRAS = 183). Each postpones the REFsb to
+  // that clock while it is at most 8 x 197 = 1576 after 203: up to read 398 (1777). Read 399
+  // would end at 1781 (1578 late), so it waits for the REFsb [1777, 2256): ACT 2256, data
+  // 2326..2328. Read 398's data: 135 + 4 x 398 + 35 .. + 2 = 1764.
+  sc_core::sc_time t;
+  for (int i = 0; i < 399; ++i) t = h.access_at({0x8000, 32, false}, at_clock(h, 100));
+  expect_time(t, done_at(1764));
+  EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 0);
+  expect_time(h.access_at({0x8000, 32, false}, at_clock(h, 100)), done_at(2328));
   EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 1);
 }
 
 TEST(HbmPerBank, RunThatEndsBeforeTheRefreshIsNotDelayed) {
   HbmSystem h("hbm", preset("trn3"));
-  // The same read arriving at 80: ACT 80, READ 115, precharged by max(163, 130) + 35 = 198 <= 203.
+  // 0x8000 (REFsb due at 203) read at 80: ACT 80, READ 115, precharged by max(163, 130) + 35 =
+  // 198 <= 203.
   expect_time(h.access_at({0x8000, 32, false}, at_clock(h, 80)), done_at(152));
   EXPECT_EQ(stat(h.stack(0), "refresh_delays"), 0);
 }
