@@ -1,20 +1,87 @@
 // SPDX-License-Identifier: MIT
-// `trnsim run`: reserved for the simulator, which later issues build. Until then it says so and
-// fails; it does not pretend to simulate.
+// `trnsim run`: the main job. With no arguments it simulates the default rack (Trn3 Gen2
+// UltraServer, 144 chips) on the bundled DeepSeek-V3-shaped MoE training step.
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <memory>
+
+#include "bench_common.hpp"
 #include "commands.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/run/run.hpp"
+#include "trnsim/trace/chakra.hpp"
+#include "trnsim/trace/native.hpp"
 
 namespace trnsim::cli {
 
+namespace {
+
+inline constexpr const char* kDefaultTrace = "traces/deepseek-v3-moe-144.json";
+
+struct RunOpts {
+  BenchOptions common;
+  std::string trace, out, size_unit = "bytes", num_ops_unit = "flops", groups;
+  std::uint32_t element_bytes = 2;
+};
+
+trace::Workload load_trace(const RunOpts& o) {
+  const std::string path = o.trace.empty() ? data_path(kDefaultTrace) : o.trace;
+  namespace fs = std::filesystem;
+  if (fs::is_regular_file(path)) return trace::load_native(path);
+  if (fs::exists(path + ".0.et")) {
+    trace::ChakraOptions c;
+    c.size_unit = o.size_unit == "elements" ? trace::ChakraOptions::SizeUnit::elements
+                                            : trace::ChakraOptions::SizeUnit::bytes;
+    c.element_bytes = o.element_bytes;
+    c.num_ops_unit = o.num_ops_unit == "macs" ? trace::ChakraOptions::NumOpsUnit::macs
+                                              : trace::ChakraOptions::NumOpsUnit::flops;
+    c.process_groups = o.groups;
+    return trace::load_chakra(path, c);
+  }
+  throw TraceError(fmt::format(
+      "--trace {}: no such trace: expected a native trace file (.json) or a Chakra prefix "
+      "whose files are {}.<rank>.et",
+      path, path));
+}
+
+}  // namespace
+
 void register_run_command(CLI::App& app, Registry& reg) {
-  auto* run = app.add_subcommand("run", "simulate a workload on a rack (not implemented yet)");
-  run->allow_extras();
-  reg.add(run, []() {
-    fmt::print(stderr,
-               "trnsim: run: the simulator is not implemented yet (chip, fabric and replay "
-               "models are still being built); nothing was simulated\n");
-    return 1;
+  auto o = std::make_shared<RunOpts>();
+  auto* run = app.add_subcommand(
+      "run", "simulate a workload on a rack (default: Trn3 Gen2 UltraServer, bundled MoE step)");
+  add_bench_options(run, o->common);
+  run->add_option("--trace", o->trace,
+                  fmt::format("native trace (.json) or Chakra prefix (PREFIX.<rank>.et); "
+                              "default {}",
+                              kDefaultTrace));
+  run->add_option("--out", o->out,
+                  "write summary.json, config.json, stats.json, ops.csv and timeline.json here");
+  run->add_option("--chakra-size-unit", o->size_unit,
+                  "Chakra comm_size/tensor_size unit: bytes or elements")
+      ->check(CLI::IsMember({"bytes", "elements"}));
+  run->add_option("--chakra-element-bytes", o->element_bytes,
+                  "bytes per element when sizes count elements")
+      ->check(CLI::Range(1, 64));
+  run->add_option("--chakra-num-ops", o->num_ops_unit, "what Chakra num_ops counts: flops or macs")
+      ->check(CLI::IsMember({"flops", "macs"}));
+  run->add_option("--process-groups", o->groups,
+                  "Chakra process-group file (default PREFIX.json when it exists)");
+  reg.add(run, [o]() {
+    const auto cfg = o->common.load();
+    const auto workload = load_trace(*o);
+    const auto out = run::run_workload(cfg, workload);
+    if (!o->out.empty()) run::write_outputs(o->out, out, cfg);
+    if (o->common.json) {
+      fmt::print("{}\n", out.summary.dump(2));
+    } else {
+      fmt::print("{}", out.text);
+    }
+    // Wall time and kernel activity vary between runs: stderr, never the report.
+    fmt::print(stderr, "wall time {:.2f} s, {} SystemC delta cycles\n", out.wall_seconds,
+               out.delta_cycles);
+    return 0;
   });
 }
 

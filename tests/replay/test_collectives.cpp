@@ -17,12 +17,10 @@ struct Group {
   std::vector<trace::Op> ops;
   std::vector<const trace::Op*> ptrs;
   Group(OpKind kind, int n, std::uint64_t bytes) {
-    ops.resize(std::size_t(n));
-    for (auto& o : ops) {
-      o.kind = kind;
-      o.bytes = bytes;
-      o.group = "g";
-    }
+    trace::Op proto;
+    proto.kind = kind;
+    proto.bytes = bytes;
+    ops.assign(std::size_t(n), proto);
     for (auto& o : ops) ptrs.push_back(&o);
   }
 };

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT
+// The rack as the replay engine sees it: the chips of the topology and the fabric between them,
+// behind the replay::Machine interface.
+#pragma once
+
+#include <systemc>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chip/chip.hpp"
+#include "fabric/fabric.hpp"
+#include "trnsim/config/config.hpp"
+#include "trnsim/replay/engine.hpp"
+#include "trnsim/topology/topology.hpp"
+
+namespace trnsim::run {
+
+class Rack : public sc_core::sc_module, public replay::Machine {
+ public:
+  Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
+       const topo::Topology& topo);
+
+  int chip_count() const override { return int(chips_.size()); }
+  void compute(int chip, const trace::Op& op) override;
+  void reduce(int chip, std::uint64_t bytes, trace::DType dtype) override;
+  void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) override;
+  int local_size() const override { return local_size_; }
+
+  model::Chip& chip(int i) { return *chips_.at(std::size_t(i)); }
+  model::Fabric& fabric() { return *fabric_; }
+
+  // Substitutions made because the chip lacks a data type ("mxfp8 ran as fp8"), for the report.
+  const std::vector<std::string>& notes() const { return notes_; }
+  // Latency of every fabric transfer's last packet, and of every transfer, in seconds.
+  const std::vector<double>& packet_latencies() const { return packet_latency_; }
+  const std::vector<double>& transfer_latencies() const { return transfer_latency_; }
+  double hbm_bytes() const { return hbm_bytes_; }
+
+ private:
+  model::Dtype chip_dtype(trace::DType d);
+
+  const config::ChipParams& chip_params_;
+  std::vector<std::unique_ptr<model::Chip>> chips_;
+  std::unique_ptr<model::Fabric> fabric_;
+  int local_size_ = 0;
+  std::vector<std::string> notes_;
+  std::vector<double> packet_latency_, transfer_latency_;
+  double hbm_bytes_ = 0;
+  std::uint64_t capacity_ = 0;
+};
+
+}  // namespace trnsim::run
