@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <map>
 #include <set>
@@ -31,6 +32,17 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 
 }  // namespace
 
+void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
+                             std::function<void()> done) {
+  sc_core::sc_spawn_options opt;
+  sc_core::sc_spawn(
+      [this, src, dst, bytes, flow, done = std::move(done)] {
+        transfer(src, dst, bytes, flow);
+        done();
+      },
+      nullptr, &opt);
+}
+
 struct Replay::Impl {
   // One collective: the k-th collective of a group, joined by every member.
   struct Instance {
@@ -49,6 +61,8 @@ struct Replay::Impl {
     int finished = 0;
     CollectiveRecord rec;
     sc_event never;  // waited on by members of a collective that some member never reaches
+    // Sends waiting for their destination member to join, per destination member.
+    std::vector<std::vector<std::pair<int, std::uint64_t>>> waiting;  // (source member, bytes)
   };
   struct Mailbox {
     int delivered = 0;
@@ -136,6 +150,7 @@ struct Replay::Impl {
           inst->arrived.assign(n, false);
           inst->delivered.assign(n, {});
           inst->outstanding.assign(n, 0);
+          inst->waiting.assign(n, {});
           for (std::size_t j = 0; j < n; ++j) {
             inst->delivery.push_back(std::make_unique<sc_event>());
             inst->sent.push_back(std::make_unique<sc_event>());
@@ -174,16 +189,32 @@ struct Replay::Impl {
     }
   }
 
+  // Ops become ready in run_op(); only the dispatcher spawns them, so every op process is a
+  // child of one long-lived process and its stack is freed when it ends (a process that spawned
+  // children would be kept alive by them).
+  std::deque<std::pair<int, std::size_t>> ready;
+  sc_event ready_ev;
+
   void spawn(int r, std::size_t i) {
-    sc_core::sc_spawn_options opt;
-    sc_core::sc_spawn([this, r, i] { guarded([&] { run_op(r, i); }); }, nullptr, &opt);
+    ready.emplace_back(r, i);
+    ready_ev.notify(sc_core::SC_ZERO_TIME);
   }
 
-  void start_all() {
+  void dispatch() {
     for (int r = 0; r < w.num_ranks(); ++r) {
       for (std::size_t i = 0; i < state[std::size_t(r)].size(); ++i) {
-        if (state[std::size_t(r)][i].pending == 0) spawn(r, i);
+        if (state[std::size_t(r)][i].pending == 0) ready.emplace_back(r, i);
       }
+    }
+    for (;;) {
+      while (!ready.empty()) {
+        const auto [r, i] = ready.front();
+        ready.pop_front();
+        sc_core::sc_spawn_options opt;
+        sc_core::sc_spawn([this, r = r, i = i] { guarded([&] { run_op(r, i); }); }, nullptr,
+                          &opt);
+      }
+      sc_core::wait(ready_ev);
     }
   }
 
@@ -227,7 +258,9 @@ struct Replay::Impl {
     }
     inst.arrived[m] = true;
     inst.rec.last_arrival = now;
-    inst.arrival.notify(sc_core::SC_ZERO_TIME);
+    // Sends that were waiting for this member to join go out now.
+    auto waiting = std::move(inst.waiting[m]);
+    for (const auto& [src, bytes] : waiting) send(inst, src, me, bytes);
     if (inst.schedule.members.empty()) {
       sc_core::wait(inst.never);  // unplanned: a member never reaches it; reported after the run
       return;
@@ -237,14 +270,11 @@ struct Replay::Impl {
     for (const Step& step : inst.schedule.members[m]) {
       for (const Transfer& t : step.sends) {
         inst.outstanding[m]++;
-        const int peer = t.peer;
-        const std::uint64_t bytes = t.bytes;
-        sc_core::sc_spawn_options opt;
-        sc_core::sc_spawn(
-            [this, &inst, me, peer, bytes, chip] {
-              guarded([&] { send(inst, me, peer, bytes, chip); });
-            },
-            nullptr, &opt);
+        if (inst.arrived[std::size_t(t.peer)]) {
+          send(inst, me, t.peer, t.bytes);
+        } else {
+          inst.waiting[std::size_t(t.peer)].emplace_back(me, t.bytes);
+        }
       }
       for (const Transfer& t : step.recvs) {
         const int need = ++expected[t.peer];
@@ -259,18 +289,20 @@ struct Replay::Impl {
     if (inst.finished == int(inst.ranks.size())) coll_records.push_back(inst.rec);
   }
 
-  // One send of a collective step: waits for the peer to join the collective, then moves the
-  // data and counts the delivery at the peer.
-  void send(Instance& inst, int me, int peer, std::uint64_t bytes, int chip) {
-    while (!inst.arrived[std::size_t(peer)]) sc_core::wait(inst.arrival);
-    const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(peer)])];
-    machine.transfer(chip, dst_chip, bytes,
-                     mix(inst.id, std::uint64_t(me) << 32 | std::uint64_t(peer)));
-    inst.delivered[std::size_t(peer)][me]++;
-    inst.delivery[std::size_t(peer)]->notify(sc_core::SC_ZERO_TIME);
-    if (--inst.outstanding[std::size_t(me)] == 0) {
-      inst.sent[std::size_t(me)]->notify(sc_core::SC_ZERO_TIME);
-    }
+  // One send of a collective step from member `from` to member `to` (which has joined): the
+  // delivery is counted at `to` when the data has arrived.
+  void send(Instance& inst, int from, int to, std::uint64_t bytes) {
+    const int src_chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
+    const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(to)])];
+    machine.start_transfer(
+        src_chip, dst_chip, bytes, mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(to)),
+        [&inst, from, to] {
+          inst.delivered[std::size_t(to)][from]++;
+          inst.delivery[std::size_t(to)]->notify(sc_core::SC_ZERO_TIME);
+          if (--inst.outstanding[std::size_t(from)] == 0) {
+            inst.sent[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
+          }
+        });
   }
 
   std::string describe_op(int r, std::size_t i) const {
@@ -332,7 +364,7 @@ Replay::Replay(const sc_core::sc_module_name& name, const trace::Workload& workl
 
 Replay::~Replay() = default;
 
-void Replay::start() { impl_->start_all(); }
+void Replay::start() { impl_->dispatch(); }
 void Replay::check_finished() const { impl_->check_finished(); }
 const std::vector<OpRecord>& Replay::records() const { return impl_->records; }
 const std::vector<CollectiveRecord>& Replay::collectives() const { return impl_->coll_records; }

@@ -37,12 +37,19 @@ model::ElementKind element_kind(trace::OpKind k) {
 Rack::Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
            const topo::Topology& topo)
     : sc_core::sc_module(name), chip_params_(*cfg.chip) {
+  chip_params_.core.dma.packet_bytes = cfg.replay.dma_packet_bytes;
   std::vector<model::MemoryPort*> memories;
   for (std::size_t c = 0; c < topo.chip_count(); ++c) {
-    chips_.push_back(std::make_unique<model::Chip>(fmt::format("chip{}", c).c_str(), *cfg.chip));
+    model::ChipOptions opt;
+    opt.fallback_memory = cfg.replay.chip_memory == config::ChipMemoryModel::bandwidth;
+    opt.granularity = cfg.sim.compute_granularity;
+    chips_.push_back(
+        std::make_unique<model::Chip>(fmt::format("chip{}", c).c_str(), chip_params_, opt));
     memories.push_back(&chips_.back()->memory());
   }
-  fabric_ = std::make_unique<model::Fabric>("fabric", topo, cfg.rack->fabric, &*cfg.chip,
+  config::FabricParams fabric = cfg.rack->fabric;
+  fabric.packet_bytes = cfg.replay.fabric_packet_bytes;
+  fabric_ = std::make_unique<model::Fabric>("fabric", topo, fabric, &chip_params_,
                                             memories);
   local_size_ = local_size_of(cfg.rack->topology);
   capacity_ = std::uint64_t(cfg.chip->hbm.capacity_per_stack.si) * std::uint64_t(cfg.chip->hbm.stacks);
@@ -113,7 +120,8 @@ void Rack::reduce(int chip, std::uint64_t bytes, trace::DType dtype) {
   hbm_bytes_ += s.hbm_bytes;
 }
 
-void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
+model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,
+                                     std::uint64_t flow) const {
   model::TransferRequest r;
   r.src = topo::ChipId{std::uint32_t(src)};
   r.dst = topo::ChipId{std::uint32_t(dst)};
@@ -125,12 +133,28 @@ void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
   const std::uint64_t span = half > bytes ? half - bytes : 1;
   r.src_addr = half + (flow * 1048576ULL) % span / 4096 * 4096;
   r.dst_addr = half + ((flow >> 17) * 1048576ULL) % span / 4096 * 4096;
-  const model::TransferHandle h = fabric_->start(r);
-  if (!h.done()) sc_core::wait(h.done_event());
-  const auto& rec = h.record();
+  return r;
+}
+
+void Rack::record(const model::TransferRecord& rec) {
   transfer_latency_.push_back(rec.latency().si);
   packet_latency_.push_back(rec.last_packet.total.si);
-  hbm_bytes_ += 2.0 * double(bytes);  // read at the source, written at the destination
+  hbm_bytes_ += 2.0 * double(rec.request.bytes);  // read at the source, written at the destination
+}
+
+void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
+  const model::TransferHandle h = fabric_->start(request(src, dst, bytes, flow));
+  if (!h.done()) sc_core::wait(h.done_event());
+  record(h.record());
+}
+
+void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
+                          std::function<void()> done) {
+  fabric_->start(request(src, dst, bytes, flow),
+                 [this, done = std::move(done)](const model::TransferRecord& rec) {
+                   record(rec);
+                   done();
+                 });
 }
 
 }  // namespace trnsim::run

@@ -26,6 +26,8 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   void compute(int chip, const trace::Op& op) override;
   void reduce(int chip, std::uint64_t bytes, trace::DType dtype) override;
   void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) override;
+  void start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
+                      std::function<void()> done) override;
   int local_size() const override { return local_size_; }
 
   model::Chip& chip(int i) { return *chips_.at(std::size_t(i)); }
@@ -40,8 +42,10 @@ class Rack : public sc_core::sc_module, public replay::Machine {
 
  private:
   model::Dtype chip_dtype(trace::DType d);
+  model::TransferRequest request(int src, int dst, std::uint64_t bytes, std::uint64_t flow) const;
+  void record(const model::TransferRecord& rec);
 
-  const config::ChipParams& chip_params_;
+  config::ChipParams chip_params_;
   std::vector<std::unique_ptr<model::Chip>> chips_;
   std::unique_ptr<model::Fabric> fabric_;
   int local_size_ = 0;

@@ -47,11 +47,40 @@ struct CollectiveParams {
   }
 };
 
+// Memory model of the chips in a whole-rack replay. The detailed HBM model (banks, rows,
+// refresh) costs one calculation per 256 B of traffic, which for 144 chips moving tens of GB
+// each is minutes of wall time; the bandwidth model (one Timeline per stack at its share of the
+// chip's bandwidth, plus the fixed access latency) keeps whole-rack runs to seconds.
+// docs/models/chip.md gives the error of the bandwidth model on single-chip GEMMs.
+enum class ChipMemoryModel { hbm, bandwidth };
+constexpr auto enum_names(ChipMemoryModel) {
+  using M = ChipMemoryModel;
+  using S = std::string_view;
+  return std::array{std::pair{M::hbm, S("hbm")}, std::pair{M::bandwidth, S("bandwidth")}};
+}
+
 struct ReplayParams {
   CollectiveParams collectives{};
+  ChipMemoryModel chip_memory = ChipMemoryModel::bandwidth;
+  // DMA round-robin unit of every chip in a replay (replaces /chip/core/dma/packet_bytes there).
+  // 8 KiB instead of 2 KiB cuts DMA events fourfold; on rank 0 of the bundled DeepSeek-V3 step
+  // it changed the compute time by +1.9 % (docs/models/chip.md).
+  Bytes dma_packet_bytes = Bytes(8192);
+  // Fabric packet size in a replay (replaces /rack/fabric/packet_bytes there). A training step
+  // moves hundreds of GB across a 144-chip rack (gradient reduce-scatter/all-gather of the expert
+  // weights dominates); 256 KiB packets keep that to a few million packet-hops. docs/models/
+  // fabric.md measures what larger packets change in an all-to-all.
+  Bytes fabric_packet_bytes = Bytes(262144);
   template <class V>
   void visit(V& v) {
     v.field("collectives", collectives, "collective algorithms");
+    v.field("chip_memory", chip_memory,
+            "memory model of each chip in a replay: hbm (banks, rows, refresh) or bandwidth "
+            "(per-stack bandwidth and fixed latency; fast)");
+    v.field("dma_packet_bytes", dma_packet_bytes,
+            "DMA round-robin unit of the chips in a replay (event granularity)", Positive{});
+    v.field("fabric_packet_bytes", fabric_packet_bytes,
+            "fabric packet size in a replay (event granularity)", Positive{});
   }
 };
 

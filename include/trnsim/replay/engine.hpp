@@ -8,6 +8,7 @@
 #include <systemc>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -32,6 +33,12 @@ class Machine {
   virtual void reduce(int chip, std::uint64_t bytes, trace::DType dtype) = 0;
   // Moves `bytes` from `src`'s memory to `dst`'s memory over the fabric.
   virtual void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) = 0;
+  // The same without waiting: `done` runs when the data has arrived (it may run from a method
+  // process: it must not wait). The default spawns a thread around transfer(); machines with a
+  // non-blocking fabric override it, since a collective may have thousands of sends in flight
+  // and every SystemC thread costs a stack.
+  virtual void start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
+                              std::function<void()> done);
   // Ranks per first level of hierarchical collectives (chips of a server); 0 if none.
   virtual int local_size() const { return 0; }
 };
