@@ -7,8 +7,8 @@ cd "$(dirname "$0")/.."
 
 # Default workload of `trnsim run` on the 144-chip Trn3 Gen2 UltraServer.
 python3 tools/moe_gen.py --model deepseek-v3 --ranks 144 --tp 1 --ep 16 --pp 1 \
-  --layers 3 --dense-layers 0 --seq-len 4096 --micro-batches 1 \
-  --routing zipf:1.2 --seed 1 --dtype mxfp8 --expert-gemms grouped \
+  --layers 1 --dense-layers 0 --seq-len 256 --micro-batches 1 \
+  --routing zipf:0.8 --seed 1 --dtype mxfp8 --expert-gemms grouped \
   --name deepseek-v3-moe-144 -o traces/deepseek-v3-moe-144.json
 
 # Small trace for tests: the layout of the third-party Mixtral trace (DP2 x TP2 x EP4).
