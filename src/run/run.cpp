@@ -245,6 +245,16 @@ RunOutput run_workload(const config::LoadedConfig& loaded, const trace::Workload
   return out;
 }
 
+std::size_t rack_chip_count(const config::LoadedConfig& loaded) {
+  if (!loaded.config.rack) {
+    throw ConfigError(fmt::format("{}:/rack: missing: expected a rack preset", loaded.path));
+  }
+  return topo::build_topology(loaded.config.rack->topology,
+                              loaded.config.chip ? &*loaded.config.chip : nullptr,
+                              {&loaded.provenance, "/rack/topology"})
+      .chip_count();
+}
+
 void write_outputs(const std::string& dir, const RunOutput& out, const config::LoadedConfig& cfg) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);

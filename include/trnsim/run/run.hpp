@@ -29,6 +29,9 @@ struct RunOutput {
 // deadlocks), InternalError for broken invariants.
 RunOutput run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload);
 
+// Chips of the rack of `cfg` (builds and validates its topology; no simulation).
+std::size_t rack_chip_count(const config::LoadedConfig& cfg);
+
 // Writes summary.json, config.json (fully resolved), stats.json, ops.csv and timeline.json into
 // `dir` (created if missing), each atomically.
 void write_outputs(const std::string& dir, const RunOutput& out, const config::LoadedConfig& cfg);
