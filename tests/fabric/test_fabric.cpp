@@ -3,7 +3,6 @@
 // is its own CTest process).
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 
 #include <cstdio>
 #include <map>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "fabric/fabric.hpp"
+#include "../common/run_trnsim.hpp"
 #include "trnsim/error.hpp"
 
 // libsystemc's own main() needs sc_main; GoogleTest's main() is the one that runs.
@@ -313,23 +313,9 @@ TEST(Fabric, SelfTransferIsInputError) {
 
 // ---- the bench binary ---------------------------------------------------------------------------
 
-struct Run {
-  int status;
-  std::string out;
-};
-
-// Runs the trnsim binary; `stderr_too` merges its standard error into `out` (for error
-// messages). JSON checks read standard output alone: sanitizer builds print warnings on stderr.
+using Run = trnsim::test::CliResult;
 Run run(const std::string& args, bool stderr_too = true) {
-  const std::string cmd = std::string("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 ") + TRNSIM_BINARY +
-                          " " + args + (stderr_too ? " 2>&1" : " 2>/dev/null");
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (!pipe) return {-1, ""};
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = std::fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  const int st = ::pclose(pipe);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  return trnsim::test::run_trnsim(args, stderr_too);
 }
 
 nlohmann::json without_host_figures(const std::string& text) {
@@ -344,8 +330,8 @@ TEST(FabricBench, SameRunTwiceGivesIdenticalStatistics) {
                            "/configs/racks/trn2-instance.json --pattern uniform --load 0.9 "
                            "--window 5us --warmup 2us --json";
   const auto a = run(args, false), b = run(args, false);
-  ASSERT_EQ(a.status, 0) << a.out;
-  ASSERT_EQ(b.status, 0) << b.out;
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
   const auto ja = without_host_figures(a.out), jb = without_host_figures(b.out);
   EXPECT_EQ(ja, jb);
   EXPECT_GT(ja["messages_measured"].get<int>(), 0);
@@ -361,7 +347,7 @@ TEST(FabricBench, BadArgumentsAreInputErrors) {
         "bench traffic --sweep --load 0.3", "bench traffic --window 0us",
         "bench ping --bytes lots"}) {
     const auto r = run(std::string(args) + cfg);
-    EXPECT_EQ(r.status, 2) << args << ": " << r.out;
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
   }
 }
 

@@ -1,30 +1,16 @@
 // SPDX-License-Identifier: MIT
 // `trnsim bench hbm` end to end: JSON fields, determinism, and bad arguments -> exit code 2.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../common/run_trnsim.hpp"
+
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;
-};
-
-Result run(const std::string& args) {
-  const std::string cmd = std::string(TRNSIM_BINARY) + " bench hbm " + args + " 2>/dev/null";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+trnsim::test::CliResult run(const std::string& args) {
+  return trnsim::test::run_trnsim("bench hbm " + args, false);
 }
 
 }  // namespace

@@ -1,33 +1,17 @@
 // SPDX-License-Identifier: MIT
 // The trnsim executable end to end: exit codes 0 / 2, error text, atomic outputs.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <array>
-#include <cstdio>
 #include <filesystem>
 #include <string>
+
+#include "../common/run_trnsim.hpp"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code = -1;
-  std::string out;  // stdout and stderr together
-};
-
-Result run(const std::string& args) {
-  const std::string cmd = std::string(TRNSIM_BINARY) + " " + args + " 2>&1";
-  Result r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  std::array<char, 4096> buf{};
-  while (fgets(buf.data(), buf.size(), p)) r.out += buf.data();
-  const int status = pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+trnsim::test::CliResult run(const std::string& args) { return trnsim::test::run_trnsim(args); }
 
 const std::string kGen2 = "configs/racks/trn3-gen2-ultraserver.json";
 
