@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/block.hpp"
+#include "common/fifo.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -103,28 +104,7 @@ class TimedQueue {
   std::function<void(Item&)> handler_;
 };
 
-// A FIFO of packets that costs 32 bytes while empty (routers hold inputs x VCs x outputs).
-class PacketFifo {
- public:
-  bool empty() const { return head_ == q_.size(); }
-  std::size_t size() const { return q_.size() - head_; }
-  Packet* front() const { return q_[head_]; }
-  void push(Packet* p) { q_.push_back(p); }
-  Packet* pop() {
-    Packet* p = q_[head_++];
-    if (head_ == q_.size()) {
-      q_.clear();
-      head_ = 0;
-    } else if (head_ >= 64 && head_ * 2 >= q_.size()) {
-      q_.erase(q_.begin(), q_.begin() + std::ptrdiff_t(head_));
-      head_ = 0;
-    }
-    return p;
-  }
-
- private:
-  std::vector<Packet*> q_;
-  std::size_t head_ = 0;
-};
+// Router queues: inputs x VCs x outputs of them, hence the allocation-free FIFO.
+using PacketFifo = Fifo<Packet*>;
 
 }  // namespace trnsim::model

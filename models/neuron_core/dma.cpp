@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <memory>
 
 #include "neuron_core/sram.hpp"
+#include "trnsim/error.hpp"
 
 namespace trnsim::model {
 
@@ -24,18 +26,29 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParam
       window_(std::size_t(std::max(1, p.outstanding_packets)), sc_core::SC_ZERO_TIME),
       bytes_(stats().add("bytes", "B", "bytes moved")),
       packets_(stats().add("packets", "1", "packets moved")) {
-  SC_THREAD(run);
+  if (queues_.size() > 64) {
+    throw ConfigError(fmt::format("/chip/core/dma/queues_per_engine: expected at most 64, got {}",
+                                  queues_.size()));
+  }
+  SC_METHOD(run);
+  sensitive << work_;
+  dont_initialize();
 }
 
 void DmaEngine::enqueue(int queue, const DmaShare& s) {
-  queues_[std::size_t(queue) % queues_.size()].push_back(s);
-  work_.notify(sc_core::SC_ZERO_TIME);
+  const std::size_t q = std::size_t(queue) % queues_.size();
+  queues_[q].push(s);
+  nonempty_ |= std::uint64_t(1) << q;
+  // Wake the engine when the descriptors are ready, not now: an engine woken only to learn that
+  // its work starts later costs an activation per share. An earlier pending notification wins.
+  const sc_time now = sc_core::sc_time_stamp();
+  work_.notify(s.ready > now ? s.ready - now : sc_core::SC_ZERO_TIME);
 }
 
 bool DmaEngine::ready_work(sc_time& next_ready) const {
   bool any = false;
-  for (const auto& q : queues_) {
-    if (q.empty()) continue;
+  for (std::uint64_t m = nonempty_; m != 0; m &= m - 1) {
+    const auto& q = queues_[std::size_t(std::countr_zero(m))];
     if (q.front().ready <= sc_core::sc_time_stamp()) return true;
     if (!any || q.front().ready < next_ready) next_ready = q.front().ready;
     any = true;
@@ -44,36 +57,49 @@ bool DmaEngine::ready_work(sc_time& next_ready) const {
   return false;
 }
 
+namespace {
+
+// The low n bits of `mask` rotated right by r: bit i of the result is bit (r + i) % n of mask.
+std::uint64_t rotate(std::uint64_t mask, int r, std::size_t n) {
+  if (r == 0) return mask;
+  const std::uint64_t all = n == 64 ? ~std::uint64_t(0) : (std::uint64_t(1) << n) - 1;
+  return ((mask >> r) | (mask << (n - std::size_t(r)))) & all;
+}
+
+}  // namespace
+
+// Each activation issues what it can and names its next trigger (next_trigger() with no
+// argument returns to the static sensitivity: new work).
 void DmaEngine::run() {
   const double packet = p_.packet_bytes.si;
   const std::size_t nq = queues_.size();
-  for (;;) {
+  {
     const sc_time now = sc_core::sc_time_stamp();
     sc_time next_ready;
+    ++wakeups_;
+    if (now < resume_at_) {  // new work while idle before the window's half-drain point
+      next_trigger(resume_at_ - now);
+      return;
+    }
     if (!ready_work(next_ready)) {
-      ++wakeups_;
-      if (next_ready > now) {
-        wait(next_ready - now, work_);
-      } else {
-        wait(work_);
-      }
-      continue;
+      if (next_ready > now) next_trigger(next_ready - now, work_);
+      return;
     }
     if (window_[window_pos_] > now) {  // every request slot is in flight
-      ++wakeups_;
-      wait(window_[window_pos_] - now);
-      continue;
+      next_trigger(window_[window_pos_] - now);
+      return;
     }
     // Fine (granularity 1): one window of packets whose request slot is free now. Coarse: up to
     // `granularity` windows, each packet issued when its slot frees (virtual time, see dma.hpp).
     const std::size_t budget = window_.size() * std::size_t(granularity_);
     sc_time first_latency = sc_core::SC_ZERO_TIME;
     for (std::size_t issued = 0; issued < budget; ++issued) {
+      // The first non-empty queue with ready descriptors at or after rr_ (round-robin).
       std::size_t q = 0;
       bool found = false;
-      for (std::size_t i = 0; i < nq; ++i) {
-        q = (std::size_t(rr_) + i) % nq;
-        if (!queues_[q].empty() && queues_[q].front().ready <= now) {
+      for (std::uint64_t m = rotate(nonempty_, rr_, nq); m != 0; m &= m - 1) {
+        q = (std::size_t(rr_) + std::size_t(std::countr_zero(m))) % nq;
+        if (queues_[q].front().ready <= now) {
           found = true;
           break;
         }
@@ -111,7 +137,8 @@ void DmaEngine::run() {
       } else if (in.dst == DmaEndpoint::sbuf) {
         sbuf_.count_write(double(bytes));
       }
-      add_energy("dma", energy(p_.energy, Bytes(double(bytes))));
+      if (!energy_) energy_ = &energy_slot("dma");
+      *energy_ += energy(p_.energy, Bytes(double(bytes))).si;
       bytes_ += double(bytes);
       packets_ += 1;
       window_[window_pos_] = done;
@@ -119,7 +146,8 @@ void DmaEngine::run() {
       sh.moved += bytes;
       x.last_done = std::max(x.last_done, done);
       if (sh.moved >= sh.bytes) {
-        queues_[q].pop_front();
+        queues_[q].pop();
+        if (queues_[q].empty()) nonempty_ &= ~(std::uint64_t(1) << q);
         if (--x.shares_left == 0) {
           for (int i = 0; i < in.nsignals; ++i) in.signals[std::size_t(i)]->signal_at(x.last_done);
           delete &x;
@@ -130,8 +158,14 @@ void DmaEngine::run() {
     // still keeps the engine busy, so the engine streams without gaps.
     const std::size_t w = window_.size();
     const sc_time half = window_[(window_pos_ + std::max<std::size_t>(1, w / 2) - 1) % w];
-    ++wakeups_;
-    wait(std::max(half, now + sc_core::sc_time(1, sc_core::SC_PS)) - now);
+    const sc_time wake = std::max(half, now + sc_core::sc_time(1, sc_core::SC_PS));
+    // Nothing left queued: sleep until new work instead of waking at `wake` to find none. New
+    // work arriving before `wake` still waits for it (resume_at_), as if the engine had slept.
+    if (nonempty_ == 0) {
+      resume_at_ = wake;
+      return;
+    }
+    next_trigger(wake - now);
   }
 }
 

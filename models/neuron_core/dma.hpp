@@ -25,10 +25,10 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "common/block.hpp"
+#include "common/fifo.hpp"
 #include "common/memory.hpp"
 #include "neuron_core/program.hpp"
 #include "trnsim/config/chip_params.hpp"
@@ -60,6 +60,7 @@ class DmaEngine : public Block {
   const Timeline& timeline() const { return tl_; }
 
  private:
+  // One activation of the engine's method process (an SC_METHOD: no stack, no context switch).
   void run();
   bool ready_work(sc_core::sc_time& next_ready) const;
 
@@ -68,14 +69,17 @@ class DmaEngine : public Block {
   MemoryPort& hbm_;
   Sram& sbuf_;
   std::uint64_t& wakeups_;
-  std::vector<std::deque<DmaShare>> queues_;
+  std::vector<Fifo<DmaShare>> queues_;
+  std::uint64_t nonempty_ = 0;  // bit q set: queues_[q] holds a share (queues_per_engine <= 64)
   int rr_ = 0;
   Timeline tl_;
   std::vector<sc_core::sc_time> window_;  // completion times of the packets in flight
   std::size_t window_pos_ = 0;
+  sc_core::sc_time resume_at_ = sc_core::SC_ZERO_TIME;  // earliest next issue after going idle
   sc_core::sc_event work_;
   Stat& bytes_;
   Stat& packets_;
+  double* energy_ = nullptr;  // the "dma" energy accumulator, created on the first packet
 };
 
 // The DMA side of a core: the descriptor generation engines (DGE), the fixed start latency and

@@ -75,15 +75,14 @@ Engine::Engine(const sc_core::sc_module_name& name, EngineId id, DmaSystem& dma,
       wakeups_(wakeups),
       instructions_(stats().add("instructions", "1", "instructions executed (DMA triggers too)")),
       busy_stat_(stats().add("busy", "s", "time spent executing instructions")) {
-  SC_THREAD(run);
+  SC_METHOD(run);
+  sensitive << work_;
+  dont_initialize();
 }
 
 void Engine::run() {
-  for (;;) {
-    while (queue_.empty()) {
-      ++wakeups_;
-      wait(work_);
-    }
+  ++wakeups_;
+  while (!queue_.empty()) {  // an empty queue: back to the static sensitivity (work_)
     const Instr& in = *queue_.front();
     sc_time operands = sc_core::sc_time_stamp();
     const Semaphore* missing = nullptr;
@@ -96,11 +95,10 @@ void Engine::run() {
       operands = std::max(operands, *t);
     }
     if (missing) {  // the producer has not signalled yet: sleep until it does
-      ++wakeups_;
-      wait(missing->changed());
-      continue;
+      next_trigger(missing->changed());
+      return;
     }
-    queue_.pop_front();
+    queue_.pop();
     instructions_ += 1;
     const sc_time start = std::max(free_at_, operands);
     if (in.kind == Instr::Kind::dma) {
@@ -176,8 +174,9 @@ sc_time TensorEngine::execute(const Instr& in, const sc_time& start, const sc_ti
   const double macs = double(in.k) * in.m * in.n;
   macs_ += macs;
   matmuls_ += reps;
-  add_energy(fmt::format("tensor_mac_{}", to_string(in.dtype)),
-             energy_per_mac(p_.energy_per_mac, in.dtype) * macs);
+  double*& slot = mac_energy_.at(std::size_t(in.dtype));
+  if (!slot) slot = &energy_slot(fmt::format("tensor_mac_{}", to_string(in.dtype)));
+  *slot += (energy_per_mac(p_.energy_per_mac, in.dtype) * macs).si;
   sbuf_.count_read(double(in.k) * in.n * element_bytes(in.dtype));
   const double psum_bytes = double(in.m) * in.n * 4;  // FP32 accumulators
   psum_.count_write(psum_bytes * reps);
@@ -201,8 +200,8 @@ sc_time ElementEngine::execute(const Instr& in, const sc_time& start, const sc_t
   const double cycles = p_.fixed_overhead_cycles +
                         std::ceil(double(in.elements) / epc) * std::max<std::uint32_t>(1, in.inputs);
   elements_ += double(in.elements);
-  add_energy(fmt::format("{}_elements", basename()),
-             p_.energy_per_element * double(in.elements));
+  if (!energy_) energy_ = &energy_slot(fmt::format("{}_elements", basename()));
+  *energy_ += (p_.energy_per_element * double(in.elements)).si;
   psum_.count_read(double(in.psum_read));
   sbuf_.count_read(double(in.sbuf_read));
   sbuf_.count_write(double(in.sbuf_write));

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The compute engines of a NeuronCore. Each engine is one SC_THREAD that pops instructions from
-// its in-order queue, waits on the instruction's semaphores, occupies the engine for the
+// The compute engines of a NeuronCore. Each engine is one SC_METHOD process (no stack, no context
+// switch) that pops instructions from its in-order queue, waits on the instruction's semaphores, occupies the engine for the
 // instruction's duration and increments the instruction's semaphores when it ends. Any engine
 // may also trigger a DMA (a DMA instruction in its queue), as Neuron sequencers do.
 //
@@ -14,9 +14,9 @@
 
 #include <array>
 #include <cstdint>
-#include <deque>
 
 #include "common/block.hpp"
+#include "common/fifo.hpp"
 #include "neuron_core/program.hpp"
 #include "trnsim/config/chip_params.hpp"
 
@@ -31,7 +31,7 @@ class Engine : public Block {
   Engine(const sc_core::sc_module_name& name, EngineId id, DmaSystem& dma,
          std::uint64_t& wakeups);
   void enqueue(const Instr* in) {
-    queue_.push_back(in);
+    queue_.push(in);
     work_.notify(sc_core::SC_ZERO_TIME);
   }
   EngineId id() const { return id_; }
@@ -47,12 +47,13 @@ class Engine : public Block {
   virtual sc_core::sc_time result_latency() const { return sc_core::SC_ZERO_TIME; }
 
  private:
+  // One activation: runs instructions until the queue is empty or a semaphore is missing.
   void run();
 
   EngineId id_;
   DmaSystem& dma_;
   std::uint64_t& wakeups_;
-  std::deque<const Instr*> queue_;
+  Fifo<const Instr*> queue_;
   sc_core::sc_event work_;
   sc_core::sc_time free_at_ = sc_core::SC_ZERO_TIME;
   sc_core::sc_time busy_ = sc_core::SC_ZERO_TIME;
@@ -95,6 +96,7 @@ class TensorEngine : public Engine {
   Stat& macs_;
   Stat& matmuls_;
   Stat& throttled_;
+  std::array<double*, 8> mac_energy_{};  // per dtype, created on first use
 };
 
 // Vector, Scalar and GpSimd: an instruction on E elements with I inputs occupies the engine for
@@ -116,6 +118,7 @@ class ElementEngine : public Engine {
   Sram& sbuf_;
   Sram& psum_;
   Stat& elements_;
+  double* energy_ = nullptr;  // "<engine>_elements", created on first use
 };
 
 }  // namespace trnsim::model
