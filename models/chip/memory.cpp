@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+
+#include "trnsim/error.hpp"
 
 namespace trnsim::model {
 
@@ -16,37 +19,37 @@ int hbm_stack_of(const config::HbmParams& p, std::uint64_t addr) {
 
 namespace {
 
-// Bytes of [addr, addr+bytes) per stack.
-std::vector<std::uint64_t> split_by_stack(const config::HbmParams& p, std::uint64_t addr,
-                                          std::uint64_t bytes) {
-  std::vector<std::uint64_t> per(std::size_t(p.stacks), 0);
+// Bytes of [addr, addr+bytes) per stack (stacks <= kMaxStacks, checked by the constructors).
+// Called for every DMA packet: no allocation, whole interleave rounds in one step.
+constexpr std::size_t kMaxStacks = 16;
+using StackBytes = std::array<std::uint64_t, kMaxStacks>;
+
+StackBytes split_by_stack(const config::HbmParams& p, std::uint64_t addr, std::uint64_t bytes) {
+  StackBytes per{};
   const auto il = std::uint64_t(p.interleave_bytes.si);
-  std::uint64_t a = addr;
+  const auto n = std::uint64_t(p.stacks);
+  const std::uint64_t round = il * n;
   const std::uint64_t end = addr + bytes;
-  // Whole interleave rounds give every stack the same share; walk only the remainder.
-  const std::uint64_t round = il * std::uint64_t(p.stacks);
-  if (bytes >= 2 * round) {
-    const std::uint64_t first = (a + round - 1) / round * round;
-    const std::uint64_t rounds = (end - first) / round;
-    for (auto& x : per) x += rounds * il;
-    for (std::uint64_t b = first + rounds * round; b < end;) {
-      const std::uint64_t next = std::min(end, (b / il + 1) * il);
-      per[std::size_t(hbm_stack_of(p, b))] += next - b;
+  const std::uint64_t first = std::min(end, (addr + round - 1) / round * round);
+  const std::uint64_t rounds = (end - first) / round;
+  for (std::size_t s = 0; s < std::size_t(n); ++s) per[s] = rounds * il;
+  auto walk = [&](std::uint64_t b, std::uint64_t e) {
+    while (b < e) {
+      const std::uint64_t next = std::min(e, (b / il + 1) * il);
+      per[std::size_t((b / il) % n)] += next - b;
       b = next;
     }
-    for (std::uint64_t b = a; b < first;) {
-      const std::uint64_t next = std::min(first, (b / il + 1) * il);
-      per[std::size_t(hbm_stack_of(p, b))] += next - b;
-      b = next;
-    }
-    return per;
-  }
-  while (a < end) {
-    const std::uint64_t next = std::min(end, (a / il + 1) * il);
-    per[std::size_t(hbm_stack_of(p, a))] += next - a;
-    a = next;
-  }
+  };
+  walk(addr, first);
+  walk(first + rounds * round, end);
   return per;
+}
+
+void check_stacks(const config::HbmParams& p) {
+  if (std::size_t(p.stacks) > kMaxStacks) {
+    throw ConfigError(fmt::format("/chip/hbm/stacks: expected at most {}, got {}", kMaxStacks,
+                                  p.stacks));
+  }
 }
 
 }  // namespace
@@ -56,25 +59,29 @@ FallbackHbm::FallbackHbm(const sc_core::sc_module_name& name, const config::HbmP
       p_(p),
       stacks_(std::size_t(p.stacks)),
       read_(stats().add("bytes_read", "B", "bytes read")),
-      written_(stats().add("bytes_written", "B", "bytes written")) {
+      written_(stats().add("bytes_written", "B", "bytes written")),
+      stack_bw_(p.bandwidth / double(p.stacks)),
+      read_latency_(to_sc(p.controller_latency + p.timing.tRCD + p.timing.tCL)),
+      write_latency_(to_sc(p.controller_latency + p.timing.tRCD + p.timing.tCWL)),
+      read_energy_(p.energy.read + p.energy.phy + p.energy.controller),
+      write_energy_(p.energy.write + p.energy.phy + p.energy.controller) {
+  check_stacks(p);
   set_static_power(p.energy.background_per_stack * double(p.stacks));
 }
 
 sc_time FallbackHbm::access(const MemRequest& r) {
-  const auto per = split_by_stack(p_, r.addr, r.bytes);
-  const Bandwidth stack_bw = p_.bandwidth / double(p_.stacks);
-  const Duration lat = p_.controller_latency + p_.timing.tRCD + (r.write ? p_.timing.tCWL : p_.timing.tCL);
-  sc_time done = sc_core::sc_time_stamp();
-  for (std::size_t s = 0; s < per.size(); ++s) {
+  const StackBytes per = split_by_stack(p_, r.addr, r.bytes);
+  const sc_time now = sc_core::sc_time_stamp();
+  sc_time done = now;
+  for (std::size_t s = 0; s < stacks_.size(); ++s) {
     if (per[s] == 0) continue;
-    done = std::max(done, stacks_[s].reserve(sc_core::sc_time_stamp(),
-                                             to_sc(transfer_time(Bytes(double(per[s])), stack_bw))));
+    done = std::max(done, stacks_[s].reserve(now, to_sc(transfer_time(Bytes(double(per[s])), stack_bw_))));
   }
-  const Bytes b(double(r.bytes));
-  const EnergyPerBit e = (r.write ? p_.energy.write : p_.energy.read) + p_.energy.phy + p_.energy.controller;
-  add_energy(r.write ? "hbm_write" : "hbm_read", energy(e, b));
+  double*& slot = r.write ? write_slot_ : read_slot_;
+  if (!slot) slot = &energy_slot(r.write ? "hbm_write" : "hbm_read");
+  *slot += energy(r.write ? write_energy_ : read_energy_, Bytes(double(r.bytes))).si;
   (r.write ? written_ : read_) += double(r.bytes);
-  return done + to_sc(lat);
+  return done + (r.write ? write_latency_ : read_latency_);
 }
 
 DieCrossing::DieCrossing(const sc_core::sc_module_name& name, const config::ChipParams& p)
@@ -84,24 +91,35 @@ DieCrossing::DieCrossing(const sc_core::sc_module_name& name, const config::Chip
       latency_(p.die_to_die_latency),
       energy_(p.die_to_die_energy),
       dir_(std::size_t(p.dies * p.dies)),
-      bytes_(stats().add("bytes", "B", "bytes that crossed between dies")) {}
+      bytes_(stats().add("bytes", "B", "bytes that crossed between dies")),
+      latency_sc_(to_sc(p.die_to_die_latency)) {}
 
 sc_time DieCrossing::cross(int from, int to, std::uint64_t bytes) {
   const Bytes b{double(bytes)};
-  add_energy("die_to_die", energy(energy_, b));
+  if (!energy_slot_) energy_slot_ = &energy_slot("die_to_die");
+  *energy_slot_ += energy(energy_, b).si;
   bytes_ += double(bytes);
   return dir_[std::size_t(from * dies_ + to)].reserve(sc_core::sc_time_stamp(),
                                                       to_sc(transfer_time(b, bw_))) +
-         to_sc(latency_);
+         latency_sc_;
+}
+
+DieMemoryPort::DieMemoryPort(int die, const config::ChipParams& p, MemoryPort& hbm,
+                             DieCrossing& d2d)
+    : die_(die), p_(p), hbm_(hbm), d2d_(d2d) {
+  check_stacks(p.hbm);
+  if (std::size_t(p.dies) > kMaxStacks) {
+    throw ConfigError(fmt::format("/chip/dies: expected at most {}, got {}", kMaxStacks, p.dies));
+  }
 }
 
 sc_time DieMemoryPort::access(const MemRequest& r) {
   sc_time done = hbm_.access(r);
   if (p_.dies <= 1) return done;
-  const auto per = split_by_stack(p_.hbm, r.addr, r.bytes);
+  const StackBytes per = split_by_stack(p_.hbm, r.addr, r.bytes);
   const int stacks_per_die = std::max(1, p_.hbm.stacks / p_.dies);
-  std::vector<std::uint64_t> remote(std::size_t(p_.dies), 0);
-  for (std::size_t s = 0; s < per.size(); ++s) {
+  StackBytes remote{};  // per die; dies <= stacks
+  for (std::size_t s = 0; s < std::size_t(p_.hbm.stacks); ++s) {
     const int die = std::min(p_.dies - 1, int(s) / stacks_per_die);
     if (die != die_) remote[std::size_t(die)] += per[s];
   }

@@ -31,6 +31,11 @@ class FallbackHbm : public Block, public MemoryPort {
   std::vector<Timeline> stacks_;
   Stat& read_;
   Stat& written_;
+  Bandwidth stack_bw_;
+  sc_core::sc_time read_latency_, write_latency_;
+  EnergyPerBit read_energy_, write_energy_;
+  double* read_slot_ = nullptr;  // energy accumulators, created on first use
+  double* write_slot_ = nullptr;
 };
 
 // The links between the dies: one Timeline per direction at die_to_die_bandwidth, plus
@@ -49,14 +54,15 @@ class DieCrossing : public Block {
   EnergyPerBit energy_;
   std::vector<Timeline> dir_;
   Stat& bytes_;
+  sc_core::sc_time latency_sc_;
+  double* energy_slot_ = nullptr;  // created on first use
 };
 
 // The memory as the cores of one die see it: bytes held by stacks of another die cross the
 // die boundary (reads from the remote die, writes to it).
 class DieMemoryPort : public MemoryPort {
  public:
-  DieMemoryPort(int die, const config::ChipParams& p, MemoryPort& hbm, DieCrossing& d2d)
-      : die_(die), p_(p), hbm_(hbm), d2d_(d2d) {}
+  DieMemoryPort(int die, const config::ChipParams& p, MemoryPort& hbm, DieCrossing& d2d);
   sc_core::sc_time access(const MemRequest& r) override;
 
  private:
