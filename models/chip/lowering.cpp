@@ -151,8 +151,9 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
   const int banks = p.psum_banks;
 
   std::vector<Semaphore*> a_loaded, a_free, b_loaded, b_free, bank_full, bank_free, out_free;
-  std::vector<std::uint64_t> a_uses(2, 0), b_uses(2, 0), bank_uses(std::size_t(banks), 0),
-      out_uses(kOutSlots, 0);
+  // a_uses: A tiles loaded into each slot so far; a_free_uses: A blocks released from it.
+  std::vector<std::uint64_t> a_uses(2, 0), a_free_uses(2, 0), b_uses(2, 0),
+      bank_uses(std::size_t(banks), 0), out_uses(kOutSlots, 0);
   for (int i = 0; i < 2; ++i) {
     a_loaded.push_back(prog.new_semaphore());
     a_free.push_back(prog.new_semaphore());
@@ -177,7 +178,7 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
       const std::uint64_t rows0 = mb0 * p.tm;
       const std::uint64_t mrows = std::min(m - rows0, mtiles * p.tm);
       int cur_a = -1;
-      std::uint64_t cur_a_use = 0;
+      std::uint64_t cur_a_base = 0;  // A tiles loaded into cur_a before this block
       for (std::uint64_t nb0 = 0; nb0 < nt; nb0 += p.nb) {
         const std::uint64_t ntiles = std::min(p.nb, nt - nb0);
         const std::uint64_t cols0 = nb0 * p.tn;
@@ -188,19 +189,26 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
           const std::uint64_t k0 = kb0 * p.tk;
           const std::uint64_t krows = std::min(k - k0, ktiles * p.tk);
           const bool last_kb = kb0 + p.kb >= kt;
-          // A block: loaded once per (batch, M block) when K is whole, else per K block.
+          // A block: loaded once per (batch, M block) when K is whole, else per K block; one
+          // DMA per 128-row tile, so the first matmuls wait for their own A tile, not the block.
           if (!p.full_k || nb0 == 0) {
             const int s = a_slot;
             if (p.a_buffers == 2) a_slot ^= 1;
-            const auto bytes = std::uint64_t(std::ceil(double(mrows * krows) * elem));
-            prog.push(EngineId::sync,
-                      dma(bytes, a_base + std::uint64_t(double(rows0 * k + k0) * elem),
-                          DmaEndpoint::hbm, DmaEndpoint::sbuf, kQueueA, engines))
-                .wait(a_free[std::size_t(s)], a_uses[std::size_t(s)])
-                .signal(a_loaded[std::size_t(s)]);
-            hbm_bytes += double(bytes);
+            for (std::uint64_t i = 0; i < mtiles; ++i) {
+              const std::uint64_t r0 = rows0 + i * p.tm;
+              const std::uint64_t rows = std::min(p.tm, mrows - i * p.tm);
+              const auto bytes = std::uint64_t(std::ceil(double(rows * krows) * elem));
+              prog.push(EngineId::sync,
+                        dma(bytes, a_base + std::uint64_t(double(r0 * k + k0) * elem),
+                            DmaEndpoint::hbm, DmaEndpoint::sbuf, kQueueA, engines))
+                  .wait(a_free[std::size_t(s)], a_free_uses[std::size_t(s)])
+                  .signal(a_loaded[std::size_t(s)]);
+              hbm_bytes += double(bytes);
+            }
             cur_a = s;
-            cur_a_use = ++a_uses[std::size_t(s)];
+            cur_a_base = a_uses[std::size_t(s)];
+            a_uses[std::size_t(s)] += mtiles;
+            ++a_free_uses[std::size_t(s)];
           }
           const int bs = b_slot;
           b_slot ^= 1;
@@ -214,7 +222,7 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
             hbm_bytes += double(bytes);
           }
           const std::uint64_t b_use = ++b_uses[std::size_t(bs)];
-          bool first_b = true, first_a = true;
+          bool first_b = true;
           for (std::uint64_t j = 0; j < ntiles; ++j) {
             const std::uint64_t ncur = std::min(p.tn, ncols - j * p.tn);
             for (std::uint64_t i = 0; i < mtiles; ++i) {
@@ -236,8 +244,12 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
                 mm.accumulate = !(kb0 == 0 && kk0 == 0);
                 Instr& in = prog.push(EngineId::tensor, mm);
                 if (first_b) in.wait(b_loaded[std::size_t(bs)], b_use);
-                if (first_a) in.wait(a_loaded[std::size_t(cur_a)], cur_a_use);
-                first_a = first_b = false;
+                // The first matmul of each M tile waits for that tile's A load (in order: one
+                // queue, FIFO on every engine).
+                if (kk0 == 0 && j == 0) {
+                  in.wait(a_loaded[std::size_t(cur_a)], cur_a_base + i + 1);
+                }
+                first_b = false;
                 if (kb0 == 0 && kk0 == 0) in.wait(bank_free[std::size_t(bank)], bank_uses[std::size_t(bank)]);
                 const bool tile_done = last_kb && kk + 1 == ktiles;
                 const bool block_done = j + 1 == ntiles && i + 1 == mtiles && kk + 1 == ktiles;

@@ -2,15 +2,15 @@
 // Lowering of trace-level ops to NeuronCore programs (engine instruction streams with
 // semaphores), the way the Neuron compiler / NKI kernels structure them.
 //
-// GEMM: the (batch, M, N) work is split over the chip's cores (whole GEMMs per core when
-// batch >= cores, else an M x N grid of cores that minimises each core's HBM traffic). On a
-// core, C is computed in 128 x TN tiles (TN = min(moving_free_max, one PSUM bank of FP32)):
-// blocks of A (Mb tiles of 128 rows x Kb*TK) and B (Kb*TK x Nb tiles of TN) are DMA'd into SBUF
-// slots (double-buffered), each tile accumulates over K in one PSUM bank (matmul per TK =
-// rows x k_factor), is evicted by Vector or Scalar (alternating) to SBUF in the output type
-// (BF16, FP32 for FP32 inputs) and stored by a DMA triggered from the evicting engine. When the
-// whole K fits, A blocks stay resident while B streams (HBM traffic of B shrinks by Mb) and PSUM
-// banks form a ring; otherwise K is blocked and Mb * Nb <= banks tiles accumulate at once.
+// GEMM: the (batch, M, N) work is split over the chip's cores (whole GEMMs per core when batch >=
+// cores, else an M x N grid of cores that minimises each core's HBM traffic). On a core, C is
+// computed in 128 x TN tiles (TN = min(moving_free_max, one PSUM bank of FP32)): blocks of A (Mb
+// tiles of 128 rows x Kb*TK, one DMA per tile) and B (Kb*TK x Nb tiles of TN) are DMA'd into SBUF
+// slots (double-buffered), each tile accumulates over K in one PSUM bank (matmul per TK = rows x
+// k_factor), is evicted by Vector or Scalar (alternating) to SBUF in the output type (BF16, FP32
+// for FP32 inputs) and stored by a DMA triggered from the evicting engine. When the whole K fits, A
+// blocks stay resident while B streams (HBM traffic of B shrinks by Mb) and PSUM banks form a ring;
+// otherwise K is blocked and Mb * Nb <= banks tiles accumulate at once.
 // Tile sizes are the largest that fit SBUF; an op that cannot fit is a ConfigError naming it.
 #pragma once
 
