@@ -9,6 +9,7 @@
 
 #ifdef TRNSIM_CHIP_HAS_HBM
 #include "hbm/hbm_system.hpp"
+#include "common/activity.hpp"
 #endif
 
 namespace trnsim::model {
@@ -57,10 +58,11 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
   for (int d = 0; d < p.dies; ++d) {
     die_ports_.push_back(std::make_unique<DieMemoryPort>(d, p_, *memory_, *d2d_));
   }
+  dma_calendar_ = std::make_unique<WakeCalendar>("dma_calendar");
   for (int c = 0; c < p.cores; ++c) {
     cores_.push_back(std::make_unique<NeuronCore>(
         fmt::format("nc{}", c).c_str(), p.core, *die_ports_[std::size_t(die_of_core(c))],
-        granularity_));
+        granularity_, dma_calendar_.get()));
   }
 }
 
@@ -99,7 +101,7 @@ OpStats Chip::execute(const ComputeOp& op, const std::string& name) {
     for (auto& h : running) {
       if (!h.terminated()) {
         ++own_wakeups_;
-        sc_core::wait(h.terminated_event());
+        wait_counted(h.terminated_event());
       }
     }
     st.flops += step.flops;

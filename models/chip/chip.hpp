@@ -81,6 +81,9 @@ class Chip : public Block {
   MemoryPort* memory_ = nullptr;
   std::string memory_model_;
   std::unique_ptr<DieCrossing> d2d_;
+  // Orders the wake-ups of all the chip's DMA engines (they share HBM and die links), so that a
+  // chip's timing does not depend on other chips in the simulation (wake_calendar.hpp).
+  std::unique_ptr<WakeCalendar> dma_calendar_;
   std::vector<std::unique_ptr<DieMemoryPort>> die_ports_;
   std::vector<std::unique_ptr<NeuronCore>> cores_;
   HbmAllocator alloc_;

@@ -7,6 +7,7 @@
 #include <bit>
 #include <memory>
 
+#include "common/activity.hpp"
 #include "neuron_core/sram.hpp"
 #include "trnsim/error.hpp"
 
@@ -30,26 +31,28 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParam
     throw ConfigError(fmt::format("/chip/core/dma/queues_per_engine: expected at most 64, got {}",
                                   queues_.size()));
   }
-  SC_METHOD(run);
-  sensitive << work_;
-  dont_initialize();
 }
 
-void DmaEngine::enqueue(int queue, const DmaShare& s) {
+const sc_time DmaEngine::kNever = sc_core::sc_max_time();
+
+bool DmaEngine::enqueue(int queue, const DmaShare& s) {
   const std::size_t q = std::size_t(queue) % queues_.size();
   queues_[q].push(s);
   nonempty_ |= std::uint64_t(1) << q;
-  // Wake the engine when the descriptors are ready, not now: an engine woken only to learn that
-  // its work starts later costs an activation per share. An earlier pending notification wins.
-  const sc_time now = sc_core::sc_time_stamp();
-  work_.notify(s.ready > now ? s.ready - now : sc_core::SC_ZERO_TIME);
+  // Wake the engine when the descriptors are ready (not now: an engine woken only to learn that
+  // its work starts later costs an activation per share), unless it is waiting for a window
+  // slot or already due earlier.
+  const sc_time at = std::max(sc_core::sc_time_stamp(), s.ready);
+  if (!wake_.on_work || at >= wake_.at) return false;
+  wake_.at = at;
+  return true;
 }
 
-bool DmaEngine::ready_work(sc_time& next_ready) const {
+bool DmaEngine::ready_work(const sc_time& now, sc_time& next_ready) const {
   bool any = false;
   for (std::uint64_t m = nonempty_; m != 0; m &= m - 1) {
     const auto& q = queues_[std::size_t(std::countr_zero(m))];
-    if (q.front().ready <= sc_core::sc_time_stamp()) return true;
+    if (q.front().ready <= now) return true;
     if (!any || q.front().ready < next_ready) next_ready = q.front().ready;
     any = true;
   }
@@ -68,27 +71,20 @@ std::uint64_t rotate(std::uint64_t mask, int r, std::size_t n) {
 
 }  // namespace
 
-// Each activation issues what it can and names its next trigger (next_trigger() with no
-// argument returns to the static sensitivity: new work).
-void DmaEngine::run() {
+void DmaEngine::step(const sc_time& now) {
+  ++wakeups_;
+  wake_ = issue(now);
+}
+
+// Issues what the engine can at `now`; returns when it next needs to run.
+DmaEngine::Wake DmaEngine::issue(const sc_time& now) {
   const double packet = p_.packet_bytes.si;
   const std::size_t nq = queues_.size();
   {
-    const sc_time now = sc_core::sc_time_stamp();
     sc_time next_ready;
-    ++wakeups_;
-    if (now < resume_at_) {  // new work while idle before the window's half-drain point
-      next_trigger(resume_at_ - now);
-      return;
-    }
-    if (!ready_work(next_ready)) {
-      if (next_ready > now) next_trigger(next_ready - now, work_);
-      return;
-    }
-    if (window_[window_pos_] > now) {  // every request slot is in flight
-      next_trigger(window_[window_pos_] - now);
-      return;
-    }
+    if (now < resume_at_) return {resume_at_, false};  // new work before the half-drain point
+    if (!ready_work(now, next_ready)) return {next_ready > now ? next_ready : kNever, true};
+    if (window_[window_pos_] > now) return {window_[window_pos_], false};  // all slots in flight
     // Fine (granularity 1): one window of packets whose request slot is free now. Coarse: up to
     // `granularity` windows, each packet issued when its slot frees (virtual time, see dma.hpp).
     const std::size_t budget = window_.size() * std::size_t(granularity_);
@@ -163,24 +159,41 @@ void DmaEngine::run() {
     // work arriving before `wake` still waits for it (resume_at_), as if the engine had slept.
     if (nonempty_ == 0) {
       resume_at_ = wake;
-      return;
+      return {kNever, true};
     }
-    next_trigger(wake - now);
+    return {wake, false};
   }
 }
 
 // ------------------------------------------------------------------------------------ DmaSystem
 
 DmaSystem::DmaSystem(const sc_core::sc_module_name& name, const config::DmaParams& p,
-                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups, int granularity)
+                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups, int granularity,
+                     WakeCalendar* calendar)
     : Block(name),
       p_(p),
+      calendar_(calendar),
       instructions_(stats().add("instructions", "1", "DMA instructions triggered")),
       dge_busy_(stats().add("dge_busy", "s", "descriptor generation time, both DGEs")) {
+  if (!calendar_) {
+    own_calendar_ = std::make_unique<WakeCalendar>("calendar");
+    calendar_ = own_calendar_.get();
+  }
   for (int i = 0; i < p.engines; ++i) {
     engines_.push_back(new DmaEngine(fmt::format("q{}", i).c_str(), p, hbm, sbuf, wakeups,
                                        granularity));
+    calendar_ids_.push_back(calendar_->add([this, i] { run_engine(i); }));
   }
+}
+
+void DmaSystem::schedule(int e) {
+  const sc_time at = engines_[std::size_t(e)]->wake().at;
+  if (at != DmaEngine::kNever) calendar_->at(calendar_ids_[std::size_t(e)], at);
+}
+
+void DmaSystem::run_engine(int e) {
+  engines_[std::size_t(e)]->step(sc_core::sc_time_stamp());
+  schedule(e);
 }
 
 DmaSystem::~DmaSystem() {
@@ -213,7 +226,9 @@ sc_time DmaSystem::trigger(const Instr& in, const sc_time& ready, bool waited) {
   x->shares_left = int(parts.size());
   off = 0;
   for (const auto& [e, b] : parts) {
-    engines_[std::size_t(e)]->enqueue(in.queue, DmaShare{x, in.addr + off, b, 0, start});
+    if (engines_[std::size_t(e)]->enqueue(in.queue, DmaShare{x, in.addr + off, b, 0, start})) {
+      schedule(e);
+    }
     off += b;
   }
   return dge_start;

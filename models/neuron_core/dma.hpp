@@ -25,11 +25,13 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "common/block.hpp"
 #include "common/fifo.hpp"
 #include "common/memory.hpp"
+#include "common/wake_calendar.hpp"
 #include "neuron_core/program.hpp"
 #include "trnsim/config/chip_params.hpp"
 
@@ -50,19 +52,31 @@ struct DmaShare {
   sc_core::sc_time ready;  // descriptors are available from this time
 };
 
+// One DMA engine: its queues, request window and timeline. It has no process of its own: its
+// DmaSystem runs it from the chip's WakeCalendar, calling step() at the engine's wake time.
 class DmaEngine : public Block {
  public:
   static constexpr int kMaxWindowsPerWakeup = 1;
-  SC_HAS_PROCESS(DmaEngine);
+  // When the engine next needs to run: at `at` (kNever: not until new work), and whether new
+  // work may wake it earlier (it sleeps on new work) or not (it waits for a window slot).
+  struct Wake {
+    sc_core::sc_time at;
+    bool on_work = true;
+  };
+  static const sc_core::sc_time kNever;
+
   DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p, MemoryPort& hbm,
             Sram& sbuf, std::uint64_t& wakeups, int granularity = 1);
-  void enqueue(int queue, const DmaShare& s);
+  // Queues a share; true when that moves the engine's wake time earlier (wake() changed).
+  bool enqueue(int queue, const DmaShare& s);
+  // Issues what the engine can at `now` and updates wake().
+  void step(const sc_core::sc_time& now);
+  const Wake& wake() const { return wake_; }
   const Timeline& timeline() const { return tl_; }
 
  private:
-  // One activation of the engine's method process (an SC_METHOD: no stack, no context switch).
-  void run();
-  bool ready_work(sc_core::sc_time& next_ready) const;
+  bool ready_work(const sc_core::sc_time& now, sc_core::sc_time& next_ready) const;
+  Wake issue(const sc_core::sc_time& now);
 
   config::DmaParams p_;
   int granularity_ = 1;
@@ -76,7 +90,7 @@ class DmaEngine : public Block {
   std::vector<sc_core::sc_time> window_;  // completion times of the packets in flight
   std::size_t window_pos_ = 0;
   sc_core::sc_time resume_at_ = sc_core::SC_ZERO_TIME;  // earliest next issue after going idle
-  sc_core::sc_event work_;
+  Wake wake_{kNever, true};
   Stat& bytes_;
   Stat& packets_;
   double* energy_ = nullptr;  // the "dma" energy accumulator, created on the first packet
@@ -88,11 +102,16 @@ class DmaEngine : public Block {
 //   start: max(DGE done, ready + start_latency) when the trigger waited on another engine's
 //          semaphore (DMAG's ~1.3 us semaphore-to-start), else DGE done;
 //   then each engine share is moved packet by packet (DmaEngine).
+// Event granularity: the engines have no processes; a WakeCalendar (one per chip, shared by
+// all its cores; common/wake_calendar.hpp) runs each engine at its wake time, engines due at the
+// same time in a fixed order.
 class DmaSystem : public Block {
  public:
   static constexpr int kDges = 2;  // hardware DGE per NeuronCore (NKI2)
+  // `calendar`: shared by every DMA engine of the chip (null: the system makes its own).
   DmaSystem(const sc_core::sc_module_name& name, const config::DmaParams& p, MemoryPort& hbm,
-            Sram& sbuf, std::uint64_t& wakeups, int granularity = 1);
+            Sram& sbuf, std::uint64_t& wakeups, int granularity = 1,
+            WakeCalendar* calendar = nullptr);
   ~DmaSystem() override;
   // Called by an engine queue at simulated time <= ready; returns when the trigger engine is
   // free again (it stalls while both DGEs are busy).
@@ -106,8 +125,14 @@ class DmaSystem : public Block {
   const Breakdown& last() const { return last_; }
 
  private:
+  void schedule(int engine);  // files the engine's wake time with the calendar
+  void run_engine(int engine);  // the calendar's callback
+
   config::DmaParams p_;
+  std::unique_ptr<WakeCalendar> own_calendar_;
+  WakeCalendar* calendar_ = nullptr;
   std::vector<DmaEngine*> engines_;
+  std::vector<int> calendar_ids_;
   std::array<Timeline, kDges> dge_;
   Breakdown last_{};
   Stat& instructions_;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/activity.hpp"
 #include "neuron_core/dma.hpp"
 #include "neuron_core/sram.hpp"
 #include "trnsim/error.hpp"
@@ -82,6 +83,7 @@ Engine::Engine(const sc_core::sc_module_name& name, EngineId id, DmaSystem& dma,
 
 void Engine::run() {
   ++wakeups_;
+  count_activation(Activity::engine);
   while (!queue_.empty()) {  // an empty queue: back to the static sensitivity (work_)
     const Instr& in = *queue_.front();
     sc_time operands = sc_core::sc_time_stamp();

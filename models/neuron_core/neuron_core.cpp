@@ -2,6 +2,7 @@
 #include "neuron_core/neuron_core.hpp"
 
 #include "trnsim/error.hpp"
+#include "common/activity.hpp"
 
 namespace trnsim::model {
 
@@ -12,11 +13,12 @@ sc_time SyncEngine::execute(const Instr&, const sc_time&, const sc_time&) {
 }
 
 NeuronCore::NeuronCore(const sc_core::sc_module_name& name, const config::CoreParams& p,
-                       MemoryPort& hbm, int granularity)
+                       MemoryPort& hbm, int granularity, WakeCalendar* calendar)
     : Block(name), p_(p) {
   sbuf_ = std::make_unique<Sram>("sbuf", p.sbuf, Sram::Unit::bytes_per_partition);
   psum_ = std::make_unique<Sram>("psum", p.psum, Sram::Unit::banks);
-  dma_ = std::make_unique<DmaSystem>("dma", p.dma, hbm, *sbuf_, wakeups_, granularity);
+  dma_ = std::make_unique<DmaSystem>("dma", p.dma, hbm, *sbuf_, wakeups_, granularity,
+                                     calendar);
   auto tensor = std::make_unique<TensorEngine>("tensor", p.tensor, *dma_, *sbuf_, *psum_, wakeups_);
   tensor_ = tensor.get();
   engines_[std::size_t(EngineId::tensor)] = std::move(tensor);
@@ -40,11 +42,11 @@ sc_time NeuronCore::run(Program& prog) {
     for (;;) {
       if (const auto t = prog.done->reaches(prog.done_target)) {
         end = *t;
-        if (end > sc_core::sc_time_stamp()) sc_core::wait(end - sc_core::sc_time_stamp());
+        if (end > sc_core::sc_time_stamp()) wait_counted(end - sc_core::sc_time_stamp());
         break;
       }
       ++wakeups_;
-      sc_core::wait(prog.done->changed());
+      wait_counted(prog.done->changed());
     }
   }
   psum_->release(std::uint64_t(prog.psum_banks));

@@ -37,8 +37,10 @@ class NeuronCore : public Block {
  public:
   // `hbm` is the memory as this core's DMA engines see it (the chip adds die crossing).
   // `granularity` > 1 lets each DMA engine wake-up move that many windows (see dma.hpp).
+  // `calendar` orders the DMA engines' wake-ups; a chip passes one for all its cores (null: the
+  // core makes its own).
   NeuronCore(const sc_core::sc_module_name& name, const config::CoreParams& p, MemoryPort& hbm,
-             int granularity = 1);
+             int granularity = 1, WakeCalendar* calendar = nullptr);
 
   // From a SystemC thread: runs `prog` to completion and returns its end time.
   sc_core::sc_time run(Program& prog);

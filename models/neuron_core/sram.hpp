@@ -30,14 +30,24 @@ class Sram : public Block {
   // Throws ConfigError naming `op` when `units` can never fit.
   void check_fits(std::uint64_t units, const std::string& op) const;
 
-  void count_read(double bytes) { add_energy(read_cat_, energy(p_.read_energy, Bytes(bytes))); read_ += bytes; }
-  void count_write(double bytes) { add_energy(write_cat_, energy(p_.write_energy, Bytes(bytes))); written_ += bytes; }
+  void count_read(double bytes) {
+    if (!read_energy_) read_energy_ = &energy_slot(read_cat_);
+    *read_energy_ += energy(p_.read_energy, Bytes(bytes)).si;
+    read_ += bytes;
+  }
+  void count_write(double bytes) {
+    if (!write_energy_) write_energy_ = &energy_slot(write_cat_);
+    *write_energy_ += energy(p_.write_energy, Bytes(bytes)).si;
+    written_ += bytes;
+  }
 
  private:
   config::SramParams p_;
   Unit unit_;
   std::uint64_t capacity_ = 0, used_ = 0;
   std::string read_cat_, write_cat_;
+  double* read_energy_ = nullptr;  // energy accumulators, created on first use
+  double* write_energy_ = nullptr;
   sc_core::sc_event freed_;
   Stat& read_;
   Stat& written_;
