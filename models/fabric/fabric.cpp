@@ -8,6 +8,7 @@
 #include <string>
 
 #include "trnsim/error.hpp"
+#include "common/activity.hpp"
 
 namespace trnsim::model {
 
@@ -193,7 +194,7 @@ TransferHandle Fabric::start(const TransferRequest& r,
 TransferRecord Fabric::transfer(topo::ChipId src, topo::ChipId dst, std::uint64_t bytes,
                                 std::uint64_t flow) {
   const TransferHandle h = start({src, dst, bytes, flow, 0, 0});
-  if (!h.done()) sc_core::wait(h.done_event());
+  if (!h.done()) wait_counted(h.done_event());
   return h.record();
 }
 

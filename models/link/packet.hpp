@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/activity.hpp"
 #include "common/block.hpp"
 #include "common/fifo.hpp"
 #include "trnsim/error.hpp"
@@ -90,6 +91,7 @@ class TimedQueue {
     bool operator>(const Entry& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
   void serve() {
+    count_activation(Activity::link);
     while (!heap_.empty() && heap_.top().t <= now()) {
       Item item = heap_.top().item;
       heap_.pop();

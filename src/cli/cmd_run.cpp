@@ -2,6 +2,7 @@
 // `trnsim run`: the main job. With no arguments it simulates the default rack (Trn3 Gen2
 // UltraServer, 144 chips) on the bundled DeepSeek-V3-shaped MoE training step.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <memory>
@@ -79,8 +80,14 @@ void register_run_command(CLI::App& app, Registry& reg) {
       fmt::print("{}", out.text);
     }
     // Wall time and kernel activity vary between runs: stderr, never the report.
-    fmt::print(stderr, "wall time {:.2f} s, {} SystemC delta cycles\n", out.wall_seconds,
-               out.delta_cycles);
+    std::vector<std::string> by_kind;
+    for (const auto& [k, n] : out.activations_by_kind) by_kind.push_back(fmt::format("{} {}", k, n));
+    fmt::print(stderr,
+               "wall time {:.2f} s (simulation {:.2f} s), {} process activations ({:.3g} per "
+               "second of simulation; {}), {} SystemC delta cycles\n",
+               out.wall_seconds, out.simulation_seconds, out.activations,
+               out.simulation_seconds > 0 ? double(out.activations) / out.simulation_seconds : 0.0,
+               fmt::join(by_kind, ", "), out.delta_cycles);
     return 0;
   });
 }

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "trnsim/error.hpp"
+#include "common/activity.hpp"
 
 namespace trnsim::replay {
 
@@ -214,7 +215,7 @@ struct Replay::Impl {
         sc_core::sc_spawn([this, r = r, i = i] { guarded([&] { run_op(r, i); }); }, nullptr,
                           &opt);
       }
-      sc_core::wait(ready_ev);
+      model::wait_counted(ready_ev);
     }
   }
 
@@ -228,7 +229,7 @@ struct Replay::Impl {
         op.kind == OpKind::mem_store) {
       machine.compute(chip, op);
     } else if (op.kind == OpKind::delay) {
-      if (op.duration.si > 0) sc_core::wait(to_sc(op.duration));
+      if (op.duration.si > 0) model::wait_counted(to_sc(op.duration));
     } else if (op.kind == OpKind::send) {
       machine.transfer(chip, chip_of.at(std::size_t(op.peer)), op.bytes,
                        mix(std::uint64_t(r) << 32 | std::uint64_t(op.peer), std::uint64_t(op.tag)));
@@ -237,7 +238,7 @@ struct Replay::Impl {
       box.ev.notify(sc_core::SC_ZERO_TIME);
     } else if (op.kind == OpKind::recv) {
       auto& box = mail[{op.peer, r, op.tag}];
-      while (box.delivered <= s.p2p_seq) sc_core::wait(box.ev);
+      while (box.delivered <= s.p2p_seq) model::wait_counted(box.ev);
     } else if (s.instance) {
       run_collective(*s.instance, s.member, chip);
     }
@@ -262,7 +263,7 @@ struct Replay::Impl {
     auto waiting = std::move(inst.waiting[m]);
     for (const auto& [src, bytes] : waiting) send(inst, src, me, bytes);
     if (inst.schedule.members.empty()) {
-      sc_core::wait(inst.never);  // unplanned: a member never reaches it; reported after the run
+      model::wait_counted(inst.never);  // unplanned: a member never reaches it; reported after the run
       return;
     }
     const trace::DType dtype = inst.ops[m]->dtype;
@@ -278,11 +279,11 @@ struct Replay::Impl {
       }
       for (const Transfer& t : step.recvs) {
         const int need = ++expected[t.peer];
-        while (inst.delivered[m][t.peer] < need) sc_core::wait(*inst.delivery[m]);
+        while (inst.delivered[m][t.peer] < need) model::wait_counted(*inst.delivery[m]);
       }
       if (step.reduce_bytes > 0) machine.reduce(chip, step.reduce_bytes, dtype);
     }
-    while (inst.outstanding[m] > 0) sc_core::wait(*inst.sent[m]);
+    while (inst.outstanding[m] > 0) model::wait_counted(*inst.sent[m]);
     inst.finished++;
     const sc_time end = sc_core::sc_time_stamp();
     if (end > inst.rec.end) inst.rec.end = end;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "trnsim/error.hpp"
+#include "common/activity.hpp"
 
 namespace trnsim::run {
 
@@ -38,6 +39,7 @@ Rack::Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
            const topo::Topology& topo)
     : sc_core::sc_module(name), chip_params_(*cfg.chip) {
   chip_params_.core.dma.packet_bytes = cfg.replay.dma_packet_bytes;
+  chip_params_.core.dma.outstanding_packets = cfg.replay.dma_outstanding_packets;
   std::vector<model::MemoryPort*> memories;
   for (std::size_t c = 0; c < topo.chip_count(); ++c) {
     model::ChipOptions opt;
@@ -144,7 +146,7 @@ void Rack::record(const model::TransferRecord& rec) {
 
 void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
   const model::TransferHandle h = fabric_->start(request(src, dst, bytes, flow));
-  if (!h.done()) sc_core::wait(h.done_event());
+  if (!h.done()) model::wait_counted(h.done_event());
   record(h.record());
 }
 

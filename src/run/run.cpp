@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 
+#include "common/activity.hpp"
 #include "common/block.hpp"
 #include "rack.hpp"
 #include "trnsim/error.hpp"
@@ -95,7 +96,10 @@ RunOutput run_workload(const config::LoadedConfig& loaded, const trace::Workload
   const auto t0 = std::chrono::steady_clock::now();
   Rack rack("rack", cfg, topology);
   replay::Replay replay("replay", w, rack, cfg.replay);
+  const auto activations0 = model::activation_counts();
+  const auto t1 = std::chrono::steady_clock::now();
   sc_core::sc_start();
+  const auto t2 = std::chrono::steady_clock::now();
   replay.check_finished();
   const sc_core::sc_time end = replay.makespan();
   rack.fabric().finish(end);
@@ -104,7 +108,13 @@ RunOutput run_workload(const config::LoadedConfig& loaded, const trace::Workload
   RunOutput out;
   out.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  out.simulation_seconds = std::chrono::duration<double>(t2 - t1).count();
   out.delta_cycles = sc_core::sc_delta_count();
+  for (int k = 0; k < model::kActivityKinds; ++k) {
+    const std::uint64_t n = model::activation_counts()[std::size_t(k)] - activations0[std::size_t(k)];
+    out.activations_by_kind[model::kActivityNames[k]] = n;
+    out.activations += n;
+  }
   const double T = end.to_seconds();
   out.stats = model::collect_stats();
   const auto energy = model::collect_energy(Duration(T));

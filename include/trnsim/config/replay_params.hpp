@@ -62,10 +62,14 @@ constexpr auto enum_names(ChipMemoryModel) {
 struct ReplayParams {
   CollectiveParams collectives{};
   ChipMemoryModel chip_memory = ChipMemoryModel::bandwidth;
-  // DMA round-robin unit of every chip in a replay (replaces /chip/core/dma/packet_bytes there).
-  // 8 KiB instead of 2 KiB cuts DMA events fourfold; on rank 0 of the bundled DeepSeek-V3 step
-  // it changed the compute time by +1.9 % (docs/models/chip.md).
-  Bytes dma_packet_bytes = Bytes(8192);
+  // DMA granularity of every chip in a replay (replaces /chip/core/dma/packet_bytes and
+  // outstanding_packets there). A DMA engine runs once per half window, so its events scale with
+  // the bytes it keeps in flight (packet x outstanding); its timing depends mostly on those bytes,
+  // little on the packet size (docs/models/chip.md#replay-granularity). 32 KiB x 2 keeps 64 KiB in
+  // flight per engine (the chip presets: 2 KiB x 8 = 16 KiB): 4x fewer events than the presets,
+  // 16x fewer packets.
+  Bytes dma_packet_bytes = Bytes(32768);
+  int dma_outstanding_packets = 2;
   // Fabric packet size in a replay (replaces /rack/fabric/packet_bytes there). A training step
   // moves hundreds of GB across a 144-chip rack (gradient reduce-scatter/all-gather of the expert
   // weights dominates); 256 KiB packets keep that to a few million packet-hops. docs/models/
@@ -79,6 +83,8 @@ struct ReplayParams {
             "(per-stack bandwidth and fixed latency; fast)");
     v.field("dma_packet_bytes", dma_packet_bytes,
             "DMA round-robin unit of the chips in a replay (event granularity)", Positive{});
+    v.field("dma_outstanding_packets", dma_outstanding_packets,
+            "packets each DMA engine keeps in flight in a replay (event granularity)", AtLeast{1});
     v.field("fabric_packet_bytes", fabric_packet_bytes,
             "fabric packet size in a replay (event granularity)", Positive{});
   }

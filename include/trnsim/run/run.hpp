@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,8 +20,12 @@ struct RunOutput {
   Json timeline;           // Chrome/Perfetto trace events, one per op
   std::string ops_csv;     // one row per op: rank, id, name, kind, start, end
   std::string text;        // the human-readable summary
-  double wall_seconds = 0;  // not part of the summary (it would break byte-identical reports)
+  // Wall times are not part of the summary (they would break byte-identical reports).
+  double wall_seconds = 0;        // elaboration + simulation
+  double simulation_seconds = 0;  // sc_start() alone
   std::uint64_t delta_cycles = 0;
+  std::uint64_t activations = 0;  // model process activations (common/activity.hpp)
+  std::map<std::string, std::uint64_t> activations_by_kind;
 };
 
 // Elaborates the rack of `cfg` (chips, fabric), replays `workload` on it and collects the
