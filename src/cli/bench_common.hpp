@@ -48,5 +48,6 @@ void register_bench_chip(CLI::App& bench, Registry& reg);    // gemm, dma
 void register_bench_hbm(CLI::App& bench, Registry& reg);     // hbm
 void register_bench_fabric(CLI::App& bench, Registry& reg);  // ping, traffic
 void register_bench_collective(CLI::App& bench, Registry& reg);  // collective (whole replay)
+void register_bench_kernel(CLI::App& bench, Registry& reg);  // bare SystemC event loop
 
 }  // namespace trnsim::cli
