@@ -16,7 +16,8 @@ namespace trnsim::model {
 using sc_core::sc_time;
 
 DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p,
-                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups, int granularity)
+                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups,
+                     WakeCalendar& calendar, int granularity)
     : Block(name),
       p_(p),
       granularity_(std::clamp(granularity, 1, kMaxWindowsPerWakeup)),
@@ -25,35 +26,38 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParam
       wakeups_(wakeups),
       queues_(std::size_t(p.queues_per_engine)),
       window_(std::size_t(std::max(1, p.outstanding_packets)), sc_core::SC_ZERO_TIME),
+      calendar_(calendar),
       bytes_(stats().add("bytes", "B", "bytes moved")),
       packets_(stats().add("packets", "1", "packets moved")) {
   if (queues_.size() > 64) {
     throw ConfigError(fmt::format("/chip/core/dma/queues_per_engine: expected at most 64, got {}",
                                   queues_.size()));
   }
+  calendar_id_ = calendar_.add(*this);
 }
 
 const sc_time DmaEngine::kNever = sc_core::sc_max_time();
 
-bool DmaEngine::enqueue(int queue, const DmaShare& s) {
+void DmaEngine::enqueue(int queue, const DmaShare& s) {
   const std::size_t q = std::size_t(queue) % queues_.size();
+  if (queues_[q].empty()) front_ready_[q] = s.ready;
   queues_[q].push(s);
   nonempty_ |= std::uint64_t(1) << q;
   // Wake the engine when the descriptors are ready (not now: an engine woken only to learn that
   // its work starts later costs an activation per share), unless it is waiting for a window
   // slot or already due earlier.
   const sc_time at = std::max(sc_core::sc_time_stamp(), s.ready);
-  if (!wake_.on_work || at >= wake_.at) return false;
+  if (!wake_.on_work || at >= wake_.at) return;
   wake_.at = at;
-  return true;
+  calendar_.at(calendar_id_, at);
 }
 
 bool DmaEngine::ready_work(const sc_time& now, sc_time& next_ready) const {
   bool any = false;
   for (std::uint64_t m = nonempty_; m != 0; m &= m - 1) {
-    const auto& q = queues_[std::size_t(std::countr_zero(m))];
-    if (q.front().ready <= now) return true;
-    if (!any || q.front().ready < next_ready) next_ready = q.front().ready;
+    const sc_time& ready = front_ready_[std::size_t(std::countr_zero(m))];
+    if (ready <= now) return true;
+    if (!any || ready < next_ready) next_ready = ready;
     any = true;
   }
   if (!any) next_ready = sc_core::SC_ZERO_TIME;
@@ -71,9 +75,10 @@ std::uint64_t rotate(std::uint64_t mask, int r, std::size_t n) {
 
 }  // namespace
 
-void DmaEngine::step(const sc_time& now) {
+void DmaEngine::wake() {
   ++wakeups_;
-  wake_ = issue(now);
+  wake_ = issue(sc_core::sc_time_stamp());
+  if (wake_.at != kNever) calendar_.at(calendar_id_, wake_.at);
 }
 
 // Issues what the engine can at `now`; returns when it next needs to run.
@@ -95,7 +100,7 @@ DmaEngine::Wake DmaEngine::issue(const sc_time& now) {
       bool found = false;
       for (std::uint64_t m = rotate(nonempty_, rr_, nq); m != 0; m &= m - 1) {
         q = (std::size_t(rr_) + std::size_t(std::countr_zero(m))) % nq;
-        if (queues_[q].front().ready <= now) {
+        if (front_ready_[q] <= now) {
           found = true;
           break;
         }
@@ -143,7 +148,11 @@ DmaEngine::Wake DmaEngine::issue(const sc_time& now) {
       x.last_done = std::max(x.last_done, done);
       if (sh.moved >= sh.bytes) {
         queues_[q].pop();
-        if (queues_[q].empty()) nonempty_ &= ~(std::uint64_t(1) << q);
+        if (queues_[q].empty()) {
+          nonempty_ &= ~(std::uint64_t(1) << q);
+        } else {
+          front_ready_[q] = queues_[q].front().ready;
+        }
         if (--x.shares_left == 0) {
           for (int i = 0; i < in.nsignals; ++i) in.signals[std::size_t(i)]->signal_at(x.last_done);
           delete &x;
@@ -172,28 +181,16 @@ DmaSystem::DmaSystem(const sc_core::sc_module_name& name, const config::DmaParam
                      WakeCalendar* calendar)
     : Block(name),
       p_(p),
-      calendar_(calendar),
       instructions_(stats().add("instructions", "1", "DMA instructions triggered")),
       dge_busy_(stats().add("dge_busy", "s", "descriptor generation time, both DGEs")) {
-  if (!calendar_) {
+  if (!calendar) {
     own_calendar_ = std::make_unique<WakeCalendar>("calendar");
-    calendar_ = own_calendar_.get();
+    calendar = own_calendar_.get();
   }
   for (int i = 0; i < p.engines; ++i) {
     engines_.push_back(new DmaEngine(fmt::format("q{}", i).c_str(), p, hbm, sbuf, wakeups,
-                                       granularity));
-    calendar_ids_.push_back(calendar_->add([this, i] { run_engine(i); }));
+                                       *calendar, granularity));
   }
-}
-
-void DmaSystem::schedule(int e) {
-  const sc_time at = engines_[std::size_t(e)]->wake().at;
-  if (at != DmaEngine::kNever) calendar_->at(calendar_ids_[std::size_t(e)], at);
-}
-
-void DmaSystem::run_engine(int e) {
-  engines_[std::size_t(e)]->step(sc_core::sc_time_stamp());
-  schedule(e);
 }
 
 DmaSystem::~DmaSystem() {
@@ -226,9 +223,7 @@ sc_time DmaSystem::trigger(const Instr& in, const sc_time& ready, bool waited) {
   x->shares_left = int(parts.size());
   off = 0;
   for (const auto& [e, b] : parts) {
-    if (engines_[std::size_t(e)]->enqueue(in.queue, DmaShare{x, in.addr + off, b, 0, start})) {
-      schedule(e);
-    }
+    engines_[std::size_t(e)]->enqueue(in.queue, DmaShare{x, in.addr + off, b, 0, start});
     off += b;
   }
   return dge_start;

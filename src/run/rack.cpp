@@ -38,6 +38,9 @@ model::ElementKind element_kind(trace::OpKind k) {
 Rack::Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
            const topo::Topology& topo)
     : sc_core::sc_module(name), chip_params_(*cfg.chip) {
+  auto& dma = chip_params_.core.dma;
+  dma.engine_bandwidth = dma.engine_bandwidth * (double(dma.engines) / cfg.replay.dma_engines);
+  dma.engines = cfg.replay.dma_engines;
   chip_params_.core.dma.packet_bytes = cfg.replay.dma_packet_bytes;
   chip_params_.core.dma.outstanding_packets = cfg.replay.dma_outstanding_packets;
   std::vector<model::MemoryPort*> memories;

@@ -62,13 +62,14 @@ constexpr auto enum_names(ChipMemoryModel) {
 struct ReplayParams {
   CollectiveParams collectives{};
   ChipMemoryModel chip_memory = ChipMemoryModel::bandwidth;
-  // DMA granularity of every chip in a replay (replaces /chip/core/dma/packet_bytes and
-  // outstanding_packets there). A DMA engine runs once per half window, so its events scale with
-  // the bytes it keeps in flight (packet x outstanding); its timing depends mostly on those bytes,
-  // little on the packet size (docs/models/chip.md#replay-granularity). 32 KiB x 2 keeps 64 KiB in
-  // flight per engine (the chip presets: 2 KiB x 8 = 16 KiB): 4x fewer events than the presets,
-  // 16x fewer packets.
-  Bytes dma_packet_bytes = Bytes(32768);
+  // DMA granularity of every chip in a replay (replaces /chip/core/dma/engines, engine_bandwidth,
+  // packet_bytes and outstanding_packets there). A DMA engine runs once per half window and once
+  // per share of an instruction, so events scale with engines per instruction and with the bytes
+  // each keeps in flight; timing depends on the core's DMA bandwidth and bytes in flight, hardly on
+  // how they are divided (docs/models/chip.md#replay-granularity). Default: the core's 16 engines
+  // as 4 of 4x the bandwidth, each with 128 KiB x 2 in flight (1 MiB per core, as 16 x 64 KiB).
+  int dma_engines = 4;
+  Bytes dma_packet_bytes = Bytes(131072);
   int dma_outstanding_packets = 2;
   // Fabric packet size in a replay (replaces /rack/fabric/packet_bytes there). A training step
   // moves hundreds of GB across a 144-chip rack (gradient reduce-scatter/all-gather of the expert
@@ -81,6 +82,10 @@ struct ReplayParams {
     v.field("chip_memory", chip_memory,
             "memory model of each chip in a replay: hbm (banks, rows, refresh) or bandwidth "
             "(per-stack bandwidth and fixed latency; fast)");
+    v.field("dma_engines", dma_engines,
+            "DMA engines per core in a replay: the core's engines merged into this many, each with "
+            "their summed bandwidth (event granularity)",
+            AtLeast{1});
     v.field("dma_packet_bytes", dma_packet_bytes,
             "DMA round-robin unit of the chips in a replay (event granularity)", Positive{});
     v.field("dma_outstanding_packets", dma_outstanding_packets,
