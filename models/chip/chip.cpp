@@ -84,25 +84,54 @@ std::uint64_t Chip::wakeups() const {
   return w;
 }
 
+void Chip::start_program(int core, Program& prog, Job& job) {
+  if (workers_.empty()) workers_.resize(cores_.size());
+  auto& pool = workers_[std::size_t(core)];
+  Worker* w = nullptr;
+  for (auto& candidate : pool) {
+    if (!candidate->prog) {
+      w = candidate.get();
+      break;
+    }
+  }
+  if (!w) {
+    pool.push_back(std::make_unique<Worker>());
+    w = pool.back().get();
+    w->core = cores_[std::size_t(core)].get();
+    sc_core::sc_spawn([this, w] { worker_loop(*w); },
+                      fmt::format("nc{}_worker{}", core, pool.size() - 1).c_str());
+  }
+  w->prog = &prog;
+  w->job = &job;
+  ++job.left;
+  w->go.notify();  // immediate: the worker runs in this evaluation phase, as a spawned thread
+}
+
+void Chip::worker_loop(Worker& w) {
+  for (;;) {
+    if (!w.prog) wait_counted(w.go);
+    w.core->run(*w.prog);
+    Job& job = *w.job;
+    w.prog = nullptr;
+    w.job = nullptr;
+    if (--job.left == 0) job.done.notify();
+  }
+}
+
 OpStats Chip::execute(const ComputeOp& op, const std::string& name) {
   OpStats st;
   st.name = name;
   st.start_s = sc_core::sc_time_stamp().to_seconds();
   auto steps = lower(op, name, p_, alloc_, granularity_);
   for (auto& step : steps) {
-    std::vector<sc_core::sc_process_handle> running;
+    Job job;
     for (std::size_t c = 0; c < step.per_core.size(); ++c) {
-      Program* prog = step.per_core[c].get();
-      if (!prog) continue;
-      NeuronCore* core = cores_[c].get();
-      running.push_back(sc_core::sc_spawn([core, prog] { core->run(*prog); }));
+      if (Program* prog = step.per_core[c].get()) start_program(int(c), *prog, job);
     }
-    st.cores_used = std::max(st.cores_used, int(running.size()));
-    for (auto& h : running) {
-      if (!h.terminated()) {
-        ++own_wakeups_;
-        wait_counted(h.terminated_event());
-      }
+    st.cores_used = std::max(st.cores_used, job.left);
+    if (job.left > 0) {
+      ++own_wakeups_;
+      wait_counted(job.done);
     }
     st.flops += step.flops;
     st.hbm_bytes += step.hbm_bytes;

@@ -87,6 +87,22 @@ class Chip : public Block {
   std::vector<std::unique_ptr<DieMemoryPort>> die_ports_;
   std::vector<std::unique_ptr<NeuronCore>> cores_;
   HbmAllocator alloc_;
+  // Threads that run core programs, kept for reuse: spawning one per core per op and freeing its
+  // stack (munmap, a TLB flush) was a tenth of a rack run's time. A worker runs one program at a
+  // time; a core has as many workers as it ever ran programs at once.
+  struct Job {
+    int left = 0;  // programs of the step still running
+    sc_core::sc_event done;
+  };
+  struct Worker {
+    NeuronCore* core = nullptr;
+    Program* prog = nullptr;  // assigned program; null while idle
+    Job* job = nullptr;
+    sc_core::sc_event go;
+  };
+  void start_program(int core, Program& prog, Job& job);
+  void worker_loop(Worker& w);
+  std::vector<std::vector<std::unique_ptr<Worker>>> workers_;  // per core
   std::uint64_t own_wakeups_ = 0;
   Stat& ops_;
   Stat& flops_;
