@@ -50,6 +50,9 @@ Rack::Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
     opt.granularity = cfg.sim.compute_granularity;
     chips_.push_back(
         std::make_unique<model::Chip>(fmt::format("chip{}", c).c_str(), chip_params_, opt));
+    slots_.push_back(std::make_unique<Slots>());
+    slots_.back()->free = cfg.replay.chip_op_slots;
+    slots_.back()->unlimited = cfg.replay.chip_op_slots == 0;
     memories.push_back(&chips_.back()->memory());
   }
   config::FabricParams fabric = cfg.rack->fabric;
@@ -76,6 +79,23 @@ model::Dtype Rack::chip_dtype(trace::DType d) {
   throw ConfigError(fmt::format("{} supports none of mxfp8, fp8, bf16", chip_params_.name));
 }
 
+template <class F>
+void Rack::in_slot(int c, F&& f) {
+  Slots& s = *slots_.at(std::size_t(c));
+  if (s.unlimited) {
+    f();
+    return;
+  }
+  const std::uint64_t ticket = s.next_ticket++;
+  while (ticket != s.serving || s.free == 0) model::wait_counted(s.changed);
+  --s.free;
+  ++s.serving;
+  s.changed.notify(sc_core::SC_ZERO_TIME);  // the next ticket may also find a free slot
+  f();
+  ++s.free;
+  s.changed.notify(sc_core::SC_ZERO_TIME);
+}
+
 void Rack::compute(int chip, const trace::Op& op) {
   using K = trace::OpKind;
   model::ComputeOp cop;
@@ -96,33 +116,38 @@ void Rack::compute(int chip, const trace::Op& op) {
     default: {
       // Element-wise families. Ops known only by their work (Chakra num_ops) carry `flops`: a
       // matmul ("M") becomes a cube GEMM of the same work, anything else that many element ops.
-      std::uint64_t elements = op.elements;
-      if (elements == 0 && op.flops && *op.flops > 0) {
-        if (op.source_type && *op.source_type == "M") {
-          const auto side = std::uint64_t(std::max(1.0, std::round(std::cbrt(*op.flops / 2))));
-          cop = model::GemmOp{side, side, side, chip_dtype(op.dtype), 1};
-          break;
-        }
-        elements = std::uint64_t(*op.flops);
+      // A Chakra matmul (op_type "M") arrives as element-wise work with its num_ops as the
+      // element count; run it as a GEMM, or a 10240^3 matmul becomes 10^12 element operations.
+      if (op.source_type && *op.source_type == "M" && op.flops && *op.flops > 0) {
+        const auto side = std::uint64_t(std::max(1.0, std::round(std::cbrt(*op.flops / 2))));
+        cop = model::GemmOp{side, side, side, chip_dtype(op.dtype), 1};
+        break;
       }
+      std::uint64_t elements = op.elements;
+      if (elements == 0 && op.flops && *op.flops > 0) elements = std::uint64_t(*op.flops);
       if (elements == 0) return;
       cop = model::ElementOp{element_kind(op.kind), elements, model::parse_dtype(
                                                                   config::enum_name(op.dtype)),
                              int(std::max<std::uint64_t>(1, op.kind == K::elementwise ? op.inputs : 1))};
     }
   }
-  const model::OpStats s = chips_.at(std::size_t(chip))->execute(cop, op.name.empty() ? "op" : op.name);
-  hbm_bytes_ += s.hbm_bytes;
+  in_slot(chip, [&] {
+    const model::OpStats s =
+        chips_.at(std::size_t(chip))->execute(cop, op.name.empty() ? "op" : op.name);
+    hbm_bytes_ += s.hbm_bytes;
+  });
 }
 
 void Rack::reduce(int chip, std::uint64_t bytes, trace::DType dtype) {
   const model::Dtype d = model::parse_dtype(config::enum_name(dtype));
   const auto elements = std::uint64_t(std::ceil(double(bytes) / model::element_bytes(d)));
   if (elements == 0) return;
-  const auto s = chips_.at(std::size_t(chip))
-                     ->execute(model::ElementOp{model::ElementKind::elementwise, elements, d, 2},
-                               "reduce");
-  hbm_bytes_ += s.hbm_bytes;
+  in_slot(chip, [&] {
+    const auto s = chips_.at(std::size_t(chip))
+                       ->execute(model::ElementOp{model::ElementKind::elementwise, elements, d, 2},
+                                 "reduce");
+    hbm_bytes_ += s.hbm_bytes;
+  });
 }
 
 model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,

@@ -45,8 +45,19 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   model::TransferRequest request(int src, int dst, std::uint64_t bytes, std::uint64_t flow) const;
   void record(const model::TransferRecord& rec);
 
+  // Runs `f` on chip `c` once one of its op slots is free (/replay/chip_op_slots).
+  template <class F>
+  void in_slot(int c, F&& f);
+  struct Slots {
+    int free = 0;
+    bool unlimited = false;
+    std::uint64_t next_ticket = 0, serving = 0;  // waiters are admitted in ticket order
+    sc_core::sc_event changed;
+  };
+
   config::ChipParams chip_params_;
   std::vector<std::unique_ptr<model::Chip>> chips_;
+  std::vector<std::unique_ptr<Slots>> slots_;
   std::unique_ptr<model::Fabric> fabric_;
   int local_size_ = 0;
   std::vector<std::string> notes_;

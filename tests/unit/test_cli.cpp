@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "../common/run_trnsim.hpp"
@@ -84,6 +86,34 @@ TEST(Cli, RunWritesEveryOutputFile) {
   for (const char* f : {"summary.json", "config.json", "stats.json", "ops.csv", "timeline.json"}) {
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   }
+  fs::remove_all(dir);
+}
+
+// A Chakra matmul (op_type "M") reaches the rack as element-wise work whose element count is its
+// num_ops; it must run as a GEMM of the same work: 2 x 512^3 flops make a 512^3 GEMM, so the
+// Tensor engines perform exactly 512^3 = 134,217,728 MACs. (As element-wise work it ran 2^27
+// element operations and no MACs; a Mixtral trace's 10^12-MAC matmuls took 19 GB that way.)
+TEST(Cli, ChakraMatmulRunsAsGemmOfTheSameWork) {
+  const fs::path dir = fs::temp_directory_path() / "trnsim-cli-matmul";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  {
+    std::ofstream f(dir / "trace.json");
+    f << R"({"format": "trnsim-trace", "version": 1, "name": "one matmul", "ranks": 1,
+             "groups": {}, "rank_ops": [{"rank": 0, "ops": [
+               {"id": 0, "op": "elementwise", "elements": 134217728, "inputs": 1,
+                "dtype": "bf16", "source_type": "M", "flops": 268435456}]}]})";
+  }
+  const auto r = run("run --config configs/racks/trn2-instance.json --trace " +
+                     (dir / "trace.json").string() + " --out " + (dir / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(dir / "out" / "stats.json");
+  const auto stats = nlohmann::json::parse(in);
+  double macs = 0;
+  for (const auto& [block, s] : stats.items()) {
+    if (s.contains("macs")) macs += s["macs"]["value"].get<double>();
+  }
+  EXPECT_EQ(macs, 134217728.0);
   fs::remove_all(dir);
 }
 

@@ -68,6 +68,11 @@ struct ReplayParams {
   // each keeps in flight; timing depends on the core's DMA bandwidth and bytes in flight, hardly on
   // how they are divided (docs/models/chip.md#replay-granularity). Default: the core's 16 engines
   // as 4 of 4x the bandwidth, each with 128 KiB x 2 in flight (1 MiB per core, as 16 x 64 KiB).
+  // Ops a chip runs at once (compute ops and collective reductions), 0 = no limit: only SBUF and
+  // PSUM capacity limit them. More wait in the order they were issued. Every running op holds its
+  // lowered program (~36 MB for a 10240^3 GEMM): a bound for traces with many independent large
+  // ops. A bound changes timing (4 on the bundled DeepSeek-V3 step: +7.6 % step time).
+  int chip_op_slots = 0;
   int dma_engines = 4;
   Bytes dma_packet_bytes = Bytes(131072);
   int dma_outstanding_packets = 2;
@@ -82,6 +87,10 @@ struct ReplayParams {
     v.field("chip_memory", chip_memory,
             "memory model of each chip in a replay: hbm (banks, rows, refresh) or bandwidth "
             "(per-stack bandwidth and fixed latency; fast)");
+    v.field("chip_op_slots", chip_op_slots,
+            "ops (compute, collective reductions) a chip runs at once in a replay, 0 = no limit; "
+            "more wait in issue order",
+            AtLeast{0});
     v.field("dma_engines", dma_engines,
             "DMA engines per core in a replay: the core's engines merged into this many, each with "
             "their summed bandwidth (event granularity)",
