@@ -29,8 +29,7 @@ struct RunOpts {
 trace::Workload load_trace(const RunOpts& o) {
   const std::string path = o.trace.empty() ? data_path(kDefaultTrace) : o.trace;
   namespace fs = std::filesystem;
-  if (fs::is_regular_file(path)) return trace::load_native(path);
-  if (fs::exists(path + ".0.et")) {
+  auto chakra = [&](const std::string& prefix) {
     trace::ChakraOptions c;
     c.size_unit = o.size_unit == "elements" ? trace::ChakraOptions::SizeUnit::elements
                                             : trace::ChakraOptions::SizeUnit::bytes;
@@ -38,11 +37,20 @@ trace::Workload load_trace(const RunOpts& o) {
     c.num_ops_unit = o.num_ops_unit == "macs" ? trace::ChakraOptions::NumOpsUnit::macs
                                               : trace::ChakraOptions::NumOpsUnit::flops;
     c.process_groups = o.groups;
-    return trace::load_chakra(path, c);
+    return trace::load_chakra(prefix, c);
+  };
+  if (fs::is_regular_file(path)) {
+    // Chakra's JSON form names its files PREFIX.<rank>.json; the rank-0 file stands for the set.
+    const std::string suffix = ".0.json";
+    if (path.ends_with(suffix) && trace::is_chakra_json(path)) {
+      return chakra(path.substr(0, path.size() - suffix.size()));
+    }
+    return trace::load_native(path);
   }
+  if (fs::exists(path + ".0.et") || fs::exists(path + ".0.json")) return chakra(path);
   throw TraceError(fmt::format(
       "--trace {}: no such trace: expected a native trace file (.json) or a Chakra prefix "
-      "whose files are {}.<rank>.et",
+      "whose files are {}.<rank>.et (or .json in Chakra's JSON form)",
       path, path));
 }
 

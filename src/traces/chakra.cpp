@@ -286,6 +286,7 @@ struct RankContext {
   const std::map<std::string, std::vector<int>>* pg_file;  // null without a process-group file
   std::set<std::string>* unresolved_pgs;                   // pg_names used without a pg file
   bool* uses_world;
+  std::size_t* untyped_collectives;  // COMM_COLL nodes without comm_type, replayed as delays
 };
 
 std::uint64_t size_of(const Attrs& at, const std::string& name, std::int64_t v,
@@ -388,8 +389,14 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
         break;
       }
       const auto type = at.get_int("comm_type");
-      if (!type) {
+      if (!type && at.get_int("comm_size")) {
         throw TraceError(fmt::format("{}: COMM_COLL node without comm_type", at.where()));
+      }
+      if (!type) {  // no kind, no size (Chakra's JSON form): known only by its runtime
+        op.kind = OpKind::delay;
+        op.duration = Duration(static_cast<double>(node.duration_micros()) / 1e6);
+        ++*ctx.untyped_collectives;
+        break;
       }
       op.group = resolve_group(at, ctx);
       const auto bytes = [&] { return size_of(at, "comm_size", at.need_int("comm_size"), o); };
@@ -448,7 +455,81 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
 }
 
 std::string rank_file(const std::string& prefix, int rank) {
-  return fmt::format("{}.{}.et", prefix, rank);
+  const std::string et = fmt::format("{}.{}.et", prefix, rank);
+  const std::string json = fmt::format("{}.{}.json", prefix, rank);
+  return !fs::exists(et) && fs::exists(json) ? json : et;
+}
+
+// Chakra's JSON form: {"workload_graph": [{"Id", "Name", "NodeType", "ctrlDeps", "data_deps",
+// "runtime" (us), "is_cpu_op"}, ...]}, as in Chakra's own test data. Becomes the same nodes as the
+// protobuf form; keys it does not know are ignored, as the protobuf reader ignores attributes.
+std::vector<pb::Node> json_nodes(const std::string& file) {
+  Json j;
+  try {
+    j = Json::parse(read_bytes(file));
+  } catch (const Json::parse_error& e) {
+    throw TraceError(fmt::format("{}: invalid JSON: {}", file, e.what()));
+  }
+  if (!j.is_object() || !j.contains("workload_graph") || !j["workload_graph"].is_array()) {
+    throw TraceError(fmt::format("{}:/workload_graph: missing: expected Chakra's JSON form, an "
+                                 "array of nodes",
+                                 file));
+  }
+  std::vector<pb::Node> nodes;
+  const auto& graph = j["workload_graph"];
+  for (std::size_t i = 0; i < graph.size(); ++i) {
+    const auto& n = graph[i];
+    const std::string where = fmt::format("{}:/workload_graph/{}", file, i);
+    auto integer = [&](const char* key, bool required) -> std::int64_t {
+      if (!n.contains(key)) {
+        if (required) throw TraceError(fmt::format("{}/{}: missing: expected an integer", where, key));
+        return 0;
+      }
+      if (!n[key].is_number_integer()) {
+        throw TraceError(fmt::format("{}/{}: expected an integer, got {}", where, key, n[key].dump()));
+      }
+      return n[key].get<std::int64_t>();
+    };
+    auto ids = [&](const char* key, auto add) {
+      if (!n.contains(key)) return;
+      if (!n[key].is_array()) {
+        throw TraceError(fmt::format("{}/{}: expected an array of node ids", where, key));
+      }
+      for (std::size_t k = 0; k < n[key].size(); ++k) {
+        if (!n[key][k].is_number_integer()) {
+          throw TraceError(fmt::format("{}/{}/{}: expected a node id, got {}", where, key, k,
+                                       n[key][k].dump()));
+        }
+        add(n[key][k].get<std::int64_t>());
+      }
+    };
+    if (!n.is_object()) throw TraceError(fmt::format("{}: expected a node object", where));
+    pb::Node node;
+    node.set_id(std::uint64_t(integer("Id", true)));
+    if (n.contains("Name") && n["Name"].is_string()) node.set_name(n["Name"].get<std::string>());
+    const auto type = integer("NodeType", true);
+    if (!pb::NodeType_IsValid(int(type))) {
+      throw TraceError(fmt::format("{}/NodeType: {} is not a Chakra node type", where, type));
+    }
+    node.set_type(static_cast<pb::NodeType>(type));
+    const auto runtime = integer("runtime", false);
+    if (runtime < 0) throw TraceError(fmt::format("{}/runtime: negative ({})", where, runtime));
+    node.set_duration_micros(std::uint64_t(runtime));
+    ids("ctrlDeps", [&](std::int64_t d) { node.add_ctrl_deps(std::uint64_t(d)); });
+    ids("ctrl_deps", [&](std::int64_t d) { node.add_ctrl_deps(std::uint64_t(d)); });
+    ids("data_deps", [&](std::int64_t d) { node.add_data_deps(std::uint64_t(d)); });
+    ids("dataDeps", [&](std::int64_t d) { node.add_data_deps(std::uint64_t(d)); });
+    if (n.contains("is_cpu_op")) {
+      if (!n["is_cpu_op"].is_boolean()) {
+        throw TraceError(fmt::format("{}/is_cpu_op: expected true or false", where));
+      }
+      auto* a = node.add_attr();
+      a->set_name("is_cpu_op");
+      a->set_bool_val(n["is_cpu_op"].get<bool>());
+    }
+    nodes.push_back(std::move(node));
+  }
+  return nodes;
 }
 
 std::map<std::string, std::vector<int>> read_process_groups(const std::string& path) {
@@ -522,7 +603,70 @@ std::pair<std::size_t, std::vector<std::string>> drop_cycle_edges(
   return {dropped.size(), examples};
 }
 
+// The ops of one rank from its nodes: map each node, then its dependencies (dropping, with a
+// warning, edges to absent nodes, self-edges and the edges that close cycles).
+RankTrace build_rank(int r, const std::vector<pb::Node>& nodes, const std::string& file,
+                     const RankContext& ctx, std::vector<std::string>& warnings) {
+  RankTrace rank;
+  rank.rank = r;
+  rank.ops.reserve(nodes.size());
+  std::unordered_map<OpId, std::size_t> index;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const pb::Node& node = nodes[i];
+    const Attrs at(node, fmt::format("{}: node {} ({})", file, node.id(), node.name()));
+    rank.ops.push_back(map_node(node, at, ctx));
+    if (auto [it, fresh] = index.emplace(node.id(), i); !fresh) {
+      throw TraceError(fmt::format("{}: node id {} is used twice", file, node.id()));
+    }
+  }
+  // Dependencies: data then control, each once. Edges to absent nodes and to the node itself
+  // occur in real traces; they cannot constrain anything, so they are dropped with a warning.
+  std::size_t absent = 0, self = 0;
+  std::vector<std::string> absent_ex, self_ex;
+  std::set<std::pair<OpId, OpId>> ctrl_only;  // (user, dependency) named only by ctrl_deps
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    Op& op = rank.ops[i];
+    op.deps.clear();
+    std::set<OpId> seen;
+    bool from_ctrl = false;
+    auto add = [&](OpId d) {
+      if (!seen.insert(d).second) return;
+      if (from_ctrl) ctrl_only.emplace(op.id, d);
+      if (d == op.id) {
+        if (self_ex.size() < 3) self_ex.push_back(fmt::format("node {}", d));
+        ++self;
+      } else if (!index.contains(d)) {
+        if (absent_ex.size() < 3) absent_ex.push_back(fmt::format("node {} -> {}", op.id, d));
+        ++absent;
+      } else {
+        op.deps.push_back(d);
+      }
+    };
+    for (auto d : nodes[i].data_deps()) add(d);
+    from_ctrl = true;
+    for (auto d : nodes[i].ctrl_deps()) add(d);
+  }
+  summarise(warnings, file, "dependencies name nodes that are not in the file (dropped)",
+            absent_ex, absent);
+  summarise(warnings, file, "nodes depend on themselves (dropped)", self_ex, self);
+  const auto [cycles, cycle_ex] = drop_cycle_edges(rank, ctrl_only);
+  summarise(warnings, file,
+            "dependency cycles broken by dropping one edge each (control edges and edges to "
+            "later nodes first)",
+            cycle_ex, cycles);
+  return rank;
+}
+
 }  // namespace
+
+bool is_chakra_json(const std::string& path) {
+  try {
+    const Json j = Json::parse(read_bytes(path));
+    return j.is_object() && j.contains("workload_graph");
+  } catch (const std::exception&) {
+    return false;  // not JSON at all: the native reader reports it
+  }
+}
 
 Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
   if (!fs::exists(rank_file(prefix, 0))) {
@@ -540,13 +684,20 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
 
   std::set<std::string> unresolved_pgs;
   bool uses_world = false;
-  RankContext ctx{options, pg_file ? &*pg_file : nullptr, &unresolved_pgs, &uses_world};
+  std::size_t untyped_collectives = 0;
+  RankContext ctx{options, pg_file ? &*pg_file : nullptr, &unresolved_pgs, &uses_world,
+                  &untyped_collectives};
   // node index -> node id per rank, for error messages
   std::vector<std::string> files;
 
   for (int r = 0; fs::exists(rank_file(prefix, r)); ++r) {
     const std::string file = rank_file(prefix, r);
     files.push_back(file);
+    if (file.ends_with(".json")) {
+      if (r == 0) w.metadata = Json{{"source", "chakra-json"}};
+      w.ranks.push_back(build_rank(r, json_nodes(file), file, ctx, w.warnings));
+      continue;
+    }
     std::string data = read_bytes(file);
     if (is_gzip(data)) data = gunzip(data, file);
     const auto msgs = frames(data, file);
@@ -580,57 +731,13 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
       w.metadata = std::move(m);
     }
 
-    RankTrace rank;
-    rank.rank = r;
-    rank.ops.reserve(msgs.size() - 1);
     std::vector<pb::Node> nodes(msgs.size() - 1);
-    std::unordered_map<OpId, std::size_t> index;
     for (std::size_t i = 1; i < msgs.size(); ++i) {
-      pb::Node& node = nodes[i - 1];
-      if (!node.ParseFromArray(msgs[i].data(), static_cast<int>(msgs[i].size()))) {
+      if (!nodes[i - 1].ParseFromArray(msgs[i].data(), static_cast<int>(msgs[i].size()))) {
         throw TraceError(fmt::format("{}: message #{} is not a Chakra Node", file, i));
       }
-      const Attrs at(node, fmt::format("{}: node {} ({})", file, node.id(), node.name()));
-      rank.ops.push_back(map_node(node, at, ctx));
-      if (auto [it, fresh] = index.emplace(node.id(), i - 1); !fresh) {
-        throw TraceError(fmt::format("{}: node id {} is used twice", file, node.id()));
-      }
     }
-    // Dependencies: data then control, each once. Edges to absent nodes and to the node itself
-    // occur in real traces; they cannot constrain anything, so they are dropped with a warning.
-    std::size_t absent = 0, self = 0;
-    std::vector<std::string> absent_ex, self_ex;
-    std::set<std::pair<OpId, OpId>> ctrl_only;  // (user, dependency) named only by ctrl_deps
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      Op& op = rank.ops[i];
-      op.deps.clear();
-      std::set<OpId> seen;
-      bool from_ctrl = false;
-      auto add = [&](OpId d) {
-        if (!seen.insert(d).second) return;
-        if (from_ctrl) ctrl_only.emplace(op.id, d);
-        if (d == op.id) {
-          if (self_ex.size() < 3) self_ex.push_back(fmt::format("node {}", d));
-          ++self;
-        } else if (!index.contains(d)) {
-          if (absent_ex.size() < 3) absent_ex.push_back(fmt::format("node {} -> {}", op.id, d));
-          ++absent;
-        } else {
-          op.deps.push_back(d);
-        }
-      };
-      for (auto d : nodes[i].data_deps()) add(d);
-      from_ctrl = true;
-      for (auto d : nodes[i].ctrl_deps()) add(d);
-    }
-    summarise(w.warnings, file, "dependencies name nodes that are not in the file (dropped)",
-              absent_ex, absent);
-    summarise(w.warnings, file, "nodes depend on themselves (dropped)", self_ex, self);
-    const auto [cycles, cycle_ex] = drop_cycle_edges(rank, ctrl_only);
-    summarise(w.warnings, file,
-              "dependency cycles broken by dropping one edge each (control edges and edges to "
-              "later nodes first)",
-              cycle_ex, cycles);
+    RankTrace rank = build_rank(r, nodes, file, ctx, w.warnings);
     w.ranks.push_back(std::move(rank));
   }
 
@@ -651,6 +758,12 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
     std::vector<int> all(n);
     for (int r = 0; r < n; ++r) all[r] = r;
     w.groups[kWorld] = std::move(all);
+  }
+  if (untyped_collectives > 0) {
+    w.warnings.push_back(fmt::format(
+        "{}: {} COMM_COLL nodes without comm_type (no size or kind): replayed as delays of their "
+        "recorded duration",
+        prefix, untyped_collectives));
   }
   for (const auto& pg : unresolved_pgs) {
     w.warnings.push_back(fmt::format(

@@ -569,3 +569,46 @@ TEST(ChakraExport, PlainChakraNodesCarryTheStandardMapping) {
   EXPECT_EQ(gemm.flops, 2.0 * 64 * 128 * 32 * 2);
   EXPECT_DOUBLE_EQ(total_flops(cb.ranks[0]), total_flops(c.ranks[0]));
 }
+
+// ---- Chakra's JSON form ----------------------------------------------------------------------------
+
+// Nodes become the same ops as in the protobuf form: CPU ops take no time, a GPU COMP node lasts
+// its runtime, a collective known only by its runtime (no comm_type) is a delay of that runtime,
+// and dependencies on absent nodes are dropped with a warning.
+TEST(ChakraJson, NodesBecomeOpsWithTheirRuntimes) {
+  const auto dir = scratch("json_form");
+  std::ofstream(dir / "t.0.json") << R"({"workload_graph": [
+      {"Id": 10, "Name": "cpu", "NodeType": 4, "ctrlDeps": [3], "runtime": 318, "is_cpu_op": true},
+      {"Id": 11, "Name": "kernel", "NodeType": 4, "data_deps": [10], "runtime": 4,
+       "is_cpu_op": false},
+      {"Id": 12, "Name": "nccl", "NodeType": 7, "data_deps": [10, 11], "runtime": 28,
+       "is_cpu_op": false}], "ngpus": 1})";
+  const Workload w = load_chakra((dir / "t").string());
+  ASSERT_EQ(w.num_ranks(), 1);
+  const auto& ops = w.ranks[0].ops;
+  ASSERT_EQ(ops.size(), 3u);
+  EXPECT_EQ(ops[0].kind, OpKind::delay);
+  EXPECT_EQ(ops[0].duration.si, 0.0);
+  EXPECT_EQ(ops[1].kind, OpKind::delay);
+  EXPECT_DOUBLE_EQ(ops[1].duration.si, 4e-6);
+  EXPECT_EQ(ops[2].kind, OpKind::delay);
+  EXPECT_DOUBLE_EQ(ops[2].duration.si, 28e-6);
+  EXPECT_EQ(ops[2].deps, (std::vector<OpId>{10, 11}));
+  EXPECT_TRUE(ops[0].deps.empty());  // node 3 is not in the file
+  std::string all;
+  for (const auto& s : w.warnings) all += s + "\n";
+  EXPECT_NE(all.find("not in the file"), std::string::npos) << all;
+  EXPECT_NE(all.find("1 COMM_COLL nodes without comm_type"), std::string::npos) << all;
+}
+
+TEST(ChakraJson, BadNodeNamesItsPointer) {
+  const auto dir = scratch("json_bad");
+  std::ofstream(dir / "t.0.json") << R"({"workload_graph": [{"Id": 1, "NodeType": 4},
+                                                            {"Name": "no id", "NodeType": 4}]})";
+  EXPECT_NE(error_of([&] { load_chakra((dir / "t").string()); }).find("/workload_graph/1/Id: missing"),
+            std::string::npos);
+  std::ofstream(dir / "u.0.json") << R"({"workload_graph": [{"Id": 1, "NodeType": 99}]})";
+  EXPECT_NE(error_of([&] { load_chakra((dir / "u").string()); })
+                .find("/workload_graph/0/NodeType: 99 is not a Chakra node type"),
+            std::string::npos);
+}

@@ -30,11 +30,16 @@ struct ChakraOptions {
   std::string process_groups;
 };
 
-// Reads PREFIX.0.et, PREFIX.1.et, ... while they exist. Throws TraceError when PREFIX.0.et does
-// not exist or a file is malformed; what real traces get wrong but can be replayed anyway
-// (dependencies on absent nodes, self-dependencies, a pg_name without a process-group file) goes
-// to Workload::warnings.
+// Reads PREFIX.0.et, PREFIX.1.et, ... while they exist (a rank without an .et file may be in
+// Chakra's JSON form, PREFIX.<rank>.json with a "workload_graph" array). Throws TraceError when
+// rank 0 does not exist or a file is malformed; what real traces get wrong but can be replayed
+// anyway (dependencies on absent nodes, self-dependencies, a pg_name without a process-group
+// file, collectives known only by their duration) goes to Workload::warnings.
 Workload load_chakra(const std::string& prefix, const ChakraOptions& options = {});
+
+// True when `path` is a JSON object with a "workload_graph" key: Chakra's JSON form, not a
+// native trace.
+bool is_chakra_json(const std::string& path);
 
 struct ChakraExportOptions {
   // Also embed each op as native JSON in the extension attribute `trnsim_op`, so that trnsim
