@@ -85,93 +85,91 @@ void DmaEngine::wake() {
 DmaEngine::Wake DmaEngine::issue(const sc_time& now) {
   const double packet = p_.packet_bytes.si;
   const std::size_t nq = queues_.size();
-  {
-    sc_time next_ready;
-    if (now < resume_at_) return {resume_at_, false};  // new work before the half-drain point
-    if (!ready_work(now, next_ready)) return {next_ready > now ? next_ready : kNever, true};
-    if (window_[window_pos_] > now) return {window_[window_pos_], false};  // all slots in flight
-    // Fine (granularity 1): one window of packets whose request slot is free now. Coarse: up to
-    // `granularity` windows, each packet issued when its slot frees (virtual time, see dma.hpp).
-    const std::size_t budget = window_.size() * std::size_t(granularity_);
-    sc_time first_latency = sc_core::SC_ZERO_TIME;
-    for (std::size_t issued = 0; issued < budget; ++issued) {
-      // The first non-empty queue with ready descriptors at or after rr_ (round-robin).
-      std::size_t q = 0;
-      bool found = false;
-      for (std::uint64_t m = rotate(nonempty_, rr_, nq); m != 0; m &= m - 1) {
-        q = (std::size_t(rr_) + std::size_t(std::countr_zero(m))) % nq;
-        if (front_ready_[q] <= now) {
-          found = true;
-          break;
-        }
-      }
-      if (!found || (granularity_ == 1 && window_[window_pos_] > now)) break;
-      const sc_time issue = std::max(now, window_[window_pos_]);
-      rr_ = int((q + 1) % nq);  // round-robin between queues at packet boundaries
-      DmaShare& sh = queues_[q].front();
-      DmaTransfer& x = *sh.xfer;
-      const Instr& in = *x.instr;
-      const std::uint64_t bytes =
-          std::min<std::uint64_t>(std::uint64_t(packet), sh.bytes - sh.moved);
-      const std::uint64_t addr = sh.addr + sh.moved;
-      const sc_time pkt = to_sc(transfer_time(Bytes(double(bytes)), p_.engine_bandwidth));
-      // Reads: the engine moves a packet once its data has arrived. Writes: issued when the
-      // engine has the packet; their latency is the memory's response time at this moment.
-      // A packet issued ahead of now (coarse) books the memory now; its data arrives no earlier
-      // than the booked completion nor than its issue time plus the latency the wake-up's first
-      // request saw. Fine mode: issue == now, arrived == booked.
-      sc_time arrived = issue;
-      if (in.src == DmaEndpoint::hbm || (in.src == DmaEndpoint::external && in.external)) {
-        MemoryPort& mem = in.src == DmaEndpoint::hbm ? hbm_ : *in.external;
-        const sc_time booked = mem.access(MemRequest{addr, bytes, false});
-        if (issued == 0) first_latency = booked - now;
-        arrived = std::max(booked, issue + first_latency);
-      } else if (in.src == DmaEndpoint::sbuf) {
-        sbuf_.count_read(double(bytes));
-      }
-      const sc_time engine_end = tl_.reserve(arrived, pkt);
-      sc_time done = engine_end;
-      if (in.dst == DmaEndpoint::hbm) {
-        done = engine_end + (hbm_.access(MemRequest{addr, bytes, true}) - now);
-      } else if (in.dst == DmaEndpoint::external && in.external) {
-        done = engine_end + (in.external->access(MemRequest{addr, bytes, true}) - now);
-      } else if (in.dst == DmaEndpoint::sbuf) {
-        sbuf_.count_write(double(bytes));
-      }
-      if (!energy_) energy_ = &energy_slot("dma");
-      *energy_ += energy(p_.energy, Bytes(double(bytes))).si;
-      bytes_ += double(bytes);
-      packets_ += 1;
-      window_[window_pos_] = done;
-      window_pos_ = (window_pos_ + 1) % window_.size();
-      sh.moved += bytes;
-      x.last_done = std::max(x.last_done, done);
-      if (sh.moved >= sh.bytes) {
-        queues_[q].pop();
-        if (queues_[q].empty()) {
-          nonempty_ &= ~(std::uint64_t(1) << q);
-        } else {
-          front_ready_[q] = queues_[q].front().ready;
-        }
-        if (--x.shares_left == 0) {
-          for (int i = 0; i < in.nsignals; ++i) in.signals[std::size_t(i)]->signal_at(x.last_done);
-          delete &x;
-        }
+  sc_time next_ready;
+  if (now < resume_at_) return {resume_at_, false};  // new work before the half-drain point
+  if (!ready_work(now, next_ready)) return {next_ready > now ? next_ready : kNever, true};
+  if (window_[window_pos_] > now) return {window_[window_pos_], false};  // all slots in flight
+  // Fine (granularity 1): one window of packets whose request slot is free now. Coarse: up to
+  // `granularity` windows, each packet issued when its slot frees (virtual time, see dma.hpp).
+  const std::size_t budget = window_.size() * std::size_t(granularity_);
+  sc_time first_latency = sc_core::SC_ZERO_TIME;
+  for (std::size_t issued = 0; issued < budget; ++issued) {
+    // The first non-empty queue with ready descriptors at or after rr_ (round-robin).
+    std::size_t q = 0;
+    bool found = false;
+    for (std::uint64_t m = rotate(nonempty_, rr_, nq); m != 0; m &= m - 1) {
+      q = (std::size_t(rr_) + std::size_t(std::countr_zero(m))) % nq;
+      if (front_ready_[q] <= now) {
+        found = true;
+        break;
       }
     }
-    // Wake when half the window has drained: the reads issued then arrive while the other half
-    // still keeps the engine busy, so the engine streams without gaps.
-    const std::size_t w = window_.size();
-    const sc_time half = window_[(window_pos_ + std::max<std::size_t>(1, w / 2) - 1) % w];
-    const sc_time wake = std::max(half, now + sc_core::sc_time(1, sc_core::SC_PS));
-    // Nothing left queued: sleep until new work instead of waking at `wake` to find none. New
-    // work arriving before `wake` still waits for it (resume_at_), as if the engine had slept.
-    if (nonempty_ == 0) {
-      resume_at_ = wake;
-      return {kNever, true};
+    if (!found || (granularity_ == 1 && window_[window_pos_] > now)) break;
+    const sc_time issue = std::max(now, window_[window_pos_]);
+    rr_ = int((q + 1) % nq);  // round-robin between queues at packet boundaries
+    DmaShare& sh = queues_[q].front();
+    DmaTransfer& x = *sh.xfer;
+    const Instr& in = *x.instr;
+    const std::uint64_t bytes =
+        std::min<std::uint64_t>(std::uint64_t(packet), sh.bytes - sh.moved);
+    const std::uint64_t addr = sh.addr + sh.moved;
+    const sc_time pkt = to_sc(transfer_time(Bytes(double(bytes)), p_.engine_bandwidth));
+    // Reads: the engine moves a packet once its data has arrived. Writes: issued when the
+    // engine has the packet; their latency is the memory's response time at this moment.
+    // A packet issued ahead of now (coarse) books the memory now; its data arrives no earlier
+    // than the booked completion nor than its issue time plus the latency the wake-up's first
+    // request saw. Fine mode: issue == now, arrived == booked.
+    sc_time arrived = issue;
+    if (in.src == DmaEndpoint::hbm || (in.src == DmaEndpoint::external && in.external)) {
+      MemoryPort& mem = in.src == DmaEndpoint::hbm ? hbm_ : *in.external;
+      const sc_time booked = mem.access(MemRequest{addr, bytes, false});
+      if (issued == 0) first_latency = booked - now;
+      arrived = std::max(booked, issue + first_latency);
+    } else if (in.src == DmaEndpoint::sbuf) {
+      sbuf_.count_read(double(bytes));
     }
-    return {wake, false};
+    const sc_time engine_end = tl_.reserve(arrived, pkt);
+    sc_time done = engine_end;
+    if (in.dst == DmaEndpoint::hbm) {
+      done = engine_end + (hbm_.access(MemRequest{addr, bytes, true}) - now);
+    } else if (in.dst == DmaEndpoint::external && in.external) {
+      done = engine_end + (in.external->access(MemRequest{addr, bytes, true}) - now);
+    } else if (in.dst == DmaEndpoint::sbuf) {
+      sbuf_.count_write(double(bytes));
+    }
+    if (!energy_) energy_ = &energy_slot("dma");
+    *energy_ += energy(p_.energy, Bytes(double(bytes))).si;
+    bytes_ += double(bytes);
+    packets_ += 1;
+    window_[window_pos_] = done;
+    window_pos_ = (window_pos_ + 1) % window_.size();
+    sh.moved += bytes;
+    x.last_done = std::max(x.last_done, done);
+    if (sh.moved >= sh.bytes) {
+      queues_[q].pop();
+      if (queues_[q].empty()) {
+        nonempty_ &= ~(std::uint64_t(1) << q);
+      } else {
+        front_ready_[q] = queues_[q].front().ready;
+      }
+      if (--x.shares_left == 0) {
+        for (int i = 0; i < in.nsignals; ++i) in.signals[std::size_t(i)]->signal_at(x.last_done);
+        delete &x;
+      }
+    }
   }
+  // Wake when half the window has drained: the reads issued then arrive while the other half
+  // still keeps the engine busy, so the engine streams without gaps.
+  const std::size_t w = window_.size();
+  const sc_time half = window_[(window_pos_ + std::max<std::size_t>(1, w / 2) - 1) % w];
+  const sc_time wake = std::max(half, now + sc_core::sc_time(1, sc_core::SC_PS));
+  // Nothing left queued: sleep until new work instead of waking at `wake` to find none. New
+  // work arriving before `wake` still waits for it (resume_at_), as if the engine had slept.
+  if (nonempty_ == 0) {
+    resume_at_ = wake;
+    return {kNever, true};
+  }
+  return {wake, false};
 }
 
 // ------------------------------------------------------------------------------------ DmaSystem
