@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
+#include "common/activity.hpp"
 #include "trnsim/error.hpp"
 
 #ifdef TRNSIM_CHIP_HAS_HBM
 #include "hbm/hbm_system.hpp"
-#include "common/activity.hpp"
 #endif
 
 namespace trnsim::model {

@@ -24,11 +24,6 @@ inline std::array<std::uint64_t, kActivityKinds>& activation_counts() {
   return n;
 }
 inline void count_activation(Activity k) { ++activation_counts()[std::size_t(k)]; }
-inline std::uint64_t activation_count() {
-  std::uint64_t total = 0;
-  for (auto n : activation_counts()) total += n;
-  return total;
-}
 
 // sc_core::wait(...) from a thread, counting the resumption.
 template <class... A>

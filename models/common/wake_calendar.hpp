@@ -62,8 +62,6 @@ class WakeCalendar : public sc_core::sc_module {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     ev_.notify(t > now ? t - now : sc_core::SC_ZERO_TIME);  // the kernel keeps the earliest
   }
-  // The pending wake-up of `id`, if any.
-  bool pending(int id) const { return pending_[std::size_t(id)] != kNone; }
 
  private:
   static constexpr std::uint64_t kNone = ~std::uint64_t(0);

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <string>
 
-#include "trnsim/error.hpp"
 #include "common/activity.hpp"
+#include "trnsim/error.hpp"
 
 namespace trnsim::model {
 

@@ -52,8 +52,8 @@ struct DmaShare {
   sc_core::sc_time ready;  // descriptors are available from this time
 };
 
-// One DMA engine: its queues, request window and timeline. It has no process of its own: its
-// DmaSystem runs it from the chip's WakeCalendar, calling step() at the engine's wake time.
+// One DMA engine: its queues, request window and timeline. It has no process of its own: the
+// chip's WakeCalendar calls wake() at the engine's wake time.
 class DmaEngine : public Block, public WakeClient {
  public:
   static constexpr int kMaxWindowsPerWakeup = 1;
@@ -72,7 +72,6 @@ class DmaEngine : public Block, public WakeClient {
   void enqueue(int queue, const DmaShare& s);
   // The calendar's call: issues what the engine can now and files its next wake time.
   void wake() override;
-  const Wake& next_wake() const { return wake_; }
   const Timeline& timeline() const { return tl_; }
 
  private:

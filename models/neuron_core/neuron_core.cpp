@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "neuron_core/neuron_core.hpp"
 
-#include "trnsim/error.hpp"
 #include "common/activity.hpp"
+#include "trnsim/error.hpp"
 
 namespace trnsim::model {
 

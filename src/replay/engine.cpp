@@ -10,8 +10,8 @@
 #include <set>
 #include <unordered_map>
 
-#include "trnsim/error.hpp"
 #include "common/activity.hpp"
+#include "trnsim/error.hpp"
 
 namespace trnsim::replay {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "trnsim/error.hpp"
 #include "common/activity.hpp"
+#include "trnsim/error.hpp"
 
 namespace trnsim::run {
 
@@ -41,8 +41,8 @@ Rack::Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
   auto& dma = chip_params_.core.dma;
   dma.engine_bandwidth = dma.engine_bandwidth * (double(dma.engines) / cfg.replay.dma_engines);
   dma.engines = cfg.replay.dma_engines;
-  chip_params_.core.dma.packet_bytes = cfg.replay.dma_packet_bytes;
-  chip_params_.core.dma.outstanding_packets = cfg.replay.dma_outstanding_packets;
+  dma.packet_bytes = cfg.replay.dma_packet_bytes;
+  dma.outstanding_packets = cfg.replay.dma_outstanding_packets;
   std::vector<model::MemoryPort*> memories;
   for (std::size_t c = 0; c < topo.chip_count(); ++c) {
     model::ChipOptions opt;
@@ -50,9 +50,10 @@ Rack::Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
     opt.granularity = cfg.sim.compute_granularity;
     chips_.push_back(
         std::make_unique<model::Chip>(fmt::format("chip{}", c).c_str(), chip_params_, opt));
-    slots_.push_back(std::make_unique<Slots>());
-    slots_.back()->free = cfg.replay.chip_op_slots;
-    slots_.back()->unlimited = cfg.replay.chip_op_slots == 0;
+    if (cfg.replay.chip_op_slots > 0) {  // 0: no limit, no slots
+      slots_.push_back(std::make_unique<Slots>());
+      slots_.back()->free = cfg.replay.chip_op_slots;
+    }
     memories.push_back(&chips_.back()->memory());
   }
   config::FabricParams fabric = cfg.rack->fabric;
@@ -81,11 +82,11 @@ model::Dtype Rack::chip_dtype(trace::DType d) {
 
 template <class F>
 void Rack::in_slot(int c, F&& f) {
-  Slots& s = *slots_.at(std::size_t(c));
-  if (s.unlimited) {
+  if (slots_.empty()) {
     f();
     return;
   }
+  Slots& s = *slots_.at(std::size_t(c));
   const std::uint64_t ticket = s.next_ticket++;
   while (ticket != s.serving || s.free == 0) model::wait_counted(s.changed);
   --s.free;

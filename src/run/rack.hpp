@@ -50,7 +50,6 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   void in_slot(int c, F&& f);
   struct Slots {
     int free = 0;
-    bool unlimited = false;
     std::uint64_t next_ticket = 0, serving = 0;  // waiters are admitted in ticket order
     sc_core::sc_event changed;
   };
