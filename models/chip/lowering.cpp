@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "trnsim/error.hpp"
@@ -91,30 +92,59 @@ GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint6
   const double b_tile = double(kf * p.tn) * elem;
   const double staging = kOutSlots * double(p.tn) * out_elem;
   const double cap = core.sbuf.bytes_per_partition.si;
-  auto need = [&](std::uint64_t mb, std::uint64_t nb, std::uint64_t kb, int abufs) {
-    return abufs * double(mb * kb) * a_tile + 2 * double(nb * kb) * b_tile + staging;
+  const double a_bytes = double(m) * double(k) * elem, b_bytes = double(k) * double(n) * elem;
+  const double c_bytes = double(batches) * double(m) * double(n) * out_elem;
+
+  // Whole K resident: one operand stays in SBUF in blocks as large as fit (single-buffered when
+  // one block holds all of it and there is no next batch), the other streams through two slots
+  // in DMAs of at least kMinBlockBytes. Each operand is tried as the resident one; the plan that
+  // reads less from HBM wins (ties keep A resident).
+  struct Side {
+    std::uint64_t tiles;    // tiles of the operand along M (A) or N (B)
+    double tile;            // bytes per partition of one K tile of one such tile
+    double row_bytes;       // HBM bytes of one tile-row/column over the whole K
+    double total;           // HBM bytes of the operand, one batch
   };
-  // Whole K resident: the largest A block that fits, B blocks of >= kMinBlockBytes.
-  const auto nb_want = std::min<std::uint64_t>(
-      nt, std::max<std::uint64_t>(1, std::uint64_t(std::ceil(kMinBlockBytes /
-                                                              (double(k) * p.tn * elem)))));
-  for (std::uint64_t nb : {nb_want, std::uint64_t(1)}) {
-    for (std::uint64_t mb = mt; mb >= 1; --mb) {
-      const int abufs = (mb == mt && batches == 1) ? 1 : 2;
-      const double bytes = need(mb, nb, kt, abufs);
-      if (bytes <= cap) {
-        p.mb = mb;
-        p.nb = nb;
-        p.kb = kt;
-        p.full_k = true;
-        p.a_buffers = abufs;
-        p.sbuf_bytes_per_partition = std::uint64_t(std::ceil(bytes));
-        p.psum_banks = core.psum.banks;
-        return p;
+  const Side sa{mt, a_tile, double(p.tm) * double(k) * elem, a_bytes};
+  const Side sb{nt, b_tile, double(p.tn) * double(k) * elem, b_bytes};
+  bool found = false;
+  double best_traffic = 0;
+  for (const bool a_res : {true, false}) {
+    const Side& res = a_res ? sa : sb;
+    const Side& str = a_res ? sb : sa;
+    const auto sb_want = std::min<std::uint64_t>(
+        str.tiles, std::max<std::uint64_t>(1, std::uint64_t(std::ceil(kMinBlockBytes / str.row_bytes))));
+    for (std::uint64_t s : {sb_want, std::uint64_t(1)}) {
+      bool fits = false;
+      for (std::uint64_t r = res.tiles; r >= 1; --r) {
+        const int bufs = (r == res.tiles && batches == 1) ? 1 : 2;
+        const double bytes =
+            bufs * double(r * kt) * res.tile + 2 * double(s * kt) * str.tile + staging;
+        if (bytes > cap) continue;
+        const double traffic =
+            double(batches) * (res.total + str.total * double(ceil_div(res.tiles, r))) + c_bytes;
+        if (!found || traffic < best_traffic) {
+          found = true;
+          best_traffic = traffic;
+          p.mb = a_res ? r : s;
+          p.nb = a_res ? s : r;
+          p.kb = kt;
+          p.full_k = true;
+          p.a_resident = a_res;
+          p.resident_buffers = bufs;
+          p.sbuf_bytes_per_partition = std::uint64_t(std::ceil(bytes));
+          p.psum_banks = core.psum.banks;
+          p.hbm_bytes = traffic;
+        }
+        fits = true;
+        break;
       }
+      if (fits) break;
     }
   }
-  // K blocked: Mb * Nb tiles accumulate in PSUM at once, the largest K block that fits.
+  if (found) return p;
+  // K blocked: Mb * Nb tiles accumulate in PSUM at once, the largest K block that fits; both
+  // operands are reloaded for every K block.
   const auto banks = std::uint64_t(core.psum.banks);
   for (std::uint64_t mb : {std::min<std::uint64_t>(mt, 2), std::uint64_t(1)}) {
     const std::uint64_t nb = std::min<std::uint64_t>(nt, std::max<std::uint64_t>(1, banks / mb));
@@ -125,19 +155,51 @@ GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint6
     p.nb = nb;
     p.kb = kb;
     p.full_k = false;
-    p.a_buffers = 2;
-    p.sbuf_bytes_per_partition = std::uint64_t(std::ceil(need(mb, nb, kb, 2)));
+    p.a_resident = true;
+    p.resident_buffers = 2;
+    p.sbuf_bytes_per_partition = std::uint64_t(std::ceil(2 * double(mb * kb) * a_tile +
+                                                         2 * double(nb * kb) * b_tile + staging));
     p.psum_banks = int(mb * nb);
+    p.hbm_bytes = double(batches) * (a_bytes * double(ceil_div(nt, nb)) +
+                                     b_bytes * double(ceil_div(mt, mb))) + c_bytes;
     return p;
   }
   throw ConfigError(fmt::format(
       "op '{}': GEMM {}x{}x{} {} cannot be tiled into SBUF: one 128-row A tile, one B tile "
       "(double-buffered) and {} output tiles need {:.0f} bytes per partition, the core has "
       "{:.0f} (/chip/core/sbuf/bytes_per_partition)",
-      op, m, k, n, to_string(dtype), kOutSlots, need(1, 1, 1, 2), cap));
+      op, m, k, n, to_string(dtype), kOutSlots, 2 * a_tile + 2 * b_tile + staging, cap));
 }
 
 namespace {
+
+// One operand's SBUF slots: loads signal `loaded` (once per DMA), the last matmul of a block
+// signals `free`. `loads` counts DMAs into each slot, `blocks` the blocks placed in it.
+struct OperandSlots {
+  std::array<Semaphore*, 2> loaded{}, free{};
+  std::array<std::uint64_t, 2> loads{}, blocks{};
+  int next = 0;      // slot of the next block
+  int buffers = 2;   // 1: a single slot
+  bool per_tile = false;  // one DMA per tile (resident operand) or one per block (streamed)
+  int cur = -1;           // slot of the block in use
+  std::uint64_t cur_base = 0;  // loads into `cur` before the block in use
+
+  explicit OperandSlots(Program& prog) {
+    for (int i = 0; i < 2; ++i) {
+      loaded[std::size_t(i)] = prog.new_semaphore();
+      free[std::size_t(i)] = prog.new_semaphore();
+    }
+  }
+  // Starts a block in the next slot; its DMAs wait until the slot's previous block is released.
+  std::uint64_t begin_block() {
+    cur = next;
+    if (buffers == 2) next ^= 1;
+    cur_base = loads[std::size_t(cur)];
+    return blocks[std::size_t(cur)]++;
+  }
+  // Semaphore count at which tile `t` of the block in use is in SBUF.
+  std::uint64_t ready(std::uint64_t t) const { return cur_base + (per_tile ? t + 1 : 1); }
+};
 
 // Appends the program of one core: `batches` GEMMs of [m x k x n].
 void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, std::uint64_t m,
@@ -149,17 +211,15 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
   const int engines = chip.core.dma.engines;
   const std::uint64_t mt = ceil_div(m, p.tm), nt = ceil_div(n, p.tn), kt = ceil_div(k, p.tk);
   const int banks = p.psum_banks;
+  // With K blocked both operands reload per K block; A is then treated as the resident one.
+  const bool a_res = p.a_resident || !p.full_k;
 
-  std::vector<Semaphore*> a_loaded, a_free, b_loaded, b_free, bank_full, bank_free, out_free;
-  // a_uses: A tiles loaded into each slot so far; a_free_uses: A blocks released from it.
-  std::vector<std::uint64_t> a_uses(2, 0), a_free_uses(2, 0), b_uses(2, 0),
-      bank_uses(std::size_t(banks), 0), out_uses(kOutSlots, 0);
-  for (int i = 0; i < 2; ++i) {
-    a_loaded.push_back(prog.new_semaphore());
-    a_free.push_back(prog.new_semaphore());
-    b_loaded.push_back(prog.new_semaphore());
-    b_free.push_back(prog.new_semaphore());
-  }
+  OperandSlots sa(prog), sb(prog);
+  sa.per_tile = a_res;
+  sb.per_tile = !a_res;
+  (a_res ? sa : sb).buffers = p.resident_buffers;
+  std::vector<Semaphore*> bank_full, bank_free, out_free;
+  std::vector<std::uint64_t> bank_uses(std::size_t(banks), 0), out_uses(kOutSlots, 0);
   for (int i = 0; i < banks; ++i) {
     bank_full.push_back(prog.new_semaphore());
     bank_free.push_back(prog.new_semaphore());
@@ -167,62 +227,78 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
   for (int i = 0; i < kOutSlots; ++i) out_free.push_back(prog.new_semaphore());
   prog.done = prog.new_semaphore();
 
-  int a_slot = 0, b_slot = 0, ring = 0, out_slot = 0;
+  // Issues the DMAs of one operand's block: `tiles` tiles of `tile_bytes(t)` at `addr(t)`, one
+  // DMA per tile or one for the block.
+  auto load = [&](OperandSlots& s, int queue, std::uint64_t tiles, auto tile_bytes, auto addr) {
+    const std::uint64_t after = s.begin_block();
+    const int slot = s.cur;
+    const std::uint64_t dmas = s.per_tile ? tiles : 1;
+    for (std::uint64_t t = 0; t < dmas; ++t) {
+      std::uint64_t bytes = 0;
+      if (s.per_tile) {
+        bytes = tile_bytes(t);
+      } else {
+        for (std::uint64_t u = 0; u < tiles; ++u) bytes += tile_bytes(u);
+      }
+      prog.push(EngineId::sync, dma(bytes, addr(t), DmaEndpoint::hbm, DmaEndpoint::sbuf, queue,
+                                    engines))
+          .wait(s.free[std::size_t(slot)], after)
+          .signal(s.loaded[std::size_t(slot)]);
+      ++s.loads[std::size_t(slot)];
+      hbm_bytes += double(bytes);
+    }
+  };
+
+  int ring = 0, out_slot = 0;
   bool evict_on_vector = true;
+  const std::uint64_t outer_tiles = a_res ? mt : nt, inner_tiles = a_res ? nt : mt;
+  const std::uint64_t outer_step = a_res ? p.mb : p.nb, inner_step = a_res ? p.nb : p.mb;
   for (std::uint64_t bi = 0; bi < batches; ++bi) {
     const std::uint64_t a_base = a_addr + std::uint64_t(double(bi * m * k) * elem);
     const std::uint64_t b_base = b_addr + std::uint64_t(double(bi * k * n) * elem);
     const std::uint64_t c_base = c_addr + std::uint64_t(double(bi * m * n) * out_elem);
-    for (std::uint64_t mb0 = 0; mb0 < mt; mb0 += p.mb) {
-      const std::uint64_t mtiles = std::min(p.mb, mt - mb0);
-      const std::uint64_t rows0 = mb0 * p.tm;
-      const std::uint64_t mrows = std::min(m - rows0, mtiles * p.tm);
-      int cur_a = -1;
-      std::uint64_t cur_a_base = 0;  // A tiles loaded into cur_a before this block
-      for (std::uint64_t nb0 = 0; nb0 < nt; nb0 += p.nb) {
+    for (std::uint64_t o0 = 0; o0 < outer_tiles; o0 += outer_step) {
+      for (std::uint64_t i0 = 0; i0 < inner_tiles; i0 += inner_step) {
+        const bool first_inner = i0 == 0, last_inner = i0 + inner_step >= inner_tiles;
+        const std::uint64_t mb0 = a_res ? o0 : i0, nb0 = a_res ? i0 : o0;
+        const std::uint64_t mtiles = std::min(p.mb, mt - mb0);
+        const std::uint64_t rows0 = mb0 * p.tm;
+        const std::uint64_t mrows = std::min(m - rows0, mtiles * p.tm);
         const std::uint64_t ntiles = std::min(p.nb, nt - nb0);
         const std::uint64_t cols0 = nb0 * p.tn;
         const std::uint64_t ncols = std::min(n - cols0, ntiles * p.tn);
-        const bool last_nb = nb0 + p.nb >= nt;
+        // The resident operand loads on the first inner block and is released after the last;
+        // the streamed one (and both when K is blocked) every block.
+        const bool load_a = !p.full_k || !a_res || first_inner;
+        const bool load_b = !p.full_k || a_res || first_inner;
+        const bool free_a = !p.full_k || !a_res || last_inner;
+        const bool free_b = !p.full_k || a_res || last_inner;
         for (std::uint64_t kb0 = 0; kb0 < kt; kb0 += p.kb) {
           const std::uint64_t ktiles = std::min(p.kb, kt - kb0);
           const std::uint64_t k0 = kb0 * p.tk;
           const std::uint64_t krows = std::min(k - k0, ktiles * p.tk);
           const bool last_kb = kb0 + p.kb >= kt;
-          // A block: loaded once per (batch, M block) when K is whole, else per K block; one
-          // DMA per 128-row tile, so the first matmuls wait for their own A tile, not the block.
-          if (!p.full_k || nb0 == 0) {
-            const int s = a_slot;
-            if (p.a_buffers == 2) a_slot ^= 1;
-            for (std::uint64_t i = 0; i < mtiles; ++i) {
-              const std::uint64_t r0 = rows0 + i * p.tm;
-              const std::uint64_t rows = std::min(p.tm, mrows - i * p.tm);
-              const auto bytes = std::uint64_t(std::ceil(double(rows * krows) * elem));
-              prog.push(EngineId::sync,
-                        dma(bytes, a_base + std::uint64_t(double(r0 * k + k0) * elem),
-                            DmaEndpoint::hbm, DmaEndpoint::sbuf, kQueueA, engines))
-                  .wait(a_free[std::size_t(s)], a_free_uses[std::size_t(s)])
-                  .signal(a_loaded[std::size_t(s)]);
-              hbm_bytes += double(bytes);
-            }
-            cur_a = s;
-            cur_a_base = a_uses[std::size_t(s)];
-            a_uses[std::size_t(s)] += mtiles;
-            ++a_free_uses[std::size_t(s)];
+          if (load_a) {
+            load(sa, kQueueA, mtiles,
+                 [&](std::uint64_t t) {
+                   const std::uint64_t rows = std::min(p.tm, mrows - t * p.tm);
+                   return std::uint64_t(std::ceil(double(rows * krows) * elem));
+                 },
+                 [&](std::uint64_t t) {
+                   return a_base + std::uint64_t(double((rows0 + t * p.tm) * k + k0) * elem);
+                 });
           }
-          const int bs = b_slot;
-          b_slot ^= 1;
-          {
-            const auto bytes = std::uint64_t(std::ceil(double(krows * ncols) * elem));
-            prog.push(EngineId::sync,
-                      dma(bytes, b_base + std::uint64_t(double(k0 * n + cols0 * krows) * elem),
-                          DmaEndpoint::hbm, DmaEndpoint::sbuf, kQueueB, engines))
-                .wait(b_free[std::size_t(bs)], b_uses[std::size_t(bs)])
-                .signal(b_loaded[std::size_t(bs)]);
-            hbm_bytes += double(bytes);
+          if (load_b) {
+            load(sb, kQueueB, ntiles,
+                 [&](std::uint64_t t) {
+                   const std::uint64_t cols = std::min(p.tn, ncols - t * p.tn);
+                   return std::uint64_t(std::ceil(double(krows * cols) * elem));
+                 },
+                 [&](std::uint64_t t) {
+                   return b_base +
+                          std::uint64_t(double(k0 * n + (cols0 + t * p.tn) * krows) * elem);
+                 });
           }
-          const std::uint64_t b_use = ++b_uses[std::size_t(bs)];
-          bool first_b = true;
           for (std::uint64_t j = 0; j < ntiles; ++j) {
             const std::uint64_t ncur = std::min(p.tn, ncols - j * p.tn);
             for (std::uint64_t i = 0; i < mtiles; ++i) {
@@ -243,19 +319,16 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
                 mm.new_stationary = true;
                 mm.accumulate = !(kb0 == 0 && kk0 == 0);
                 Instr& in = prog.push(EngineId::tensor, mm);
-                if (first_b) in.wait(b_loaded[std::size_t(bs)], b_use);
-                // The first matmul of each M tile waits for that tile's A load (in order: one
-                // queue, FIFO on every engine).
-                if (kk0 == 0 && j == 0) {
-                  in.wait(a_loaded[std::size_t(cur_a)], cur_a_base + i + 1);
-                }
-                first_b = false;
+                // The first matmul that uses a tile waits for its load (loads complete in order:
+                // one queue, FIFO on every engine).
+                if (kk0 == 0 && j == 0) in.wait(sa.loaded[std::size_t(sa.cur)], sa.ready(i));
+                if (kk0 == 0 && i == 0) in.wait(sb.loaded[std::size_t(sb.cur)], sb.ready(j));
                 if (kb0 == 0 && kk0 == 0) in.wait(bank_free[std::size_t(bank)], bank_uses[std::size_t(bank)]);
                 const bool tile_done = last_kb && kk + 1 == ktiles;
                 const bool block_done = j + 1 == ntiles && i + 1 == mtiles && kk + 1 == ktiles;
                 if (tile_done) in.signal(bank_full[std::size_t(bank)]);
-                if (block_done) in.signal(b_free[std::size_t(bs)]);
-                if (block_done && (!p.full_k || last_nb)) in.signal(a_free[std::size_t(cur_a)]);
+                if (block_done && free_a) in.signal(sa.free[std::size_t(sa.cur)]);
+                if (block_done && free_b) in.signal(sb.free[std::size_t(sb.cur)]);
               }
               if (last_kb) {
                 // Evict the finished tile (Vector and Scalar alternate), then store it.
@@ -325,22 +398,33 @@ LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::C
     }
   } else {
     const std::uint64_t per = cores / g.batch;  // cores per GEMM
+    // The grid whose busiest core reads the least from HBM (each shard's own plan decides how
+    // often it re-reads A or B); ties keep the fewer M splits.
+    auto shard_dims = [&](std::uint64_t cm) {
+      const std::uint64_t cn = per / cm;
+      return std::array<std::uint64_t, 2>{ceil_div(ceil_div(g.m, cm), probe.tm) * probe.tm,
+                                          ceil_div(ceil_div(g.n, cn), probe.tn) * probe.tn};
+    };
     std::uint64_t best_cm = 1;
     double best = -1;
     for (std::uint64_t cm = 1; cm <= per; ++cm) {
       if (per % cm) continue;
-      const std::uint64_t cn = per / cm;
-      const std::uint64_t mc = ceil_div(ceil_div(g.m, cm), probe.tm) * probe.tm;
-      const std::uint64_t nc = ceil_div(ceil_div(g.n, cn), probe.tn) * probe.tn;
-      const double traffic = double(std::min(mc, g.m) + std::min(nc, g.n)) * double(g.k);
+      const auto [mc, nc] = shard_dims(cm);
+      double traffic = 0;
+      for (std::uint64_t m0 = 0; m0 < g.m; m0 += mc) {
+        for (std::uint64_t n0 = 0; n0 < g.n; n0 += nc) {
+          traffic = std::max(traffic, plan_gemm(std::min(mc, g.m - m0), g.k,
+                                                std::min(nc, g.n - n0), 1, g.dtype, chip, name)
+                                          .hbm_bytes);
+        }
+      }
       if (best < 0 || traffic < best) {
         best = traffic;
         best_cm = cm;
       }
     }
     const std::uint64_t cm = best_cm, cn = per / cm;
-    const std::uint64_t mc = ceil_div(ceil_div(g.m, cm), probe.tm) * probe.tm;
-    const std::uint64_t nc = ceil_div(ceil_div(g.n, cn), probe.tn) * probe.tn;
+    const auto [mc, nc] = shard_dims(cm);
     for (std::uint64_t bi = 0; bi < g.batch; ++bi) {
       for (std::uint64_t i = 0; i < cm; ++i) {
         for (std::uint64_t j = 0; j < cn; ++j) {

@@ -3,14 +3,16 @@
 // semaphores), the way the Neuron compiler / NKI kernels structure them.
 //
 // GEMM: the (batch, M, N) work is split over the chip's cores (whole GEMMs per core when batch >=
-// cores, else an M x N grid of cores that minimises each core's HBM traffic). On a core, C is
+// cores, else the M x N grid of cores whose per-core plans read the least from HBM). On a core, C is
 // computed in 128 x TN tiles (TN = min(moving_free_max, one PSUM bank of FP32)): blocks of A (Mb
 // tiles of 128 rows x Kb*TK, one DMA per tile) and B (Kb*TK x Nb tiles of TN) are DMA'd into SBUF
 // slots (double-buffered), each tile accumulates over K in one PSUM bank (matmul per TK = rows x
 // k_factor), is evicted by Vector or Scalar (alternating) to SBUF in the output type (BF16, FP32
-// for FP32 inputs) and stored by a DMA triggered from the evicting engine. When the whole K fits, A
-// blocks stay resident while B streams (HBM traffic of B shrinks by Mb) and PSUM banks form a ring;
-// otherwise K is blocked and Mb * Nb <= banks tiles accumulate at once.
+// for FP32 inputs) and stored by a DMA triggered from the evicting engine. When the whole K fits,
+// one operand stays resident in blocks as large as SBUF allows (one DMA per tile, so the first
+// matmuls wait for their own tile) while the other streams (one DMA per block); the plan keeps A
+// or B resident, whichever reads less from HBM, and PSUM banks form a ring. Otherwise K is
+// blocked and Mb * Nb <= banks tiles accumulate at once.
 // Tile sizes are the largest that fit SBUF; an op that cannot fit is a ConfigError naming it.
 #pragma once
 
@@ -43,10 +45,12 @@ struct LoweredStep {
 struct GemmPlan {
   std::uint64_t tm = 0, tn = 0, tk = 0;        // instruction tile (stationary cols, moving, K)
   std::uint64_t mb = 0, nb = 0, kb = 0;        // block sizes, in tiles
-  bool full_k = true;                          // A resident over the whole K
-  int a_buffers = 2;
+  bool full_k = true;                          // K whole: one operand stays resident
+  bool a_resident = true;                      // A stays, B streams (else the reverse)
+  int resident_buffers = 2;                    // slots of the resident operand (1 or 2)
   std::uint64_t sbuf_bytes_per_partition = 0;  // footprint
   int psum_banks = 0;
+  double hbm_bytes = 0;                        // HBM traffic of the plan (A, B and C)
 };
 
 // Tile plan for a [m x k x n] GEMM (batch `batches`) on one core; ConfigError naming `op` when

@@ -37,6 +37,48 @@ TEST(Lowering, GemmTilesFitSbufAndPsum) {
   EXPECT_EQ(std::uint64_t(longk.psum_banks), longk.mb * longk.nb);
 }
 
+// Which operand stays in SBUF: the one that makes the other re-stream least. Trn2 BF16, 224 KiB
+// per partition; a whole-K A tile (128 rows) is 16 KiB per partition, a B tile (512 columns)
+// 64 KiB; 4 output staging tiles take 4 KiB.
+TEST(Lowering, GemmKeepsResidentTheOperandThatSavesTraffic) {
+  const auto p = chip_preset("trn2");
+  constexpr double MiB = 1024.0 * 1024;
+  // 8192 x 8192 x 1024: B resident, both of its tiles in one slot (128 KiB) beside two 16 KiB
+  // A tiles streaming: B 16 MiB once, A 128 MiB once, C 16 MiB. Keeping A resident instead
+  // fits only 2 A tiles (2 x 2 x 16 KiB beside two 64 KiB B slots), re-reading B 32 times.
+  const GemmPlan wide = plan_gemm(8192, 8192, 1024, 1, Dtype::bf16, p, "g");
+  EXPECT_TRUE(wide.full_k);
+  EXPECT_FALSE(wide.a_resident);
+  EXPECT_EQ(wide.nb, 2u);
+  EXPECT_EQ(wide.mb, 1u);
+  EXPECT_EQ(wide.resident_buffers, 1);
+  EXPECT_EQ(wide.sbuf_bytes_per_partition, 128u * 1024 + 2 * 16 * 1024 + 4096);
+  EXPECT_DOUBLE_EQ(wide.hbm_bytes, (16 + 128 + 16) * MiB);
+  // 128 x 8192 x 8192: the one A tile stays (2 MiB once) and B streams once (128 MiB) + C 2 MiB;
+  // B resident would re-read A for each of its 16 blocks.
+  const GemmPlan narrow = plan_gemm(128, 8192, 8192, 1, Dtype::bf16, p, "g");
+  EXPECT_TRUE(narrow.a_resident);
+  EXPECT_EQ(narrow.mb, 1u);
+  EXPECT_EQ(narrow.resident_buffers, 1);
+  EXPECT_DOUBLE_EQ(narrow.hbm_bytes, (2 + 128 + 2) * MiB);
+}
+
+// The chip's core grid follows the plans: 8192^3 BF16 on Trn2's 8 cores is cheapest as 1 x 8
+// (each core: 8192 x 8192 x 1024, the `wide` plan above), 8 x (16 + 128 + 16) MiB in all; a
+// 2 x 4 grid (4096 x 8192 x 2048 per core) at best keeps one 64 KiB B tile resident and re-reads
+// its 64 MiB of A four times: 8 x (32 + 4 x 64 + 16) MiB.
+TEST(Lowering, GemmGridReadsTheLeast) {
+  const auto p = chip_preset("trn2");
+  HbmAllocator hbm;
+  const auto steps = lower(GemmOp{8192, 8192, 8192, Dtype::bf16, 1}, "g", p, hbm);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(steps[0].hbm_bytes, 8 * (16 + 128 + 16) * 1024.0 * 1024);
+  for (const auto& prog : steps[0].per_core) {
+    ASSERT_NE(prog, nullptr);
+    EXPECT_EQ(prog->sbuf_bytes_per_partition, 128u * 1024 + 2 * 16 * 1024 + 4096);
+  }
+}
+
 TEST(Lowering, OpThatCannotFitNamesTheOp) {
   const auto p = chip_preset("trn2", {"chip.core.sbuf.bytes_per_partition=1KiB"});
   try {
