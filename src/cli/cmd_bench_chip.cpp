@@ -95,6 +95,11 @@ json measure_gemm(const BenchOptions& o, const GemmArgs& a, std::uint64_t m, std
   chip->account_until(sc_core::sc_time(elapsed, sc_core::SC_SEC));
   const auto e = model::collect_energy(Duration(elapsed), chip.get());
   const double events = double(chip->wakeups());
+  const double power = elapsed > 0 ? e.total().si / elapsed : 0.0;
+  // The chip's NeuronLink SerDes idle at `idle_fraction` of full rate; in rack runs the fabric
+  // model counts them, here they are reported beside the chip, since a TDP covers them.
+  const double links = p.link.idle_fraction * p.link.energy.si * 8.0 * p.link.lane_rate.si *
+                       double(p.link.lanes);
   json j = {{"chip", p.name},
             {"m", m}, {"k", k}, {"n", n}, {"batch", a.batch}, {"dtype", a.dtype},
             {"time_s", elapsed},
@@ -107,8 +112,12 @@ json measure_gemm(const BenchOptions& o, const GemmArgs& a, std::uint64_t m, std
             {"utilisation", utilisation(*chip, elapsed)},
             {"energy_j", e.total().si},
             {"static_energy_j", e.static_.si},
-            {"power_w", elapsed > 0 ? e.total().si / elapsed : 0.0},
+            {"power_w", power},
             {"tdp_w", p.tdp.si},
+            {"power_fraction_of_tdp", p.tdp.si > 0 ? power / p.tdp.si : 0.0},
+            {"link_idle_power_w", links},
+            {"power_with_links_w", power + links},
+            {"power_with_links_fraction_of_tdp", p.tdp.si > 0 ? (power + links) / p.tdp.si : 0.0},
             {"energy_by_category_j", e.by_category_joules},
             {"events", events},
             {"events_per_sim_us", elapsed > 0 ? events / (elapsed * 1e6) : 0.0},
@@ -144,7 +153,17 @@ void print_gemm_table(const std::vector<json>& rows) {
                r["power_w"].get<double>(), r["events"].get<double>(),
                r["events_per_sim_us"].get<double>(), r["wall_time_s"].get<double>());
   }
-  if (!rows.empty()) fmt::print("memory model: {}\n", rows.front()["memory_model"].get<std::string>());
+  if (rows.empty()) return;
+  fmt::print("memory model: {}\n", rows.front()["memory_model"].get<std::string>());
+  if (rows.size() == 1) {
+    const auto& r = rows.front();
+    fmt::print("power: chip {:.1f} W = {:.2f} x TDP {:.0f} W; with its idle NeuronLink SerDes "
+               "({:.1f} W, the fabric model's in rack runs) {:.1f} W = {:.2f} x TDP\n",
+               r["power_w"].get<double>(), r["power_fraction_of_tdp"].get<double>(),
+               r["tdp_w"].get<double>(), r["link_idle_power_w"].get<double>(),
+               r["power_with_links_w"].get<double>(),
+               r["power_with_links_fraction_of_tdp"].get<double>());
+  }
 }
 
 struct DmaArgs {
