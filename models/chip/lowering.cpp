@@ -142,28 +142,34 @@ GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint6
       if (fits) break;
     }
   }
-  if (found) return p;
-  // K blocked: Mb * Nb tiles accumulate in PSUM at once, the largest K block that fits; both
-  // operands are reloaded for every K block.
+  // K blocked: Mb * Nb <= banks tiles accumulate in PSUM at once and both operands reload for
+  // every K block, A once per Nb columns, B once per Mb rows. Every split of the banks into
+  // Mb x Nb is tried with K blocks as large as fit; it replaces a whole-K plan only if it reads
+  // less.
   const auto banks = std::uint64_t(core.psum.banks);
-  for (std::uint64_t mb : {std::min<std::uint64_t>(mt, 2), std::uint64_t(1)}) {
+  for (std::uint64_t mb = 1; mb <= std::min(mt, banks); mb *= 2) {
     const std::uint64_t nb = std::min<std::uint64_t>(nt, std::max<std::uint64_t>(1, banks / mb));
     const double per_k = 2 * double(mb) * a_tile + 2 * double(nb) * b_tile;
     if (cap - staging < per_k) continue;
-    const auto kb = std::min<std::uint64_t>(kt, std::uint64_t((cap - staging) / per_k));
+    // K blocks of equal size: a short last block could not hide the next block's loads.
+    const auto kb_max = std::min<std::uint64_t>(kt, std::uint64_t((cap - staging) / per_k));
+    const std::uint64_t kb = ceil_div(kt, ceil_div(kt, kb_max));
+    const double traffic = double(batches) * (a_bytes * double(ceil_div(nt, nb)) +
+                                              b_bytes * double(ceil_div(mt, mb))) + c_bytes;
+    if (found && traffic >= best_traffic) continue;
+    found = true;
+    best_traffic = traffic;
     p.mb = mb;
     p.nb = nb;
     p.kb = kb;
     p.full_k = false;
     p.a_resident = true;
     p.resident_buffers = 2;
-    p.sbuf_bytes_per_partition = std::uint64_t(std::ceil(2 * double(mb * kb) * a_tile +
-                                                         2 * double(nb * kb) * b_tile + staging));
+    p.sbuf_bytes_per_partition = std::uint64_t(std::ceil(per_k * double(kb) + staging));
     p.psum_banks = int(mb * nb);
-    p.hbm_bytes = double(batches) * (a_bytes * double(ceil_div(nt, nb)) +
-                                     b_bytes * double(ceil_div(mt, mb))) + c_bytes;
-    return p;
+    p.hbm_bytes = traffic;
   }
+  if (found) return p;
   throw ConfigError(fmt::format(
       "op '{}': GEMM {}x{}x{} {} cannot be tiled into SBUF: one 128-row A tile, one B tile "
       "(double-buffered) and {} output tiles need {:.0f} bytes per partition, the core has "

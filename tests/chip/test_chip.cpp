@@ -63,6 +63,23 @@ TEST(Lowering, GemmKeepsResidentTheOperandThatSavesTraffic) {
   EXPECT_DOUBLE_EQ(narrow.hbm_bytes, (2 + 128 + 2) * MiB);
 }
 
+// K = 16384 BF16 fits neither whole-K plan (a B tile alone is 128 KiB per partition), so K is
+// blocked. Traffic in MiB for Mb x Nb output tiles in PSUM (A 512, B 64, C 64):
+// 1 x 4: 512 + 64 x 128; 2 x 4: 512 + 64 x 64; 4 x 2: 512 x 2 + 64 x 32 = 3072; 8 x 1: the same
+// (a tie keeps 4 x 2). K blocks: 2 x 4 x 256 B + 2 x 2 x 1 KiB = 6 KiB per K tile fit 36 of the
+// 128 K tiles beside the staging; 4 equal blocks of 32.
+TEST(Lowering, LongKBlocksSplitPsumForLeastTraffic) {
+  const auto p = chip_preset("trn2");
+  const GemmPlan plan = plan_gemm(16384, 16384, 2048, 1, Dtype::bf16, p, "g");
+  EXPECT_FALSE(plan.full_k);
+  EXPECT_EQ(plan.mb, 4u);
+  EXPECT_EQ(plan.nb, 2u);
+  EXPECT_EQ(plan.kb, 32u);
+  EXPECT_EQ(plan.psum_banks, 8);
+  EXPECT_EQ(plan.sbuf_bytes_per_partition, 32u * 6144 + 4096);
+  EXPECT_DOUBLE_EQ(plan.hbm_bytes, (3072.0 + 64) * 1024 * 1024);
+}
+
 // The chip's core grid follows the plans: 8192^3 BF16 on Trn2's 8 cores is cheapest as 1 x 8
 // (each core: 8192 x 8192 x 1024, the `wide` plan above), 8 x (16 + 128 + 16) MiB in all; a
 // 2 x 4 grid (4096 x 8192 x 2048 per core) at best keeps one 64 KiB B tile resident and re-reads
