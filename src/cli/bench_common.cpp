@@ -5,6 +5,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <string>
 
@@ -108,5 +110,29 @@ void register_bench_commands(CLI::App& app, Registry& reg) {
   register_bench_collective(*bench, reg);
   register_bench_kernel(*bench, reg);
 }
+
+std::uint64_t parse_size(const std::string& s, const char* option) {
+  const auto bad = [&] {
+    return InputError(fmt::format(
+        "{}: expected a byte count >= 1 such as 268435456 or \"256MiB\", got \"{}\"", option, s));
+  };
+  std::uint64_t v = 0;
+  if (!s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
+    try {
+      v = std::stoull(s);
+    } catch (const std::exception&) {
+      throw bad();
+    }
+  } else {
+    try {
+      v = whole_bytes(parse_bytes(s));
+    } catch (const InputError&) {
+      throw bad();
+    }
+  }
+  if (v == 0) throw bad();
+  return v;
+}
+
 
 }  // namespace trnsim::cli

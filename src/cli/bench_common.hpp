@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -34,6 +35,10 @@ struct BenchOptions {
   // The chip of the loaded config; ConfigError when it has none.
   static const config::ChipParams& chip_of(const config::LoadedConfig& c, const std::string& file);
 };
+
+// A byte count given to `option`: a plain integer ("268435456") or a size with a unit
+// ("256MiB"); at least 1. InputError naming the option otherwise.
+std::uint64_t parse_size(const std::string& s, const char* option);
 
 // Adds --config, --set and --json to a bench subcommand.
 void add_bench_options(CLI::App* sub, BenchOptions& o);

@@ -167,7 +167,7 @@ void print_gemm_table(const std::vector<json>& rows) {
 }
 
 struct DmaArgs {
-  std::uint64_t bytes = 32768;
+  std::string bytes = "32768";
   std::string direction = "hbm-to-sbuf";
   int engines = 1;
   bool cross_engine = false;
@@ -184,27 +184,27 @@ json measure_dma(const BenchOptions& o, const DmaArgs& a) {
   if (a.engines < 1 || a.engines > p.core.dma.engines) {
     throw InputError(fmt::format("--engines: expected 1..{}, got {}", p.core.dma.engines, a.engines));
   }
-  if (a.bytes < 1) throw InputError("--bytes: expected at least 1 byte");
+  const std::uint64_t bytes = parse_size(a.bytes, "--bytes");
   model::ChipOptions opt;
   opt.fallback_memory = a.fallback_memory;
   auto chip = std::make_unique<Chip>("chip", p, opt);
   Chip::DmaResult r;
   Driver drv("driver", [&] {
-    r = chip->dma_sbuf(0, a.bytes, a.direction == "hbm-to-sbuf", a.engines, a.cross_engine);
+    r = chip->dma_sbuf(0, bytes, a.direction == "hbm-to-sbuf", a.engines, a.cross_engine);
   });
   const auto t0 = std::chrono::steady_clock::now();
   sc_core::sc_start();
   const double wall = seconds_since(t0);
   const double total = r.end_s - r.trigger_s;
-  const double share = std::ceil(double(a.bytes) / a.engines);
+  const double share = std::ceil(double(bytes) / a.engines);
   const double transfer = share / p.core.dma.engine_bandwidth.si;
   const double engine_span = r.end_s - r.start_s;
-  json j = {{"chip", p.name}, {"bytes", a.bytes}, {"direction", a.direction},
+  json j = {{"chip", p.name}, {"bytes", bytes}, {"direction", a.direction},
             {"engines", a.engines}, {"cross_engine", a.cross_engine},
             {"time_ns", total * 1e9},
-            {"bytes_per_s", total > 0 ? double(a.bytes) / total : 0.0},
+            {"bytes_per_s", total > 0 ? double(bytes) / total : 0.0},
             {"engine_time_ns", engine_span * 1e9},
-            {"engine_bytes_per_s", engine_span > 0 ? double(a.bytes) / engine_span : 0.0},
+            {"engine_bytes_per_s", engine_span > 0 ? double(bytes) / engine_span : 0.0},
             {"breakdown_ns",
              {{"dge_wait", (r.dge_start_s - r.trigger_s) * 1e9},
               {"descriptor", (r.dge_end_s - r.dge_start_s) * 1e9},
@@ -255,7 +255,8 @@ void register_bench_chip(CLI::App& bench, Registry& reg) {
     auto a = std::make_shared<DmaArgs>();
     auto* sub = bench.add_subcommand("dma", "one DMA between HBM and SBUF of one core");
     add_bench_options(sub, *o);
-    sub->add_option("--bytes", a->bytes, "bytes to move (512 B .. 64 MiB)")->check(CLI::PositiveNumber);
+    sub->add_option("--bytes", a->bytes, "bytes to move (\"32KiB\" or a number; 512 B .. 64 MiB)")
+        ->capture_default_str();
     sub->add_option("--direction", a->direction, "hbm-to-sbuf or sbuf-to-hbm");
     sub->add_option("--engines", a->engines, "DMA engines the transfer is spread over");
     sub->add_flag("--cross-engine", a->cross_engine,

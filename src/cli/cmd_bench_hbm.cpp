@@ -58,30 +58,6 @@ const char* pattern_name(Pattern p) {
   return "?";
 }
 
-// A byte count: a plain integer ("268435456") or a size with a unit ("256MiB"); at least 1.
-std::uint64_t parse_size(const std::string& s, const char* option) {
-  const auto bad = [&] {
-    return InputError(fmt::format(
-        "{}: expected a byte count >= 1 such as 268435456 or \"256MiB\", got \"{}\"", option, s));
-  };
-  std::uint64_t v = 0;
-  if (!s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    try {
-      v = std::stoull(s);
-    } catch (const std::exception&) {
-      throw bad();
-    }
-  } else {
-    try {
-      v = whole_bytes(parse_bytes(s));
-    } catch (const InputError&) {
-      throw bad();
-    }
-  }
-  if (v == 0) throw bad();
-  return v;
-}
-
 struct Plan {
   Pattern pattern{};
   std::uint64_t bytes = 0, chunk = 0, seed = 1;

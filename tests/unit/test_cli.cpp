@@ -150,3 +150,17 @@ TEST(Cli, DotIsWrittenAtomically) {
   }
   fs::remove_all(dir);
 }
+
+// `bench dma --bytes` takes a size with a unit like `bench hbm`; a bad size names the option.
+TEST(Cli, BenchDmaBytesTakeUnits) {
+  const auto ok =
+      trnsim::test::run_trnsim("bench dma --config configs/chips/trn2.json --bytes 32KiB --json",
+                               false);
+  ASSERT_EQ(ok.code, 0) << ok.out;
+  EXPECT_EQ(nlohmann::json::parse(ok.out)["bytes"].get<std::uint64_t>(), 32768u);
+  for (const char* bad : {"0", "2XB", "-5"}) {
+    const auto r = run(std::string("bench dma --bytes ") + bad);
+    EXPECT_EQ(r.code, 2) << bad;
+    EXPECT_NE(r.out.find("--bytes: expected a byte count"), std::string::npos) << r.out;
+  }
+}
