@@ -149,7 +149,38 @@ std::int64_t HbmGeometry::to_ck(Duration d) const {
   return std::int64_t(std::ceil(d.si / tck_ - 1e-6));
 }
 
+namespace {
+// Sum of the digits of v in base `radix`, modulo radix.
+int digit_sum(std::int64_t v, std::int64_t radix) {
+  std::int64_t sum = 0;
+  for (; v > 0; v /= radix) sum += v % radix;
+  return int(sum % radix);
+}
+}  // namespace
+
+HbmGeometry::HashOffsets HbmGeometry::hash_offsets(const HbmLocation& raw) const {
+  HashOffsets o;
+  if (p_.address_hash == config::AddressHash::none) return o;
+  // Rows that differ in any digit, e.g. a power of two apart, get different bank offsets.
+  const std::int64_t banks = std::int64_t(p_.banks_per_group) * p_.sids;
+  o.bank = digit_sum(raw.row, banks);
+  if (p_.address_hash == config::AddressHash::bank_pc) {
+    // Everything above the unit-in-row digit: units of one row keep one pseudo-channel and bank
+    // group (the row is still shared by the 4 units of a stream's 128 KiB-apart visits).
+    const std::int64_t q = std::int64_t(p_.pseudo_channels) * p_.bank_groups;
+    const std::int64_t above = (raw.row * p_.sids + raw.sid) * p_.banks_per_group + raw.bank;
+    o.pc = digit_sum(above, q);
+  }
+  return o;
+}
+
 HbmLocation HbmGeometry::decode(std::uint64_t addr) const {
+  HbmLocation l = decode_raw(addr);
+  apply_hash(l, hash_offsets(l));
+  return l;
+}
+
+HbmLocation HbmGeometry::decode_raw(std::uint64_t addr) const {
   HbmLocation l;
   std::uint64_t u = addr / interleave_;
   const std::uint64_t in_unit = addr % interleave_;

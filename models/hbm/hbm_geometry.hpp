@@ -59,6 +59,29 @@ class HbmGeometry {
   //   unit within row | bank | SID | row
   // Precondition: addr < capacity().
   HbmLocation decode(std::uint64_t addr) const;
+  // decode() without /chip/hbm/address_hash: the digits as they are in the address.
+  HbmLocation decode_raw(std::uint64_t addr) const;
+  // The offsets /chip/hbm/address_hash adds to the digits of a raw location; they depend only on
+  // its bank, SID and row, so a walk over consecutive units recomputes them when those change.
+  struct HashOffsets {
+    int bank = 0;  // added modulo sids x banks_per_group to bank + banks_per_group x sid
+    int pc = 0;    // added modulo bank_groups x pseudo_channels to pc + pseudo_channels x group
+  };
+  HashOffsets hash_offsets(const HbmLocation& raw) const;
+  // Applies `o` to a raw location's digits.
+  void apply_hash(HbmLocation& l, const HashOffsets& o) const {
+    if (o.bank != 0) {
+      const int b = (l.bank + p_.banks_per_group * l.sid + o.bank) % (p_.banks_per_group * p_.sids);
+      l.bank = b % p_.banks_per_group;
+      l.sid = b / p_.banks_per_group;
+    }
+    if (o.pc != 0) {
+      const int q = (l.pseudo_channel + p_.pseudo_channels * l.bank_group + o.pc) %
+                    (p_.pseudo_channels * p_.bank_groups);
+      l.pseudo_channel = q % p_.pseudo_channels;
+      l.bank_group = q / p_.pseudo_channels;
+    }
+  }
 
   // Duration (seconds) rounded up to whole clocks.
   std::int64_t to_ck(Duration d) const;

@@ -54,7 +54,8 @@ sc_core::sc_time HbmSystem::access_at(const MemRequest& r, const sc_core::sc_tim
 
   // Walk the interleave units of the request, stepping the address digits by carry instead of
   // dividing for every unit.
-  HbmLocation loc = geo_.decode(r.addr);
+  HbmLocation loc = geo_.decode_raw(r.addr);
+  HbmGeometry::HashOffsets offset = geo_.hash_offsets(loc);
   std::int64_t unit_in_row = loc.column_byte / std::int64_t(il);
   std::uint64_t pos = r.addr, end_addr = r.addr + r.bytes;
   std::int64_t last = 0;
@@ -63,11 +64,13 @@ sc_core::sc_time HbmSystem::access_at(const MemRequest& r, const sc_core::sc_tim
   while (pos < end_addr) {
     const std::uint64_t in_unit = pos % il;
     const std::uint64_t take = std::min(il - in_unit, end_addr - pos);
-    run.channel = loc.channel;
-    run.pseudo_channel = loc.pseudo_channel;
-    run.bank_group = loc.bank_group;
-    run.bank = loc.bank;
-    run.sid = loc.sid;
+    HbmLocation h = loc;
+    geo_.apply_hash(h, offset);  // no-op without /chip/hbm/address_hash
+    run.channel = h.channel;
+    run.pseudo_channel = h.pseudo_channel;
+    run.bank_group = h.bank_group;
+    run.bank = h.bank;
+    run.sid = h.sid;
     run.row = loc.row;
     run.bursts = int((in_unit + take - 1) / burst - in_unit / burst + 1);
     last = std::max(last, stacks_[std::size_t(loc.stack)]->reserve(run, arrival_ck));
@@ -82,11 +85,15 @@ sc_core::sc_time HbmSystem::access_at(const MemRequest& r, const sc_core::sc_tim
     loc.bank_group = 0;
     if (++unit_in_row < geo_.units_per_row()) continue;
     unit_in_row = 0;
-    if (++loc.bank < p.banks_per_group) continue;
-    loc.bank = 0;
-    if (++loc.sid < p.sids) continue;
-    loc.sid = 0;
-    ++loc.row;
+    if (++loc.bank == p.banks_per_group) {
+      loc.bank = 0;
+      if (++loc.sid == p.sids) {
+        loc.sid = 0;
+        ++loc.row;
+      }
+    }
+    // The hash offsets depend only on the bank, SID and row, which changed.
+    offset = geo_.hash_offsets(loc);
   }
 
   const sc_core::sc_time done = time_of_clock(last) + controller_latency_;

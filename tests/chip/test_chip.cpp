@@ -142,7 +142,9 @@ TEST(Chip, ConcurrentOpsContend) {
   });
   sc_core::sc_start();
   ASSERT_GT(alone, 0);
-  EXPECT_GE(std::min(first, second), alone * 0.999);
+  // Each op gets fresh HBM addresses, whose banks (under the address hash) and refresh phase
+  // differ from the lone run's: a GEMM that ends up running alone moves by about 1 %.
+  EXPECT_GE(std::min(first, second), alone * 0.98);
   EXPECT_GT(std::max(first, second), alone * 1.5);
   EXPECT_LT(std::max(first, second), alone * 2.5);
 }

@@ -14,6 +14,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "hbm/hbm_system.hpp"
 #include "trnsim/config/config.hpp"
@@ -25,10 +26,14 @@ int sc_main(int, char**) { return 1; }
 namespace trnsim::model {
 namespace {
 
+// The timing tests place requests in banks by the address digits themselves, so they turn the
+// preset's address hash off; the hash has its own tests (AddressHash*).
 config::HbmParams preset(const char* chip) {
   const auto c =
       config::load_config(std::string(TRNSIM_SOURCE_DIR) + "/configs/chips/" + chip + ".json");
-  return c.config.chip->hbm;
+  auto p = c.config.chip->hbm;
+  p.address_hash = config::AddressHash::none;
+  return p;
 }
 
 config::HbmParams trn(const char* chip) {
@@ -159,6 +164,66 @@ TEST(HbmGeometry, AddressMapByHand) {
   EXPECT_EQ(l.stack, 3);
   EXPECT_EQ(l.sid, 2);
   EXPECT_EQ(l.column_byte, 1023);
+}
+
+// bank_pc (the presets' hash) by hand, Trainium3: bank offset = digit sum of the row in base
+// banks x SIDs = 12; pseudo-channel/bank-group offset = digit sum of (row x 3 + SID) x 4 + bank
+// in base PCs x bank groups = 8, added to PC + 2 x bank group.
+TEST(HbmGeometry, AddressHashByHand) {
+  auto p = preset("trn3");
+  p.address_hash = config::AddressHash::bank_pc;
+  const HbmGeometry g(p);
+  auto l = g.decode(0);  // row 0, SID 0, bank 0: no offsets
+  EXPECT_EQ(l.pseudo_channel + l.bank_group + l.bank + l.sid + l.row, 0);
+  // 0x200000: SID 1. Bank offset 0 (row 0); (0 x 3 + 1) x 4 + 0 = 4 -> offset 4 -> bank group 2.
+  l = g.decode(0x200000);
+  EXPECT_EQ(l.sid, 1);
+  EXPECT_EQ(l.bank, 0);
+  EXPECT_EQ(l.pseudo_channel, 0);
+  EXPECT_EQ(l.bank_group, 2);
+  // 0x600000: row 1. Bank offset 1 -> bank 1; (1 x 3 + 0) x 4 + 0 = 12 = 14 in base 8 -> 5 ->
+  // PC 1, bank group 2. Row, stack, channel and column are never changed.
+  l = g.decode(0x600000 + 0x20000 + 0x100 + 0x47);
+  EXPECT_EQ(l.row, 1);
+  EXPECT_EQ(l.sid, 0);
+  EXPECT_EQ(l.bank, 1);
+  EXPECT_EQ(l.pseudo_channel, 1);
+  EXPECT_EQ(l.bank_group, 2);
+  EXPECT_EQ(l.stack, 1);
+  EXPECT_EQ(l.channel, 0);
+  EXPECT_EQ(l.column_byte, 256 + 0x47);
+}
+
+// Every hash is a bijection: the 256 B units of the first four rows of every bank (24 MiB on
+// Trainium3, 16 MiB on Trainium2) land on distinct (stack, channel, PC, bank group, bank, SID,
+// row, column) places, with the raw row and column.
+TEST(HbmGeometry, AddressHashIsOneToOne) {
+  for (const char* chip : {"trn3", "trn2"}) {
+    for (auto hash : {config::AddressHash::bank, config::AddressHash::bank_pc}) {
+      auto p = preset(chip);
+      p.address_hash = hash;
+      const HbmGeometry g(p);
+      const std::uint64_t row_set = std::uint64_t(g.capacity() / std::uint64_t(g.decode(g.capacity() - 1).row + 1));
+      std::vector<bool> seen(std::size_t(4 * row_set / 256), false);
+      for (std::uint64_t a = 0; a < 4 * row_set; a += 256) {
+        const HbmLocation l = g.decode(a), raw = g.decode_raw(a);
+        EXPECT_EQ(l.row, raw.row);
+        EXPECT_EQ(l.column_byte, raw.column_byte);
+        // Mixed-radix index of the place, in the raw map's digit order.
+        std::uint64_t i = std::uint64_t(l.row);
+        i = i * std::uint64_t(p.sids) + std::uint64_t(l.sid);
+        i = i * std::uint64_t(p.banks_per_group) + std::uint64_t(l.bank);
+        i = i * std::uint64_t(g.units_per_row()) + std::uint64_t(l.column_byte / 256);
+        i = i * std::uint64_t(p.bank_groups) + std::uint64_t(l.bank_group);
+        i = i * std::uint64_t(p.pseudo_channels) + std::uint64_t(l.pseudo_channel);
+        i = i * std::uint64_t(p.channels) + std::uint64_t(l.channel);
+        i = i * std::uint64_t(p.stacks) + std::uint64_t(l.stack);
+        ASSERT_LT(i, seen.size());
+        ASSERT_FALSE(seen[std::size_t(i)]) << chip << " address " << a;
+        seen[std::size_t(i)] = true;
+      }
+    }
+  }
 }
 
 TEST(HbmSystem, RowMissOnIdleStack) {

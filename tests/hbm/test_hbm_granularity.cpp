@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,17 +30,20 @@ struct Outcome {
   double makespan = 0, mean_latency = 0;
 };
 
-config::HbmParams params() {
+// The preset's address map (hash included) unless `hash` is given.
+config::HbmParams params(std::optional<config::AddressHash> hash = std::nullopt) {
   auto p = config::load_config(std::string(TRNSIM_SOURCE_DIR) + "/configs/chips/trn3.json")
                .config.chip->hbm;
   p.refresh_mode = config::RefreshMode::all_bank;
   p.timing.tREFI = Duration(1.0);
+  if (hash) p.address_hash = *hash;
   return p;
 }
 
 // Runs `reqs` through the model and the reference; prints and returns the relative errors.
-std::pair<double, double> compare(const std::vector<Req>& reqs, const char* what) {
-  HbmSystem h("hbm", params());
+std::pair<double, double> compare(const std::vector<Req>& reqs, const char* what,
+                                  std::optional<config::AddressHash> hash = std::nullopt) {
+  HbmSystem h("hbm", params(hash));
   test::PerBurstReference ref(h.geometry());
   const double tck = h.geometry().tck_seconds();
   const double ctrl = h.geometry().params().controller_latency.si;
@@ -81,14 +85,28 @@ TEST(HbmGranularity, SequentialRead) {
   EXPECT_LT(std::abs(lat), 0.02);
 }
 
-TEST(HbmGranularity, ManyStreams2KiB) {
-  // 16 sequential streams 1 GiB apart, 2 KiB requests round robin, 4 per clock: row hits and
-  // misses of different streams meet in the same pseudo-channels.
+// 16 sequential streams 1 GiB apart, 2 KiB requests round robin, 4 per clock: row hits and
+// misses of different streams meet in the same pseudo-channels.
+std::vector<Req> many_streams() {
   std::vector<Req> reqs;
   for (std::uint64_t k = 0; k < 8192; ++k) {
     reqs.push_back({(k % 16) * (1ull << 30) + (k / 16) * 2048, 2048, false, std::int64_t(k / 4)});
   }
-  const auto [span, lat] = compare(reqs, "16 streams of 2 KiB reads");
+  return reqs;
+}
+
+// With the presets' bank_pc hash the streams' rows spread over more banks and bank groups at
+// once; the reference fills more bus gaps in front of older runs than the run model, which keeps
+// the bus in arrival order, so the run model is slower here.
+TEST(HbmGranularity, ManyStreams2KiB) {
+  const auto [span, lat] = compare(many_streams(), "16 streams of 2 KiB reads");
+  EXPECT_LT(std::abs(span), 0.08);
+  EXPECT_LT(std::abs(lat), 0.10);
+}
+
+TEST(HbmGranularity, ManyStreams2KiBUnhashed) {
+  const auto [span, lat] =
+      compare(many_streams(), "16 streams of 2 KiB reads, no hash", config::AddressHash::none);
   EXPECT_LT(std::abs(span), 0.03);
   EXPECT_LT(std::abs(lat), 0.03);
 }

@@ -247,6 +247,21 @@ constexpr auto enum_names(RefreshMode) {
                     std::pair{RefreshMode::per_bank, std::string_view("per_bank")}};
 }
 
+// How the digits of an address are chosen (docs/models/hbm.md#address-map); all are bijections
+// that keep the row and the column. none: straight from the address. bank: permutation-based
+// interleaving (Zhang, Zhu, Zhang, MICRO 2000): the bank-in-pseudo-channel index (bank +
+// banks_per_group x SID) is offset, modulo its radix, by the sum of the row's digits in that
+// radix, so rows a power of two apart use different banks. bank_pc: bank, and the pseudo-channel
+// and bank group index (pseudo-channel + pseudo_channels x bank group) is offset likewise by the
+// digit sum of the bank, SID and row, so streams that start at aligned addresses are spread over
+// the bank groups and pseudo-channels instead of moving through them in lockstep.
+enum class AddressHash { none, bank, bank_pc };
+constexpr auto enum_names(AddressHash) {
+  return std::array{std::pair{AddressHash::none, std::string_view("none")},
+                    std::pair{AddressHash::bank, std::string_view("bank")},
+                    std::pair{AddressHash::bank_pc, std::string_view("bank_pc")}};
+}
+
 struct HbmParams {
   std::string type = "HBM3E";
   int stacks = 4;
@@ -264,6 +279,7 @@ struct HbmParams {
   Duration controller_latency = Duration(40e-9);
   PagePolicy page_policy = PagePolicy::open;
   RefreshMode refresh_mode = RefreshMode::per_bank;
+  AddressHash address_hash = AddressHash::bank_pc;
   HbmTiming timing{};
   HbmEnergy energy{};
   template <class V>
@@ -287,6 +303,9 @@ struct HbmParams {
     v.field("page_policy", page_policy, "row buffer policy");
     v.field("refresh_mode", refresh_mode,
             "all_bank (REFab per channel) or per_bank (REFsb per bank, as HBM3 controllers use)");
+    v.field("address_hash", address_hash,
+            "none, bank (bank and SID permuted by the row) or bank_pc (also pseudo-channel and "
+            "bank group permuted by bank, SID and row)");
     v.field("timing", timing, "DRAM timing parameters", Required{});
     v.field("energy", energy, "DRAM energy parameters", Required{});
   }
