@@ -7,12 +7,16 @@
 // requesters x 64 KiB = 4 MiB in flight, about 850 ns of traffic at 4.9 TB/s, enough to keep all
 // 128 pseudo-channels busy. copy reads a chunk, then writes it to a second region. random-read
 // makes each chunk a gather of chunk / 64 independent 64 B reads at addresses from a generator
-// seeded with sim.seed.
+// seeded with sim.seed. streams replaces the shared list by independent sequential streams at
+// aligned offsets, the way DMA engines read: it exposes address-map conflicts (streams moving
+// through the pseudo-channels in lockstep, regions whose rows collide on the same banks).
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,11 +33,12 @@ namespace trnsim::cli {
 
 namespace {
 
-enum class Pattern { seq_read, seq_write, copy, random_read };
+enum class Pattern { seq_read, seq_write, copy, random_read, streams };
 constexpr std::pair<Pattern, const char*> kPatterns[] = {{Pattern::seq_read, "seq-read"},
                                                          {Pattern::seq_write, "seq-write"},
                                                          {Pattern::copy, "copy"},
-                                                         {Pattern::random_read, "random-read"}};
+                                                         {Pattern::random_read, "random-read"},
+                                                         {Pattern::streams, "streams"}};
 constexpr std::uint64_t kLine = 64;  // bytes per random-read request
 
 struct HbmBenchArgs {
@@ -41,6 +46,9 @@ struct HbmBenchArgs {
   std::string bytes = "256MiB";
   std::string chunk = "64KiB";
   int requesters = 64;
+  // streams only; empty / 0: the default derived from the others (see resolve_streams()).
+  std::string stride, group_stride, second_base;
+  int group = 0, depth = 1;
 };
 
 Pattern parse_pattern(const std::string& s) {
@@ -48,7 +56,8 @@ Pattern parse_pattern(const std::string& s) {
     if (s == name) return p;
   }
   throw InputError(fmt::format(
-      "--pattern: expected one of seq-read, seq-write, copy, random-read, got \"{}\"", s));
+      "--pattern: expected one of seq-read, seq-write, copy, random-read, streams, got \"{}\"",
+      s));
 }
 
 const char* pattern_name(Pattern p) {
@@ -58,10 +67,28 @@ const char* pattern_name(Pattern p) {
   return "?";
 }
 
+// --pattern streams: stream i (of `requesters`) reads `per_stream` bytes from base(i), and with
+// a second region alternately from second(i), with `depth` requests in flight.
+struct Streams {
+  std::uint64_t per_stream = 0, stride = 0, group_stride = 0;
+  int group = 1, depth = 1;
+  std::optional<std::uint64_t> second_base;
+  // Highest end address of any stream's first and second region; checked against the HBM
+  // capacity once the chip is known (resolve_streams() has ruled out overflow).
+  std::uint64_t end = 0, second_end = 0;
+  std::string end_options;  // the options that set `end`, for the capacity error
+
+  std::uint64_t base(int i) const {
+    return std::uint64_t(i / group) * group_stride + std::uint64_t(i % group) * stride;
+  }
+  std::uint64_t second(int i) const { return *second_base + std::uint64_t(i % group) * stride; }
+};
+
 struct Plan {
   Pattern pattern{};
   std::uint64_t bytes = 0, chunk = 0, seed = 1;
   int requesters = 0;
+  Streams streams;
 };
 
 // One requester: takes the next chunk until none is left.
@@ -72,6 +99,18 @@ class Requesters : public sc_core::sc_module {
     chunks_ = (plan.bytes + plan.chunk - 1) / plan.chunk;
     // Copy destination: a second region after the source, aligned to a whole chunk.
     dst_ = chunks_ * plan.chunk;
+    if (plan.pattern == Pattern::streams) {
+      const auto& st = plan.streams;
+      stream_chunks_ = (st.per_stream + plan.chunk - 1) / plan.chunk;
+      if (st.second_base) stream_chunks_ *= 2;
+      stream_next_.assign(std::size_t(plan.requesters), 0);
+      for (int i = 0; i < plan.requesters; ++i) {
+        for (int d = 0; d < st.depth; ++d) {
+          sc_core::sc_spawn([this, i] { run_stream(i); }, fmt::format("s{}_{}", i, d).c_str());
+        }
+      }
+      return;
+    }
     for (int i = 0; i < plan.requesters; ++i) {
       sc_core::sc_spawn([this] { run(); }, fmt::format("q{}", i).c_str());
     }
@@ -81,6 +120,20 @@ class Requesters : public sc_core::sc_module {
  private:
   void wait_until(const sc_core::sc_time& t) {
     if (t > sc_core::sc_time_stamp()) wait(t - sc_core::sc_time_stamp());
+  }
+  // One of the `depth` threads of stream i: takes the stream's next chunk until none is left.
+  // With a second region, the stream's chunks alternate: own chunk j, then second-region chunk j.
+  void run_stream(int i) {
+    const auto& st = plan_.streams;
+    std::uint64_t& next = stream_next_[std::size_t(i)];
+    while (next < stream_chunks_) {
+      const std::uint64_t k = next++;
+      const bool second = st.second_base && k % 2 == 1;
+      const std::uint64_t off = (st.second_base ? k / 2 : k) * plan_.chunk;
+      const std::uint64_t len = std::min(plan_.chunk, st.per_stream - off);
+      ++requests_;
+      wait_until(hbm_.access({(second ? st.second(i) : st.base(i)) + off, len, false}));
+    }
   }
   void run() {
     while (next_ < chunks_) {
@@ -98,6 +151,8 @@ class Requesters : public sc_core::sc_module {
           wait_until(hbm_.access({addr, len, false}));
           wait_until(hbm_.access({dst_ + addr, len, true}));
           break;
+        case Pattern::streams:
+          break;  // run_stream()
         case Pattern::random_read: {
           sc_core::sc_time last = sc_core::SC_ZERO_TIME;
           const std::uint64_t lines = hbm_.geometry().capacity() / kLine;
@@ -116,6 +171,8 @@ class Requesters : public sc_core::sc_module {
   Plan plan_;
   std::mt19937_64 rng_;  // one stream for all requesters: the order of draws is deterministic
   std::uint64_t chunks_ = 0, next_ = 0, dst_ = 0, requests_ = 0;
+  std::uint64_t stream_chunks_ = 0;        // streams: requests per stream
+  std::vector<std::uint64_t> stream_next_;  // streams: each stream's next request
 };
 
 nlohmann::json measure(const config::ChipParams& chip, const Plan& plan) {
@@ -124,7 +181,18 @@ nlohmann::json measure(const config::ChipParams& chip, const Plan& plan) {
   const std::uint64_t need = plan.pattern == Pattern::copy
                                  ? 2 * ((plan.bytes + plan.chunk - 1) / plan.chunk) * plan.chunk
                                  : plan.bytes;
-  if (plan.pattern != Pattern::random_read && need > geo.capacity()) {
+  if (plan.pattern == Pattern::streams) {
+    const auto& st = plan.streams;
+    if (st.end > geo.capacity()) {
+      throw InputError(fmt::format("{}: the streams end at address {}, beyond the {} B of HBM "
+                                   "of {}", st.end_options, st.end, geo.capacity(), chip.name));
+    }
+    if (st.second_base && st.second_end > geo.capacity()) {
+      throw InputError(fmt::format("--second-base: the second regions end at address {}, "
+                                   "beyond the {} B of HBM of {}", st.second_end, geo.capacity(),
+                                   chip.name));
+    }
+  } else if (plan.pattern != Pattern::random_read && need > geo.capacity()) {
     throw InputError(fmt::format("--bytes: {} needs {} B of HBM, the chip has {} B",
                                  pattern_name(plan.pattern), need, geo.capacity()));
   }
@@ -178,6 +246,63 @@ nlohmann::json measure(const config::ChipParams& chip, const Plan& plan) {
           {"pin_rate_gbps", geo.pin_rate_bits_per_s() * 1e-9}};
 }
 
+// Which streams options were on the command line (CLI11's count()): a default is derived from
+// the others, and any of them with another pattern is an error.
+struct StreamsGiven {
+  bool stride = false, group = false, group_stride = false, second_base = false;
+};
+
+// Stream addresses are computed in 128 bits first: R x group_stride can exceed 64 bits.
+__extension__ typedef unsigned __int128 u128;
+
+// Resolves the streams options into plan.streams and checks everything that does not need the
+// chip; the capacity check waits for measure().
+void resolve_streams(const HbmBenchArgs& a, const StreamsGiven& given, Plan& plan) {
+  auto& st = plan.streams;
+  const int r = plan.requesters;
+  if (plan.bytes % std::uint64_t(r) != 0) {
+    throw InputError(fmt::format("--bytes: streams splits N evenly over the {} streams of "
+                                 "--requesters: expected a multiple of {}, got {}",
+                                 r, r, plan.bytes));
+  }
+  st.per_stream = plan.bytes / std::uint64_t(r);
+  if (given.group && (a.group < 1 || a.group > r)) {
+    throw InputError(fmt::format("--group: expected streams per group from 1 to --requesters "
+                                 "({}), got {}", r, a.group));
+  }
+  st.group = given.group ? a.group : r;
+  if (a.depth < 1) {
+    throw InputError(fmt::format("--depth: expected an integer >= 1, got {}", a.depth));
+  }
+  st.depth = a.depth;
+  st.stride = given.stride ? parse_size(a.stride, "--stride") : st.per_stream;
+  const u128 group_stride = given.group_stride ? parse_size(a.group_stride, "--group-stride")
+                                               : u128(st.group) * st.stride;
+  if (given.second_base) st.second_base = parse_size(a.second_base, "--second-base");
+
+  const bool groups = r > st.group;  // more than one group: group_stride matters
+  st.end_options = "--bytes";
+  if (given.stride) st.end_options += "/--stride";
+  if (groups) st.end_options += given.group_stride ? "/--group-stride" : "/--group";
+  u128 end = 0;
+  for (int i = 0; i < r; ++i) {
+    end = std::max(end, u128(i / st.group) * group_stride + u128(i % st.group) * st.stride +
+                            st.per_stream);
+  }
+  const u128 second_end =
+      st.second_base ? *st.second_base + u128(st.group - 1) * st.stride + st.per_stream : 0;
+  constexpr u128 kMax = std::numeric_limits<std::uint64_t>::max();
+  if (end > kMax) {
+    throw InputError(fmt::format("{}: the streams end beyond address 2^64", st.end_options));
+  }
+  if (second_end > kMax) {
+    throw InputError("--second-base: the second regions end beyond address 2^64");
+  }
+  st.group_stride = groups ? std::uint64_t(group_stride) : 0;  // unused with one group
+  st.end = std::uint64_t(end);
+  st.second_end = std::uint64_t(second_end);
+}
+
 void print_table(const nlohmann::json& j) {
   fmt::print("HBM benchmark: {} on {}\n", j["pattern"].get<std::string>(),
              j["chip"].get<std::string>());
@@ -208,7 +333,7 @@ void register_bench_hbm(CLI::App& bench, Registry& reg) {
   auto opts = std::make_shared<BenchOptions>();
   auto args = std::make_shared<HbmBenchArgs>();
   add_bench_options(sub, *opts);
-  sub->add_option("--pattern", args->pattern, "seq-read, seq-write, copy or random-read")
+  sub->add_option("--pattern", args->pattern, "seq-read, seq-write, copy, random-read or streams")
       ->capture_default_str();
   sub->add_option("--bytes", args->bytes, "bytes to read/write/copy (\"256MiB\" or a number)")
       ->capture_default_str();
@@ -216,9 +341,28 @@ void register_bench_hbm(CLI::App& bench, Registry& reg) {
       ->capture_default_str();
   sub->add_option("--chunk", args->chunk, "bytes per request (random-read: per gather)")
       ->capture_default_str();
-  reg.add(sub, [opts, args]() -> int {
+  const std::vector<CLI::Option*> streams_opts = {
+      sub->add_option("--stride", args->stride,
+                      "streams: bytes between the streams of a group (default: N / R)"),
+      sub->add_option("--group", args->group, "streams: streams per group (default: R)"),
+      sub->add_option("--group-stride", args->group_stride,
+                      "streams: bytes between groups (default: group x stride)"),
+      sub->add_option("--depth", args->depth, "streams: requests in flight per stream")
+          ->capture_default_str(),
+      sub->add_option("--second-base", args->second_base,
+                      "streams: start of a second region every stream also reads, alternating "
+                      "chunks with its own")};
+  reg.add(sub, [opts, args, streams_opts]() -> int {
     Plan plan;
     plan.pattern = parse_pattern(args->pattern);
+    if (plan.pattern != Pattern::streams) {
+      for (const auto* opt : streams_opts) {
+        if (opt->count() > 0) {
+          throw InputError(fmt::format("{}: only for --pattern streams, not \"{}\"",
+                                       opt->get_name(), args->pattern));
+        }
+      }
+    }
     plan.bytes = parse_size(args->bytes, "--bytes");
     plan.chunk = parse_size(args->chunk, "--chunk");
     if (args->requesters < 1) {
@@ -231,6 +375,10 @@ void register_bench_hbm(CLI::App& bench, Registry& reg) {
           plan.chunk));
     }
     plan.requesters = args->requesters;
+    if (plan.pattern == Pattern::streams) {
+      const auto given = [&](std::size_t k) { return streams_opts[k]->count() > 0; };
+      resolve_streams(*args, {given(0), given(1), given(2), given(4)}, plan);
+    }
     const auto loaded = opts->load();
     const auto& chip = BenchOptions::chip_of(loaded, opts->config);
     plan.seed = loaded.config.sim.seed;
