@@ -341,7 +341,10 @@ void register_bench_hbm(CLI::App& bench, Registry& reg) {
       ->capture_default_str();
   sub->add_option("--chunk", args->chunk, "bytes per request (random-read: per gather)")
       ->capture_default_str();
-  const std::vector<CLI::Option*> streams_opts = {
+  struct StreamsOptions {
+    CLI::Option *stride, *group, *group_stride, *depth, *second_base;
+  };
+  const StreamsOptions so{
       sub->add_option("--stride", args->stride,
                       "streams: bytes between the streams of a group (default: N / R)"),
       sub->add_option("--group", args->group, "streams: streams per group (default: R)"),
@@ -352,11 +355,11 @@ void register_bench_hbm(CLI::App& bench, Registry& reg) {
       sub->add_option("--second-base", args->second_base,
                       "streams: start of a second region every stream also reads, alternating "
                       "chunks with its own")};
-  reg.add(sub, [opts, args, streams_opts]() -> int {
+  reg.add(sub, [opts, args, so]() -> int {
     Plan plan;
     plan.pattern = parse_pattern(args->pattern);
     if (plan.pattern != Pattern::streams) {
-      for (const auto* opt : streams_opts) {
+      for (const auto* opt : {so.stride, so.group, so.group_stride, so.depth, so.second_base}) {
         if (opt->count() > 0) {
           throw InputError(fmt::format("{}: only for --pattern streams, not \"{}\"",
                                        opt->get_name(), args->pattern));
@@ -376,8 +379,10 @@ void register_bench_hbm(CLI::App& bench, Registry& reg) {
     }
     plan.requesters = args->requesters;
     if (plan.pattern == Pattern::streams) {
-      const auto given = [&](std::size_t k) { return streams_opts[k]->count() > 0; };
-      resolve_streams(*args, {given(0), given(1), given(2), given(4)}, plan);
+      resolve_streams(*args,
+                      {so.stride->count() > 0, so.group->count() > 0,
+                       so.group_stride->count() > 0, so.second_base->count() > 0},
+                      plan);
     }
     const auto loaded = opts->load();
     const auto& chip = BenchOptions::chip_of(loaded, opts->config);
