@@ -11,7 +11,7 @@
 #include "trnsim/config/fabric_params.hpp"
 #include "trnsim/config/replay_params.hpp"
 #include "trnsim/config/schema.hpp"
-#include "trnsim/topology/spec.hpp"
+#include "trnsim/config/topology_params.hpp"
 
 namespace trnsim::config {
 

@@ -14,7 +14,7 @@
 
 #include "trnsim/config/chip_params.hpp"
 #include "trnsim/config/schema.hpp"
-#include "trnsim/topology/spec.hpp"
+#include "trnsim/config/topology_params.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::topo {

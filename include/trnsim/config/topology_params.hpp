@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The topology as written in JSON: either an explicit graph (nodes and links) or one named
+// The topology section of a rack config, as written in JSON: either an explicit graph (nodes and links) or one named
 // generator with its parameters. Expanded and validated by build_topology() (topology.hpp).
 #pragma once
 
