@@ -28,6 +28,13 @@ class TraceError : public InputError {
   using InputError::InputError;
 };
 
+// A workload that cannot run on the chip it was given (an op whose tiles do not fit SBUF or PSUM):
+// thrown by the models while they lower the op, naming the op and the chip field that limits it.
+class WorkloadError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
 // A value that is not a valid quantity ("four", "4.9TB" where a bandwidth is expected).
 // Carries no location: the config reader adds file and JSON pointer.
 class UnitError : public InputError {

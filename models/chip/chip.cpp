@@ -8,9 +8,6 @@
 #include "common/activity.hpp"
 #include "trnsim/error.hpp"
 
-#ifdef TRNSIM_CHIP_HAS_HBM
-#include "hbm/hbm_system.hpp"
-#endif
 
 namespace trnsim::model {
 
@@ -23,35 +20,17 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
       ops_(stats().add("ops", "1", "ops executed")),
       flops_(stats().add("flops", "1", "useful floating-point operations")),
       hbm_bytes_(stats().add("hbm_bytes", "B", "bytes the ops moved to or from HBM")) {
-  if (p.cores % p.dies != 0 || p.hbm.stacks % p.dies != 0) {
-    throw ConfigError(fmt::format(
-        "/chip: cores ({}) and hbm/stacks ({}) must split evenly over dies ({})", p.cores,
-        p.hbm.stacks, p.dies));
-  }
-  if (opt.granularity < 1) {
-    throw ConfigError(fmt::format("/sim/compute_granularity: expected an integer >= 1, got {}",
-                                  opt.granularity));
-  }
+  // The resolve step checked the layout (cores and stacks split over dies, granularity >= 1).
   set_static_power(p.static_power);
   if (opt.memory) {
     memory_ = opt.memory;
     memory_model_ = "external";
   } else {
-#ifdef TRNSIM_CHIP_HAS_HBM
-    if (!opt.fallback_memory) {
-      auto hbm = std::make_unique<HbmSystem>("hbm", p.hbm);
-      hbm_system_ = hbm.get();
-      memory_ = hbm.get();
-      owned_memory_ = std::move(hbm);
-      memory_model_ = "HbmSystem";
-    }
-#endif
-  }
-  if (!memory_) {
-    auto hbm = std::make_unique<FallbackHbm>("hbm", p.hbm);
-    memory_ = hbm.get();
-    owned_memory_ = std::move(hbm);
-    memory_model_ = "fallback: per-stack bandwidth + fixed latency (models/chip/memory.hpp)";
+    if (!opt.make_memory) throw InternalError("Chip: no memory and no memory factory");
+    MemoryBlock m = opt.make_memory("hbm");
+    memory_ = m.port;
+    owned_memory_ = std::move(m.block);
+    memory_model_ = std::move(m.description);
   }
   alloc_.capacity = std::uint64_t(p.hbm.capacity_per_stack.si) * std::uint64_t(p.hbm.stacks);
   d2d_ = std::make_unique<DieCrossing>("d2d", p);
@@ -69,11 +48,7 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
 Chip::~Chip() = default;
 
 void Chip::account_until(const sc_time& t) {
-#ifdef TRNSIM_CHIP_HAS_HBM
-  if (hbm_system_) static_cast<HbmSystem*>(hbm_system_)->account_until(t);
-#else
-  (void)t;
-#endif
+  if (owned_memory_) memory_->account_until(t);
 }
 
 int Chip::die_of_core(int i) const { return i / (p_.cores / p_.dies); }
@@ -109,7 +84,7 @@ void Chip::start_program(int core, Program& prog, Job& job) {
 
 void Chip::worker_loop(Worker& w) {
   for (;;) {
-    if (!w.prog) wait_counted(w.go);
+    if (!w.prog) wait_counted(activity(), w.go);
     w.core->run(*w.prog);
     Job& job = *w.job;
     w.prog = nullptr;
@@ -131,7 +106,7 @@ OpStats Chip::execute(const ComputeOp& op, const std::string& name) {
     st.cores_used = std::max(st.cores_used, job.left);
     if (job.left > 0) {
       ++own_wakeups_;
-      wait_counted(job.done);
+      wait_counted(activity(), job.done);
     }
     st.flops += step.flops;
     st.hbm_bytes += step.hbm_bytes;

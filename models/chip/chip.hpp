@@ -13,6 +13,7 @@
 #include <systemc>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,10 +28,10 @@
 namespace trnsim::model {
 
 struct ChipOptions {
-  // Use FallbackHbm (fixed latency + per-stack bandwidth) instead of the HBM model (HbmSystem
-  // from models/hbm). Forced on when the HBM model is not part of the build (memory_model()).
-  bool fallback_memory = false;
-  // An HBM owned by someone else (tests); the chip then owns none.
+  // Builds the chip's memory as a child module of the given name: the registry's implementation
+  // of the memory role chosen in the config (src/build/registry.cpp).
+  std::function<MemoryBlock(const char* name)> make_memory;
+  // An HBM owned by someone else (tests); the chip then owns none and make_memory is not used.
   MemoryPort* memory = nullptr;
   // Event granularity of compute and DMA (/sim/compute_granularity): 1 = one matmul instruction
   // and one DMA window per step (fine); G > 1 groups up to G matmuls of a tile's contraction into
@@ -65,7 +66,7 @@ class Chip : public Block {
   NeuronCore& core(int i) { return *cores_[std::size_t(i)]; }
   int die_of_core(int i) const;
   MemoryPort& memory() { return *memory_; }
-  // "HbmSystem" or a description of the fallback.
+  // How the memory implementation describes itself ("HbmSystem", the bandwidth model, "external").
   const std::string& memory_model() const { return memory_model_; }
   // Simulation wake-ups of all the chip's threads so far.
   std::uint64_t wakeups() const;
@@ -76,8 +77,7 @@ class Chip : public Block {
  private:
   config::ChipParams p_;
   int granularity_ = 1;
-  std::unique_ptr<Block> owned_memory_;
-  Block* hbm_system_ = nullptr;  // the HBM model when in use
+  std::unique_ptr<sc_core::sc_module> owned_memory_;
   MemoryPort* memory_ = nullptr;
   std::string memory_model_;
   std::unique_ptr<DieCrossing> d2d_;

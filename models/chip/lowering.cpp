@@ -82,8 +82,8 @@ GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint6
                          std::uint64_t(core.psum.banks) / 4;
   p.tn = std::min<std::uint64_t>(std::uint64_t(core.tensor.moving_free_max), bank_fp32);
   if (p.tn == 0) {
-    throw ConfigError(fmt::format("op '{}': a PSUM bank holds no FP32 element "
-                                  "(/chip/core/psum/bytes_per_partition)", op));
+    throw InternalError(fmt::format("op '{}': a PSUM bank holds no FP32 element (the resolve "
+                                    "step checks /chip/core/psum/bytes_per_partition)", op));
   }
   const double elem = element_bytes(dtype);
   const double out_elem = dtype == Dtype::fp32 ? 4 : 2;
@@ -170,7 +170,7 @@ GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint6
     p.hbm_bytes = traffic;
   }
   if (found) return p;
-  throw ConfigError(fmt::format(
+  throw WorkloadError(fmt::format(
       "op '{}': GEMM {}x{}x{} {} cannot be tiled into SBUF: one 128-row A tile, one B tile "
       "(double-buffered) and {} output tiles need {:.0f} bytes per partition, the core has "
       "{:.0f} (/chip/core/sbuf/bytes_per_partition)",
@@ -482,7 +482,7 @@ LoweredStep lower_element(const ElementOp& op, const std::string& name,
   const double slot_bytes = double(inputs + 1) * double(free) * elem;
   const auto footprint = std::uint64_t(std::ceil(kSlots * slot_bytes));
   if (double(footprint) > chip.core.sbuf.bytes_per_partition.si) {
-    throw ConfigError(fmt::format(
+    throw WorkloadError(fmt::format(
         "op '{}': {} tiles need {} bytes per SBUF partition, the core has {:.0f} "
         "(/chip/core/sbuf/bytes_per_partition)",
         name, to_string(op.kind), footprint, chip.core.sbuf.bytes_per_partition.si));

@@ -13,7 +13,7 @@
 // matmuls wait for their own tile) while the other streams (one DMA per block); the plan keeps A
 // or B resident, whichever reads less from HBM, and PSUM banks form a ring. Otherwise K is
 // blocked and Mb * Nb <= banks tiles accumulate at once.
-// Tile sizes are the largest that fit SBUF; an op that cannot fit is a ConfigError naming it.
+// Tile sizes are the largest that fit SBUF; an op that cannot fit is a WorkloadError naming it.
 #pragma once
 
 #include <cstdint>
@@ -53,7 +53,7 @@ struct GemmPlan {
   double hbm_bytes = 0;                        // HBM traffic of the plan (A, B and C)
 };
 
-// Tile plan for a [m x k x n] GEMM (batch `batches`) on one core; ConfigError naming `op` when
+// Tile plan for a [m x k x n] GEMM (batch `batches`) on one core; WorkloadError naming `op` when
 // nothing fits, InputError when the Tensor engine does not support the type.
 GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint64_t batches,
                    Dtype dtype, const config::ChipParams& chip, const std::string& op);

@@ -7,6 +7,7 @@
 #include <array>
 
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::model {
 
@@ -21,7 +22,7 @@ namespace {
 
 // Bytes of [addr, addr+bytes) per stack (stacks <= kMaxStacks, checked by the constructors).
 // Called for every DMA packet: no allocation, whole interleave rounds in one step.
-constexpr std::size_t kMaxStacks = 16;
+constexpr std::size_t kMaxStacks = resolve::kMaxHbmStacks;
 using StackBytes = std::array<std::uint64_t, kMaxStacks>;
 
 StackBytes split_by_stack(const config::HbmParams& p, std::uint64_t addr, std::uint64_t bytes) {
@@ -47,14 +48,14 @@ StackBytes split_by_stack(const config::HbmParams& p, std::uint64_t addr, std::u
 
 void check_stacks(const config::HbmParams& p) {
   if (std::size_t(p.stacks) > kMaxStacks) {
-    throw ConfigError(fmt::format("/chip/hbm/stacks: expected at most {}, got {}", kMaxStacks,
-                                  p.stacks));
+    throw InternalError(fmt::format("{} HBM stacks exceed the model's {} (the resolve step checks "
+                                    "/chip/hbm/stacks)", p.stacks, kMaxStacks));
   }
 }
 
 }  // namespace
 
-FallbackHbm::FallbackHbm(const sc_core::sc_module_name& name, const config::HbmParams& p)
+BandwidthMemory::BandwidthMemory(const sc_core::sc_module_name& name, const config::HbmParams& p)
     : Block(name),
       p_(p),
       stacks_(std::size_t(p.stacks)),
@@ -69,7 +70,7 @@ FallbackHbm::FallbackHbm(const sc_core::sc_module_name& name, const config::HbmP
   set_static_power(p.energy.background_per_stack * double(p.stacks));
 }
 
-sc_time FallbackHbm::access(const MemRequest& r) {
+sc_time BandwidthMemory::access(const MemRequest& r) {
   const StackBytes per = split_by_stack(p_, r.addr, r.bytes);
   const sc_time now = sc_core::sc_time_stamp();
   sc_time done = now;
@@ -109,7 +110,8 @@ DieMemoryPort::DieMemoryPort(int die, const config::ChipParams& p, MemoryPort& h
     : die_(die), p_(p), hbm_(hbm), d2d_(d2d) {
   check_stacks(p.hbm);
   if (std::size_t(p.dies) > kMaxStacks) {
-    throw ConfigError(fmt::format("/chip/dies: expected at most {}, got {}", kMaxStacks, p.dies));
+    throw InternalError(fmt::format("{} dies exceed the model's {} (the resolve step checks "
+                                    "/chip/dies)", p.dies, kMaxStacks));
   }
 }
 

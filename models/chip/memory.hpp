@@ -17,13 +17,13 @@ namespace trnsim::model {
 // field the HBM model uses for its address map).
 int hbm_stack_of(const config::HbmParams& p, std::uint64_t addr);
 
-// FALLBACK used only until the HBM model (models/hbm, HbmSystem) can be used, or when asked for
-// with ChipOptions::fallback_memory: each stack is one Timeline at bandwidth / stacks, and every
+// The "bandwidth" memory model (/chip/memory/model, /replay/chip_memory; the default of rack
+// replays): each stack is one Timeline at bandwidth / stacks, and every
 // access pays controller_latency + tRCD + tCL (reads) or + tCWL (writes). No banks, rows,
 // refresh or bus turnaround; its energy is (read|write + phy + controller) per bit.
-class FallbackHbm : public Block, public MemoryPort {
+class BandwidthMemory : public Block, public MemoryPort {
  public:
-  FallbackHbm(const sc_core::sc_module_name& name, const config::HbmParams& p);
+  BandwidthMemory(const sc_core::sc_module_name& name, const config::HbmParams& p);
   sc_core::sc_time access(const MemRequest& r) override;
 
  private:

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "common/activity.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::model {
@@ -77,8 +78,11 @@ class Block : public sc_core::sc_module {
   const std::map<std::string, double>& energy_joules() const { return energy_; }
   void set_static_power(Power p) { static_power_ = p; }
   Power static_power() const { return static_power_; }
+  // Counts this block's process activations in the run's Simulation (activity.hpp).
+  ActivityCounter& activity() { return activity_; }
 
  private:
+  ActivityCounter activity_;
   StatGroup stats_;
   std::map<std::string, double> energy_;
   Power static_power_{};

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The memory system as DMA engines see it. Implemented by the HBM model (models/hbm); a DMA
-// engine never needs to know banks or channels.
+// The memory system as DMA engines see it. Implemented by the HBM model (models/hbm) and the
+// bandwidth model (models/chip/memory.hpp); a DMA engine never needs to know banks or channels.
 #pragma once
 
 #include <systemc>
 
 #include <cstdint>
+#include <memory>
+#include <string>
 
 namespace trnsim::model {
 
@@ -22,6 +24,17 @@ class MemoryPort {
   // buses) the request needs, first come first served, and returns the time its last byte is
   // transferred (>= now()). It does not wait; the caller waits for the returned time.
   virtual sc_core::sc_time access(const MemRequest& r) = 0;
+  // Counts what the model accounts lazily (refresh, background energy) up to `t`; call it with
+  // the end of the run before collecting statistics and energy.
+  virtual void account_until(const sc_core::sc_time& t) { (void)t; }
+};
+
+// A memory implementation as a chip owns it: the block (in the SystemC hierarchy, with its
+// statistics) and its port, and how it describes itself in results.
+struct MemoryBlock {
+  std::unique_ptr<sc_core::sc_module> block;
+  MemoryPort* port = nullptr;
+  std::string description;
 };
 
 }  // namespace trnsim::model

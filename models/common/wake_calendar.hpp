@@ -64,10 +64,11 @@ class WakeCalendar : public sc_core::sc_module {
   }
 
  private:
+  ActivityCounter activity_;
   static constexpr std::uint64_t kNone = ~std::uint64_t(0);
 
   void fire() {
-    count_activation(Activity::dma);
+    activity_.count(Activity::dma);
     const std::uint64_t now = sc_core::sc_time_stamp().value();
     due_.clear();
     while (!heap_.empty() && heap_.top().first <= now) {

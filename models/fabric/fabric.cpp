@@ -19,22 +19,18 @@ std::string module_name(std::string s) {
   return s;
 }
 
-std::uint64_t whole(Bytes b, const char* key) {
-  if (!(b.si >= 1) || b.si != std::floor(b.si) || b.si > 1e15) {
-    throw ConfigError(fmt::format("/rack/fabric/{}: expected a whole number of bytes >= 1, got {}",
-                                  key, format(b)));
-  }
-  return std::uint64_t(b.si);
-}
-
 }  // namespace
 
 Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
-               const config::FabricParams& p, const config::ChipParams* chip,
-               std::vector<MemoryPort*> memories)
+               const resolve::FabricPlan& plan, std::vector<MemoryPort*> memories)
     : Block(name),
       topo_(topo),
-      p_(p),
+      plan_(plan),
+      vcs_(plan.vcs),
+      diameter_(plan.diameter),
+      packet_bytes_(plan.packet_bytes),
+      flit_bytes_(plan.flit_bytes),
+      header_bytes_(plan.header_bytes),
       s_transfers_(stats().add("transfers", "1", "transfers completed")),
       s_bytes_(stats().add("bytes_delivered", "B", "payload bytes delivered")),
       s_vcs_(stats().add("vcs", "1", "virtual channels per link direction")) {
@@ -42,41 +38,12 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
   if (!memories.empty() && memories.size() != chips) {
     throw InternalError(fmt::format("Fabric: {} memories for {} chips", memories.size(), chips));
   }
-  packet_bytes_ = whole(p.packet_bytes, "packet_bytes");
-  flit_bytes_ = std::uint32_t(whole(p.flit_bytes, "flit_bytes"));
-  header_bytes_ = p.header_bytes.si == 0 ? 0 : std::uint32_t(whole(p.header_bytes, "header_bytes"));
-
-  // The longest route sets the number of hop-indexed VCs that keeps the fabric deadlock-free.
-  const auto& routes = topo.routes();
-  for (std::uint32_t a = 0; a < chips; ++a) {
-    for (std::uint32_t b = 0; b < chips; ++b) {
-      if (a != b) diameter_ = std::max(diameter_, routes.hops(topo.chip_node({a}), {b}));
-    }
-  }
-  if (p.vcs > 0 && p.vcs < diameter_) {
-    throw ConfigError(fmt::format(
-        "/rack/fabric/vcs: expected 0 (automatic) or at least {} (the longest route has {} links "
-        "and packets use VC k on their k-th link, which keeps the fabric deadlock-free), got {}",
-        diameter_, diameter_, p.vcs));
-  }
-  vcs_ = p.vcs > 0 ? p.vcs : std::max(1, diameter_);
+  const config::FabricParams& p = plan.params;
   s_vcs_.value = vcs_;
-
-  const std::uint32_t packet_flits =
-      std::uint32_t((packet_bytes_ + header_bytes_ + flit_bytes_ - 1) / flit_bytes_);
-  std::uint32_t fixed_buffer = 0;
-  if (p.vc_buffer.si > 0) {
-    const std::uint64_t b = whole(p.vc_buffer, "vc_buffer");
-    if (b / flit_bytes_ < packet_flits) {
-      throw ConfigError(fmt::format(
-          "/rack/fabric/vc_buffer: expected 0 (automatic) or at least one whole packet of {} B "
-          "({} flits of {} B: packet_bytes plus header_bytes), got {}",
-          std::uint64_t(packet_flits) * flit_bytes_, packet_flits, flit_bytes_, format(p.vc_buffer)));
-    }
-    fixed_buffer = std::uint32_t(b / flit_bytes_);
-  }
-  const double idle = p.link_idle_fraction ? *p.link_idle_fraction
-                                           : (chip ? chip->link.idle_fraction : 0.0);
+  const std::uint32_t packet_flits = plan.packet_flits;
+  const std::uint32_t fixed_buffer = plan.fixed_buffer_flits;
+  const double idle = plan.link_idle_fraction;
+  const auto& routes = topo.routes();
 
   shared_.topology = &topo;
   shared_.on_completion = [this](TransferState& t) {
@@ -194,7 +161,7 @@ TransferHandle Fabric::start(const TransferRequest& r,
 TransferRecord Fabric::transfer(topo::ChipId src, topo::ChipId dst, std::uint64_t bytes,
                                 std::uint64_t flow) {
   const TransferHandle h = start({src, dst, bytes, flow, 0, 0});
-  if (!h.done()) wait_counted(h.done_event());
+  if (!h.done()) wait_counted(activity(), h.done_event());
   return h.record();
 }
 
@@ -212,8 +179,12 @@ void Fabric::finish(const sc_core::sc_time& end) {
   }
 }
 
-FabricTotals Fabric::totals() const {
-  FabricTotals t;
+nlohmann::json Fabric::granularity() const {
+  return {{"vcs", vcs_}, {"packet_bytes", packet_bytes_}, {"flit_bytes", flit_bytes_}};
+}
+
+NetworkTotals Fabric::totals() const {
+  NetworkTotals t;
   t.transfers_started = started_;
   t.transfers_completed = completed_;
   t.bytes_requested = requested_;

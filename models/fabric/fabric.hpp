@@ -21,38 +21,28 @@
 
 #include "common/block.hpp"
 #include "common/memory.hpp"
+#include "common/network.hpp"
 #include "fabric/network_interface.hpp"
-#include "fabric/transfer.hpp"
+#include "common/transfer.hpp"
 #include "link/link.hpp"
 #include "switch/router.hpp"
-#include "trnsim/config/chip_params.hpp"
-#include "trnsim/config/fabric_params.hpp"
+#include "trnsim/resolve/resolve.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::model {
 
-struct FabricTotals {
-  std::uint64_t transfers_started = 0, transfers_completed = 0;
-  std::uint64_t bytes_requested = 0;
-  std::uint64_t bytes_injected = 0, bytes_delivered = 0;
-  std::uint64_t packets_injected = 0, packets_delivered = 0;
-  double wire_bytes = 0;        // over all link directions
-  double credit_stall_ns = 0;   // summed over all link directions
-  std::uint64_t packets_in_flight = 0;
-  std::uint64_t events = 0;  // served by links and routers
-};
+using FabricTotals = NetworkTotals;
 
-class Fabric : public Block {
+class Fabric : public Block, public Network {
  public:
-  // `topo` must outlive the fabric. `chip` supplies the link idle fraction when the fabric
-  // parameters do not. `memories` is empty (HBM not modelled) or has one entry per chip (each
-  // may be null). Throws ConfigError when the fabric parameters cannot work on this topology.
+  // `topo` must outlive the fabric; `plan` is what the resolve step made of the fabric
+  // parameters on this topology. `memories` is empty (HBM not modelled) or has one entry per
+  // chip (each may be null).
   Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
-         const config::FabricParams& p, const config::ChipParams* chip = nullptr,
-         std::vector<MemoryPort*> memories = {});
+         const resolve::FabricPlan& plan, std::vector<MemoryPort*> memories = {});
 
   TransferHandle start(const TransferRequest& r,
-                       std::function<void(const TransferRecord&)> on_done = {});
+                       std::function<void(const TransferRecord&)> on_done = {}) override;
   TransferRecord transfer(topo::ChipId src, topo::ChipId dst, std::uint64_t bytes,
                           std::uint64_t flow = 0);
 
@@ -66,8 +56,10 @@ class Fabric : public Block {
   }
 
   // Closes the statistics at `end` (utilisation, open credit stalls).
-  void finish(const sc_core::sc_time& end);
-  FabricTotals totals() const;
+  void finish(const sc_core::sc_time& end) override;
+  NetworkTotals totals() const override;
+  std::uint64_t message_unit_bytes() const override { return packet_bytes_; }
+  nlohmann::json granularity() const override;
 
   const topo::Topology& topology() const { return topo_; }
   int vcs() const { return vcs_; }
@@ -76,13 +68,13 @@ class Fabric : public Block {
   std::uint32_t header_bytes() const { return header_bytes_; }
   int diameter() const { return diameter_; }
   // Sum of the per-direction bandwidth of a chip's links.
-  Bandwidth injection_bandwidth(topo::ChipId c) const;
+  Bandwidth injection_bandwidth(topo::ChipId c) const override;
   const Link& link(topo::LinkId l) const { return *links_.at(l.v); }
   std::size_t link_count() const { return links_.size(); }
 
  private:
   const topo::Topology& topo_;
-  config::FabricParams p_;
+  resolve::FabricPlan plan_;
   int vcs_ = 1, diameter_ = 0;
   std::uint64_t packet_bytes_ = 0;
   std::uint32_t flit_bytes_ = 0, header_bytes_ = 0;

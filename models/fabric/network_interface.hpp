@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "common/memory.hpp"
-#include "fabric/transfer.hpp"
+#include "common/transfer.hpp"
 #include "switch/router.hpp"
 
 namespace trnsim::model {

@@ -18,9 +18,15 @@
 #include <vector>
 
 #include "common/block.hpp"
-#include "hbm/hbm_geometry.hpp"
+#include "trnsim/resolve/hbm_geometry.hpp"
 
 namespace trnsim::model {
+
+// The HBM blocks are built from the geometry the resolve step derived.
+using resolve::HbmCycles;
+using resolve::HbmGeometry;
+using resolve::HbmLocation;
+using resolve::kBitsPerPinPerClock;
 
 class HbmStack : public Block {
  public:

@@ -14,14 +14,14 @@
 
 #include "common/block.hpp"
 #include "common/memory.hpp"
-#include "hbm/hbm_geometry.hpp"
+#include "trnsim/resolve/hbm_geometry.hpp"
 #include "hbm/hbm_stack.hpp"
 
 namespace trnsim::model {
 
 class HbmSystem : public Block, public MemoryPort {
  public:
-  // Throws ConfigError when the parameters are inconsistent (see HbmGeometry).
+  // `p` must have passed the resolve step (resolve::HbmGeometry checks it).
   HbmSystem(const sc_core::sc_module_name& name, const config::HbmParams& p);
 
   sc_core::sc_time access(const MemRequest& r) override { return access_at(r, now()); }
@@ -32,7 +32,7 @@ class HbmSystem : public Block, public MemoryPort {
   // Counts refreshes up to `t` and passes all energy counted so far to the stacks' Block energy.
   // Call it with the end of the run before collect_stats()/collect_energy(); access() does so
   // itself every few calls, so without it only the tail of the run is missing.
-  void account_until(const sc_core::sc_time& t);
+  void account_until(const sc_core::sc_time& t) override;
 
   const HbmGeometry& geometry() const { return geo_; }
   int stacks() const { return int(stacks_.size()); }

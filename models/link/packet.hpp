@@ -84,6 +84,7 @@ class TimedQueue {
   std::uint64_t served() const { return served_; }
 
  private:
+  ActivityCounter activity_;
   struct Entry {
     sc_core::sc_time t;
     std::uint64_t seq;
@@ -91,7 +92,7 @@ class TimedQueue {
     bool operator>(const Entry& o) const { return t != o.t ? t > o.t : seq > o.seq; }
   };
   void serve() {
-    count_activation(Activity::link);
+    activity_.count(Activity::link);
     while (!heap_.empty() && heap_.top().t <= now()) {
       Item item = heap_.top().item;
       heap_.pop();

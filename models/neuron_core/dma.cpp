@@ -30,8 +30,9 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParam
       bytes_(stats().add("bytes", "B", "bytes moved")),
       packets_(stats().add("packets", "1", "packets moved")) {
   if (queues_.size() > 64) {
-    throw ConfigError(fmt::format("/chip/core/dma/queues_per_engine: expected at most 64, got {}",
-                                  queues_.size()));
+    throw InternalError(fmt::format("DmaEngine: {} queues exceed the 64-bit ready mask (the "
+                                    "resolve step checks /chip/core/dma/queues_per_engine)",
+                                    queues_.size()));
   }
   calendar_id_ = calendar_.add(*this);
 }

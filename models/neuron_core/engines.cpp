@@ -44,11 +44,11 @@ Sram::Sram(const sc_core::sc_module_name& name, const config::SramParams& p, Uni
 void Sram::check_fits(std::uint64_t units, const std::string& op) const {
   if (units <= capacity_) return;
   if (unit_ == Unit::banks) {
-    throw ConfigError(fmt::format(
+    throw WorkloadError(fmt::format(
         "op '{}': needs {} PSUM banks, the core has {} (/chip/core/psum/banks)", op, units,
         capacity_));
   }
-  throw ConfigError(fmt::format(
+  throw WorkloadError(fmt::format(
       "op '{}': needs {} bytes per SBUF partition, the core has {} "
       "(/chip/core/sbuf/bytes_per_partition)",
       op, units, capacity_));
@@ -83,7 +83,7 @@ Engine::Engine(const sc_core::sc_module_name& name, EngineId id, DmaSystem& dma,
 
 void Engine::run() {
   ++wakeups_;
-  count_activation(Activity::engine);
+  activity().count(Activity::engine);
   while (!queue_.empty()) {  // an empty queue: back to the static sensitivity (work_)
     const Instr& in = *queue_.front();
     sc_time operands = sc_core::sc_time_stamp();

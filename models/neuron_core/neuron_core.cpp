@@ -42,11 +42,11 @@ sc_time NeuronCore::run(Program& prog) {
     for (;;) {
       if (const auto t = prog.done->reaches(prog.done_target)) {
         end = *t;
-        if (end > sc_core::sc_time_stamp()) wait_counted(end - sc_core::sc_time_stamp());
+        if (end > sc_core::sc_time_stamp()) wait_counted(activity(), end - sc_core::sc_time_stamp());
         break;
       }
       ++wakeups_;
-      wait_counted(prog.done->changed());
+      wait_counted(activity(), prog.done->changed());
     }
   }
   psum_->release(std::uint64_t(prog.psum_banks));

@@ -2,7 +2,7 @@
 // SBUF and PSUM of one NeuronCore: enforced capacity and access energy.
 // SBUF capacity is counted in bytes per partition (every tile spans the 128 partitions), PSUM
 // capacity in banks (one accumulation group per bank). An op acquires its whole footprint when
-// it starts and releases it when it ends; a footprint larger than the capacity is a ConfigError
+// it starts and releases it when it ends; a footprint larger than the capacity is a WorkloadError
 // naming the op, a footprint that only collides with a concurrent op waits for it.
 #pragma once
 
@@ -23,11 +23,11 @@ class Sram : public Block {
 
   std::uint64_t capacity() const { return capacity_; }
   std::uint64_t in_use() const { return used_; }
-  // Throws ConfigError when `units` exceed the capacity (naming `op`); otherwise waits (from a
+  // Throws WorkloadError when `units` exceed the capacity (naming `op`); otherwise waits (from a
   // SystemC thread) until they are free and takes them.
   void acquire(std::uint64_t units, const std::string& op);
   void release(std::uint64_t units);
-  // Throws ConfigError naming `op` when `units` can never fit.
+  // Throws WorkloadError naming `op` when `units` can never fit.
   void check_fits(std::uint64_t units, const std::string& op) const;
 
   void count_read(double bytes) {

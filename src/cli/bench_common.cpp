@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 #include "bench_common.hpp"
 
+#include "trnsim/build/registry.hpp"
+
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,7 +24,12 @@ std::string data_dir() {
 std::string data_path(const std::string& name) { return data_dir() + "/" + name; }
 
 config::LoadedConfig BenchOptions::load() const {
-  return config::load_config(config.empty() ? data_path(kDefaultRack) : config, sets);
+  auto loaded = config::load_config(config.empty() ? data_path(kDefaultRack) : config, sets);
+  // The resolve step, as `trnsim config` runs it: every command accepts the same configs.
+  build::Registry registry;
+  build::register_builtin_models(registry);
+  build::check(registry, loaded);
+  return loaded;
 }
 
 const config::ChipParams& BenchOptions::chip_of(const config::LoadedConfig& c,

@@ -12,6 +12,8 @@
 
 #include "bench_common.hpp"
 #include "chip/chip.hpp"
+#include "trnsim/build/registry.hpp"
+#include "trnsim/resolve/resolve.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::cli {
@@ -61,6 +63,18 @@ json utilisation(Chip& chip, double elapsed) {
   return u;
 }
 
+// The chip of `loaded` as configured, built through the registry; --fallback-memory picks the
+// bandwidth memory model. `granularity` overrides /sim/compute_granularity when given.
+std::unique_ptr<Chip> build_chip(const config::LoadedConfig& loaded, bool fallback_memory,
+                                 int granularity = 0) {
+  resolve::ChipPlan plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  if (fallback_memory) plan.memory_model = "bandwidth";
+  if (granularity > 0) plan.granularity = granularity;
+  build::Registry registry;
+  build::register_builtin_models(registry);
+  return build::make_chip(registry, "chip", plan, &loaded.provenance);
+}
+
 struct GemmArgs {
   std::uint64_t m = 8192, k = 8192, n = 8192, batch = 1;
   std::string dtype = "bf16";
@@ -78,10 +92,7 @@ json measure_gemm(const BenchOptions& o, const GemmArgs& a, std::uint64_t m, std
     throw InputError(fmt::format("{} does not support {} (/chip/core/tensor/macs_per_pe_cycle/{} is 0)",
                                  p.name, a.dtype, a.dtype));
   }
-  model::ChipOptions opt;
-  opt.fallback_memory = a.fallback_memory;
-  opt.granularity = loaded.config.sim.compute_granularity;
-  auto chip = std::make_unique<Chip>("chip", p, opt);
+  auto chip = build_chip(loaded, a.fallback_memory);
   model::OpStats st;
   Driver drv("driver", [&] {
     st = chip->execute(model::GemmOp{m, k, n, dt, a.batch}, fmt::format("gemm {}x{}x{}", m, k, n));
@@ -122,7 +133,7 @@ json measure_gemm(const BenchOptions& o, const GemmArgs& a, std::uint64_t m, std
             {"events", events},
             {"events_per_sim_us", elapsed > 0 ? events / (elapsed * 1e6) : 0.0},
             {"wall_time_s", wall},
-            {"compute_granularity", opt.granularity},
+            {"compute_granularity", loaded.config.sim.compute_granularity},
             {"memory_model", chip->memory_model()}};
   return j;
 }
@@ -185,9 +196,7 @@ json measure_dma(const BenchOptions& o, const DmaArgs& a) {
     throw InputError(fmt::format("--engines: expected 1..{}, got {}", p.core.dma.engines, a.engines));
   }
   const std::uint64_t bytes = parse_size(a.bytes, "--bytes");
-  model::ChipOptions opt;
-  opt.fallback_memory = a.fallback_memory;
-  auto chip = std::make_unique<Chip>("chip", p, opt);
+  auto chip = build_chip(loaded, a.fallback_memory, 1);
   Chip::DmaResult r;
   Driver drv("driver", [&] {
     r = chip->dma_sbuf(0, bytes, a.direction == "hbm-to-sbuf", a.engines, a.cross_engine);

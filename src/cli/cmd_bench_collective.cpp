@@ -58,12 +58,9 @@ nlohmann::json measure(const CollOpts& o, std::uint64_t bytes) {
       w.ranks[std::size_t(r)].ops = {op};
     }
     const auto out = run::run_workload(cfg, w);
-    const double t = out.summary["step_time_ns"].get<double>() * 1e-9;
-    const auto& coll = out.summary["collectives"];
+    const double t = out.end.to_seconds();
     std::string alg;
-    for (const auto& [kind, v] : coll.items()) {
-      for (const auto& [a, c] : v["algorithms"].items()) alg = a;
-    }
+    for (const auto& c : out.collectives) alg = std::string(replay::algorithm_name(c.algorithm));
     const double algbw = t > 0 ? double(bytes) / t : 0;
     return {{"op", o.op},          {"ranks", n},
             {"bytes", bytes},      {"algorithm", alg},

@@ -21,6 +21,8 @@
 
 #include "bench_common.hpp"
 #include "fabric/fabric.hpp"
+#include "trnsim/build/registry.hpp"
+#include "trnsim/resolve/resolve.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -92,16 +94,19 @@ Rack load_rack(const BenchOptions& o) {
   return r;
 }
 
-// The fabric names the bad parameter by JSON pointer; add the file that set it.
-std::unique_ptr<Fabric> make_fabric(const Rack& rack) {
-  try {
-    return std::make_unique<Fabric>("fabric", rack.topo, rack.loaded.config.rack->fabric, rack.chip);
-  } catch (const ConfigError& e) {
-    const std::string m = e.what();
-    const auto colon = m.find(": ");
-    if (m.rfind("/rack/fabric", 0) != 0 || colon == std::string::npos) throw;
-    throw ConfigError(config::located(rack.loaded.provenance, m.substr(0, colon), m.substr(colon + 2)));
+// The network of the rack, resolved and built through the registry. These benchmarks measure the
+// packet-level fabric (they observe packets), so another network model is refused.
+std::unique_ptr<model::Network> make_fabric(const Rack& rack) {
+  const resolve::FabricPlan plan = resolve::resolve_fabric(rack.loaded, rack.topo, false);
+  build::Registry registry;
+  build::register_builtin_models(registry);
+  auto net = build::make_network(registry, "fabric", rack.topo, plan, {}, &rack.loaded.provenance);
+  if (!dynamic_cast<Fabric*>(net.get())) {
+    throw ConfigError(config::located(rack.loaded.provenance, "/rack/fabric/model",
+                                      fmt::format("bench ping and traffic measure the packet "
+                                                  "network, not \"{}\"", plan.model)));
   }
+  return net;
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -117,7 +122,7 @@ json run_figures(const Fabric& f, double wall, const sc_core::sc_time& end) {
           {"events_per_s", wall > 0 ? double(t.events) / wall : 0.0},
           {"packets", t.packets_delivered},
           {"vcs", f.vcs()},
-          {"packet_bytes", f.packet_bytes()},
+          {"packet_bytes", f.message_unit_bytes()},
           {"flit_bytes", f.flit_bytes()},
           {"credit_stall_ns", t.credit_stall_ns},
           {"bytes_injected", t.bytes_injected},
@@ -170,7 +175,7 @@ class PingDriver : public sc_core::sc_module {
 json measure_ping(const BenchOptions& o, std::uint64_t bytes) {
   const Rack rack = load_rack(o);
   const auto fab = make_fabric(rack);
-  Fabric& fabric = *fab;
+  Fabric& fabric = dynamic_cast<Fabric&>(*fab);
   PingDriver driver("ping", fabric, bytes);
   const auto t0 = std::chrono::steady_clock::now();
   sc_core::sc_start();
@@ -335,7 +340,7 @@ class BulkDriver : public sc_core::sc_module {
 json measure_traffic(const BenchOptions& o, const TrafficPlan& plan) {
   const Rack rack = load_rack(o);
   const auto fab = make_fabric(rack);
-  Fabric& fabric = *fab;
+  Fabric& fabric = dynamic_cast<Fabric&>(*fab);
   const auto n = rack.topo.chip_count();
   double inj_min = 1e300, inj_sum = 0;
   for (std::uint32_t c = 0; c < n; ++c) {

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "trnsim/build/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/io.hpp"
 
@@ -22,6 +23,9 @@ void register_config_commands(CLI::App& app, Registry& reg) {
   cfg->add_option("--out", o->out, "write the JSON to this file instead of stdout");
   reg.add(cfg, [o]() {
     const auto loaded = config::load_config(o->file, o->sets);
+    build::Registry registry;
+    build::register_builtin_models(registry);
+    build::check(registry, loaded);  // the resolve step every simulation runs
     const std::string text = config::to_json(loaded.config).dump(2) + "\n";
     if (o->out.empty()) {
       fmt::print("{}", text);

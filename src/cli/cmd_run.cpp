@@ -10,6 +10,7 @@
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/report/report.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/trace/chakra.hpp"
 #include "trnsim/trace/native.hpp"
@@ -80,12 +81,13 @@ void register_run_command(CLI::App& app, Registry& reg) {
   reg.add(run, [o]() {
     const auto cfg = o->common.load();
     const auto workload = load_trace(*o);
-    const auto out = run::run_workload(cfg, workload);
-    if (!o->out.empty()) run::write_outputs(o->out, out, cfg);
+    const run::RunData out = run::run_workload(cfg, workload);
+    const report::Report rep = report::make_report(out);
+    if (!o->out.empty()) report::write_outputs(o->out, rep, cfg);
     if (o->common.json) {
-      fmt::print("{}\n", out.summary.dump(2));
+      fmt::print("{}\n", rep.summary.dump(2));
     } else {
-      fmt::print("{}", out.text);
+      fmt::print("{}", rep.text);
     }
     // Wall time and kernel activity vary between runs: stderr, never the report.
     std::vector<std::string> by_kind;

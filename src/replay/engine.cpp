@@ -11,6 +11,8 @@
 #include <unordered_map>
 
 #include "common/activity.hpp"
+#include "common/block.hpp"
+#include "trnsim/hash.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::replay {
@@ -21,14 +23,11 @@ using trace::OpKind;
 
 namespace {
 
-sc_time to_sc(Duration d) { return sc_time(d.si * 1e12, sc_core::SC_PS); }
+using model::to_sc;
 
+// Flow ids from a fixed hash, so they do not depend on the library.
 std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
-  // A fixed integer hash (splitmix64 step) so flow ids do not depend on the library.
-  std::uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
+  return splitmix64_finalise(a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL);
 }
 
 }  // namespace
@@ -45,6 +44,7 @@ void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_
 }
 
 struct Replay::Impl {
+  model::ActivityCounter activity_;
   // One collective: the k-th collective of a group, joined by every member.
   struct Instance {
     std::uint64_t id = 0;
@@ -215,7 +215,7 @@ struct Replay::Impl {
         sc_core::sc_spawn([this, r = r, i = i] { guarded([&] { run_op(r, i); }); }, nullptr,
                           &opt);
       }
-      model::wait_counted(ready_ev);
+      model::wait_counted(activity_, ready_ev);
     }
   }
 
@@ -229,7 +229,7 @@ struct Replay::Impl {
         op.kind == OpKind::mem_store) {
       machine.compute(chip, op);
     } else if (op.kind == OpKind::delay) {
-      if (op.duration.si > 0) model::wait_counted(to_sc(op.duration));
+      if (op.duration.si > 0) model::wait_counted(activity_, to_sc(op.duration));
     } else if (op.kind == OpKind::send) {
       machine.transfer(chip, chip_of.at(std::size_t(op.peer)), op.bytes,
                        mix(std::uint64_t(r) << 32 | std::uint64_t(op.peer), std::uint64_t(op.tag)));
@@ -238,7 +238,7 @@ struct Replay::Impl {
       box.ev.notify(sc_core::SC_ZERO_TIME);
     } else if (op.kind == OpKind::recv) {
       auto& box = mail[{op.peer, r, op.tag}];
-      while (box.delivered <= s.p2p_seq) model::wait_counted(box.ev);
+      while (box.delivered <= s.p2p_seq) model::wait_counted(activity_, box.ev);
     } else if (s.instance) {
       run_collective(*s.instance, s.member, chip);
     }
@@ -263,7 +263,7 @@ struct Replay::Impl {
     auto waiting = std::move(inst.waiting[m]);
     for (const auto& [src, bytes] : waiting) send(inst, src, me, bytes);
     if (inst.schedule.members.empty()) {
-      model::wait_counted(inst.never);  // unplanned: a member never reaches it; reported after the run
+      model::wait_counted(activity_, inst.never);  // unplanned: a member never reaches it; reported after the run
       return;
     }
     const trace::DType dtype = inst.ops[m]->dtype;
@@ -279,11 +279,11 @@ struct Replay::Impl {
       }
       for (const Transfer& t : step.recvs) {
         const int need = ++expected[t.peer];
-        while (inst.delivered[m][t.peer] < need) model::wait_counted(*inst.delivery[m]);
+        while (inst.delivered[m][t.peer] < need) model::wait_counted(activity_, *inst.delivery[m]);
       }
       if (step.reduce_bytes > 0) machine.reduce(chip, step.reduce_bytes, dtype);
     }
-    while (inst.outstanding[m] > 0) model::wait_counted(*inst.sent[m]);
+    while (inst.outstanding[m] > 0) model::wait_counted(activity_, *inst.sent[m]);
     inst.finished++;
     const sc_time end = sc_core::sc_time_stamp();
     if (end > inst.rec.end) inst.rec.end = end;

@@ -13,16 +13,6 @@ namespace trnsim::run {
 
 namespace {
 
-int local_size_of(const topo::TopologySpec& spec) {
-  if (spec.two_level) return spec.two_level->chips_per_server;
-  if (spec.folded_clos) return spec.folded_clos->chips_per_leaf;
-  if (spec.torus && !spec.torus->dims.empty()) {
-    return spec.torus->dims.size() >= 2 ? spec.torus->dims[0] * spec.torus->dims[1]
-                                        : spec.torus->dims[0];
-  }
-  return 0;
-}
-
 model::ElementKind element_kind(trace::OpKind k) {
   switch (k) {
     case trace::OpKind::activation: return model::ElementKind::activation;
@@ -35,33 +25,24 @@ model::ElementKind element_kind(trace::OpKind k) {
 
 }  // namespace
 
-Rack::Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
-           const topo::Topology& topo)
-    : sc_core::sc_module(name), chip_params_(*cfg.chip) {
-  auto& dma = chip_params_.core.dma;
-  dma.engine_bandwidth = dma.engine_bandwidth * (double(dma.engines) / cfg.replay.dma_engines);
-  dma.engines = cfg.replay.dma_engines;
-  dma.packet_bytes = cfg.replay.dma_packet_bytes;
-  dma.outstanding_packets = cfg.replay.dma_outstanding_packets;
+Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
+           const config::ReplayParams& replay, const build::Registry& registry,
+           const config::Provenance* prov)
+    : sc_core::sc_module(name), chip_params_(plan.chip.params) {
   std::vector<model::MemoryPort*> memories;
-  for (std::size_t c = 0; c < topo.chip_count(); ++c) {
-    model::ChipOptions opt;
-    opt.fallback_memory = cfg.replay.chip_memory == config::ChipMemoryModel::bandwidth;
-    opt.granularity = cfg.sim.compute_granularity;
+  for (std::size_t c = 0; c < plan.topology.chip_count(); ++c) {
     chips_.push_back(
-        std::make_unique<model::Chip>(fmt::format("chip{}", c).c_str(), chip_params_, opt));
-    if (cfg.replay.chip_op_slots > 0) {  // 0: no limit, no slots
+        build::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip, prov));
+    if (replay.chip_op_slots > 0) {  // 0: no limit, no slots
       slots_.push_back(std::make_unique<Slots>());
-      slots_.back()->free = cfg.replay.chip_op_slots;
+      slots_.back()->free = replay.chip_op_slots;
     }
     memories.push_back(&chips_.back()->memory());
   }
-  config::FabricParams fabric = cfg.rack->fabric;
-  fabric.packet_bytes = cfg.replay.fabric_packet_bytes;
-  fabric_ = std::make_unique<model::Fabric>("fabric", topo, fabric, &chip_params_,
-                                            memories);
-  local_size_ = local_size_of(cfg.rack->topology);
-  capacity_ = std::uint64_t(cfg.chip->hbm.capacity_per_stack.si) * std::uint64_t(cfg.chip->hbm.stacks);
+  network_ = build::make_network(registry, "fabric", plan.topology, plan.fabric, memories, prov);
+  local_size_ = plan.local_size;
+  const auto& hbm = plan.chip.params.hbm;
+  capacity_ = std::uint64_t(hbm.capacity_per_stack.si) * std::uint64_t(hbm.stacks);
 }
 
 model::Dtype Rack::chip_dtype(trace::DType d) {
@@ -88,7 +69,7 @@ void Rack::in_slot(int c, F&& f) {
   }
   Slots& s = *slots_.at(std::size_t(c));
   const std::uint64_t ticket = s.next_ticket++;
-  while (ticket != s.serving || s.free == 0) model::wait_counted(s.changed);
+  while (ticket != s.serving || s.free == 0) model::wait_counted(activity_, s.changed);
   --s.free;
   ++s.serving;
   s.changed.notify(sc_core::SC_ZERO_TIME);  // the next ticket may also find a free slot
@@ -174,14 +155,14 @@ void Rack::record(const model::TransferRecord& rec) {
 }
 
 void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
-  const model::TransferHandle h = fabric_->start(request(src, dst, bytes, flow));
-  if (!h.done()) model::wait_counted(h.done_event());
+  const model::TransferHandle h = network_->start(request(src, dst, bytes, flow));
+  if (!h.done()) model::wait_counted(activity_, h.done_event());
   record(h.record());
 }
 
 void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                           std::function<void()> done) {
-  fabric_->start(request(src, dst, bytes, flow),
+  network_->start(request(src, dst, bytes, flow),
                  [this, done = std::move(done)](const model::TransferRecord& rec) {
                    record(rec);
                    done();

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "chip/chip.hpp"
-#include "fabric/fabric.hpp"
+#include "common/network.hpp"
+#include "trnsim/build/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/replay/engine.hpp"
 #include "trnsim/topology/topology.hpp"
@@ -19,8 +20,10 @@ namespace trnsim::run {
 
 class Rack : public sc_core::sc_module, public replay::Machine {
  public:
-  Rack(const sc_core::sc_module_name& name, const config::Config& cfg,
-       const topo::Topology& topo);
+  // Chips and network of `plan`, built through `registry`; `plan` must outlive the rack.
+  Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
+       const config::ReplayParams& replay, const build::Registry& registry,
+       const config::Provenance* prov = nullptr);
 
   int chip_count() const override { return int(chips_.size()); }
   void compute(int chip, const trace::Op& op) override;
@@ -31,7 +34,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   int local_size() const override { return local_size_; }
 
   model::Chip& chip(int i) { return *chips_.at(std::size_t(i)); }
-  model::Fabric& fabric() { return *fabric_; }
+  model::Network& network() { return *network_; }
 
   // Substitutions made because the chip lacks a data type ("mxfp8 ran as fp8"), for the report.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -57,8 +60,9 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   config::ChipParams chip_params_;
   std::vector<std::unique_ptr<model::Chip>> chips_;
   std::vector<std::unique_ptr<Slots>> slots_;
-  std::unique_ptr<model::Fabric> fabric_;
+  std::unique_ptr<model::Network> network_;
   int local_size_ = 0;
+  model::ActivityCounter activity_;
   std::vector<std::string> notes_;
   std::vector<double> packet_latency_, transfer_latency_;
   double hbm_bytes_ = 0;

@@ -14,18 +14,13 @@
 
 #include "draft.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/hash.hpp"
 
 namespace trnsim::topo {
 
 namespace {
 
-// splitmix64 finaliser: a fixed integer hash, identical on every platform and run.
-constexpr std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+constexpr std::uint64_t mix64(std::uint64_t x) { return splitmix64(x); }
 
 // Both directions of every link as arcs, so that the search can be restricted by the node an arc
 // leaves from.

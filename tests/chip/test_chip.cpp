@@ -12,6 +12,7 @@ int sc_main(int, char**) { return 1; }
 namespace trnsim::model {
 namespace {
 
+using test::chip_options;
 using test::chip_preset;
 using test::Runner;
 
@@ -100,8 +101,8 @@ TEST(Lowering, OpThatCannotFitNamesTheOp) {
   const auto p = chip_preset("trn2", {"chip.core.sbuf.bytes_per_partition=1KiB"});
   try {
     plan_gemm(4096, 4096, 4096, 1, Dtype::bf16, p, "layer7.mlp.up");
-    FAIL() << "expected ConfigError";
-  } catch (const ConfigError& e) {
+    FAIL() << "expected WorkloadError";
+  } catch (const WorkloadError& e) {
     EXPECT_NE(std::string(e.what()).find("layer7.mlp.up"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("bytes_per_partition"), std::string::npos);
   }
@@ -118,7 +119,7 @@ TEST(Sram, FootprintBeyondCapacityIsErrorNamingOp) {
   try {
     sbuf.check_fits(300 * 1024, "attn.qk");
     FAIL();
-  } catch (const ConfigError& e) {
+  } catch (const WorkloadError& e) {
     EXPECT_NE(std::string(e.what()).find("attn.qk"), std::string::npos);
   }
 }
@@ -127,7 +128,7 @@ TEST(Sram, FootprintBeyondCapacityIsErrorNamingOp) {
 // takes much longer than one alone (power ramp off so that warm-up does not blur it).
 TEST(Chip, ConcurrentOpsContend) {
   const auto p = chip_preset("trn2", {"chip.core.tensor.power_ramp.enabled=false"});
-  Chip chip("chip", p);
+  Chip chip("chip", p, chip_options(p));
   double alone = 0, first = 0, second = 0;
   const GemmOp g{2048, 2048, 2048, Dtype::bf16, 1};
   sc_core::sc_event go;
@@ -152,7 +153,7 @@ TEST(Chip, ConcurrentOpsContend) {
 // A GEMM reports its useful FLOPs, stays below the Tensor peak and moves at least A + B + C.
 TEST(Chip, GemmBoundedByPeakAndCountsTraffic) {
   const auto p = chip_preset("trn2");
-  Chip chip("chip", p);
+  Chip chip("chip", p, chip_options(p));
   OpStats st;
   Runner r("r", [&] { st = chip.execute(GemmOp{1024, 1024, 1024, Dtype::bf16, 1}, "g"); });
   sc_core::sc_start();
@@ -165,9 +166,7 @@ TEST(Chip, GemmBoundedByPeakAndCountsTraffic) {
 // An idle chip draws its static power (plus the fallback HBM stacks' background power).
 TEST(Chip, IdlePowerIsStaticPower) {
   const auto p = chip_preset("trn3");
-  ChipOptions opt;
-  opt.fallback_memory = true;
-  Chip chip("chip", p, opt);
+  Chip chip("chip", p, chip_options(p, "bandwidth"));
   sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
   const auto e = collect_energy(Duration(10e-6), &chip);
   EXPECT_DOUBLE_EQ(e.dynamic.si, 0.0);
@@ -177,7 +176,7 @@ TEST(Chip, IdlePowerIsStaticPower) {
 // Element-wise families and attention run to completion and count their FLOPs.
 TEST(Chip, ElementOpsAndAttentionRun) {
   const auto p = chip_preset("trn3");
-  Chip chip("chip", p);
+  Chip chip("chip", p, chip_options(p));
   OpStats sm, at;
   Runner r("r", [&] {
     sm = chip.execute(ElementOp{ElementKind::softmax, 1u << 20, Dtype::bf16, 1}, "softmax");

@@ -15,6 +15,7 @@
 namespace trnsim::model {
 namespace {
 
+using test::chip_options;
 using test::chip_preset;
 using test::Runner;
 
@@ -25,9 +26,7 @@ struct Pair {
 
 Pair run_both(const ComputeOp& op) {
   const auto p = chip_preset("trn3");
-  ChipOptions f, c;
-  c.granularity = 16;
-  Chip fine("fine", p, f), coarse("coarse", p, c);
+  Chip fine("fine", p, chip_options(p)), coarse("coarse", p, chip_options(p, "hbm", 16));
   Pair r;
   Runner a("a", [&] { r.fine = fine.execute(op, "op"); });
   Runner b("b", [&] { r.coarse = coarse.execute(op, "op"); });

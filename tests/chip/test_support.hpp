@@ -5,17 +5,38 @@
 #include <systemc>
 
 #include <functional>
+#include <memory>
 #include <string>
 
+#include "chip/chip.hpp"
 #include "common/block.hpp"
 #include "common/memory.hpp"
+#include "trnsim/build/registry.hpp"
 #include "trnsim/config/config.hpp"
+#include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::test {
 
 inline config::ChipParams chip_preset(const std::string& name, const std::vector<std::string>& sets = {}) {
   return *config::load_config(std::string(TRNSIM_SOURCE_DIR) + "/configs/chips/" + name + ".json", sets)
               .config.chip;
+}
+
+// Chip options whose memory is the registry's `model` ("hbm" or "bandwidth"), as racks and
+// benchmarks build it.
+inline model::ChipOptions chip_options(const config::ChipParams& p, const std::string& model = "hbm",
+                                       int granularity = 1) {
+  static const build::Registry registry = [] {
+    build::Registry r;
+    build::register_builtin_models(r);
+    return r;
+  }();
+  const auto& impl = registry.get(build::Role::memory, model, "/chip/memory/model");
+  auto plan = std::make_shared<resolve::ChipPlan>(resolve::plan_chip(p, granularity));
+  model::ChipOptions o;
+  o.granularity = granularity;
+  o.make_memory = [&impl, plan](const char* name) { return impl.memory(name, *plan); };
+  return o;
 }
 
 // Fixed latency after a bandwidth Timeline: access done = reserve(now, bytes / bw) + latency.

@@ -13,6 +13,7 @@
 namespace trnsim::model {
 namespace {
 
+using test::chip_options;
 using test::chip_preset;
 using test::Runner;
 
@@ -24,7 +25,7 @@ std::int64_t ps(double seconds) { return std::llround(seconds * 1e12); }
 
 TEST(TwoChips, SameOpSameTimeAsOneChip) {
   const auto p = chip_preset("trn3");
-  Chip a("a", p), b("b", p);
+  Chip a("a", p, chip_options(p)), b("b", p, chip_options(p));
   OpStats ra, rb;
   const GemmOp op{512, 512, 512, Dtype::mxfp8, 1};
   Runner x("x", [&] { ra = a.execute(op, "op"); });
@@ -37,7 +38,7 @@ TEST(TwoChips, SameOpSameTimeAsOneChip) {
 // Another chip busy with different work at the same time does not change a chip's timing.
 TEST(TwoChips, OtherChipsTrafficDoesNotChangeTiming) {
   const auto p = chip_preset("trn3");
-  Chip a("a", p), b("b", p);
+  Chip a("a", p, chip_options(p)), b("b", p, chip_options(p));
   OpStats ra;
   Runner x("x", [&] { ra = a.execute(GemmOp{512, 512, 512, Dtype::mxfp8, 1}, "op"); });
   Runner y("y", [&] {

@@ -93,7 +93,7 @@ double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
 // 1000 B + 16 B header = 4 flits = 1024 B; 1024 B / 100 GB/s = 10.24 ns.
 TEST(Fabric, OnePacketOverOneLink) {
   const auto topo = two_chips();
-  Fabric f("fabric", topo, params());
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
   TransferHandle h;
   sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{1}, 1000, 7, 0, 0}); });
   sc_core::sc_start();
@@ -112,7 +112,7 @@ TEST(Fabric, OnePacketOverOneLink) {
 // 5000 B in 4096 B packets: 4096 + 16 -> 17 flits (43.52 ns) and 904 + 16 -> 4 flits (10.24 ns).
 TEST(Fabric, TwoPacketsWithFlitRoundingAndHeader) {
   const auto topo = two_chips();
-  Fabric f("fabric", topo, params());
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
   TransferHandle h;
   sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{1}, 5000, 0, 0, 0}); });
   sc_core::sc_start();
@@ -129,7 +129,7 @@ TEST(Fabric, TwoPacketsWithFlitRoundingAndHeader) {
 // 2 after 128.
 TEST(Fabric, TwoFlowsSharingALinkGetHalfEach) {
   const auto topo = two_chips();
-  Fabric f("fabric", topo, params());
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
   TransferHandle h1, h2;
   sc_core::sc_spawn([&] {
     h1 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 1, 0, 0});
@@ -147,7 +147,7 @@ TEST(Fabric, TwoFlowsSharingALinkGetHalfEach) {
 // first source's last packet leaves at slot 6, the second's at slot 7.
 TEST(Fabric, SwitchAlternatesFairlyBetweenTwoInputs) {
   const auto topo = two_into_one();
-  Fabric f("fabric", topo, params());
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
   std::vector<std::uint32_t> order;
   f.set_delivery_observer([&](const Packet& p) {
     order.push_back(p.transfer->record.request.src.v);
@@ -178,7 +178,7 @@ TEST(Fabric, SwitchAlternatesFairlyBetweenTwoInputs) {
 // one 256 B flit, 2 ns per 128 GB/s link.
 TEST(Fabric, TorusRouteCrossesExpectedChips) {
   const auto topo = torus4x4();
-  Fabric f("fabric", topo, params());
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
   TransferHandle h;
   sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{10}, 64, 3, 0, 0}); });
   sc_core::sc_start();
@@ -197,7 +197,7 @@ TEST(Fabric, CreditsStayWithinBufferUnderSaturation) {
   const auto topo = torus4x4();
   auto p = params();
   p.vc_buffer = Bytes(17 * 256);  // one 4096 B packet
-  Fabric f("fabric", topo, p);
+  Fabric f("fabric", topo, resolve::plan_fabric(p, topo));
   sc_core::sc_spawn([&] {
     for (std::uint32_t a = 0; a < 16; ++a) {
       for (std::uint32_t b = 0; b < 16; ++b) {
@@ -227,7 +227,7 @@ TEST(Fabric, ConservationUnderSaturation) {
   const auto topo = torus4x4();
   auto p = params();
   p.spreading = config::FabricSpreading::per_packet;
-  Fabric f("fabric", topo, p);
+  Fabric f("fabric", topo, resolve::plan_fabric(p, topo));
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::uint64_t>> seen;
   std::uint64_t duplicates = 0, bytes = 0;
   f.set_delivery_observer([&](const Packet& pk) {
@@ -275,7 +275,7 @@ class FixedMemory : public MemoryPort {
 TEST(Fabric, MemoryPortsChargeSourceReadAndDestinationWrite) {
   const auto topo = two_chips();
   FixedMemory m0(200, 300), m1(200, 300);
-  Fabric f("fabric", topo, params(), nullptr, {&m0, &m1});
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo), {&m0, &m1});
   TransferHandle h;
   sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{1}, 1000, 0, 0, 0}); });
   sc_core::sc_start();
@@ -289,7 +289,7 @@ TEST(Fabric, TooFewVirtualChannelsIsConfigError) {
   auto p = params();
   p.vcs = 3;
   try {
-    Fabric f("fabric", topo, p);
+    Fabric f("fabric", topo, resolve::plan_fabric(p, topo));
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("/rack/fabric/vcs"), std::string::npos) << e.what();
@@ -301,12 +301,12 @@ TEST(Fabric, BufferSmallerThanAPacketIsConfigError) {
   const auto topo = two_chips();
   auto p = params();
   p.vc_buffer = Bytes(4096);  // a 4096 B packet needs 17 flits
-  EXPECT_THROW(Fabric("fabric", topo, p), ConfigError);
+  EXPECT_THROW(resolve::plan_fabric(p, topo), ConfigError);
 }
 
 TEST(Fabric, SelfTransferIsInputError) {
   const auto topo = two_chips();
-  Fabric f("fabric", topo, params());
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
   EXPECT_THROW(f.start({ChipId{1}, ChipId{1}, 64, 0, 0, 0}), InputError);
   EXPECT_THROW(f.start({ChipId{0}, ChipId{2}, 64, 0, 0, 0}), InputError);
 }

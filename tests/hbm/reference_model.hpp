@@ -15,7 +15,7 @@
 #include <map>
 #include <vector>
 
-#include "hbm/hbm_geometry.hpp"
+#include "trnsim/resolve/hbm_geometry.hpp"
 
 namespace trnsim::model::test {
 

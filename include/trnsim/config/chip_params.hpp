@@ -328,6 +328,15 @@ struct ChipLinkParams {
   }
 };
 
+// Which registered implementation plays a role of the chip (trnsim list-types).
+struct ModelChoice {
+  std::string model;
+  template <class V>
+  void visit(V& v) {
+    v.field("model", model, "registered implementation (trnsim list-types)");
+  }
+};
+
 struct ChipParams {
   std::string name;
   std::string core_version;
@@ -341,6 +350,8 @@ struct ChipParams {
   CoreParams core{};
   HbmParams hbm{};
   ChipLinkParams link{};
+  ModelChoice memory{"hbm"};
+  ModelChoice compute{"tile"};
   template <class V>
   void visit(V& v) {
     v.field("name", name, "chip name", Required{});
@@ -358,6 +369,10 @@ struct ChipParams {
     v.field("core", core, "one NeuronCore", Required{});
     v.field("hbm", hbm, "HBM stacks", Required{});
     v.field("link", link, "chip-to-chip link interface", Required{});
+    v.field("memory", memory,
+            "memory model: hbm (banks, timing, refresh) or bandwidth (per-stack bandwidth and a "
+            "fixed latency); a rack replay uses /replay/chip_memory instead");
+    v.field("compute", compute, "compute model: tile (engine programs of every tile)");
   }
 };
 

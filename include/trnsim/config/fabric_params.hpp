@@ -29,6 +29,7 @@ constexpr auto enum_names(FabricSpreading) {
 }
 
 struct FabricParams {
+  std::string model = "packet";  // registered network implementation (trnsim list-types)
   // One packet is one simulation event per hop; see docs/models/fabric.md for what the size
   // costs in speed and fidelity.
   Bytes packet_bytes = Bytes(16384.0);
@@ -42,6 +43,8 @@ struct FabricParams {
   std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
   template <class V>
   void visit(V& v) {
+    v.field("model", model, "network model: packet (links, switches, credits, one event per "
+            "packet per hop)");
     v.field("packet_bytes", packet_bytes,
             "largest payload of one packet (a transfer is cut into packets of this size)",
             Positive{});

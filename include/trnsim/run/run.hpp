@@ -1,26 +1,42 @@
 // SPDX-License-Identifier: MIT
-// `trnsim run`: one whole-rack simulation of a workload, and what it reports.
+// `trnsim run`: one whole-rack simulation of a workload. This layer resolves and builds the rack,
+// runs the replay and hands what it measured to the report layer (trnsim/report/report.hpp).
 #pragma once
+
+#include <systemc>
 
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "common/block.hpp"
+#include "common/network.hpp"
 #include "trnsim/config/config.hpp"
+#include "trnsim/replay/engine.hpp"
 #include "trnsim/trace/workload.hpp"
 
 namespace trnsim::run {
 
 using Json = nlohmann::json;
 
-struct RunOutput {
-  Json summary;            // deterministic: same inputs, same bytes
-  Json stats;              // every block's statistics by hierarchical name
-  Json timeline;           // Chrome/Perfetto trace events, one per op
-  std::string ops_csv;     // one row per op: rank, id, name, kind, start, end
-  std::string text;        // the human-readable summary
-  // Wall times are not part of the summary (they would break byte-identical reports).
+// What one run measured, before any of it is formatted.
+struct RunData {
+  const config::Config* config = nullptr;  // as loaded (the chip's peaks, names)
+  const trace::Workload* workload = nullptr;
+  std::size_t chips = 0;                    // of the rack
+  std::string memory_model, network_model, compute_model;  // registry names
+  sc_core::sc_time end;                     // the step's makespan
+  std::vector<replay::OpRecord> records;
+  std::vector<replay::CollectiveRecord> collectives;
+  Json stats;                               // every block's statistics by hierarchical name
+  model::EnergyReport energy;
+  model::NetworkTotals network;
+  std::vector<double> transfer_latencies, packet_latencies;  // seconds, one per transfer
+  double hbm_bytes = 0;
+  std::vector<std::string> notes;           // substitutions the rack made (dtypes)
+  // Host figures: not part of any report file (they would break byte-identical reports).
   double wall_seconds = 0;        // elaboration + simulation
   double simulation_seconds = 0;  // sc_start() alone
   std::uint64_t delta_cycles = 0;
@@ -28,17 +44,14 @@ struct RunOutput {
   std::map<std::string, std::uint64_t> activations_by_kind;
 };
 
-// Elaborates the rack of `cfg` (chips, fabric), replays `workload` on it and collects the
-// report. SystemC allows one elaboration per process: call this once per process.
+// Resolves the rack of `cfg`, builds its chips and network from the registry, replays `workload`
+// on it and collects what it measured. SystemC allows one elaboration per process: call this
+// once per process. `workload` and `cfg` must outlive the result.
 // Throws InputError for configs, topologies and traces that cannot run (and for a replay that
 // deadlocks), InternalError for broken invariants.
-RunOutput run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload);
+RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload);
 
 // Chips of the rack of `cfg` (builds and validates its topology; no simulation).
 std::size_t rack_chip_count(const config::LoadedConfig& cfg);
-
-// Writes summary.json, config.json (fully resolved), stats.json, ops.csv and timeline.json into
-// `dir` (created if missing), each atomically.
-void write_outputs(const std::string& dir, const RunOutput& out, const config::LoadedConfig& cfg);
 
 }  // namespace trnsim::run

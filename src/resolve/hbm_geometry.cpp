@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "hbm/hbm_geometry.hpp"
+#include "trnsim/resolve/hbm_geometry.hpp"
 
 #include <fmt/format.h>
 
@@ -7,52 +7,53 @@
 
 #include "trnsim/error.hpp"
 
-namespace trnsim::model {
+namespace trnsim::resolve {
 
 namespace {
 
 constexpr const char* kHbm = "/chip/hbm";
 
-std::uint64_t whole(Bytes b, const char* field) {
+std::string ptr(const char* field) { return fmt::format("{}/{}", kHbm, field); }
+
+std::uint64_t whole(Bytes b, const char* field, const Where& at) {
   try {
     return whole_bytes(b);
   } catch (const InputError&) {
-    throw ConfigError(fmt::format("{}/{}: expected a whole number of bytes, got {}", kHbm, field,
-                                  format(b)));
+    at.fail(ptr(field), fmt::format("expected a whole number of bytes, got {}", format(b)));
   }
 }
 
 }  // namespace
 
-HbmGeometry::HbmGeometry(const config::HbmParams& p) : p_(p) {
-  burst_ = whole(p.burst_bytes, "burst_bytes");
-  interleave_ = whole(p.interleave_bytes, "interleave_bytes");
-  row_bytes_ = whole(p.row_bytes, "row_bytes");
-  stack_capacity_ = whole(p.capacity_per_stack, "capacity_per_stack");
+HbmGeometry::HbmGeometry(const config::HbmParams& p, const Where& at) : p_(p) {
+  burst_ = whole(p.burst_bytes, "burst_bytes", at);
+  interleave_ = whole(p.interleave_bytes, "interleave_bytes", at);
+  row_bytes_ = whole(p.row_bytes, "row_bytes", at);
+  stack_capacity_ = whole(p.capacity_per_stack, "capacity_per_stack", at);
   if (p.bandwidth.si <= 0) {
-    throw ConfigError(fmt::format("{}/bandwidth: expected a positive bandwidth, got {}", kHbm,
-                                  format(p.bandwidth)));
+    at.fail(ptr("bandwidth"), fmt::format("expected a positive bandwidth, got {}", format(p.bandwidth)));
   }
-  if (interleave_ % burst_ != 0) {
-    throw ConfigError(fmt::format(
-        "{0}/interleave_bytes, {0}/burst_bytes: the interleave unit ({1} B) must be a whole "
-        "number of bursts ({2} B)",
-        kHbm, interleave_, burst_));
+  if (burst_ == 0 || interleave_ % burst_ != 0) {
+    at.fail({ptr("interleave_bytes"), ptr("burst_bytes")},
+            fmt::format("the interleave unit ({} B) must be a whole number of bursts "
+                        "({}/burst_bytes = {} B)",
+                        interleave_, kHbm, burst_));
   }
-  if (row_bytes_ % interleave_ != 0) {
-    throw ConfigError(fmt::format(
-        "{0}/row_bytes, {0}/interleave_bytes: a row ({1} B) must hold a whole number of "
-        "interleave units ({2} B)",
-        kHbm, row_bytes_, interleave_));
+  if (interleave_ == 0 || row_bytes_ % interleave_ != 0) {
+    at.fail({ptr("row_bytes"), ptr("interleave_bytes")},
+            fmt::format("a row ({} B) must hold a whole number of interleave units "
+                        "({}/interleave_bytes = {} B)",
+                        row_bytes_, kHbm, interleave_));
   }
   units_per_row_ = int(row_bytes_ / interleave_);
   const std::uint64_t row_set = std::uint64_t(pcs_per_stack()) * std::uint64_t(banks_per_pc()) *
                                 row_bytes_;  // one row in every bank of the stack
   if (stack_capacity_ % row_set != 0) {
-    throw ConfigError(fmt::format(
-        "{0}/capacity_per_stack: {1} B is not a whole number of rows: channels x "
-        "pseudo_channels x sids x bank_groups x banks_per_group x row_bytes = {2} B",
-        kHbm, stack_capacity_, row_set));
+    at.fail({ptr("capacity_per_stack"), ptr("channels"), ptr("pseudo_channels"), ptr("sids"),
+             ptr("bank_groups"), ptr("banks_per_group"), ptr("row_bytes")},
+            fmt::format("{} B is not a whole number of rows: channels x pseudo_channels x sids x "
+                        "bank_groups x banks_per_group x row_bytes = {} B",
+                        stack_capacity_, row_set));
   }
   rows_ = std::int64_t(stack_capacity_ / row_set);
   capacity_ = stack_capacity_ * std::uint64_t(p.stacks);
@@ -60,10 +61,10 @@ HbmGeometry::HbmGeometry(const config::HbmParams& p) : p_(p) {
   // Command clock from the pin rate the bandwidth implies.
   const int pcs = pcs_per_stack();
   if (p.bus_bits_per_stack % pcs != 0) {
-    throw ConfigError(fmt::format(
-        "{0}/bus_bits_per_stack, {0}/channels, {0}/pseudo_channels: {1} data pins do not split "
-        "evenly over {2} pseudo-channels",
-        kHbm, p.bus_bits_per_stack, pcs));
+    at.fail({ptr("bus_bits_per_stack"), ptr("channels"), ptr("pseudo_channels")},
+            fmt::format("{} data pins do not split evenly over {} pseudo-channels "
+                        "({}/channels x pseudo_channels)",
+                        p.bus_bits_per_stack, pcs, kHbm));
   }
   pin_rate_ = p.bandwidth.si * 8.0 / (double(p.stacks) * double(p.bus_bits_per_stack));
   tck_ = double(kBitsPerPinPerClock) / pin_rate_;
@@ -73,14 +74,16 @@ HbmGeometry::HbmGeometry(const config::HbmParams& p) : p_(p) {
   const double config_bw = p.bandwidth.si / double(p.stacks);
   if (std::abs(timing_bw / config_bw - 1.0) > 1e-9) {
     const int pc_bits = p.bus_bits_per_stack / pcs;
-    throw ConfigError(fmt::format(
-        "{0}/burst_bytes, {0}/timing/burst_ck, {0}/bus_bits_per_stack, {0}/channels, "
-        "{0}/pseudo_channels: inconsistent with {0}/bandwidth and {0}/stacks: a {1}-bit "
-        "pseudo-channel moves {2} bits in {3} clocks, but a burst is {4} B; {5} pseudo-channels "
-        "x {4} B per {3} tCK at tCK {6} gives {7} per stack, the configured bandwidth gives {8}",
-        kHbm, pc_bits, pc_bits * p.timing.burst_ck * kBitsPerPinPerClock, p.timing.burst_ck,
-        burst_, pcs, format(Duration(tck_)), format(Bandwidth(timing_bw)),
-        format(Bandwidth(config_bw))));
+    at.fail({ptr("burst_bytes"), ptr("timing/burst_ck"), ptr("bus_bits_per_stack"), ptr("channels"),
+             ptr("pseudo_channels"), ptr("bandwidth"), ptr("stacks")},
+            fmt::format(
+                "inconsistent with {0}/timing/burst_ck, {0}/bus_bits_per_stack, {0}/channels, "
+                "{0}/pseudo_channels, {0}/bandwidth and {0}/stacks: a {1}-bit pseudo-channel "
+                "moves {2} bits in {3} clocks, but a burst is {4} B; {5} pseudo-channels x {4} B "
+                "per {3} tCK at tCK {6} gives {7} per stack, the configured bandwidth gives {8}",
+                kHbm, pc_bits, pc_bits * p.timing.burst_ck * kBitsPerPinPerClock,
+                p.timing.burst_ck, burst_, pcs, format(Duration(tck_)),
+                format(Bandwidth(timing_bw)), format(Bandwidth(config_bw))));
   }
   peak_ = timing_bw * double(p.stacks);
 
@@ -108,38 +111,38 @@ HbmGeometry::HbmGeometry(const config::HbmParams& p) : p_(p) {
   ck_.CCD_L = t.tCCD_L_ck;
   ck_.BL = t.burst_ck;
   if (ck_.REFI <= ck_.RFC) {
-    throw ConfigError(fmt::format(
-        "{0}/timing/tREFI, {0}/timing/tRFC: the refresh interval ({1}) must exceed the refresh "
-        "cycle time ({2})",
-        kHbm, format(t.tREFI), format(t.tRFC)));
+    at.fail({ptr("timing/tREFI"), ptr("timing/tRFC")},
+            fmt::format("the refresh interval ({}) must exceed the refresh cycle time "
+                        "({}/timing/tRFC = {})",
+                        format(t.tREFI), kHbm, format(t.tRFC)));
   }
   if (p.refresh_mode == config::RefreshMode::per_bank) {
     // Every bank gets one REFsb per banks_per_pc x tREFIsb; that must not be longer than tREFI
     // (1 % slack: the sources round tREFIsb up, e.g. 48 x 82 ns = 3936 ns for 3.9 us).
     const double period = double(banks_per_pc()) * t.tREFIsb.si;
     if (period > 1.01 * t.tREFI.si) {
-      throw ConfigError(fmt::format(
-          "{0}/timing/tREFIsb: each bank is refreshed every sids x bank_groups x banks_per_group "
-          "x tREFIsb = {1} x {2} = {3}, longer than {0}/timing/tREFI ({4}); expected tREFIsb <= "
-          "{5} (tREFI / {1})",
-          kHbm, banks_per_pc(), format(t.tREFIsb), format(Duration(period)), format(t.tREFI),
-          format(Duration(t.tREFI.si / double(banks_per_pc())))));
+      at.fail(ptr("timing/tREFIsb"),
+              fmt::format("each bank is refreshed every sids x bank_groups x banks_per_group x "
+                          "tREFIsb = {0} x {1} = {2}, longer than {3}/timing/tREFI ({4}); "
+                          "expected tREFIsb <= {5} (tREFI / {0})",
+                          banks_per_pc(), format(t.tREFIsb), format(Duration(period)), kHbm,
+                          format(t.tREFI), format(Duration(t.tREFI.si / double(banks_per_pc())))));
     }
     if (ck_.REFIsb < ck_.RREFD) {
-      throw ConfigError(fmt::format(
-          "{0}/timing/tREFIsb, {0}/timing/tRREFD: per-bank refreshes of a pseudo-channel ({1} "
-          "apart) cannot be closer than tRREFD ({2})",
-          kHbm, format(t.tREFIsb), format(t.tRREFD)));
+      at.fail({ptr("timing/tREFIsb"), ptr("timing/tRREFD")},
+              fmt::format("per-bank refreshes of a pseudo-channel ({} apart) cannot be closer "
+                          "than {}/timing/tRREFD ({})",
+                          format(t.tREFIsb), kHbm, format(t.tRREFD)));
     }
     if (ck_.RFCsb >= ck_.REFIsb * banks_per_pc()) {
-      throw ConfigError(fmt::format(
-          "{0}/timing/tRFCsb: a bank's refresh ({1}) must end before its next one ({2} later)",
-          kHbm, format(t.tRFCsb), format(Duration(double(banks_per_pc()) * t.tREFIsb.si))));
+      at.fail(ptr("timing/tRFCsb"),
+              fmt::format("a bank's refresh ({}) must end before its next one ({} later)",
+                          format(t.tRFCsb), format(Duration(double(banks_per_pc()) * t.tREFIsb.si))));
     }
   }
   if (ck_.RAS > ck_.RC) {
-    throw ConfigError(fmt::format("{0}/timing/tRAS, {0}/timing/tRC: tRAS ({1}) exceeds tRC ({2})",
-                                  kHbm, format(t.tRAS), format(t.tRC)));
+    at.fail({ptr("timing/tRAS"), ptr("timing/tRC")}, fmt::format("tRAS ({}) exceeds {}/timing/tRC ({})", format(t.tRAS),
+                                            kHbm, format(t.tRC)));
   }
 }
 
@@ -203,4 +206,4 @@ HbmLocation HbmGeometry::decode_raw(std::uint64_t addr) const {
   return l;
 }
 
-}  // namespace trnsim::model
+}  // namespace trnsim::resolve

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
-// What the HBM model derives from HbmParams before any sc_module exists: the command clock, the
-// timings in whole clocks of it, and the address map. Pure C++ (no SystemC) so tests and the
-// per-burst reference model can use it directly.
+// What the resolve step derives from HbmParams before any sc_module exists: the command clock, the
+// timings in whole clocks of it, and the address map. The HBM model is built from it. Pure C++
+// (no SystemC) so tests and the per-burst reference model can use it directly.
 #pragma once
 
 #include <cstdint>
 
 #include "trnsim/config/chip_params.hpp"
+#include "trnsim/resolve/where.hpp"
 
-namespace trnsim::model {
+namespace trnsim::resolve {
 
 // HBM3/HBM3E move 4 bits per pin per command clock (CK = data rate / 4, see the spec table in
 // /work/shared/specs/energy-and-timing.md section 2.2), so BL8 on a 32-bit pseudo-channel is 2 tCK.
@@ -33,9 +34,9 @@ struct HbmLocation {
 
 class HbmGeometry {
  public:
-  // Validates the parameters and derives the clock; throws ConfigError naming the JSON pointers
-  // (under /chip/hbm) of inconsistent values.
-  explicit HbmGeometry(const config::HbmParams& p);
+  // Validates the parameters and derives the clock; throws ConfigError naming the file and JSON
+  // pointer (under /chip/hbm) of an inconsistent value.
+  explicit HbmGeometry(const config::HbmParams& p, const Where& at = Where{});
 
   const config::HbmParams& params() const { return p_; }
   const HbmCycles& ck() const { return ck_; }
@@ -95,4 +96,4 @@ class HbmGeometry {
   int units_per_row_ = 0;
 };
 
-}  // namespace trnsim::model
+}  // namespace trnsim::resolve

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// The resolve step: between the typed config and the models. It applies every cross-field rule
+// (HBM geometry, DMA limits, chip layout, fabric packet and VC sizing), applies the replay layer's
+// overrides of chip and fabric fields while remembering which key the user wrote, and derives what
+// the models are built from. Every error names the file and the JSON pointer of that key. No
+// SystemC here: `trnsim config` runs the same step as every simulation.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trnsim/config/config.hpp"
+#include "trnsim/resolve/hbm_geometry.hpp"
+#include "trnsim/resolve/where.hpp"
+#include "trnsim/topology/topology.hpp"
+
+namespace trnsim::resolve {
+
+// Limits of the models' fixed-size structures, checked here so that the models need not.
+inline constexpr int kMaxHbmStacks = 16;       // per chip (per-stack byte split of a request)
+inline constexpr int kMaxDmaQueues = 64;       // per DMA engine (a 64-bit ready mask)
+
+// The chip as the models are built from it.
+struct ChipPlan {
+  config::ChipParams params;         // with the replay overrides applied when `replay` was asked
+  HbmGeometry hbm;                   // derived from params.hbm (checked even for "bandwidth")
+  std::string memory_model;          // registry name: "hbm" | "bandwidth"
+  std::string compute_model;         // registry name: "tile"
+  int granularity = 1;               // /sim/compute_granularity
+  std::vector<std::string> overrides;  // "/replay/dma_engines -> /chip/core/dma/engines", for logs
+};
+
+// The fabric as the network model is built from it.
+struct FabricPlan {
+  config::FabricParams params;       // with /replay/fabric_packet_bytes applied
+  std::string model;                 // registry name: "packet"
+  std::uint64_t packet_bytes = 0;
+  std::uint32_t flit_bytes = 0, header_bytes = 0;
+  std::uint32_t packet_flits = 0;    // flits of a full packet with its header
+  std::uint32_t fixed_buffer_flits = 0;  // per VC; 0: sized per link from its credit loop
+  int vcs = 1;                       // hop-indexed VCs (>= the longest route)
+  int diameter = 0;                  // links on the longest chip-to-chip route
+  double link_idle_fraction = 0;     // SerDes idle power as a fraction of active
+};
+
+struct RackPlan {
+  ChipPlan chip;
+  topo::Topology topology;
+  FabricPlan fabric;
+  int local_size = 0;  // chips of the first tier (server, leaf, torus plane): hierarchical collectives
+};
+
+// What a chip is resolved for: a single-chip benchmark uses the chip preset as written; a whole
+// rack replay applies the /replay granularity overrides (DMA engines, packets, memory model).
+enum class ChipUse { as_configured, replay };
+
+// Throws ConfigError naming the file and pointer when `loaded` has no chip.
+ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use);
+// Throws ConfigError when `loaded` has no rack (or no chip); TopologyError for a bad topology.
+RackPlan resolve_rack(const config::LoadedConfig& loaded);
+// The fabric of `rack` on `topology` (benchmarks that build a fabric without the replay).
+FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topology& topology,
+                          bool replay);
+
+// The same from parameters built by hand (tests), errors naming pointers without a file.
+ChipPlan plan_chip(const config::ChipParams& params, int granularity = 1, const Where& at = Where{});
+FabricPlan plan_fabric(const config::FabricParams& params, const topo::Topology& topology,
+                       const config::ChipParams* chip = nullptr, const Where& at = Where{});
+
+// Everything `loaded` describes, resolved as a run would (what `trnsim config` checks).
+void check(const config::LoadedConfig& loaded);
+
+}  // namespace trnsim::resolve

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+// The network between chips as the rack and the benchmarks see it, whatever implements it (the
+// packet-level fabric today; a flow-level model next). Transfers are HBM to HBM.
+//
+//   TransferHandle h = net.start({src, dst, bytes, flow}, on_done);  // non-blocking
+//   wait(h.done_event()); h.record();                                // from a thread
+// on_done runs at completion from a method process: it must not wait.
+#pragma once
+
+#include <systemc>
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "common/transfer.hpp"
+#include "trnsim/units.hpp"
+
+namespace trnsim::model {
+
+struct NetworkTotals {
+  std::uint64_t transfers_started = 0, transfers_completed = 0;
+  std::uint64_t bytes_requested = 0;
+  std::uint64_t bytes_injected = 0, bytes_delivered = 0;
+  std::uint64_t packets_injected = 0, packets_delivered = 0;
+  double wire_bytes = 0;        // over all link directions
+  double credit_stall_ns = 0;   // summed over all link directions
+  std::uint64_t packets_in_flight = 0;
+  std::uint64_t events = 0;  // served by links and routers
+};
+
+class Network {
+ public:
+  virtual ~Network() = default;
+  virtual TransferHandle start(const TransferRequest& r,
+                               std::function<void(const TransferRecord&)> on_done = {}) = 0;
+  // Closes the statistics at `end` (utilisation, open stalls).
+  virtual void finish(const sc_core::sc_time& end) = 0;
+  virtual NetworkTotals totals() const = 0;
+  // Sum of the per-direction bandwidth of a chip's links.
+  virtual Bandwidth injection_bandwidth(topo::ChipId c) const = 0;
+  // The largest payload one unit of the model carries (a packet; a whole message for flows).
+  virtual std::uint64_t message_unit_bytes() const = 0;
+  // Figures of the implementation's own granularity (packet and flit sizes, VCs), for reports.
+  virtual nlohmann::json granularity() const = 0;
+};
+
+}  // namespace trnsim::model

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/build/registry.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "chip/memory.hpp"
+#include "fabric/fabric.hpp"
+#include "hbm/hbm_system.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/log.hpp"
+
+namespace trnsim::build {
+
+std::string_view role_name(Role r) {
+  switch (r) {
+    case Role::memory: return "memory";
+    case Role::network: return "network";
+    case Role::compute: return "compute";
+  }
+  throw InternalError("role without a name");
+}
+
+void Registry::add(Implementation impl) {
+  for (const auto& i : impls_) {
+    if (i.role == impl.role && i.name == impl.name) {
+      throw InternalError(fmt::format("{} implementation \"{}\" registered twice",
+                                      role_name(impl.role), impl.name));
+    }
+  }
+  const bool has = (impl.role == Role::memory && impl.memory) ||
+                   (impl.role == Role::network && impl.network) ||
+                   (impl.role == Role::compute && impl.compute);
+  if (!has) {
+    throw InternalError(fmt::format("{} implementation \"{}\" has no factory",
+                                    role_name(impl.role), impl.name));
+  }
+  impls_.push_back(std::move(impl));
+}
+
+const Implementation& Registry::get(Role role, const std::string& name, const std::string& pointer,
+                                    const config::Provenance* prov) const {
+  std::vector<std::string> names;
+  for (const auto& i : impls_) {
+    if (i.role != role) continue;
+    if (i.name == name) return i;
+    names.push_back(fmt::format("\"{}\"", i.name));
+  }
+  const std::string msg = fmt::format("no {} model named \"{}\"; expected one of {}",
+                                      role_name(role), name, fmt::join(names, ", "));
+  if (prov) throw ConfigError(config::located(*prov, pointer, msg));
+  throw ConfigError(fmt::format("{}: {}", pointer, msg));
+}
+
+void register_builtin_models(Registry& r) {
+  r.add({Role::memory,
+         "hbm",
+         "HBM stacks with channels, pseudo-channels, banks, row buffers, DRAM timing, refresh "
+         "and the address map (docs/models/hbm.md)",
+         "model::HbmSystem (one model::HbmStack per stack)",
+         {"/chip/hbm"},
+         {{"access", "model::MemoryPort", "requests of the chip's DMA engines, by address"}},
+         {{"requests", "count", "requests served"},
+          {"bytes_read", "B", "bytes requested by reads"},
+          {"bytes_written", "B", "bytes requested by writes"},
+          {"achieved_bandwidth", "B/s", "bytes moved over the time the system was busy"}},
+         [](const char* name, const resolve::ChipPlan& plan) {
+           auto m = std::make_unique<model::HbmSystem>(name, plan.params.hbm);
+           model::MemoryPort* port = m.get();
+           return model::MemoryBlock{std::move(m), port, "HbmSystem"};
+         },
+         {},
+         {}});
+  r.add({Role::memory,
+         "bandwidth",
+         "each stack a queue at bandwidth / stacks with a fixed access latency "
+         "(controller_latency + tRCD + tCL or tCWL); no banks, rows or refresh "
+         "(models/chip/memory.hpp); the default of rack replays (/replay/chip_memory)",
+         "model::BandwidthMemory",
+         {"/chip/hbm/stacks", "/chip/hbm/bandwidth", "/chip/hbm/interleave_bytes",
+          "/chip/hbm/controller_latency", "/chip/hbm/timing/tRCD", "/chip/hbm/timing/tCL",
+          "/chip/hbm/timing/tCWL", "/chip/hbm/energy"},
+         {{"access", "model::MemoryPort", "requests of the chip's DMA engines, by address"}},
+         {{"bytes_read", "B", "bytes read"}, {"bytes_written", "B", "bytes written"}},
+         [](const char* name, const resolve::ChipPlan& plan) {
+           auto m = std::make_unique<model::BandwidthMemory>(name, plan.params.hbm);
+           model::MemoryPort* port = m.get();
+           return model::MemoryBlock{
+               std::move(m), port,
+               "fallback: per-stack bandwidth + fixed latency (models/chip/memory.hpp)"};
+         },
+         {},
+         {}});
+  r.add({Role::network,
+         "packet",
+         "links with credit-based flow control and hop-indexed virtual channels, input-queued "
+         "switches with output arbitration, chip network interfaces; one event per packet per "
+         "hop (docs/models/fabric.md)",
+         "model::Fabric (model::Link, model::Router, model::NetworkInterface)",
+         {"/rack/fabric", "/rack/topology", "/chip/link/idle_fraction"},
+         {{"transfers", "model::Network", "HBM-to-HBM transfers between chips"},
+          {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "
+                                            "the destination"}},
+         {{"transfers", "count", "transfers completed"},
+          {"bytes_delivered", "B", "payload bytes delivered"},
+          {"vcs", "count", "virtual channels per link direction"}},
+         {},
+         [](const char* name, const topo::Topology& t, const resolve::FabricPlan& plan,
+            std::vector<model::MemoryPort*> memories) -> std::unique_ptr<model::Network> {
+           return std::make_unique<model::Fabric>(name, t, plan, std::move(memories));
+         },
+         {}});
+  r.add({Role::compute,
+         "tile",
+         "NeuronCores whose Tensor, Vector, Scalar and GpSimd engines run the engine program of "
+         "every tile of an op, with SBUF/PSUM capacity, DMA engines and queues, and the die "
+         "crossing (docs/models/chip.md)",
+         "model::Chip (model::NeuronCore, model::DmaEngine, model::DieCrossing)",
+         {"/chip/cores", "/chip/dies", "/chip/core", "/chip/static_power",
+          "/chip/die_to_die_bandwidth", "/chip/die_to_die_latency", "/chip/die_to_die_energy",
+          "/sim/compute_granularity"},
+         {{"memory", "model::MemoryPort", "the chip's memory implementation"},
+          {"ops", "model::Chip::execute", "trace ops lowered to engine programs"}},
+         {{"ops", "count", "ops executed"},
+          {"flops", "count", "useful floating-point operations"},
+          {"hbm_bytes", "B", "bytes the ops moved to or from HBM"}},
+         {},
+         {},
+         [](const char* name, const resolve::ChipPlan& plan, model::ChipOptions opt) {
+           return std::make_unique<model::Chip>(name, plan.params, std::move(opt));
+         }});
+}
+
+std::unique_ptr<model::Chip> make_chip(const Registry& r, const char* name,
+                                       const resolve::ChipPlan& plan,
+                                       const config::Provenance* prov,
+                                       model::MemoryPort* external) {
+  const Implementation& compute =
+      r.get(Role::compute, plan.compute_model, "/chip/compute/model", prov);
+  model::ChipOptions opt;
+  opt.granularity = plan.granularity;
+  opt.memory = external;
+  if (!external) {
+    const Implementation& memory =
+        r.get(Role::memory, plan.memory_model, "/chip/memory/model", prov);
+    opt.make_memory = [&memory, &plan](const char* n) { return memory.memory(n, plan); };
+  }
+  logger("build")->debug("{}: compute {}, memory {}, granularity {}", name, compute.name,
+                         external ? "external" : plan.memory_model, plan.granularity);
+  return compute.compute(name, plan, std::move(opt));
+}
+
+std::unique_ptr<model::Network> make_network(const Registry& r, const char* name,
+                                             const topo::Topology& topology,
+                                             const resolve::FabricPlan& plan,
+                                             std::vector<model::MemoryPort*> memories,
+                                             const config::Provenance* prov) {
+  const Implementation& net = r.get(Role::network, plan.model, "/rack/fabric/model", prov);
+  logger("build")->debug("{}: network {} over {} chips", name, net.name, topology.chip_count());
+  return net.network(name, topology, plan, std::move(memories));
+}
+
+void check(const Registry& r, const config::LoadedConfig& loaded) {
+  resolve::check(loaded);
+  const auto* prov = &loaded.provenance;
+  if (loaded.config.chip) {
+    const auto& c = *loaded.config.chip;
+    r.get(Role::memory, c.memory.model, "/chip/memory/model", prov);
+    r.get(Role::compute, c.compute.model, "/chip/compute/model", prov);
+  }
+  if (loaded.config.rack) r.get(Role::network, loaded.config.rack->fabric.model, "/rack/fabric/model", prov);
+}
+
+}  // namespace trnsim::build

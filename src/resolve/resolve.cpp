@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/resolve/resolve.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "trnsim/error.hpp"
+#include "trnsim/log.hpp"
+
+namespace trnsim::resolve {
+
+namespace {
+
+std::uint64_t whole(Bytes b, const std::string& pointer, const Where& at, double min = 1) {
+  if (!(b.si >= min) || b.si != std::floor(b.si) || b.si > 1e15) {
+    at.fail(pointer, fmt::format("expected a whole number of bytes >= {}, got {}", min, format(b)));
+  }
+  return std::uint64_t(b.si);
+}
+
+// The /replay granularity knobs of a whole-rack run replace chip fields; errors name them.
+void apply_replay_overrides(const config::ReplayParams& r, ChipPlan& plan, Where& at) {
+  auto& dma = plan.params.core.dma;
+  auto note = [&](const char* from, const char* to) {
+    at.alias(to, from);
+    plan.overrides.push_back(fmt::format("{} -> {}", from, to));
+  };
+  // Fewer, faster engines move the same bytes per second: the bandwidth scales by the ratio.
+  dma.engine_bandwidth = dma.engine_bandwidth * (double(dma.engines) / r.dma_engines);
+  dma.engines = r.dma_engines;
+  note("/replay/dma_engines", "/chip/core/dma/engines");
+  dma.packet_bytes = r.dma_packet_bytes;
+  note("/replay/dma_packet_bytes", "/chip/core/dma/packet_bytes");
+  dma.outstanding_packets = r.dma_outstanding_packets;
+  note("/replay/dma_outstanding_packets", "/chip/core/dma/outstanding_packets");
+  plan.params.memory.model = std::string(config::enum_name(r.chip_memory));
+  note("/replay/chip_memory", "/chip/memory/model");
+}
+
+void check_chip(const config::ChipParams& p, const Where& at) {
+  if (p.hbm.stacks > kMaxHbmStacks) {
+    at.fail("/chip/hbm/stacks", fmt::format("expected at most {}, got {}", kMaxHbmStacks,
+                                            p.hbm.stacks));
+  }
+  if (p.dies > kMaxHbmStacks) {
+    at.fail("/chip/dies", fmt::format("expected at most {}, got {}", kMaxHbmStacks, p.dies));
+  }
+  if (p.core.dma.queues_per_engine > kMaxDmaQueues) {
+    at.fail("/chip/core/dma/queues_per_engine",
+            fmt::format("expected at most {}, got {}", kMaxDmaQueues, p.core.dma.queues_per_engine));
+  }
+  const auto& psum = p.core.psum;
+  if (psum.bytes_per_partition.si / double(psum.banks) < 4) {
+    at.fail("/chip/core/psum/bytes_per_partition",
+            fmt::format("a PSUM bank ({} / {} banks) must hold at least one FP32 element",
+                        format(psum.bytes_per_partition), psum.banks));
+  }
+}
+
+int local_size_of(const topo::TopologySpec& spec) {
+  if (spec.two_level) return spec.two_level->chips_per_server;
+  if (spec.folded_clos) return spec.folded_clos->chips_per_leaf;
+  if (spec.torus && !spec.torus->dims.empty()) {
+    return spec.torus->dims.size() >= 2 ? spec.torus->dims[0] * spec.torus->dims[1]
+                                        : spec.torus->dims[0];
+  }
+  return 0;
+}
+
+}  // namespace
+
+ChipPlan plan_chip(const config::ChipParams& params, int granularity, const Where& at) {
+  ChipPlan plan{params, HbmGeometry(params.hbm, at), params.memory.model, params.compute.model,
+                granularity, {}};
+  check_chip(plan.params, at);
+  return plan;
+}
+
+ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use) {
+  const config::Config& cfg = loaded.config;
+  if (!cfg.chip) {
+    throw ConfigError(fmt::format("{}:/chip: missing: expected a chip preset, or a rack preset "
+                                  "with a chip",
+                                  loaded.path));
+  }
+  Where at(&loaded.provenance);
+  ChipPlan plan{*cfg.chip, HbmGeometry(cfg.chip->hbm, at), {}, {}, cfg.sim.compute_granularity, {}};
+  if (use == ChipUse::replay) apply_replay_overrides(cfg.replay, plan, at);
+  check_chip(plan.params, at);
+  plan.memory_model = plan.params.memory.model;
+  plan.compute_model = plan.params.compute.model;
+  auto log = logger("resolve");
+  log->debug("chip {}: memory model {}, compute model {}, granularity {}", plan.params.name,
+             plan.memory_model, plan.compute_model, plan.granularity);
+  for (const auto& o : plan.overrides) log->debug("chip {}: override {}", plan.params.name, o);
+  return plan;
+}
+
+FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topology& topology,
+                          bool replay) {
+  const config::Config& cfg = loaded.config;
+  if (!cfg.rack) {
+    throw ConfigError(fmt::format("{}:/rack: missing: expected a rack preset", loaded.path));
+  }
+  Where at(&loaded.provenance);
+  config::FabricParams params = cfg.rack->fabric;
+  if (replay) {
+    params.packet_bytes = cfg.replay.fabric_packet_bytes;
+    at.alias("/rack/fabric/packet_bytes", "/replay/fabric_packet_bytes");
+  }
+  return plan_fabric(params, topology, cfg.chip ? &*cfg.chip : nullptr, at);
+}
+
+FabricPlan plan_fabric(const config::FabricParams& params, const topo::Topology& topology,
+                       const config::ChipParams* chip, const Where& at) {
+  FabricPlan f;
+  f.params = params;
+  const config::FabricParams& p = f.params;
+  f.model = p.model;
+  f.packet_bytes = whole(p.packet_bytes, "/rack/fabric/packet_bytes", at);
+  f.flit_bytes = std::uint32_t(whole(p.flit_bytes, "/rack/fabric/flit_bytes", at));
+  f.header_bytes = std::uint32_t(whole(p.header_bytes, "/rack/fabric/header_bytes", at, 0));
+
+  // The longest route sets the number of hop-indexed VCs that keeps the fabric deadlock-free.
+  const auto chips = std::uint32_t(topology.chip_count());
+  const auto& routes = topology.routes();
+  for (std::uint32_t a = 0; a < chips; ++a) {
+    for (std::uint32_t b = 0; b < chips; ++b) {
+      if (a != b) f.diameter = std::max(f.diameter, routes.hops(topology.chip_node({a}), {b}));
+    }
+  }
+  if (p.vcs > 0 && p.vcs < f.diameter) {
+    at.fail("/rack/fabric/vcs",
+            fmt::format("expected 0 (automatic) or at least {} (the longest route has {} links "
+                        "and packets use VC k on their k-th link, which keeps the fabric "
+                        "deadlock-free), got {}",
+                        f.diameter, f.diameter, p.vcs));
+  }
+  f.vcs = p.vcs > 0 ? p.vcs : std::max(1, f.diameter);
+  f.packet_flits = std::uint32_t((f.packet_bytes + f.header_bytes + f.flit_bytes - 1) / f.flit_bytes);
+  if (p.vc_buffer.si > 0) {
+    const std::uint64_t b = whole(p.vc_buffer, "/rack/fabric/vc_buffer", at);
+    if (b / f.flit_bytes < f.packet_flits) {
+      at.fail("/rack/fabric/vc_buffer",
+              fmt::format("expected 0 (automatic) or at least one whole packet of {} B ({} "
+                          "flits of {} B: packet_bytes plus header_bytes), got {}",
+                          std::uint64_t(f.packet_flits) * f.flit_bytes, f.packet_flits,
+                          f.flit_bytes, format(p.vc_buffer)));
+    }
+    f.fixed_buffer_flits = std::uint32_t(b / f.flit_bytes);
+  }
+  f.link_idle_fraction = p.link_idle_fraction ? *p.link_idle_fraction
+                                              : (chip ? chip->link.idle_fraction : 0.0);
+  logger("resolve")->debug("fabric: model {}, packets of {} B, {} VCs (diameter {})", f.model,
+                           f.packet_bytes, f.vcs, f.diameter);
+  return f;
+}
+
+RackPlan resolve_rack(const config::LoadedConfig& loaded) {
+  const config::Config& cfg = loaded.config;
+  if (!cfg.chip || !cfg.rack) {
+    throw ConfigError(fmt::format("{}:{}: missing: a run needs a rack preset (with chip and rack)",
+                                  loaded.path, cfg.chip ? "/rack" : "/chip"));
+  }
+  ChipPlan chip = resolve_chip(loaded, ChipUse::replay);
+  topo::Topology topology = topo::build_topology(cfg.rack->topology, &*cfg.chip,
+                                                 {&loaded.provenance, "/rack/topology"});
+  FabricPlan fabric = resolve_fabric(loaded, topology, true);
+  const int local = local_size_of(cfg.rack->topology);
+  return RackPlan{std::move(chip), std::move(topology), std::move(fabric), local};
+}
+
+void check(const config::LoadedConfig& loaded) {
+  if (loaded.config.chip) resolve_chip(loaded, ChipUse::as_configured);
+  if (loaded.config.rack) {
+    if (loaded.config.chip) {
+      resolve_rack(loaded);
+    } else {
+      // A rack without a chip: its topology and fabric can still be checked.
+      const auto t = topo::build_topology(loaded.config.rack->topology, nullptr,
+                                          {&loaded.provenance, "/rack/topology"});
+      resolve_fabric(loaded, t, false);
+    }
+  }
+}
+
+}  // namespace trnsim::resolve
