@@ -35,6 +35,50 @@ void register_config_commands(CLI::App& app, Registry& reg) {
     return 0;
   });
 
+  auto* types = app.add_subcommand(
+      "list-types", "list the registered model implementations of each role, with their "
+                    "parameters, ports and statistics");
+  auto types_json = std::make_shared<bool>(false);
+  types->add_flag("--json", *types_json, "print one JSON array");
+  reg.add(types, [types_json]() {
+    build::Registry registry;
+    build::register_builtin_models(registry);
+    nlohmann::json all = nlohmann::json::array();
+    for (const auto& i : registry.all()) {
+      nlohmann::json ports = nlohmann::json::array(), stats = nlohmann::json::array();
+      for (const auto& p : i.ports) {
+        ports.push_back({{"name", p.name}, {"interface", p.interface}, {"description", p.description}});
+      }
+      for (const auto& st : i.statistics) {
+        stats.push_back({{"name", st.name}, {"unit", st.unit}, {"description", st.description}});
+      }
+      all.push_back({{"role", std::string(build::role_name(i.role))}, {"name", i.name},
+                     {"description", i.description}, {"block", i.block},
+                     {"parameters", i.parameters}, {"ports", ports}, {"statistics", stats}});
+    }
+    if (*types_json) {
+      fmt::print("{}\n", all.dump(2));
+      return 0;
+    }
+    for (const auto& i : all) {
+      fmt::print("{} {}\n    {}\n    block: {}\n    parameters:", i["role"].get<std::string>(),
+                 i["name"].get<std::string>(), i["description"].get<std::string>(),
+                 i["block"].get<std::string>());
+      for (const auto& p : i["parameters"]) fmt::print(" {}", p.get<std::string>());
+      fmt::print("\n    ports:\n");
+      for (const auto& p : i["ports"]) {
+        fmt::print("      {} ({}): {}\n", p["name"].get<std::string>(),
+                   p["interface"].get<std::string>(), p["description"].get<std::string>());
+      }
+      fmt::print("    statistics:\n");
+      for (const auto& st : i["statistics"]) {
+        fmt::print("      {} [{}]: {}\n", st["name"].get<std::string>(),
+                   st["unit"].get<std::string>(), st["description"].get<std::string>());
+      }
+    }
+    return 0;
+  });
+
   auto* schema = app.add_subcommand("schema", "list every config field: pointer, type, default");
   auto markdown = std::make_shared<bool>(false);
   schema->add_flag("--markdown", *markdown, "print a Markdown table");

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// The block registry: its entries document real config fields and statistics, the config picks
+// the implementation, and a wrong name is an error that names the choices.
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+#include "chip/chip.hpp"
+#include "trnsim/build/registry.hpp"
+#include "trnsim/config/config.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/resolve/resolve.hpp"
+
+namespace trnsim::build {
+namespace {
+
+Registry builtin() {
+  Registry r;
+  register_builtin_models(r);
+  return r;
+}
+
+config::LoadedConfig preset(const std::string& file, const std::vector<std::string>& sets = {}) {
+  return config::load_config(std::string(TRNSIM_SOURCE_DIR) + "/configs/" + file, sets);
+}
+
+TEST(Registry, EveryRoleHasItsBuiltins) {
+  const Registry r = builtin();
+  std::set<std::string> names;
+  for (const auto& i : r.all()) names.insert(std::string(role_name(i.role)) + "/" + i.name);
+  EXPECT_EQ(names, (std::set<std::string>{"memory/hbm", "memory/bandwidth", "network/packet",
+                                          "compute/tile"}));
+}
+
+// A registered parameter is a field of `trnsim schema` or a subtree of fields.
+TEST(Registry, EveryRegisteredParameterIsInTheSchema) {
+  const auto fields = config::schema_fields();
+  const Registry r = builtin();
+  for (const auto& i : r.all()) {
+    ASSERT_FALSE(i.parameters.empty()) << i.name;
+    for (const auto& p : i.parameters) {
+      bool found = false;
+      for (const auto& f : fields) {
+        if (f.pointer == p || f.pointer.rfind(p + "/", 0) == 0) found = true;
+      }
+      EXPECT_TRUE(found) << i.name << ": " << p << " is not a config field";
+    }
+  }
+}
+
+TEST(Registry, UnknownModelNamesTheFileAndTheChoices) {
+  const auto loaded = preset("racks/trn2-instance.json", {"chip.memory.model=dram"});
+  try {
+    check(builtin(), loaded);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--set chip.memory.model:/chip/memory/model"), std::string::npos) << m;
+    EXPECT_NE(m.find("\"hbm\", \"bandwidth\""), std::string::npos) << m;
+  }
+}
+
+TEST(Registry, DuplicateRegistrationIsAnInternalError) {
+  Registry r = builtin();
+  Implementation copy = r.all().front();
+  EXPECT_THROW(r.add(copy), InternalError);
+}
+
+// The memory model the plan names is the one the chip gets, and the statistics the registry
+// documents are the ones the block declares.
+void expect_memory(const std::string& model, const std::string& description) {
+  const Registry r = builtin();
+  const auto loaded = preset("chips/trn3.json", {"chip.memory.model=" + model});
+  const auto plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  EXPECT_EQ(plan.memory_model, model);
+  const auto chip = make_chip(r, "chip", plan, &loaded.provenance);
+  EXPECT_EQ(chip->memory_model(), description);
+  const auto& impl = r.get(Role::memory, model, "/chip/memory/model");
+  const auto* block = dynamic_cast<const model::Block*>(
+      sc_core::sc_find_object("chip.hbm"));
+  ASSERT_NE(block, nullptr);
+  std::set<std::string> declared, documented;
+  for (const auto& s : block->stats().all()) declared.insert(s.name + " " + s.unit);
+  for (const auto& s : impl.statistics) documented.insert(s.name + " " + s.unit);
+  EXPECT_EQ(declared, documented);
+}
+
+TEST(Registry, HbmMemoryIsBuiltWhenChosen) { expect_memory("hbm", "HbmSystem"); }
+
+TEST(Registry, BandwidthMemoryIsBuiltWhenChosen) {
+  expect_memory("bandwidth", "fallback: per-stack bandwidth + fixed latency (models/chip/memory.hpp)");
+}
+
+TEST(Registry, ReplayChoosesTheMemoryWithTheKeyTheUserWrote) {
+  const auto loaded = preset("racks/trn2-instance.json", {"replay.chip_memory=hbm"});
+  EXPECT_EQ(resolve::resolve_chip(loaded, resolve::ChipUse::replay).memory_model, "hbm");
+  EXPECT_EQ(resolve::resolve_chip(loaded, resolve::ChipUse::as_configured).memory_model, "hbm");
+  const auto dflt = preset("racks/trn2-instance.json");
+  EXPECT_EQ(resolve::resolve_chip(dflt, resolve::ChipUse::replay).memory_model, "bandwidth");
+}
+
+// Overrides keep the pointer the user wrote: a bad /replay/fabric_packet_bytes is named as such.
+TEST(Resolve, ReplayOverrideErrorNamesTheReplayKey) {
+  const auto loaded = preset("racks/trn2-instance.json", {"replay.fabric_packet_bytes=100.5B"});
+  try {
+    resolve::resolve_rack(loaded);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind("--set replay.fabric_packet_bytes:/replay/fabric_packet_bytes: ", 0), 0u) << m;
+    EXPECT_NE(m.find("applied as /rack/fabric/packet_bytes"), std::string::npos) << m;
+  }
+}
+
+// A rule over several fields names the one the command line changed.
+TEST(Resolve, HbmRuleNamesTheFieldTheUserSet) {
+  const auto loaded = preset("chips/trn3.json", {"chip.hbm.pseudo_channels=3"});
+  try {
+    resolve::check(loaded);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("--set chip.hbm.pseudo_channels:/chip/hbm/pseudo_channels:", 0),
+              0u) << e.what();
+  }
+}
+
+TEST(Resolve, DmaQueueLimitIsCheckedBeforeTheModel) {
+  const auto loaded = preset("chips/trn2.json", {"chip.core.dma.queues_per_engine=65"});
+  EXPECT_THROW(resolve::check(loaded), ConfigError);
+  const auto ok = preset("chips/trn2.json", {"chip.core.dma.queues_per_engine=64"});
+  EXPECT_NO_THROW(resolve::check(ok));
+}
+
+}  // namespace
+}  // namespace trnsim::build
