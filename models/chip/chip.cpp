@@ -17,9 +17,9 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
     : Block(name),
       p_(p),
       granularity_(opt.granularity),
-      ops_(stats().add("ops", "1", "ops executed")),
-      flops_(stats().add("flops", "1", "useful floating-point operations")),
-      hbm_bytes_(stats().add("hbm_bytes", "B", "bytes the ops moved to or from HBM")) {
+      ops_(stats().add("ops", StatUnit::count, "ops executed")),
+      flops_(stats().add("flops", StatUnit::count, "useful floating-point operations")),
+      hbm_bytes_(stats().add("hbm_bytes", StatUnit::bytes, "bytes the ops moved to or from HBM")) {
   // The resolve step checked the layout (cores and stacks split over dies, granularity >= 1).
   set_static_power(p.static_power);
   if (opt.memory) {

@@ -5,14 +5,31 @@
 
 namespace trnsim::model {
 
-Stat& StatGroup::add(std::string name, std::string unit, std::string description) {
-  stats_.push_back(Stat{std::move(name), std::move(unit), std::move(description), 0.0});
+std::string_view unit_symbol(StatUnit u) {
+  switch (u) {
+    case StatUnit::count: return "count";
+    case StatUnit::bytes: return "B";
+    case StatUnit::seconds: return "s";
+    case StatUnit::bytes_per_second: return "B/s";
+    case StatUnit::fraction: return "fraction";
+    case StatUnit::flits: return "flit";
+    case StatUnit::packets: return "packet";
+    case StatUnit::banks: return "bank";
+    case StatUnit::bytes_per_partition: return "B/partition";
+  }
+  return "?";
+}
+
+Stat& StatGroup::add(std::string name, StatUnit unit, std::string description) {
+  stats_.push_back(Stat{std::move(name), unit, std::move(description), 0.0});
   return stats_.back();
 }
 
 Json StatGroup::to_json() const {
   Json j = Json::object();
-  for (const auto& s : stats_) j[s.name] = {{"value", s.value}, {"unit", s.unit}};
+  for (const auto& s : stats_) {
+    j[s.name] = {{"value", s.value}, {"unit", std::string(unit_symbol(s.unit))}};
+  }
   return j;
 }
 

@@ -40,9 +40,16 @@ inline sc_core::sc_time to_sc(Duration d) {
 inline Duration from_sc(const sc_core::sc_time& t) { return Duration(t.to_seconds()); }
 inline sc_core::sc_time now() { return sc_core::sc_time_stamp(); }
 
+// The one vocabulary of statistic units (stats.json writes the symbol).
+enum class StatUnit { count, bytes, seconds, bytes_per_second, fraction, flits, packets, banks,
+                      bytes_per_partition };
+std::string_view unit_symbol(StatUnit u);
+
 // One named statistic with a unit and a description.
 struct Stat {
-  std::string name, unit, description;
+  std::string name;
+  StatUnit unit = StatUnit::count;
+  std::string description;
   double value = 0;
   Stat& operator+=(double v) {
     value += v;
@@ -56,7 +63,7 @@ struct Stat {
 class StatGroup {
  public:
   // Registers a statistic; the reference stays valid for the life of the group.
-  Stat& add(std::string name, std::string unit, std::string description);
+  Stat& add(std::string name, StatUnit unit, std::string description);
   const std::deque<Stat>& all() const { return stats_; }
   Json to_json() const;
 

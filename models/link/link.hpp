@@ -63,11 +63,11 @@ class LinkDirection : public Block {
   const sc_core::sc_time& flit_time() const { return flit_time_; }
   std::uint32_t flit_bytes() const { return flit_bytes_; }
 
-  void add_stall(const sc_core::sc_time& t) { s_stall_ += t.to_seconds() * 1e9; }
+  void add_stall(const sc_core::sc_time& t) { s_stall_ += t.to_seconds(); }
   // Utilisation over [0, end].
   void finish(const sc_core::sc_time& end);
   double wire_bytes() const { return s_wire_.value; }
-  double stall_ns() const { return s_stall_.value; }
+  double stall_ns() const { return s_stall_.value * 1e9; }
   double max_reserved() const { return s_max_buf_.value; }
 
  private:

@@ -17,20 +17,20 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
       inputs_(std::size_t(link_ports)),
       port_link_(std::size_t(link_ports)),
       n_inputs_(link_ports + (p.local_port ? 1 : 0)),
-      s_forwarded_(stats().add("packets_forwarded", "1", "packets that passed through")),
-      s_fwd_bytes_(stats().add("bytes_forwarded", "B", "payload bytes that passed through")) {
+      s_forwarded_(stats().add("packets_forwarded", StatUnit::count, "packets that passed through")),
+      s_fwd_bytes_(stats().add("bytes_forwarded", StatUnit::bytes, "payload bytes that passed through")) {
   if (p.vcs < 1) throw InternalError("Router: at least one VC");
   for (int o = 0; o < link_ports; ++o) {
     auto& out = outputs_[std::size_t(o)];
     out.q.resize(std::size_t(n_inputs_ * p.vcs));
     out.rr_vc.assign(std::size_t(n_inputs_), std::uint16_t(p.vcs - 1));
     out.rr_in = std::uint32_t(n_inputs_ - 1);
-    out.s_packets = &stats().add(fmt::format("port{}_packets", o), "1", "packets sent on port");
-    out.s_bytes = &stats().add(fmt::format("port{}_bytes", o), "B", "payload bytes sent on port");
-    out.s_wait = &stats().add(fmt::format("port{}_wait_time", o), "ns",
+    out.s_packets = &stats().add(fmt::format("port{}_packets", o), StatUnit::count, "packets sent on port");
+    out.s_bytes = &stats().add(fmt::format("port{}_bytes", o), StatUnit::bytes, "payload bytes sent on port");
+    out.s_wait = &stats().add(fmt::format("port{}_wait_time", o), StatUnit::seconds,
                               "summed time packets waited for this output (arbitration, "
                               "busy output, credits)");
-    out.s_max_q = &stats().add(fmt::format("port{}_max_queue", o), "packet",
+    out.s_max_q = &stats().add(fmt::format("port{}_max_queue", o), StatUnit::packets,
                                "most packets queued for this output at once");
   }
   set_static_power(p.idle_power);
@@ -195,7 +195,7 @@ void Router::dispatch(int out, int in, int vc) {
   const sc_core::sc_time tail_end = p->tail_ready + o.ld->flit_time();
   const sc_core::sc_time end = ser_end > tail_end ? ser_end : tail_end;
   p->t_queue += start - p->ready;
-  *o.s_wait += (start - p->ready).to_seconds() * 1e9;
+  *o.s_wait += (start - p->ready).to_seconds();
   *o.s_packets += 1;
   *o.s_bytes += double(p->payload);
   if (!local) {

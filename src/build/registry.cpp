@@ -60,10 +60,10 @@ void register_builtin_models(Registry& r) {
          "model::HbmSystem (one model::HbmStack per stack)",
          {"/chip/hbm"},
          {{"access", "model::MemoryPort", "requests of the chip's DMA engines, by address"}},
-         {{"requests", "count", "requests served"},
-          {"bytes_read", "B", "bytes requested by reads"},
-          {"bytes_written", "B", "bytes requested by writes"},
-          {"achieved_bandwidth", "B/s", "bytes moved over the time the system was busy"}},
+         {{"requests", model::StatUnit::count, "requests served"},
+          {"bytes_read", model::StatUnit::bytes, "bytes requested by reads"},
+          {"bytes_written", model::StatUnit::bytes, "bytes requested by writes"},
+          {"achieved_bandwidth", model::StatUnit::bytes_per_second, "bytes moved over the time the system was busy"}},
          [](const char* name, const resolve::ChipPlan& plan) {
            auto m = std::make_unique<model::HbmSystem>(name, plan.params.hbm);
            model::MemoryPort* port = m.get();
@@ -81,7 +81,7 @@ void register_builtin_models(Registry& r) {
           "/chip/hbm/controller_latency", "/chip/hbm/timing/tRCD", "/chip/hbm/timing/tCL",
           "/chip/hbm/timing/tCWL", "/chip/hbm/energy"},
          {{"access", "model::MemoryPort", "requests of the chip's DMA engines, by address"}},
-         {{"bytes_read", "B", "bytes read"}, {"bytes_written", "B", "bytes written"}},
+         {{"bytes_read", model::StatUnit::bytes, "bytes read"}, {"bytes_written", model::StatUnit::bytes, "bytes written"}},
          [](const char* name, const resolve::ChipPlan& plan) {
            auto m = std::make_unique<model::BandwidthMemory>(name, plan.params.hbm);
            model::MemoryPort* port = m.get();
@@ -101,9 +101,9 @@ void register_builtin_models(Registry& r) {
          {{"transfers", "model::Network", "HBM-to-HBM transfers between chips"},
           {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "
                                             "the destination"}},
-         {{"transfers", "count", "transfers completed"},
-          {"bytes_delivered", "B", "payload bytes delivered"},
-          {"vcs", "count", "virtual channels per link direction"}},
+         {{"transfers", model::StatUnit::count, "transfers completed"},
+          {"bytes_delivered", model::StatUnit::bytes, "payload bytes delivered"},
+          {"vcs", model::StatUnit::count, "virtual channels per link direction"}},
          {},
          [](const char* name, const topo::Topology& t, const resolve::FabricPlan& plan,
             std::vector<model::MemoryPort*> memories) -> std::unique_ptr<model::Network> {
@@ -121,9 +121,9 @@ void register_builtin_models(Registry& r) {
           "/sim/compute_granularity"},
          {{"memory", "model::MemoryPort", "the chip's memory implementation"},
           {"ops", "model::Chip::execute", "trace ops lowered to engine programs"}},
-         {{"ops", "count", "ops executed"},
-          {"flops", "count", "useful floating-point operations"},
-          {"hbm_bytes", "B", "bytes the ops moved to or from HBM"}},
+         {{"ops", model::StatUnit::count, "ops executed"},
+          {"flops", model::StatUnit::count, "useful floating-point operations"},
+          {"hbm_bytes", model::StatUnit::bytes, "bytes the ops moved to or from HBM"}},
          {},
          {},
          [](const char* name, const resolve::ChipPlan& plan, model::ChipOptions opt) {

@@ -50,7 +50,7 @@ void register_config_commands(CLI::App& app, Registry& reg) {
         ports.push_back({{"name", p.name}, {"interface", p.interface}, {"description", p.description}});
       }
       for (const auto& st : i.statistics) {
-        stats.push_back({{"name", st.name}, {"unit", st.unit}, {"description", st.description}});
+        stats.push_back({{"name", st.name}, {"unit", std::string(model::unit_symbol(st.unit))}, {"description", st.description}});
       }
       all.push_back({{"role", std::string(build::role_name(i.role))}, {"name", i.name},
                      {"description", i.description}, {"block", i.block},

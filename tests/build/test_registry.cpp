@@ -81,8 +81,8 @@ void expect_memory(const std::string& model, const std::string& description) {
       sc_core::sc_find_object("chip.hbm"));
   ASSERT_NE(block, nullptr);
   std::set<std::string> declared, documented;
-  for (const auto& s : block->stats().all()) declared.insert(s.name + " " + s.unit);
-  for (const auto& s : impl.statistics) documented.insert(s.name + " " + s.unit);
+  for (const auto& s : block->stats().all()) declared.insert(s.name + " " + std::string(model::unit_symbol(s.unit)));
+  for (const auto& s : impl.statistics) documented.insert(s.name + " " + std::string(model::unit_symbol(s.unit)));
   EXPECT_EQ(declared, documented);
 }
 

@@ -27,7 +27,9 @@ struct PortDoc {
   std::string name, interface, description;
 };
 struct StatDoc {
-  std::string name, unit, description;
+  std::string name;
+  model::StatUnit unit;
+  std::string description;
 };
 
 using MemoryFactory = std::function<model::MemoryBlock(const char* name, const resolve::ChipPlan&)>;
