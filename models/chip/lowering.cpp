@@ -85,7 +85,7 @@ GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint6
     throw InternalError(fmt::format("op '{}': a PSUM bank holds no FP32 element (the resolve "
                                     "step checks /chip/core/psum/bytes_per_partition)", op));
   }
-  const double elem = element_bytes(dtype);
+  const double elem = dtype_bytes(dtype);
   const double out_elem = dtype == Dtype::fp32 ? 4 : 2;
   const std::uint64_t mt = ceil_div(m, p.tm), nt = ceil_div(n, p.tn), kt = ceil_div(k, p.tk);
   const double a_tile = double(kf * p.tm) * elem;  // bytes per partition of one A tile
@@ -212,7 +212,7 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
                      std::uint64_t k, std::uint64_t n, Dtype dtype, const config::ChipParams& chip,
                      std::uint64_t a_addr, std::uint64_t b_addr, std::uint64_t c_addr,
                      double& hbm_bytes, std::uint64_t group) {
-  const double elem = element_bytes(dtype);
+  const double elem = dtype_bytes(dtype);
   const double out_elem = dtype == Dtype::fp32 ? 4 : 2;
   const int engines = chip.core.dma.engines;
   const std::uint64_t mt = ceil_div(m, p.tm), nt = ceil_div(n, p.tn), kt = ceil_div(k, p.tk);
@@ -384,7 +384,7 @@ LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::C
   LoweredStep step;
   step.per_core.resize(std::size_t(chip.cores));
   step.flops = 2.0 * double(g.m) * double(g.k) * double(g.n) * double(g.batch);
-  const double elem = element_bytes(g.dtype);
+  const double elem = dtype_bytes(g.dtype);
   const double out_elem = g.dtype == Dtype::fp32 ? 4 : 2;
   const std::uint64_t a = hbm.alloc(std::uint64_t(double(g.batch * g.m * g.k) * elem));
   const std::uint64_t b = hbm.alloc(std::uint64_t(double(g.batch * g.k * g.n) * elem));
@@ -469,7 +469,7 @@ LoweredStep lower_element(const ElementOp& op, const std::string& name,
   }
   LoweredStep step;
   step.per_core.resize(std::size_t(chip.cores));
-  const double elem = element_bytes(op.dtype);
+  const double elem = dtype_bytes(op.dtype);
   const bool wide = !is_narrow(op.dtype);
   const int inputs = op.kind == ElementKind::elementwise ? op.inputs : 1;
   const std::uint64_t parts = std::uint64_t(chip.core.sbuf.partitions);

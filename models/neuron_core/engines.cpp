@@ -157,7 +157,7 @@ sc_time TensorEngine::execute(const Instr& in, const sc_time& start, const sc_ti
     const double ls_start = std::max({ls_free_, prev_start_, operands.to_seconds()});
     ls_free_ = ls_start + p_.stationary_load_cycles / clk;
     s = std::max(s, ls_free_);
-    const double elem = element_bytes(in.dtype);
+    const double elem = dtype_bytes(in.dtype);
     sbuf_.count_read(double(in.k) * in.m * elem);
   }
   const double cycles = std::max(double(in.n) * kf / rate, double(p_.matmul_min_ii_cycles));
@@ -179,7 +179,7 @@ sc_time TensorEngine::execute(const Instr& in, const sc_time& start, const sc_ti
   double*& slot = mac_energy_.at(std::size_t(in.dtype));
   if (!slot) slot = &energy_slot(fmt::format("tensor_mac_{}", to_string(in.dtype)));
   *slot += (energy_per_mac(p_.energy_per_mac, in.dtype) * macs).si;
-  sbuf_.count_read(double(in.k) * in.n * element_bytes(in.dtype));
+  sbuf_.count_read(double(in.k) * in.n * dtype_bytes(in.dtype));
   const double psum_bytes = double(in.m) * in.n * 4;  // FP32 accumulators
   psum_.count_write(psum_bytes * reps);
   psum_.count_read(psum_bytes * (in.accumulate ? reps : reps - 1));

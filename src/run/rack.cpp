@@ -46,7 +46,7 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
 }
 
 model::Dtype Rack::chip_dtype(trace::DType d) {
-  const model::Dtype want = model::parse_dtype(config::enum_name(d));
+  const model::Dtype want = d;
   const auto& rates = chip_params_.core.tensor.macs_per_pe_cycle;
   if (model::macs_per_pe_cycle(rates, want) > 0) return want;
   // The chip lacks this type: run it as the nearest type it has, and say so in the report.
@@ -121,8 +121,8 @@ void Rack::compute(int chip, const trace::Op& op) {
 }
 
 void Rack::reduce(int chip, std::uint64_t bytes, trace::DType dtype) {
-  const model::Dtype d = model::parse_dtype(config::enum_name(dtype));
-  const auto elements = std::uint64_t(std::ceil(double(bytes) / model::element_bytes(d)));
+  const model::Dtype d = dtype;
+  const auto elements = std::uint64_t(std::ceil(double(bytes) / model::dtype_bytes(d)));
   if (elements == 0) return;
   in_slot(chip, [&] {
     const auto s = chips_.at(std::size_t(chip))

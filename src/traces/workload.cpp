@@ -13,22 +13,6 @@
 
 namespace trnsim::trace {
 
-double dtype_bytes(DType d) {
-  switch (d) {
-    case DType::fp32:
-      return 4.0;
-    case DType::bf16:
-    case DType::fp16:
-      return 2.0;
-    case DType::fp8:
-      return 1.0;
-    case DType::mxfp8:
-      return 1.0 + 1.0 / 32.0;
-    case DType::mxfp4:
-      return 0.5 + 1.0 / 32.0;
-  }
-  throw InternalError("dtype without a size");
-}
 
 std::string_view kind_name(OpKind k) { return config::enum_name(k); }
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "trnsim/config/schema.hpp"
+#include "trnsim/dtype.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::trace {
@@ -72,17 +73,8 @@ constexpr auto enum_names(OpKind) {
   };
 }
 
-enum class DType { fp32, bf16, fp16, fp8, mxfp8, mxfp4 };
-
-constexpr auto enum_names(DType) {
-  using S = std::string_view;
-  return std::array{std::pair{DType::fp32, S("fp32")},   std::pair{DType::bf16, S("bf16")},
-                    std::pair{DType::fp16, S("fp16")},   std::pair{DType::fp8, S("fp8")},
-                    std::pair{DType::mxfp8, S("mxfp8")}, std::pair{DType::mxfp4, S("mxfp4")}};
-}
-
-// Storage per element including the shared scale of MX formats (one 8-bit scale per 32 elements).
-double dtype_bytes(DType d);
+using trnsim::DType;
+using trnsim::dtype_bytes;
 
 std::string_view kind_name(OpKind k);
 
