@@ -118,10 +118,11 @@ void register_bench_commands(CLI::App& app, Registry& reg) {
   register_bench_kernel(*bench, reg);
 }
 
-std::uint64_t parse_size(const std::string& s, const char* option) {
+std::uint64_t parse_size(const std::string& s, const char* option, std::uint64_t min) {
   const auto bad = [&] {
     return InputError(fmt::format(
-        "{}: expected a byte count >= 1 such as 268435456 or \"256MiB\", got \"{}\"", option, s));
+        "{}: expected a byte count >= {} such as 268435456 or \"256MiB\", got \"{}\"", option,
+        min, s));
   };
   std::uint64_t v = 0;
   if (!s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
@@ -137,7 +138,7 @@ std::uint64_t parse_size(const std::string& s, const char* option) {
       throw bad();
     }
   }
-  if (v == 0) throw bad();
+  if (v < min) throw bad();
   return v;
 }
 

@@ -37,8 +37,8 @@ struct BenchOptions {
 };
 
 // A byte count given to `option`: a plain integer ("268435456") or a size with a unit
-// ("256MiB"); at least 1. InputError naming the option otherwise.
-std::uint64_t parse_size(const std::string& s, const char* option);
+// ("256MiB"); at least `min`. InputError naming the option otherwise.
+std::uint64_t parse_size(const std::string& s, const char* option, std::uint64_t min = 1);
 
 // Adds --config, --set and --json to a bench subcommand.
 void add_bench_options(CLI::App* sub, BenchOptions& o);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench_common.hpp"
+#include "common/histogram.hpp"
 #include "fabric/fabric.hpp"
 #include "trnsim/build/registry.hpp"
 #include "trnsim/resolve/resolve.hpp"
@@ -36,24 +37,8 @@ using topo::ChipId;
 
 constexpr std::uint64_t kMinBulk = 1024, kMaxBulk = 256ULL << 20;
 
-// A byte count: a plain integer or a size with a unit ("64KiB").
 std::uint64_t parse_byte_count(const std::string& s, const char* option) {
-  const auto bad = [&] {
-    return InputError(fmt::format(
-        "{}: expected a byte count such as 65536 or \"64KiB\", got \"{}\"", option, s));
-  };
-  if (!s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); })) {
-    try {
-      return std::stoull(s);
-    } catch (const std::exception&) {
-      throw bad();
-    }
-  }
-  try {
-    return whole_bytes(parse_bytes(s));
-  } catch (const InputError&) {
-    throw bad();
-  }
+  return parse_size(s, option, 0);
 }
 
 Duration parse_positive_duration(const std::string& s, const char* option) {
@@ -129,14 +114,6 @@ json run_figures(const Fabric& f, double wall, const sc_core::sc_time& end) {
           {"bytes_delivered", t.bytes_delivered}};
 }
 
-double percentile(std::vector<double> v, double q) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  // Nearest rank.
-  const auto rank = std::size_t(std::ceil(q * double(v.size())));
-  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
-}
-
 json breakdown_json(const model::LatencyBreakdown& b) {
   return {{"total", b.total.si * 1e9},           {"endpoint", b.endpoint.si * 1e9},
           {"serialisation", b.serialisation.si * 1e9}, {"link", b.link.si * 1e9},
@@ -186,6 +163,7 @@ json measure_ping(const BenchOptions& o, std::uint64_t bytes) {
   double mean = 0;
   for (double x : v) mean += x;
   mean /= double(v.size());
+  const model::Histogram hist(v);
   const auto& w = driver.worst;
   return {{"benchmark", "ping"},
           {"rack", rack.loaded.config.rack->name},
@@ -193,10 +171,10 @@ json measure_ping(const BenchOptions& o, std::uint64_t bytes) {
           {"bytes", bytes},
           {"pairs", v.size()},
           {"latency_ns",
-           {{"min", percentile(v, 0)},
-            {"median", percentile(v, 0.5)},
-            {"p99", percentile(v, 0.99)},
-            {"max", percentile(v, 1)},
+           {{"min", hist.quantile(0)},
+            {"median", hist.quantile(0.5)},
+            {"p99", hist.quantile(0.99)},
+            {"max", hist.max()},
             {"mean", mean}}},
           {"worst",
            {{"src", w.request.src.v},
@@ -361,6 +339,7 @@ json measure_traffic(const BenchOptions& o, const TrafficPlan& plan) {
     const auto end = sc_core::sc_time_stamp();
     fabric.finish(end);
     const auto& v = driver.latencies_ns;
+    const model::Histogram hist(v);
     double mean = 0;
     for (double x : v) mean += x;
     mean = v.empty() ? 0 : mean / double(v.size());
@@ -379,8 +358,8 @@ json measure_traffic(const BenchOptions& o, const TrafficPlan& plan) {
               {"accepted_load", accepted},
               {"bound_load", bound_load},
               {"accepted_bytes_per_s_per_chip", driver.delivered_in_window / plan.window.si / double(n)},
-              {"latency_ns", {{"mean", mean}, {"p99", percentile(v, 0.99)},
-                              {"max", percentile(v, 1)}}},
+              {"latency_ns", {{"mean", mean}, {"p99", hist.quantile(0.99)},
+                              {"max", hist.max()}}},
               {"run", run_figures(fabric, wall, end)}});
     return j;
   }

@@ -9,27 +9,12 @@
 #include <filesystem>
 #include <map>
 
+#include "common/histogram.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 
 namespace trnsim::report {
 namespace {
-
-Json percentiles_ns_impl(std::vector<double> v) {
-  if (v.empty()) return Json::object();
-  std::sort(v.begin(), v.end());
-  auto q = [&](double p) {
-    const auto k = std::size_t(std::ceil(p * double(v.size())));
-    return v[std::min(v.size() - 1, k == 0 ? 0 : k - 1)] * 1e9;
-  };
-  double sum = 0;
-  for (double x : v) sum += x;
-  return {{"count", v.size()},
-          {"mean", sum / double(v.size()) * 1e9},
-          {"p50", q(0.5)},
-          {"p99", q(0.99)},
-          {"max", v.back() * 1e9}};
-}
 
 // Peak dense FLOP/s of one chip for the FP8 family (MXFP8 where the chip has it).
 double fp8_peak(const config::ChipParams& c) {
@@ -79,7 +64,15 @@ std::string csv_field(const std::string& s) {
 
 }  // namespace
 
-Json percentiles_ns(std::vector<double> seconds) { return percentiles_ns_impl(std::move(seconds)); }
+Json percentiles_ns(std::vector<double> seconds) {
+  const model::Histogram h(std::move(seconds));
+  if (h.empty()) return Json::object();
+  return {{"count", h.count()},
+          {"mean", h.mean() * 1e9},
+          {"p50", h.quantile(0.5) * 1e9},
+          {"p99", h.quantile(0.99) * 1e9},
+          {"max", h.max() * 1e9}};
+}
 
 Report make_report(const run::RunData& d) {
   const config::Config& cfg = *d.config;

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "chip/chip.hpp"
+#include "common/histogram.hpp"
 #include "trnsim/build/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
@@ -134,3 +135,24 @@ TEST(Resolve, DmaQueueLimitIsCheckedBeforeTheModel) {
 
 }  // namespace
 }  // namespace trnsim::build
+
+namespace trnsim::model {
+namespace {
+
+// Nearest-rank quantiles by hand: sorted 1 2 3 4 5; q = 0.5 -> rank ceil(2.5) = 3 -> 3.
+TEST(Histogram, NearestRankQuantiles) {
+  Histogram h({5, 1, 4, 2, 3});
+  EXPECT_EQ(h.count(), 5u);
+  EXPECT_DOUBLE_EQ(h.mean(), 3.0);
+  EXPECT_DOUBLE_EQ(h.quantile(0), 1.0);
+  EXPECT_DOUBLE_EQ(h.quantile(0.5), 3.0);
+  EXPECT_DOUBLE_EQ(h.quantile(0.8), 4.0);   // rank 4
+  EXPECT_DOUBLE_EQ(h.quantile(0.81), 5.0);  // rank ceil(4.05) = 5
+  EXPECT_DOUBLE_EQ(h.max(), 5.0);
+  h.add(0.5);  // the cache of sorted samples is refreshed
+  EXPECT_DOUBLE_EQ(h.quantile(0), 0.5);
+  EXPECT_DOUBLE_EQ(Histogram().quantile(0.5), 0.0);
+}
+
+}  // namespace
+}  // namespace trnsim::model
