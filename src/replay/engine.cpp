@@ -14,6 +14,7 @@
 #include "common/block.hpp"
 #include "trnsim/hash.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/log.hpp"
 
 namespace trnsim::replay {
 
@@ -45,6 +46,7 @@ void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_
 
 struct Replay::Impl {
   model::ActivityCounter activity_;
+  std::shared_ptr<spdlog::logger> log_ = logger("replay");  // trace: per-op dispatch
   // One collective: the k-th collective of a group, joined by every member.
   struct Instance {
     std::uint64_t id = 0;
@@ -225,6 +227,10 @@ struct Replay::Impl {
     s.started = true;
     s.start = sc_core::sc_time_stamp();
     const int chip = chip_of[std::size_t(r)];
+    if (log_->should_log(spdlog::level::trace)) {
+      log_->trace("{} ns: rank {} (chip {}) starts op {} {} '{}'", s.start.to_seconds() * 1e9, r,
+                  chip, op.id, trace::kind_name(op.kind), op.name);
+    }
     if (trace::is_compute(op.kind) || op.kind == OpKind::mem_load ||
         op.kind == OpKind::mem_store) {
       machine.compute(chip, op);

@@ -59,16 +59,6 @@ void check_chip(const config::ChipParams& p, const Where& at) {
   }
 }
 
-int local_size_of(const topo::TopologySpec& spec) {
-  if (spec.two_level) return spec.two_level->chips_per_server;
-  if (spec.folded_clos) return spec.folded_clos->chips_per_leaf;
-  if (spec.torus && !spec.torus->dims.empty()) {
-    return spec.torus->dims.size() >= 2 ? spec.torus->dims[0] * spec.torus->dims[1]
-                                        : spec.torus->dims[0];
-  }
-  return 0;
-}
-
 }  // namespace
 
 ChipPlan plan_chip(const config::ChipParams& params, int granularity, const Where& at) {
@@ -168,7 +158,7 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
   topo::Topology topology = topo::build_topology(cfg.rack->topology, &*cfg.chip,
                                                  {&loaded.provenance, "/rack/topology"});
   FabricPlan fabric = resolve_fabric(loaded, topology, true);
-  const int local = local_size_of(cfg.rack->topology);
+  const int local = topology.first_tier_chips();
   return RackPlan{std::move(chip), std::move(topology), std::move(fabric), local};
 }
 

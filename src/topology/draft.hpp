@@ -49,10 +49,14 @@ struct DraftLink {
 struct Draft {
   Generator generator = Generator::explicit_graph;
   std::vector<int> torus_dims;
+  int first_tier_chips = 0;  // chips of one first-tier group (server, leaf, torus plane); 0: none
   std::vector<DraftNode> nodes;  // chips are numbered in this order
   std::vector<DraftLink> links;
   std::string where;  // generator pointer (relative), e.g. "/torus"
 };
+
+// The one generator `spec` names (or its explicit graph), checked and expanded.
+Draft expand_spec(const TopologySpec& spec, const config::ChipParams* chip, const ErrorSink& err);
 
 // Each generator checks its own parameters and expands into nodes and links.
 Draft generate_torus(const TorusGen& g, const config::ChipParams* chip, const ErrorSink& err);

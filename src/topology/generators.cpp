@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Generators and the explicit graph, expanded into one Draft that topology.cpp validates.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdint>
 #include <limits>
@@ -91,6 +92,7 @@ void check_switch_class(const ErrorSink& err, const SwitchClass& sc, const std::
 Draft generate_torus(const TorusGen& g, const config::ChipParams* chip, const ErrorSink& err) {
   Draft d;
   d.generator = Generator::torus;
+  if (!g.dims.empty()) d.first_tier_chips = g.dims.size() >= 2 ? g.dims[0] * g.dims[1] : g.dims[0];
   d.where = "/torus";
   if (g.dims.empty()) err.fail("/torus/dims", "expected at least one dimension, got none");
   std::int64_t n = 1;
@@ -143,6 +145,7 @@ Draft generate_two_level(const TwoLevelGen& g, const config::ChipParams* chip,
                          const ErrorSink& err) {
   Draft d;
   d.generator = Generator::two_level;
+  d.first_tier_chips = g.chips_per_server;
   d.where = "/two_level";
   require_at_least(err, "/two_level/racks", g.racks, 1);
   require_at_least(err, "/two_level/servers", g.servers, 1);
@@ -243,6 +246,7 @@ Draft generate_folded_clos(const FoldedClosGen& g, const config::ChipParams* chi
                            const ErrorSink& err) {
   Draft d;
   d.generator = Generator::folded_clos;
+  d.first_tier_chips = g.chips_per_leaf;
   d.where = "/folded_clos";
   require_at_least(err, "/folded_clos/leaves", g.leaves, 1);
   require_at_least(err, "/folded_clos/chips_per_leaf", g.chips_per_leaf, 1);
@@ -364,6 +368,25 @@ Draft read_explicit(const TopologySpec& spec, const config::ChipParams* chip,
     d.links.push_back(std::move(l));
   }
   return d;
+}
+
+Draft expand_spec(const TopologySpec& spec, const config::ChipParams* chip, const ErrorSink& err) {
+  std::vector<std::string> sources;
+  if (spec.torus) sources.emplace_back("torus");
+  if (spec.two_level) sources.emplace_back("two_level");
+  if (spec.folded_clos) sources.emplace_back("folded_clos");
+  const bool has_explicit = !spec.nodes.empty() || !spec.links.empty();
+  if (has_explicit) sources.emplace_back("explicit nodes/links");
+  if (sources.size() != 1) {
+    err.fail("", fmt::format("expected exactly one of the generators torus, two_level, "
+                             "folded_clos, or explicit nodes and links; got {}",
+                             sources.empty() ? std::string("none")
+                                             : fmt::format("{}", fmt::join(sources, " and "))));
+  }
+  if (spec.torus) return generate_torus(*spec.torus, chip, err);
+  if (spec.two_level) return generate_two_level(*spec.two_level, chip, err);
+  if (spec.folded_clos) return generate_folded_clos(*spec.folded_clos, chip, err);
+  return read_explicit(spec, chip, err);
 }
 
 }  // namespace trnsim::topo

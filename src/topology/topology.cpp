@@ -69,24 +69,7 @@ class TopologyBuilder {
   }
 
  private:
-  Draft expand() const {
-    std::vector<std::string> sources;
-    if (spec_.torus) sources.emplace_back("torus");
-    if (spec_.two_level) sources.emplace_back("two_level");
-    if (spec_.folded_clos) sources.emplace_back("folded_clos");
-    const bool has_explicit = !spec_.nodes.empty() || !spec_.links.empty();
-    if (has_explicit) sources.emplace_back("explicit nodes/links");
-    if (sources.size() != 1) {
-      err_.fail("", fmt::format("expected exactly one of the generators torus, two_level, "
-                                "folded_clos, or explicit nodes and links; got {}",
-                                sources.empty() ? std::string("none")
-                                                : fmt::format("{}", fmt::join(sources, " and "))));
-    }
-    if (spec_.torus) return generate_torus(*spec_.torus, chip_, err_);
-    if (spec_.two_level) return generate_two_level(*spec_.two_level, chip_, err_);
-    if (spec_.folded_clos) return generate_folded_clos(*spec_.folded_clos, chip_, err_);
-    return read_explicit(spec_, chip_, err_);
-  }
+  Draft expand() const { return expand_spec(spec_, chip_, err_); }
 
   std::string describe(const DraftLink& l, std::size_t i) const {
     return fmt::format("link {} ({} - {})", i, draft_.nodes[l.a].node.name,
@@ -228,6 +211,7 @@ class TopologyBuilder {
     Topology t;
     t.generator_ = draft_.generator;
     t.torus_dims_ = draft_.torus_dims;
+    t.first_tier_chips_ = draft_.first_tier_chips;
     t.nodes_.reserve(draft_.nodes.size());
     for (DraftNode& dn : draft_.nodes) {
       if (dn.node.kind == NodeKind::chip) {

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "trnsim/config/config.hpp"
 #include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/topology/topology.hpp"
@@ -141,6 +142,20 @@ int hop_distance_bfs(const Topology& t, NodeId from, NodeId to) {
 }
 
 // ---- generators ---------------------------------------------------------------------------------
+
+// The first tier each generator builds (hierarchical collectives' local size), from the presets:
+// a 4x4 torus plane, a 4x4x4 torus's XY plane, 16 and 4 chips per server.
+TEST(Topology, FirstTierChipsOfEachPresetFamily) {
+  const auto tier = [](const std::string& rack) {
+    const auto l = config::load_config(std::string(TRNSIM_SOURCE_DIR) + "/configs/racks/" + rack);
+    return build_topology(l.config.rack->topology, &*l.config.chip, {&l.provenance, "/rack/topology"})
+        .first_tier_chips();
+  };
+  EXPECT_EQ(tier("trn2-instance.json"), 16);
+  EXPECT_EQ(tier("trn2-ultraserver.json"), 16);
+  EXPECT_EQ(tier("trn3-gen1-ultraserver.json"), 16);
+  EXPECT_EQ(tier("trn3-gen2-ultraserver.json"), 4);
+}
 
 TEST(Torus, Naming4x4AndLinks) {
   const Topology t = build(torus_spec({4, 4}, {100_GBps, 100_GBps}));

@@ -104,12 +104,17 @@ class Topology {
   std::vector<LinkId> path(ChipId from, ChipId to, std::uint64_t flow = 0) const;
 
   Generator generator() const { return generator_; }
+  // Chips of one first-tier group as the generator built it (a server of a two-level rack, a
+  // leaf of a folded Clos, a plane of a torus): the local size of hierarchical collectives.
+  // 0 for an explicit graph.
+  int first_tier_chips() const { return first_tier_chips_; }
   // Torus dimensions (empty unless generator() is torus); chip index = x + X*(y + Y*z).
   const std::vector<int>& torus_dims() const { return torus_dims_; }
 
  private:
   friend class TopologyBuilder;
   Generator generator_ = Generator::explicit_graph;
+  int first_tier_chips_ = 0;
   std::vector<int> torus_dims_;
   std::vector<Node> nodes_;
   std::vector<Link> links_;
