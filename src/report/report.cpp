@@ -62,6 +62,96 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+// Op records ordered by rank, then start time.
+std::vector<replay::OpRecord> ordered_records(const run::RunData& d) {
+  std::vector<replay::OpRecord> recs = d.records;
+  std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.rank, a.start, a.index) < std::tie(b.rank, b.start, b.index);
+  });
+  return recs;
+}
+
+// One row per op.
+std::string ops_csv(const run::RunData& d) {
+  const trace::Workload& w = *d.workload;
+  std::string csv = "rank,id,name,kind,start_ns,end_ns,duration_ns,flops\n";
+  for (const auto& r : ordered_records(d)) {
+    const auto& op = w.ranks[std::size_t(r.rank)].ops[r.index];
+    const double st = r.start.to_seconds() * 1e9, en = r.end.to_seconds() * 1e9;
+    csv += fmt::format("{},{},{},{},{},{},{},{}\n", r.rank, op.id, csv_field(op.name),
+                       trace::kind_name(op.kind), st, en, en - st, trace::op_flops(op));
+  }
+  return csv;
+}
+
+// Chrome/Perfetto trace events: one per op, on the first lane of its rank free at its start.
+Json timeline(const run::RunData& d) {
+  const trace::Workload& w = *d.workload;
+  Json events = Json::array();
+  std::map<int, std::vector<sc_core::sc_time>> lanes;  // per rank: end time of each lane
+  for (const auto& r : ordered_records(d)) {
+    const auto& op = w.ranks[std::size_t(r.rank)].ops[r.index];
+    const double st = r.start.to_seconds() * 1e9, en = r.end.to_seconds() * 1e9;
+    auto& l = lanes[r.rank];
+    std::size_t lane = 0;
+    while (lane < l.size() && l[lane] > r.start) ++lane;
+    if (lane == l.size()) l.push_back(r.end); else l[lane] = r.end;
+    events.push_back({{"name", op.name.empty() ? std::string(trace::kind_name(op.kind)) : op.name},
+                      {"cat", std::string(trace::kind_name(op.kind))},
+                      {"ph", "X"},
+                      {"ts", st / 1e3},
+                      {"dur", (en - st) / 1e3},
+                      {"pid", r.rank},
+                      {"tid", lane}});
+  }
+  return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+}
+
+// The terminal summary, from the summary JSON `s`.
+std::string summary_text(const Json& s, const run::RunData& d) {
+  const config::Config& cfg = *d.config;
+  const trace::Workload& w = *d.workload;
+  const double T = d.end.to_seconds();
+  const auto& totals = d.network;
+  const double power = s["energy"]["average_power_w"].get<double>();
+  std::string t;
+  t += fmt::format("trnsim run: {} ({} x {}), workload {} ({} ranks, {} ops)\n", cfg.rack->name,
+                   d.chips, cfg.chip->name, w.name, w.num_ranks(),
+                   s["workload"]["ops"].get<std::size_t>());
+  t += fmt::format("  step time            {:.3f} ms\n", T * 1e3);
+  t += fmt::format("  achieved             {:.2f} PFLOPS = {:.1f} % of {:.1f} PFLOPS FP8 peak ({} chips)\n",
+                   s["achieved_pflops"].get<double>(), 100 * s["fraction_of_peak"].get<double>(),
+                   s["peak_pflops"].get<double>(), w.num_ranks());
+  t += fmt::format("  HBM                  {}/s over the step = {:.1f} % of peak\n",
+                   fmt_si(d.hbm_bytes / std::max(T, 1e-30), "B"),
+                   100 * s["hbm"]["fraction_of_peak"].get<double>());
+  const Json& pl = s["fabric"]["packet_latency_ns"];
+  const Json& tl = s["fabric"]["transfer_latency_ns"];
+  if (!pl.empty()) {
+    t += fmt::format("  fabric               {} transfers, {} delivered; packet latency mean "
+                     "{:.0f} ns, p99 {:.0f} ns; transfer latency p99 {:.1f} us\n",
+                     totals.transfers_completed, fmt_si(double(totals.bytes_delivered), "B"),
+                     pl["mean"].get<double>(), pl["p99"].get<double>(),
+                     tl["p99"].get<double>() / 1e3);
+  }
+  t += fmt::format("  energy               {:.3f} J, {:.1f} kW average ({:.0f} W per chip), "
+                   "{:.3f} TFLOPS/W\n",
+                   d.energy.total().si, power / 1e3, power / double(d.chips),
+                   s["energy"]["tflops_per_w"].get<double>());
+  t += "  busiest resources   ";
+  const Json& busiest = s["busiest"];
+  for (std::size_t i = 0; i < busiest.size() && i < 5; ++i) {
+    t += fmt::format(" {} {:.0f} %{}", busiest[i]["name"].get<std::string>(),
+                     100 * busiest[i]["utilisation"].get<double>(), i + 1 < 5 ? "," : "");
+  }
+  t += "\n";
+  for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
+  if (!w.warnings.empty()) {
+    t += fmt::format("  note: the trace reader reported {} warnings\n", w.warnings.size());
+  }
+  return t;
+}
+
 }  // namespace
 
 Json percentiles_ns(std::vector<double> seconds) {
@@ -156,64 +246,9 @@ Report make_report(const run::RunData& d) {
   for (const auto& n : w.warnings) notes.push_back(n);
   s["notes"] = notes;
 
-  // ---- per-op outputs -------------------------------------------------------------------------
-  std::vector<replay::OpRecord> recs = d.records;
-  std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.rank, a.start, a.index) < std::tie(b.rank, b.start, b.index);
-  });
-  out.ops_csv = "rank,id,name,kind,start_ns,end_ns,duration_ns,flops\n";
-  Json events = Json::array();
-  std::map<int, std::vector<sc_core::sc_time>> lanes;  // per rank: end time of each lane
-  for (const auto& r : recs) {
-    const auto& op = w.ranks[std::size_t(r.rank)].ops[r.index];
-    const double st = r.start.to_seconds() * 1e9, en = r.end.to_seconds() * 1e9;
-    out.ops_csv += fmt::format("{},{},{},{},{},{},{},{}\n", r.rank, op.id, csv_field(op.name),
-                               trace::kind_name(op.kind), st, en, en - st, trace::op_flops(op));
-    auto& l = lanes[r.rank];
-    std::size_t lane = 0;
-    while (lane < l.size() && l[lane] > r.start) ++lane;
-    if (lane == l.size()) l.push_back(r.end); else l[lane] = r.end;
-    events.push_back({{"name", op.name.empty() ? std::string(trace::kind_name(op.kind)) : op.name},
-                      {"cat", std::string(trace::kind_name(op.kind))},
-                      {"ph", "X"},
-                      {"ts", st / 1e3},
-                      {"dur", (en - st) / 1e3},
-                      {"pid", r.rank},
-                      {"tid", lane}});
-  }
-  out.timeline = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
-
-  // ---- text ---------------------------------------------------------------------------------
-  std::string& t = out.text;
-  t += fmt::format("trnsim run: {} ({} x {}), workload {} ({} ranks, {} ops)\n", cfg.rack->name,
-                   d.chips, cfg.chip->name, w.name, w.num_ranks(), nops);
-  t += fmt::format("  step time            {:.3f} ms\n", T * 1e3);
-  t += fmt::format("  achieved             {:.2f} PFLOPS = {:.1f} % of {:.1f} PFLOPS FP8 peak ({} chips)\n",
-                   s["achieved_pflops"].get<double>(), 100 * s["fraction_of_peak"].get<double>(),
-                   peak / 1e15, chips_used);
-  t += fmt::format("  HBM                  {}/s over the step = {:.1f} % of peak\n",
-                   fmt_si(d.hbm_bytes / std::max(T, 1e-30), "B"),
-                   100 * s["hbm"]["fraction_of_peak"].get<double>());
-  const Json& pl = s["fabric"]["packet_latency_ns"];
-  const Json& tl = s["fabric"]["transfer_latency_ns"];
-  if (!pl.empty()) {
-    t += fmt::format("  fabric               {} transfers, {} delivered; packet latency mean "
-                     "{:.0f} ns, p99 {:.0f} ns; transfer latency p99 {:.1f} us\n",
-                     totals.transfers_completed, fmt_si(double(totals.bytes_delivered), "B"),
-                     pl["mean"].get<double>(), pl["p99"].get<double>(),
-                     tl["p99"].get<double>() / 1e3);
-  }
-  t += fmt::format("  energy               {:.3f} J, {:.1f} kW average ({:.0f} W per chip), "
-                   "{:.3f} TFLOPS/W\n",
-                   energy.total().si, power / 1e3, power / double(d.chips),
-                   s["energy"]["tflops_per_w"].get<double>());
-  t += "  busiest resources   ";
-  for (std::size_t i = 0; i < util.size() && i < 5; ++i) {
-    t += fmt::format(" {} {:.0f} %{}", util[i].first, 100 * util[i].second, i + 1 < 5 ? "," : "");
-  }
-  t += "\n";
-  for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
-  if (!w.warnings.empty()) t += fmt::format("  note: the trace reader reported {} warnings\n", w.warnings.size());
+  out.ops_csv = ops_csv(d);
+  out.timeline = timeline(d);
+  out.text = summary_text(s, d);
   return out;
 }
 

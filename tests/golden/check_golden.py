@@ -57,6 +57,8 @@ def run_case(case, trnsim, out_dir):
     files = {}
     if case.get("stdout") == "json":
         files["stdout.json"] = p.stdout
+    elif case.get("stdout") == "text":
+        files["stdout.txt"] = p.stdout
     for f in case.get("files", []):
         with open(os.path.join(out_dir, f), encoding="utf-8") as fh:
             files[f] = fh.read()
