@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "block.hpp"
 
+#include <algorithm>
 #include <vector>
 
 namespace trnsim::model {
@@ -25,14 +26,6 @@ Stat& StatGroup::add(std::string name, StatUnit unit, std::string description) {
   return stats_.back();
 }
 
-Json StatGroup::to_json() const {
-  Json j = Json::object();
-  for (const auto& s : stats_) {
-    j[s.name] = {{"value", s.value}, {"unit", std::string(unit_symbol(s.unit))}};
-  }
-  return j;
-}
-
 namespace {
 
 template <class F>
@@ -55,12 +48,15 @@ void walk(const sc_core::sc_object* root, F&& f) {
 
 }  // namespace
 
-Json collect_stats(const sc_core::sc_object* root) {
-  Json j = Json::object();
+std::vector<BlockStats> collect_stats(Duration elapsed, const sc_core::sc_object* root) {
+  std::vector<BlockStats> out;
   walk(root, [&](const Block& b) {
-    if (!b.stats().all().empty()) j[b.name()] = b.stats().to_json();
+    if (b.stats().all().empty()) return;
+    const auto& all = b.stats().all();
+    out.push_back({b.name(), std::vector<Stat>(all.begin(), all.end()), b.utilisation(elapsed)});
   });
-  return j;
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& c) { return a.name < c.name; });
+  return out;
 }
 
 EnergyReport collect_energy(Duration elapsed, const sc_core::sc_object* root) {

@@ -14,7 +14,8 @@
 #include <cstdint>
 #include <deque>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -22,8 +23,6 @@
 #include "trnsim/units.hpp"
 
 namespace trnsim::model {
-
-using Json = nlohmann::json;
 
 // sc_time(double, unit) looks up the kernel's time parameters on every call, which showed in
 // profiles of the DMA and fabric hot paths. With the default 1 ps resolution this is the same
@@ -65,7 +64,6 @@ class StatGroup {
   // Registers a statistic; the reference stays valid for the life of the group.
   Stat& add(std::string name, StatUnit unit, std::string description);
   const std::deque<Stat>& all() const { return stats_; }
-  Json to_json() const;
 
  private:
   std::deque<Stat> stats_;
@@ -87,6 +85,12 @@ class Block : public sc_core::sc_module {
   Power static_power() const { return static_power_; }
   // Counts this block's process activations in the run's Simulation (activity.hpp).
   ActivityCounter& activity() { return activity_; }
+  // The fraction of `elapsed` this block was busy, for blocks that serve one thing at a time
+  // (links, engines, HBM buses); none for the others.
+  virtual std::optional<double> utilisation(Duration elapsed) const {
+    (void)elapsed;
+    return std::nullopt;
+  }
 
  private:
   ActivityCounter activity_;
@@ -95,9 +99,15 @@ class Block : public sc_core::sc_module {
   Power static_power_{};
 };
 
-// Statistics of every Block under `root` (or of every top-level object when root is null),
-// keyed by hierarchical name ("rack.chip17.nc3.dma").
-Json collect_stats(const sc_core::sc_object* root = nullptr);
+// The statistics of one block under its hierarchical name ("rack.chip17.nc3.dma").
+struct BlockStats {
+  std::string name;
+  std::vector<Stat> stats;
+  std::optional<double> utilisation;  // over the elapsed time collect_stats() was given
+};
+// Every Block under `root` (or under every top-level object when root is null) that declares
+// statistics, ordered by name.
+std::vector<BlockStats> collect_stats(Duration elapsed, const sc_core::sc_object* root = nullptr);
 
 struct EnergyReport {
   Energy dynamic{};

@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <nlohmann/json.hpp>
 
 #include "common/transfer.hpp"
 #include "trnsim/units.hpp"
@@ -41,8 +40,7 @@ class Network {
   virtual Bandwidth injection_bandwidth(topo::ChipId c) const = 0;
   // The largest payload one unit of the model carries (a packet; a whole message for flows).
   virtual std::uint64_t message_unit_bytes() const = 0;
-  // Figures of the implementation's own granularity (packet and flit sizes, VCs), for reports.
-  virtual nlohmann::json granularity() const = 0;
+
 };
 
 }  // namespace trnsim::model

@@ -179,10 +179,6 @@ void Fabric::finish(const sc_core::sc_time& end) {
   }
 }
 
-nlohmann::json Fabric::granularity() const {
-  return {{"vcs", vcs_}, {"packet_bytes", packet_bytes_}, {"flit_bytes", flit_bytes_}};
-}
-
 NetworkTotals Fabric::totals() const {
   NetworkTotals t;
   t.transfers_started = started_;

@@ -59,7 +59,6 @@ class Fabric : public Block, public Network {
   void finish(const sc_core::sc_time& end) override;
   NetworkTotals totals() const override;
   std::uint64_t message_unit_bytes() const override { return packet_bytes_; }
-  nlohmann::json granularity() const override;
 
   const topo::Topology& topology() const { return topo_; }
   int vcs() const { return vcs_; }

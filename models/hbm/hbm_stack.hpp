@@ -41,6 +41,12 @@ class HbmStack : public Block {
 
   // `geo` must outlive the stack (the HbmSystem owns it).
   HbmStack(const sc_core::sc_module_name& name, const HbmGeometry& geo);
+  // Achieved bandwidth over this stack's share of the chip's configured peak.
+  std::optional<double> utilisation(Duration) const override {
+    const double peak = geo_.params().bandwidth.si / double(geo_.params().stacks);
+    if (!(peak > 0)) return std::nullopt;
+    return s_bandwidth_.value / peak;
+  }
 
   // Reserves the banks and bus for `r`, arriving at clock `arrival_ck`; returns the clock at which
   // its last data beat has crossed the bus. Runs must be reserved in arrival order (FCFS).

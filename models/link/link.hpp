@@ -66,6 +66,8 @@ class LinkDirection : public Block {
   void add_stall(const sc_core::sc_time& t) { s_stall_ += t.to_seconds(); }
   // Utilisation over [0, end].
   void finish(const sc_core::sc_time& end);
+  // Busy time over the elapsed time finish() was given.
+  std::optional<double> utilisation(Duration) const override { return s_util_.value; }
   double wire_bytes() const { return s_wire_.value; }
   double stall_ns() const { return s_stall_.value * 1e9; }
   double max_reserved() const { return s_max_buf_.value; }

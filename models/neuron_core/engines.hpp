@@ -37,6 +37,10 @@ class Engine : public Block {
   EngineId id() const { return id_; }
   // Time the engine was busy executing instructions (DMA triggers excluded).
   sc_core::sc_time busy() const { return busy_; }
+  std::optional<double> utilisation(Duration elapsed) const override {
+    if (!(elapsed.si > 0)) return std::nullopt;
+    return busy_stat_.value / elapsed.si;
+  }
   const sc_core::sc_time& free_at() const { return free_at_; }
 
  protected:

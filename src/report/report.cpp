@@ -23,26 +23,28 @@ double fp8_peak(const config::ChipParams& c) {
   return double(c.cores) * t.rows * t.cols * 2.0 * macs * t.clock.si;
 }
 
-// Utilisation of every block that reports one (links: "utilisation"; engines: "busy" seconds;
-// HBM stacks: achieved bandwidth over their share of the chip's peak).
-std::vector<std::pair<std::string, double>> utilisations(const Json& stats, double elapsed,
-                                                         double stack_peak) {
+// Blocks that report a utilisation, busiest first (ties by name).
+std::vector<std::pair<std::string, double>> utilisations(const std::vector<model::BlockStats>& blocks) {
   std::vector<std::pair<std::string, double>> out;
-  for (const auto& [name, group] : stats.items()) {
-    double u = -1;
-    if (group.contains("utilisation")) {
-      u = group["utilisation"]["value"].get<double>();
-    } else if (group.contains("busy") && group["busy"]["unit"] == "s" && elapsed > 0) {
-      u = group["busy"]["value"].get<double>() / elapsed;
-    } else if (group.contains("bus_busy_time") && group.contains("achieved_bandwidth") &&
-               stack_peak > 0) {
-      u = group["achieved_bandwidth"]["value"].get<double>() / stack_peak;
-    }
-    if (u >= 0) out.emplace_back(name, u);
+  for (const auto& b : blocks) {
+    if (b.utilisation && *b.utilisation >= 0) out.emplace_back(b.name, *b.utilisation);
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;
+}
+
+// stats.json: every block's statistics by hierarchical name, each value with its unit.
+Json stats_json(const std::vector<model::BlockStats>& blocks) {
+  Json j = Json::object();
+  for (const auto& b : blocks) {
+    Json& g = j[b.name];
+    g = Json::object();
+    for (const auto& st : b.stats) {
+      g[st.name] = {{"value", st.value}, {"unit", std::string(model::unit_symbol(st.unit))}};
+    }
+  }
+  return j;
 }
 
 std::string fmt_si(double v, const char* unit) {
@@ -169,7 +171,7 @@ Report make_report(const run::RunData& d) {
   const trace::Workload& w = *d.workload;
   const double T = d.end.to_seconds();
   Report out;
-  out.stats = d.stats;
+  out.stats = stats_json(d.stats);
   const auto& energy = d.energy;
   const auto& totals = d.network;
   // ---- work and rates --------------------------------------------------------------------------
@@ -235,7 +237,7 @@ Report make_report(const run::RunData& d) {
     k["time_ns"] = k["time_ns"].get<double>() + (r.end - r.start).to_seconds() * 1e9;
   }
   s["ops_by_kind"] = kinds;
-  const auto util = utilisations(out.stats, T, cfg.chip->hbm.bandwidth.si / cfg.chip->hbm.stacks);
+  const auto util = utilisations(d.stats);
   Json busiest = Json::array();
   for (std::size_t i = 0; i < util.size() && i < 8; ++i) {
     busiest.push_back({{"name", util[i].first}, {"utilisation", util[i].second}});

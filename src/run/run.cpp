@@ -54,7 +54,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   }
   d.records = replay.records();
   d.collectives = replay.collectives();
-  d.stats = model::collect_stats();
+  d.stats = model::collect_stats(Duration(d.end.to_seconds()));
   d.energy = model::collect_energy(Duration(d.end.to_seconds()));
   d.network = rack.network().totals();
   d.transfer_latencies = rack.transfer_latencies();

@@ -7,7 +7,6 @@
 
 #include <cstdint>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -19,7 +18,6 @@
 
 namespace trnsim::run {
 
-using Json = nlohmann::json;
 
 // What one run measured, before any of it is formatted.
 struct RunData {
@@ -30,7 +28,7 @@ struct RunData {
   sc_core::sc_time end;                     // the step's makespan
   std::vector<replay::OpRecord> records;
   std::vector<replay::CollectiveRecord> collectives;
-  Json stats;                               // every block's statistics by hierarchical name
+  std::vector<model::BlockStats> stats;     // every block's statistics, by hierarchical name
   model::EnergyReport energy;
   model::NetworkTotals network;
   std::vector<double> transfer_latencies, packet_latencies;  // seconds, one per transfer
