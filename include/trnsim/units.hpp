@@ -81,6 +81,8 @@ std::string format(Duration v);
 std::string format(Energy v);
 std::string format(Power v);
 std::string format(EnergyPerBit v);
+// A plain number with a decimal SI prefix and `unit`, to `significant` digits ("2.98 PFLOPS").
+std::string format_si(double v, std::string_view unit, int significant);
 
 // What a quantity of this kind looks like, for error messages ("a bandwidth such as \"4.9TB/s\"").
 template <class Q>

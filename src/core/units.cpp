@@ -189,4 +189,14 @@ std::uint64_t whole_bytes(Bytes b) {
   return static_cast<std::uint64_t>(r);
 }
 
+std::string format_si(double v, std::string_view unit, int significant) {
+  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
+  int p = 0;
+  while (std::fabs(v) >= 1000.0 && p < 6) {
+    v /= 1000.0;
+    ++p;
+  }
+  return fmt::format("{:.{}g} {}{}", v, significant, prefixes[p], unit);
+}
+
 }  // namespace trnsim

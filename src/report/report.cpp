@@ -47,15 +47,7 @@ Json stats_json(const std::vector<model::BlockStats>& blocks) {
   return j;
 }
 
-std::string fmt_si(double v, const char* unit) {
-  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
-  int i = 0;
-  while (std::fabs(v) >= 1000 && i < 6) {
-    v /= 1000;
-    ++i;
-  }
-  return fmt::format("{:.3g} {}{}", v, prefixes[i], unit);
-}
+std::string fmt_si(double v, const char* unit) { return format_si(v, unit, 3); }
 
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;

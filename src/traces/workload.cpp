@@ -480,15 +480,7 @@ void validate(const Workload& w, const Locator& where) {
 }
 
 namespace {
-std::string si(double v, std::string_view unit) {
-  const char* prefixes[] = {"", "k", "M", "G", "T", "P", "E"};
-  int p = 0;
-  while (std::abs(v) >= 1000.0 && p < 6) {
-    v /= 1000.0;
-    ++p;
-  }
-  return fmt::format("{:.4g} {}{}", v, prefixes[p], unit);
-}
+std::string si(double v, std::string_view unit) { return format_si(v, unit, 4); }
 }  // namespace
 
 std::string describe(const Workload& w) {
