@@ -18,6 +18,10 @@ inline constexpr std::uint64_t kMaxConfigFileBytes = std::uint64_t(64) << 20;
 // Largest trace file read, and largest size a compressed trace may inflate to.
 inline constexpr std::uint64_t kMaxTraceFileBytes = std::uint64_t(4) << 30;
 
+// Memory that work estimated from the inputs may take when the config sets no budget
+// (/sim/memory_budget): half of the machine's physical memory.
+std::uint64_t default_memory_budget();
+
 // Why `path` cannot be read as an input file ("is a directory", "is a character device", ...,
 // or the strerror of stat), or "" when it is a regular file of at most max_bytes.
 std::string input_file_problem(const std::string& path, std::uint64_t max_bytes);

@@ -210,6 +210,10 @@ std::vector<FieldDoc> schema_fields() {
   return out;
 }
 
+std::uint64_t memory_budget(const SimParams& sim) {
+  return sim.memory_budget.si > 0 ? std::uint64_t(sim.memory_budget.si) : default_memory_budget();
+}
+
 void validate(const LoadedConfig& loaded) {
   const Config& c = loaded.config;
   auto fail = [&](const std::string& ptr, const std::string& msg) {

@@ -103,6 +103,13 @@ std::string temporary_for(const std::string& path) {
 
 }  // namespace
 
+std::uint64_t default_memory_budget() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::uint64_t(4) << 30;  // unknown: assume a small machine
+  return std::uint64_t(pages) * std::uint64_t(page) / 2;
+}
+
 std::string input_file_problem(const std::string& path, std::uint64_t max_bytes) {
   if (path.empty()) return "an empty file name";
   struct stat st {};

@@ -92,7 +92,8 @@ RunOutput run_workload(const config::LoadedConfig& loaded, const trace::Workload
                                   loaded.path, cfg.chip ? "/rack" : "/chip"));
   }
   const auto topology = topo::build_topology(cfg.rack->topology, &*cfg.chip,
-                                             {&loaded.provenance, "/rack/topology"});
+                                             {&loaded.provenance, "/rack/topology",
+                                              config::memory_budget(cfg.sim)});
   const auto t0 = std::chrono::steady_clock::now();
   Rack rack("rack", cfg, topology);
   replay::Replay replay("replay", w, rack, cfg.replay);
