@@ -19,7 +19,8 @@ inline constexpr std::uint64_t kMaxConfigFileBytes = std::uint64_t(64) << 20;
 inline constexpr std::uint64_t kMaxTraceFileBytes = std::uint64_t(4) << 30;
 
 // Memory that work estimated from the inputs may take when the config sets no budget
-// (/sim/memory_budget): half of the machine's physical memory.
+// (/sim/memory_budget): a quarter of the machine's physical memory, leaving the rest for what is
+// not estimated (models, statistics, the kernel's own tables).
 std::uint64_t default_memory_budget();
 
 // Why `path` cannot be read as an input file ("is a directory", "is a character device", ...,

@@ -158,13 +158,15 @@ void apply_set(Json& root, const std::string& assignment, Provenance& prov) {
   }
   // Text that is JSON is read as JSON, refusing what a file would refuse (1e400, a key twice);
   // "4.7TB/s" and other bare words are strings.
-  Json value = text;
-  if (Json::accept(text)) {
-    try {
-      value = parse_json_checked(text, "--set " + path);
-    } catch (const InputError& e) {
-      std::string why = e.what();
-      why = why.substr(why.find(": ", ("--set " + path).size()) + 2);
+  Json value;
+  try {
+    value = parse_json_checked(text, "--set " + path);
+  } catch (const InputError& e) {
+    std::string why = e.what();
+    why = why.substr(why.find(": ", ("--set " + path).size()) + 2);
+    if (why.starts_with("invalid JSON: parse error")) {
+      value = text;
+    } else {
       throw ConfigError(fmt::format("--set {}:{}: {}", path, pointer, why));
     }
   }

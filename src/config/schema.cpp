@@ -122,8 +122,10 @@ Json parse_json_checked(const std::string& text, const std::string& origin) {
       case E::array_start:
         element();
         if (depth >= kMaxJsonDepth) {
+          std::string where = pointer(open.size());
+          if (where.size() > 60) where = where.substr(0, 60) + "...";
           throw InputError(fmt::format("{}:{}: nesting deeper than {} levels is not accepted",
-                                       origin, pointer(open.size()), kMaxJsonDepth));
+                                       origin, where, kMaxJsonDepth));
         }
         open.push_back({event == E::object_start});
         break;

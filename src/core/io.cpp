@@ -32,8 +32,9 @@ const char* kind_of(mode_t mode) {
 }
 
 std::string size_text(std::uint64_t bytes) {
-  return bytes % (1u << 30) == 0 ? fmt::format("{} GiB", bytes >> 30)
-                                 : fmt::format("{} MiB", bytes >> 20);
+  if (bytes % (1u << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  return fmt::format("{} B", bytes);
 }
 
 // Writes all of `content` to a new file; returns errno of the first failure, or 0.
@@ -107,7 +108,7 @@ std::uint64_t default_memory_budget() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGE_SIZE);
   if (pages <= 0 || page <= 0) return std::uint64_t(4) << 30;  // unknown: assume a small machine
-  return std::uint64_t(pages) * std::uint64_t(page) / 2;
+  return std::uint64_t(pages) * std::uint64_t(page) / 4;
 }
 
 std::string input_file_problem(const std::string& path, std::uint64_t max_bytes) {

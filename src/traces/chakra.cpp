@@ -40,7 +40,7 @@ bool is_gzip(const std::string& data) {
          static_cast<unsigned char>(data[1]) == 0x8b;
 }
 
-std::string gunzip(const std::string& in, const std::string& path) {
+std::string gunzip(const std::string& in, const std::string& path, std::uint64_t limit) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw InternalError("zlib inflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -52,11 +52,11 @@ std::string gunzip(const std::string& in, const std::string& path) {
     zs.avail_out = static_cast<uInt>(buf.size());
     const int ret = inflate(&zs, Z_NO_FLUSH);
     out.append(buf.data(), buf.size() - zs.avail_out);
-    if (out.size() > kMaxTraceFileBytes) {  // a gzip bomb, or a trace too large to hold
+    if (out.size() > limit) {  // a gzip bomb, or a trace too large to hold
       inflateEnd(&zs);
-      throw TraceError(fmt::format("{}: decompresses to more than {} GiB, the most a trace may "
-                                   "have",
-                                   path, kMaxTraceFileBytes >> 30));
+      throw TraceError(fmt::format("{}: decompresses to more than {} bytes, the most a trace file "
+                                   "may have",
+                                   path, limit));
     }
     if (ret == Z_STREAM_END) {
       if (zs.avail_in == 0) break;
@@ -691,8 +691,8 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
       w.ranks.push_back(build_rank(r, json_nodes(file), file, ctx, w.warnings));
       continue;
     }
-    std::string data = read_bytes(file);
-    if (is_gzip(data)) data = gunzip(data, file);
+    std::string data = read_bytes(file, options.max_file_bytes);
+    if (is_gzip(data)) data = gunzip(data, file, options.max_file_bytes);
     const auto msgs = frames(data, file);
     if (msgs.empty()) throw TraceError(fmt::format("{}: empty file (no GlobalMetadata)", file));
     pb::GlobalMetadata meta;

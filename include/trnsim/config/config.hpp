@@ -40,7 +40,7 @@ struct SimParams {
             AtLeast{1});
     v.field("memory_budget", memory_budget,
             "most memory that work estimated from the inputs may take (route tables); a larger "
-            "estimate is refused before the run (0: half the machine's memory)",
+            "estimate is refused before the run (0: a quarter of the machine's memory)",
             AtLeast{0});
   }
 };
