@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets (fuzz preset: Clang, ASan + UBSan) and runs each for longer than
-# CTest does. Usage: tools/fuzz.sh [SECONDS_PER_TARGET (default 600)] [TARGET...]
+# CTest does. Usage: tools/fuzz.sh [SECONDS_PER_TARGET (default 600)] [TARGET...]. Several may
+# run at once (each builds first: start them a few seconds apart).
 # Corpora grow in build/fuzz/tests/fuzz/corpus_<target>; crashes are saved there as crash_<target>_*.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,8 @@ for t in "${targets[@]}"; do
   case "$t" in
     config) seeds=("$PWD/configs/chips" "$PWD/configs/racks") ;;
     topology) seeds=("$PWD/configs/racks") ;;
-    native) seeds=("$PWD/tests/golden/inputs" "$PWD/traces") ;;
+    native) python3 tools/fuzz_seeds.py "$out/seeds_native" traces/*.json tests/golden/inputs/*.json
+      seeds=("$PWD/$out/seeds_native") ;;
     chakra) seeds=()
       for d in chakra astra-sim/microbenchmarks/all_reduce/4npus_1MB; do
         [ -d "$shared/$d" ] && seeds+=("$shared/$d")

@@ -3,11 +3,18 @@
 // starts with '{' (Chakra's JSON form) and PREFIX.0.et otherwise (protobuf, maybe gzipped).
 #include <unistd.h>
 
+#include <google/protobuf/stubs/logging.h>
+
 #include <filesystem>
 #include <fstream>
 
 #include "fuzz_common.hpp"
 #include "trnsim/trace/chakra.hpp"
+
+extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  google::protobuf::SetLogHandler(nullptr);  // invalid UTF-8 in names is common and harmless
+  return 0;
+}
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trnsim;

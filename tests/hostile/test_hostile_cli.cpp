@@ -280,3 +280,24 @@ TEST_F(Hostile, ConfigOutDirectoryNamesTheReason) {
   expect_refused("config " + kC + " --out " + dir_.string(),
                  dir_.string() + ": cannot write: is a directory");
 }
+
+// ---- no stack per op ----------------------------------------------------------------------------
+// 6,000 independent ops on one rank are more than the replay keeps live processes for (4,096):
+// the rest wait in the ready queue. The step is what the engine gave before it had a bound
+// (3600181.954 ns, measured at commit 9ced28d), and 70,000 such ops no longer end in SystemC's
+// "(E518) stack setup failed".
+TEST_F(Hostile, MoreReadyOpsThanProcessSlots) {
+  std::string ops;
+  for (int i = 0; i < 6000; ++i) {
+    if (i > 0) ops += ",";
+    ops += R"({"id": )";
+    ops += std::to_string(i);
+    ops += R"(, "op": "elementwise", "elements": 128, "dtype": "bf16"})";
+  }
+  const auto t = write("many.json", R"({"format": "trnsim-trace", "version": 1, "name": "many",
+      "ranks": 1, "rank_ops": [{"rank": 0, "ops": [)" + ops + "]}]}");
+  const auto r = trnsim::test::run_trnsim("run --json --config " + kC + " --trace " + t, false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"ops\": 6000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"step_time_ns\": 3600181.954"), std::string::npos) << r.out;
+}
