@@ -5,8 +5,6 @@
 #include <charconv>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "trnsim/config/config.hpp"
 #include "trnsim/io.hpp"
@@ -35,12 +33,11 @@ Json parse_text(const std::string& text, const std::string& origin) {
   return parse_json<ConfigError>(text, origin);
 }
 
-std::string read_file(const fs::path& path, const std::string& shown) {
+std::string read_file(const fs::path& path) {
   try {
     return read_input_file(path.string(), kMaxConfigFileBytes);
-  } catch (const InputError&) {
-    throw ConfigError(fmt::format("{}: cannot read: {}", shown,
-                                  input_file_problem(path.string(), kMaxConfigFileBytes)));
+  } catch (const InputError& e) {
+    throw ConfigError(e.what());
   }
 }
 
@@ -70,7 +67,7 @@ class TreeLoader {
       }
     }
     stack_.emplace_back(key, shown);
-    Json result = load_json(parse_text(read_file(path, shown), shown), shown, path.parent_path());
+    Json result = load_json(parse_text(read_file(path), shown), shown, path.parent_path());
     stack_.pop_back();
     return result;
   }
