@@ -1,14 +1,61 @@
 // SPDX-License-Identifier: MIT
-// Output helpers: results are written atomically (temporary file, then rename), so a failed run
-// never leaves a partial output file behind.
+// Input and output helpers. Inputs are read only from regular files of bounded size (no
+// directories, devices or FIFOs, which would hang or read forever). Results are written
+// atomically: a file through a temporary and a rename, a directory of results through a
+// temporary sibling directory renamed into place, so a failed or interrupted run never leaves a
+// partial result behind.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace trnsim {
 
-// Writes `content` to `path` through `path.tmp.<pid>` and a rename. Throws InputError when the
-// directory cannot be written.
+// Largest config or process-group file read (a preset is a few kB).
+inline constexpr std::uint64_t kMaxConfigFileBytes = std::uint64_t(64) << 20;
+// Largest trace file read, and largest size a compressed trace may inflate to.
+inline constexpr std::uint64_t kMaxTraceFileBytes = std::uint64_t(4) << 30;
+
+// Memory that work estimated from the inputs may take when the config sets no budget
+// (/sim/memory_budget): a quarter of the machine's physical memory, leaving the rest for what is
+// not estimated (models, statistics, the kernel's own tables).
+std::uint64_t default_memory_budget();
+
+// Why `path` cannot be read as an input file ("is a directory", "is a character device", ...,
+// or the strerror of stat), or "" when it is a regular file of at most max_bytes.
+std::string input_file_problem(const std::string& path, std::uint64_t max_bytes);
+
+// The contents of the regular file `path`; throws InputError "path: <why>" otherwise.
+std::string read_input_file(const std::string& path, std::uint64_t max_bytes);
+
+// Writes `content` to `path` through `path.tmp.<pid>` and a rename. Throws InputError naming the
+// reason (strerror) when it cannot be written.
 void write_file_atomic(const std::string& path, const std::string& content);
+
+// A directory of results that appears complete or not at all. Files are added in memory; commit()
+// writes them into `<dir>.tmp.<pid>` beside `dir` and renames that over `dir`. A `dir` that exists
+// is replaced only when it holds nothing but regular files of the names being written (an earlier
+// result); anything else there is refused rather than deleted. Until the rename, SIGINT and
+// SIGTERM remove the temporary directory before the process ends.
+class OutputDir {
+ public:
+  explicit OutputDir(std::string dir);
+  OutputDir(const OutputDir&) = delete;
+  OutputDir& operator=(const OutputDir&) = delete;
+  ~OutputDir();
+
+  void add(std::string name, std::string content);
+  void commit();
+
+  // Throws InputError when `dir` could not be written (its parent missing or read-only, a file
+  // of that name, a directory holding other files), so a run can refuse before it simulates.
+  static void check_writable(const std::string& dir);
+
+ private:
+  std::string dir_;
+  std::vector<std::pair<std::string, std::string>> files_;
+};
 
 }  // namespace trnsim

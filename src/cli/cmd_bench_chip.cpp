@@ -196,6 +196,9 @@ json measure_dma(const BenchOptions& o, const DmaArgs& a) {
     throw InputError(fmt::format("--engines: expected 1..{}, got {}", p.core.dma.engines, a.engines));
   }
   const std::uint64_t bytes = parse_size(a.bytes, "--bytes");
+  if (bytes < 512 || bytes > (std::uint64_t(64) << 20)) {
+    throw InputError(fmt::format("--bytes: expected 512 B to 64 MiB, got {} B", bytes));
+  }
   auto chip = build_chip(loaded, a.fallback_memory, 1);
   Chip::DmaResult r;
   Driver drv("driver", [&] {

@@ -79,16 +79,16 @@ void register_bench_collective(CLI::App& bench, Registry& reg) {
   add_bench_options(sub, o->common);
   sub->add_option("--op", o->op, "all-reduce, all-gather, reduce-scatter or all-to-all");
   sub->add_option("--bytes", o->bytes, "size per rank (as in nccl-tests), e.g. 1MiB");
-  sub->add_option("--ranks", o->ranks, "ranks (chips 0..R-1; default every chip of the rack)");
+  auto* ranks_opt = sub->add_option("--ranks", o->ranks, "ranks (chips 0..R-1; default every chip of the rack)");
   sub->add_flag("--sweep", o->sweep, "sizes from 1 KiB to 1 GiB in steps of 4x");
-  reg.add(sub, [o]() {
+  reg.add(sub, [o, ranks_opt]() {
     kind_of(o->op);
     const auto cfg = o->common.load();
     if (!cfg.config.rack) {
       throw ConfigError(
           fmt::format("{}:/rack: missing: bench collective needs a rack preset", cfg.path));
     }
-    if (o->ranks == 0) {
+    if (ranks_opt->count() == 0) {  // an explicit --ranks 0 is refused below, not defaulted
       // Every chip of the rack: count them from a topology summary without elaborating.
       o->ranks = int(run::rack_chip_count(cfg));
     }

@@ -71,7 +71,8 @@ Rack load_rack(const BenchOptions& o) {
   }
   r.chip = r.loaded.config.chip ? &*r.loaded.config.chip : nullptr;
   r.topo = topo::build_topology(r.loaded.config.rack->topology, r.chip,
-                                {&r.loaded.provenance, "/rack/topology"});
+                                {&r.loaded.provenance, "/rack/topology",
+                                 config::memory_budget(r.loaded.config.sim)});
   if (r.topo.chip_count() < 2) {
     throw InputError(fmt::format("{}: fabric benchmarks need at least 2 chips, the rack has {}",
                                  r.loaded.path, r.topo.chip_count()));

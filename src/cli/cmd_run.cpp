@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/io.hpp"
+#include "trnsim/log.hpp"
 #include "trnsim/report/report.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/trace/chakra.hpp"
@@ -27,7 +30,8 @@ struct RunOpts {
   std::uint32_t element_bytes = 2;
 };
 
-trace::Workload load_trace(const RunOpts& o) {
+trace::Workload load_trace(const RunOpts& o, bool trace_given, bool chakra_options_given) {
+  if (trace_given && o.trace.empty()) throw TraceError("--trace: an empty file name");
   const std::string path = o.trace.empty() ? data_path(kDefaultTrace) : o.trace;
   namespace fs = std::filesystem;
   auto chakra = [&](const std::string& prefix) {
@@ -46,6 +50,11 @@ trace::Workload load_trace(const RunOpts& o) {
     if (path.ends_with(suffix) && trace::is_chakra_json(path)) {
       return chakra(path.substr(0, path.size() - suffix.size()));
     }
+    if (chakra_options_given) {
+      logger("trace")->warn("--trace {} is a native trace: the --chakra-* and --process-groups options apply "
+                "only to Chakra traces and are ignored",
+                path);
+    }
     return trace::load_native(path);
   }
   if (fs::exists(path + ".0.et") || fs::exists(path + ".0.json")) return chakra(path);
@@ -62,28 +71,35 @@ void register_run_command(CLI::App& app, Registry& reg) {
   auto* run = app.add_subcommand(
       "run", "simulate a workload on a rack (default: Trn3 Gen2 UltraServer, bundled MoE step)");
   add_bench_options(run, o->common);
-  run->add_option("--trace", o->trace,
+  auto* trace_opt = run->add_option("--trace", o->trace,
                   fmt::format("native trace (.json) or Chakra prefix (PREFIX.<rank>.et); "
                               "default {}",
                               kDefaultTrace));
-  run->add_option("--out", o->out,
+  auto* out_opt = run->add_option("--out", o->out,
                   "write summary.json, config.json, stats.json, ops.csv and timeline.json here");
-  run->add_option("--chakra-size-unit", o->size_unit,
+  std::vector<CLI::Option*> chakra_opts;
+  chakra_opts.push_back(run->add_option("--chakra-size-unit", o->size_unit,
                   "Chakra comm_size/tensor_size unit: bytes or elements")
-      ->check(CLI::IsMember({"bytes", "elements"}));
-  run->add_option("--chakra-element-bytes", o->element_bytes,
-                  "bytes per element when sizes count elements")
-      ->check(CLI::Range(1, 64));
-  run->add_option("--chakra-num-ops", o->num_ops_unit, "what Chakra num_ops counts: flops or macs")
-      ->check(CLI::IsMember({"flops", "macs"}));
-  run->add_option("--process-groups", o->groups,
-                  "Chakra process-group file (default PREFIX.json when it exists)");
-  reg.add(run, [o]() {
+      ->check(CLI::IsMember({"bytes", "elements"})));
+  chakra_opts.push_back(run->add_option("--chakra-element-bytes", o->element_bytes,
+                                        "bytes per element when sizes count elements")
+                            ->check(CLI::Range(1, 64)));
+  chakra_opts.push_back(
+      run->add_option("--chakra-num-ops", o->num_ops_unit, "what Chakra num_ops counts: flops or macs")
+          ->check(CLI::IsMember({"flops", "macs"})));
+  chakra_opts.push_back(run->add_option("--process-groups", o->groups,
+                                        "Chakra process-group file (default PREFIX.json when it "
+                                        "exists)"));
+  reg.add(run, [o, trace_opt, out_opt, chakra_opts]() {
+    // Refuse what would be ignored or fail only after the simulation.
+    if (out_opt->count() > 0) OutputDir::check_writable(o->out);
+    const bool chakra_given = std::any_of(chakra_opts.begin(), chakra_opts.end(),
+                                          [](const CLI::Option* c) { return c->count() > 0; });
     const auto cfg = o->common.load();
-    const auto workload = load_trace(*o);
+    const auto workload = load_trace(*o, trace_opt->count() > 0, chakra_given);
     const run::RunData out = run::run_workload(cfg, workload);
     const report::Report rep = report::make_report(out);
-    if (!o->out.empty()) report::write_outputs(o->out, rep, cfg);
+    if (out_opt->count() > 0) report::write_outputs(o->out, rep, cfg);
     if (o->common.json) {
       fmt::print("{}\n", rep.summary.dump(2));
     } else {

@@ -33,7 +33,8 @@ void register_topo_command(CLI::App& app, Registry& reg) {
     }
     const auto topo = topo::build_topology(loaded.config.rack->topology,
                                            loaded.config.chip ? &*loaded.config.chip : nullptr,
-                                           {&loaded.provenance, "/rack/topology"});
+                                           {&loaded.provenance, "/rack/topology",
+                                            config::memory_budget(loaded.config.sim)});
     const auto s = topo::summarize(topo);
     if (!o->dot.empty()) write_file_atomic(o->dot, topo::to_dot(topo));
     if (o->json) {

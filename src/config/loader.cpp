@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Preset files -> merged JSON (extends, --set) -> typed Config.
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "trnsim/config/config.hpp"
+#include "trnsim/io.hpp"
 
 namespace trnsim::config {
 namespace fs = std::filesystem;
@@ -33,11 +34,11 @@ Json parse_text(const std::string& text, const std::string& origin) {
 }
 
 std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError(fmt::format("{}: cannot open file", path.string()));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  try {
+    return read_input_file(path.string(), kMaxConfigFileBytes);
+  } catch (const InputError& e) {
+    throw ConfigError(e.what());
+  }
 }
 
 class TreeLoader {
@@ -46,8 +47,17 @@ class TreeLoader {
 
   Json load_file(const fs::path& path) {
     const std::string shown = path.lexically_normal().string();
-    if (!fs::exists(path)) throw ConfigError(fmt::format("{}: no such file", shown));
-    const fs::path key = fs::weakly_canonical(path);
+    // Kind and size first: a symlink loop, a directory or /dev/zero must not reach the parser.
+    if (const auto why = input_file_problem(path.string(), kMaxConfigFileBytes); !why.empty()) {
+      const std::string from =
+          stack_.empty() ? "" : fmt::format(" (named by {}:/extends)", stack_.back().second);
+      throw ConfigError(why == std::strerror(ENOENT)
+                            ? fmt::format("{}: no such file{}", shown, from)
+                            : fmt::format("{}: cannot read: {}{}", shown, why, from));
+    }
+    std::error_code ec;
+    fs::path key = fs::weakly_canonical(path, ec);
+    if (ec) key = path.lexically_normal();
     for (std::size_t i = 0; i < stack_.size(); ++i) {
       if (stack_[i].first == key) {
         std::string chain;
@@ -119,12 +129,6 @@ void apply_set(Json& root, const std::string& assignment, Provenance& prov) {
   }
   const std::string path = assignment.substr(0, eq);
   const std::string text = assignment.substr(eq + 1);
-  Json value;
-  try {
-    value = Json::parse(text);
-  } catch (const Json::parse_error&) {
-    value = text;  // "4.7TB/s" and other bare words are strings
-  }
   std::string pointer;
   Json* node = &root;
   const auto parts = split_path(path);
@@ -148,6 +152,20 @@ void apply_set(Json& root, const std::string& assignment, Provenance& prov) {
       next = &(*node)[p];
     }
     node = next;
+  }
+  // Text that is JSON is read as JSON, refusing what a file would refuse (1e400, a key twice);
+  // "4.7TB/s" and other bare words are strings.
+  Json value;
+  try {
+    value = parse_json_checked(text, "--set " + path);
+  } catch (const InputError& e) {
+    std::string why = e.what();
+    why = why.substr(why.find(": ", ("--set " + path).size()) + 2);
+    if (why.starts_with("invalid JSON: parse error")) {
+      value = text;
+    } else {
+      throw ConfigError(fmt::format("--set {}:{}: {}", path, pointer, why));
+    }
   }
   *node = value;
   prov.record_tree(value, pointer, "--set " + path);
@@ -191,13 +209,44 @@ std::vector<FieldDoc> schema_fields() {
   return out;
 }
 
+std::uint64_t memory_budget(const SimParams& sim) {
+  return sim.memory_budget.si > 0 ? std::uint64_t(sim.memory_budget.si) : default_memory_budget();
+}
+
 void validate(const LoadedConfig& loaded) {
   const Config& c = loaded.config;
   auto fail = [&](const std::string& ptr, const std::string& msg) {
     throw ConfigError(located(loaded.provenance, ptr, msg));
   };
+  // A time step derived from a size and a rate must be a whole number of the kernel's picoseconds
+  // and far below its 2^64 ps range, or events collapse onto one instant or run off the end of time.
+  auto check_step = [&](const std::string& ptr, Bytes size, Bandwidth rate, std::string_view what) {
+    const double step = size.si / rate.si;
+    if (!(step >= 1e-12 && step <= 1.0)) {
+      fail(ptr, fmt::format("{} of {} at {} takes {:.3g} s; expected between 1 ps and 1 s per step "
+                            "(is the rate {}?)",
+                            what, format(size), format(rate), step,
+                            step > 1.0 ? "too low" : "too high"));
+    }
+  };
   if (c.chip) {
     const auto& h = c.chip->hbm;
+    const double per_pc = double(h.stacks) * h.channels * h.pseudo_channels;
+    check_step("/chip/hbm/bandwidth", h.burst_bytes, h.bandwidth / per_pc,
+               "one burst on one pseudo-channel");
+    const auto& d = c.chip->core.dma;
+    check_step("/chip/core/dma/engine_bandwidth", d.packet_bytes, d.engine_bandwidth,
+               "one DMA packet");
+    check_step("/chip/die_to_die_bandwidth", Bytes(64), c.chip->die_to_die_bandwidth,
+               "a 64 B die crossing");
+    check_step("/chip/link/lane_rate", Bytes(1), c.chip->link.lane_rate, "one byte on one lane");
+    const double hbm_ck = h.bandwidth.si / (double(h.stacks) * h.bus_bits_per_stack / 8.0) / 2.0;
+    if (hbm_ck > 1e12) {
+      fail("/chip/hbm/bandwidth",
+           fmt::format("implies an HBM command clock of {:.3g} Hz (2 transfers per pin per clock "
+                       "over {} pins per stack); expected at most 1 THz",
+                       hbm_ck, h.bus_bits_per_stack));
+    }
     if (h.row_bytes.si < h.burst_bytes.si) {
       fail("/chip/hbm/row_bytes",
            fmt::format("expected a row of at least one burst ({}), got {}", format(h.burst_bytes),
@@ -210,6 +259,31 @@ void validate(const LoadedConfig& loaded) {
     if (c.chip->hbm.stacks % c.chip->dies != 0) {
       fail("/chip/hbm/stacks", fmt::format("expected a multiple of /chip/dies ({}), got {}",
                                            c.chip->dies, c.chip->hbm.stacks));
+    }
+  }
+  if (c.rack) {
+    const auto& t = c.rack->topology;
+    const auto packet = c.rack->fabric.packet_bytes;
+    auto links = [&](const std::string& ptr, const topo::LinkClass& l) {
+      check_step(ptr + "/bandwidth", packet, l.bandwidth, "one fabric packet");
+    };
+    if (t.torus) {
+      for (std::size_t i = 0; i < t.torus->dim_links.size(); ++i) {
+        links(fmt::format("/rack/topology/torus/dim_links/{}", i), t.torus->dim_links[i]);
+      }
+    }
+    if (t.two_level) {
+      links("/rack/topology/two_level/chip_to_l1", t.two_level->chip_to_l1);
+      links("/rack/topology/two_level/up_link", t.two_level->up_link);
+      if (t.two_level->inter_rack) links("/rack/topology/two_level/inter_rack", *t.two_level->inter_rack);
+    }
+    if (t.folded_clos) {
+      links("/rack/topology/folded_clos/chip_to_leaf", t.folded_clos->chip_to_leaf);
+      links("/rack/topology/folded_clos/leaf_to_spine", t.folded_clos->leaf_to_spine);
+    }
+    for (std::size_t i = 0; i < t.links.size(); ++i) {
+      check_step(fmt::format("/rack/topology/links/{}/bandwidth", i), packet, t.links[i].bandwidth,
+                 "one fabric packet");
     }
   }
 }

@@ -93,6 +93,79 @@ std::string json_syntax_message(const std::string& text, const std::string& orig
   return fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what);
 }
 
+Json parse_json_checked(const std::string& text, const std::string& origin) {
+  // The parser reports each key and the start and end of each container; a stack of open
+  // containers gives the pointer of a duplicate key and the depth.
+  struct Open {
+    bool object;
+    std::size_t index = 0;  // next element of an array
+    std::string key;        // last key of an object
+    std::map<std::string, std::size_t> keys;  // key -> its position in the object
+  };
+  std::vector<Open> open;
+  auto pointer = [&](std::size_t levels) {
+    std::string p;
+    for (std::size_t i = 0; i < levels; ++i) {
+      p = open[i].object ? json_pointer_append(p, open[i].key)
+                         : fmt::format("{}/{}", p, open[i].index - 1);
+    }
+    return p.empty() ? std::string("/") : p;
+  };
+  // Before a value in an array, count it.
+  auto element = [&] {
+    if (!open.empty() && !open.back().object) ++open.back().index;
+  };
+  auto cb = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    using E = Json::parse_event_t;
+    switch (event) {
+      case E::object_start:
+      case E::array_start:
+        element();
+        if (depth >= kMaxJsonDepth) {
+          std::string where = pointer(open.size());
+          if (where.size() > 60) where = where.substr(0, 60) + "...";
+          throw InputError(fmt::format("{}:{}: nesting deeper than {} levels is not accepted",
+                                       origin, where, kMaxJsonDepth));
+        }
+        open.push_back({event == E::object_start});
+        break;
+      case E::object_end:
+      case E::array_end:
+        if (!open.empty()) open.pop_back();
+        break;
+      case E::key: {
+        Open& o = open.back();
+        o.key = parsed.get<std::string>();
+        const std::size_t position = o.keys.size() + 1;
+        const auto [it, fresh] = o.keys.emplace(o.key, position);
+        if (!fresh) {
+          throw InputError(fmt::format(
+              "{}:{}: duplicate key \"{}\" (keys {} and {} of the object at {}); a key may "
+              "appear once",
+              origin, pointer(open.size()), o.key, it->second, position,
+              pointer(open.size() - 1)));
+        }
+        break;
+      }
+      case E::value:
+        element();
+        break;
+    }
+    return true;
+  };
+  try {
+    return Json::parse(text, cb);
+  } catch (const Json::parse_error& e) {
+    throw InputError(json_syntax_message(text, origin, e));
+  } catch (const Json::out_of_range& e) {
+    // nlohmann reports a number a double cannot hold (1e400) as out_of_range.
+    std::string what = e.what();
+    if (auto p = what.find("number overflow"); p != std::string::npos) what = what.substr(p);
+    throw InputError(fmt::format("{}:{}: invalid JSON: {} (beyond the range of a double)", origin,
+                                 open.empty() ? "/" : pointer(open.size()), what));
+  }
+}
+
 JsonReader::JsonReader(const Json& object, std::string pointer, const Provenance& prov)
     : object_(object), pointer_(std::move(pointer)), prov_(prov) {}
 

@@ -1,39 +1,244 @@
 // SPDX-License-Identifier: MIT
 #include "trnsim/io.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include "trnsim/error.hpp"
 
 namespace trnsim {
 
+namespace fs = std::filesystem;
+
+namespace {
+
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+std::string size_text(std::uint64_t bytes) {
+  if (bytes % (1u << 30) == 0) return fmt::format("{} GiB", bytes >> 30);
+  if (bytes % (1u << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+  return fmt::format("{} B", bytes);
+}
+
+// Writes all of `content` to a new file; returns errno of the first failure, or 0.
+int write_whole(const std::string& path, const std::string& content) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return errno;
+  std::size_t done = 0;
+  while (done < content.size()) {
+    const ssize_t n = ::write(fd, content.data() + done, content.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      return err;
+    }
+    done += std::size_t(n);
+  }
+  if (::close(fd) != 0) return errno;  // NFS and full disks may report only here
+  return 0;
+}
+
+// ---- removal of an uncommitted output directory on SIGINT/SIGTERM --------------------------------
+// A signal handler may only call async-signal-safe functions, so the paths are kept as C strings
+// prepared before the handler can see them.
+constexpr std::size_t kMaxTracked = 16;
+constexpr std::size_t kPathMax = 4096;
+std::array<std::array<char, kPathMax>, kMaxTracked + 1> g_paths{};  // files, then the directory
+std::atomic<int> g_path_count{0};
+struct sigaction g_old_int {}, g_old_term {};
+
+void remove_tracked(int sig) {
+  const int n = g_path_count.load();
+  for (int i = 0; i + 1 < n; ++i) ::unlink(g_paths[std::size_t(i)].data());
+  if (n > 0) ::rmdir(g_paths[std::size_t(n - 1)].data());
+  ::sigaction(SIGINT, &g_old_int, nullptr);
+  ::sigaction(SIGTERM, &g_old_term, nullptr);
+  ::raise(sig);  // end as the signal would have, now that nothing half-written is left
+}
+
+void track(const std::vector<std::string>& files, const std::string& dir) {
+  g_path_count = 0;
+  std::size_t i = 0;
+  for (const auto& f : files) {
+    if (i == kMaxTracked || f.size() >= kPathMax) break;
+    std::memcpy(g_paths[i].data(), f.c_str(), f.size() + 1);
+    ++i;
+  }
+  if (dir.size() >= kPathMax) return;
+  std::memcpy(g_paths[i].data(), dir.c_str(), dir.size() + 1);
+  g_path_count = int(i + 1);
+  struct sigaction sa {};
+  sa.sa_handler = remove_tracked;
+  sigemptyset(&sa.sa_mask);
+  ::sigaction(SIGINT, &sa, &g_old_int);
+  ::sigaction(SIGTERM, &sa, &g_old_term);
+}
+
+void untrack() {
+  if (g_path_count.exchange(0) == 0) return;
+  ::sigaction(SIGINT, &g_old_int, nullptr);
+  ::sigaction(SIGTERM, &g_old_term, nullptr);
+}
+
+std::string temporary_for(const std::string& path) {
+  return fmt::format("{}.tmp.{}", path, ::getpid());
+}
+
+}  // namespace
+
+std::uint64_t default_memory_budget() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return std::uint64_t(4) << 30;  // unknown: assume a small machine
+  return std::uint64_t(pages) * std::uint64_t(page) / 4;
+}
+
+std::string input_file_problem(const std::string& path, std::uint64_t max_bytes) {
+  if (path.empty()) return "an empty file name";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::strerror(errno);  // follows symlinks; ELOOP
+  if (!S_ISREG(st.st_mode)) {
+    return fmt::format("{}, expected a regular file", kind_of(st.st_mode));
+  }
+  if (std::uint64_t(st.st_size) > max_bytes) {
+    return fmt::format("{} bytes is more than the {} an input file may have", st.st_size,
+                       size_text(max_bytes));
+  }
+  return "";
+}
+
+std::string read_input_file(const std::string& path, std::uint64_t max_bytes) {
+  if (auto why = input_file_problem(path, max_bytes); !why.empty()) {
+    throw InputError(fmt::format("{}: cannot read: {}", path, why));
+  }
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::string data;
+  std::array<char, 1 << 16> buf{};
+  for (;;) {
+    const ssize_t n = ::read(fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw InputError(fmt::format("{}: cannot read: {}", path, std::strerror(err)));
+    }
+    if (n == 0) break;
+    data.append(buf.data(), std::size_t(n));
+    if (data.size() > max_bytes) {  // the file grew after stat
+      ::close(fd);
+      throw InputError(fmt::format("{}: cannot read: more than the {} an input file may have",
+                                   path, size_text(max_bytes)));
+    }
+  }
+  ::close(fd);
+  return data;
+}
+
 void write_file_atomic(const std::string& path, const std::string& content) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(errno)));
-    }
-    out << content;
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw InputError(fmt::format("{}: write failed", path));
-    }
-  }
   std::error_code ec;
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw InputError(fmt::format("{}: cannot write: {}", path, ec.message()));
+  if (fs::is_directory(path, ec)) {
+    throw InputError(fmt::format("{}: cannot write: is a directory", path));
   }
+  const std::string tmp = temporary_for(path);
+  if (const int err = write_whole(tmp, content); err != 0) {
+    fs::remove(tmp, ec);
+    throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(err)));
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    fs::remove(tmp, ec);
+    throw InputError(fmt::format("{}: cannot write: {}", path, std::strerror(err)));
+  }
+}
+
+OutputDir::OutputDir(std::string dir) : dir_(std::move(dir)) {
+  while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
+}
+
+OutputDir::~OutputDir() = default;
+
+void OutputDir::add(std::string name, std::string content) {
+  files_.emplace_back(std::move(name), std::move(content));
+}
+
+void OutputDir::check_writable(const std::string& dir_in) {
+  if (dir_in.empty()) throw InputError("--out: an empty directory name");
+  OutputDir probe(dir_in);
+  const std::string& dir = probe.dir_;
+  std::error_code ec;
+  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
+    throw InputError(fmt::format("{}: cannot write results: exists and is not a directory", dir));
+  }
+  const std::string tmp = temporary_for(dir);
+  if (::mkdir(tmp.c_str(), 0755) != 0) {
+    throw InputError(fmt::format("{}: cannot write results: {}", dir, std::strerror(errno)));
+  }
+  ::rmdir(tmp.c_str());
+}
+
+void OutputDir::commit() {
+  const std::string tmp = temporary_for(dir_);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);  // left by an earlier process of the same pid that was killed
+  if (::mkdir(tmp.c_str(), 0755) != 0) {
+    throw InputError(fmt::format("{}: cannot write results: {}", dir_, std::strerror(errno)));
+  }
+  std::vector<std::string> paths;
+  for (const auto& [name, content] : files_) paths.push_back(tmp + "/" + name);
+  track(paths, tmp);
+  auto abandon = [&](const std::string& why) {
+    untrack();
+    fs::remove_all(tmp, ec);
+    throw InputError(fmt::format("{}: cannot write results: {}", dir_, why));
+  };
+  for (std::size_t i = 0; i < files_.size(); ++i) {
+    if (const int err = write_whole(paths[i], files_[i].second); err != 0) {
+      abandon(fmt::format("{}: {}", files_[i].first, std::strerror(err)));
+    }
+  }
+  // An earlier result is moved aside and removed; anything else in the way is refused.
+  std::string old;
+  if (fs::exists(dir_, ec)) {
+    if (!fs::is_directory(dir_, ec)) abandon("exists and is not a directory");
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+      const auto name = entry.path().filename().string();
+      const bool ours = entry.is_regular_file(ec) &&
+                        std::any_of(files_.begin(), files_.end(),
+                                    [&](const auto& f) { return f.first == name; });
+      if (!ours) {
+        abandon(fmt::format("the directory holds {}, which a run does not write; not replacing it",
+                            name));
+      }
+    }
+    old = fmt::format("{}.old.{}", dir_, ::getpid());
+    if (::rename(dir_.c_str(), old.c_str()) != 0) abandon(std::strerror(errno));
+  }
+  if (::rename(tmp.c_str(), dir_.c_str()) != 0) {
+    const int err = errno;
+    if (!old.empty()) ::rename(old.c_str(), dir_.c_str());
+    abandon(std::strerror(err));
+  }
+  untrack();
+  if (!old.empty()) fs::remove_all(old, ec);
 }
 
 }  // namespace trnsim

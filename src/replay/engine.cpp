@@ -197,6 +197,12 @@ struct Replay::Impl {
   // children would be kept alive by them).
   std::deque<std::pair<int, std::size_t>> ready;
   sc_event ready_ev;
+  // Each op process has a stack of its own, two kernel mappings; 70,000 at once exhaust the
+  // process's mappings ("(E518) stack setup failed"). Beyond this many live op processes, ready
+  // ops wait in `ready` without one. No bundled trace comes near it, so below it the spawn order,
+  // and every result, is what it was without the bound.
+  static constexpr std::size_t kMaxLiveOps = 4096;
+  std::size_t live_ops = 0;
 
   void spawn(int r, std::size_t i) {
     ready.emplace_back(r, i);
@@ -210,12 +216,18 @@ struct Replay::Impl {
       }
     }
     for (;;) {
-      while (!ready.empty()) {
+      while (!ready.empty() && live_ops < kMaxLiveOps) {
         const auto [r, i] = ready.front();
         ready.pop_front();
+        ++live_ops;
         sc_core::sc_spawn_options opt;
-        sc_core::sc_spawn([this, r = r, i = i] { guarded([&] { run_op(r, i); }); }, nullptr,
-                          &opt);
+        sc_core::sc_spawn(
+            [this, r = r, i = i] {
+              guarded([&] { run_op(r, i); });
+              // Only an op that found every process slot taken waits for this one to end.
+              if (live_ops-- == kMaxLiveOps && !ready.empty()) ready_ev.notify(sc_core::SC_ZERO_TIME);
+            },
+            nullptr, &opt);
       }
       model::wait_counted(activity_, ready_ev);
     }
@@ -329,6 +341,12 @@ struct Replay::Impl {
         const OpState& s = state[std::size_t(r)][i];
         if (s.finished) continue;
         ++unfinished;
+        if (!s.started && s.pending == 0) {
+          problems.push_back(fmt::format("{} is ready but waits for one of the {} op processes, "
+                                         "all blocked",
+                                         describe_op(r, i), kMaxLiveOps));
+          continue;
+        }
         if (!s.started) continue;  // blocked behind an unfinished dependency
         const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
         if (s.instance) {

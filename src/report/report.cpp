@@ -247,14 +247,13 @@ Report make_report(const run::RunData& d) {
 }
 
 void write_outputs(const std::string& dir, const Report& out, const config::LoadedConfig& cfg) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) throw InputError(fmt::format("--out {}: cannot create directory: {}", dir, ec.message()));
-  write_file_atomic(dir + "/summary.json", out.summary.dump(2) + "\n");
-  write_file_atomic(dir + "/config.json", config::to_json(cfg.config).dump(2) + "\n");
-  write_file_atomic(dir + "/stats.json", out.stats.dump(1) + "\n");
-  write_file_atomic(dir + "/ops.csv", out.ops_csv);
-  write_file_atomic(dir + "/timeline.json", out.timeline.dump() + "\n");
+  OutputDir d(dir);  // all five files appear together or not at all
+  d.add("summary.json", out.summary.dump(2) + "\n");
+  d.add("config.json", config::to_json(cfg.config).dump(2) + "\n");
+  d.add("stats.json", out.stats.dump(1) + "\n");
+  d.add("ops.csv", out.ops_csv);
+  d.add("timeline.json", out.timeline.dump() + "\n");
+  d.commit();
 }
 
 }  // namespace trnsim::report

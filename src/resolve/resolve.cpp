@@ -155,8 +155,9 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                                   loaded.path, cfg.chip ? "/rack" : "/chip"));
   }
   ChipPlan chip = resolve_chip(loaded, ChipUse::replay);
-  topo::Topology topology = topo::build_topology(cfg.rack->topology, &*cfg.chip,
-                                                 {&loaded.provenance, "/rack/topology"});
+  topo::Topology topology =
+      topo::build_topology(cfg.rack->topology, &*cfg.chip,
+                           {&loaded.provenance, "/rack/topology", config::memory_budget(cfg.sim)});
   FabricPlan fabric = resolve_fabric(loaded, topology, true);
   const int local = topology.first_tier_chips();
   return RackPlan{std::move(chip), std::move(topology), std::move(fabric), local};
@@ -169,8 +170,9 @@ void check(const config::LoadedConfig& loaded) {
       resolve_rack(loaded);
     } else {
       // A rack without a chip: its topology and fabric can still be checked.
-      const auto t = topo::build_topology(loaded.config.rack->topology, nullptr,
-                                          {&loaded.provenance, "/rack/topology"});
+      const auto t = topo::build_topology(
+          loaded.config.rack->topology, nullptr,
+          {&loaded.provenance, "/rack/topology", config::memory_budget(loaded.config.sim)});
       resolve_fabric(loaded, t, false);
     }
   }

@@ -71,7 +71,8 @@ std::size_t rack_chip_count(const config::LoadedConfig& loaded) {
   }
   return topo::build_topology(loaded.config.rack->topology,
                               loaded.config.chip ? &*loaded.config.chip : nullptr,
-                              {&loaded.provenance, "/rack/topology"})
+                              {&loaded.provenance, "/rack/topology",
+                               config::memory_budget(loaded.config.sim)})
       .chip_count();
 }
 

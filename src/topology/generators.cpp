@@ -19,6 +19,17 @@ namespace {
 // Generous cap so that a typo such as dims [4, 4, 400000] fails fast instead of exhausting memory.
 constexpr std::int64_t max_nodes = 1 << 20;
 
+// Links are counted before they are made: parallel links (`count`) multiply them, and a graph of
+// more than this many would take gigabytes before any check could see it.
+constexpr std::int64_t max_links = 1 << 24;
+
+void require_link_budget(const ErrorSink& err, const std::string& where, double links) {
+  if (links > double(max_links)) {
+    err.fail(where, fmt::format("expands into {:.4g} links; at most {} are supported", links,
+                                max_links));
+  }
+}
+
 void require_at_least(const ErrorSink& err, const std::string& where, int value, int min) {
   if (value < min) err.fail(where, fmt::format("expected an integer >= {}, got {}", min, value));
 }
@@ -110,6 +121,9 @@ Draft generate_torus(const TorusGen& g, const config::ChipParams* chip, const Er
     check_link_class(err, g.dim_links[i], fmt::format("/torus/dim_links/{}", i));
   }
   d.torus_dims = g.dims;
+  double links = 0;
+  for (const auto& lc : g.dim_links) links += double(n) * lc.count;
+  require_link_budget(err, "/torus/dim_links", links);
 
   const auto chips = static_cast<std::uint32_t>(n);
   for (std::uint32_t i = 0; i < chips; ++i) {
@@ -168,8 +182,19 @@ Draft generate_two_level(const TwoLevelGen& g, const config::ChipParams* chip,
   check_switch_class(err, g.l1, "/two_level/l1");
   if (g.l2_per_rack > 0) check_switch_class(err, g.l2, "/two_level/l2");
   require_node_budget(err, "/two_level",
-                      std::int64_t(g.servers) * (g.chips_per_server + g.l1_per_server) +
+                      std::int64_t(g.servers) *
+                              (std::int64_t(g.chips_per_server) + g.l1_per_server) +
                           std::int64_t(g.racks) * g.l2_per_rack);
+  {
+    const double chips = double(g.servers) * g.chips_per_server;
+    const double up_from = g.inter_server == InterServerPath::via_l1
+                               ? double(g.servers) * g.l1_per_server
+                               : chips;
+    require_link_budget(
+        err, "/two_level",
+        chips * g.l1_per_server * g.chip_to_l1.count + up_from * g.l2_per_rack * g.up_link.count +
+            (g.inter_rack ? chips * g.inter_rack->count : 0.0));
+  }
 
   const auto servers = static_cast<std::uint32_t>(g.servers);
   const auto cps = static_cast<std::uint32_t>(g.chips_per_server);
@@ -256,7 +281,10 @@ Draft generate_folded_clos(const FoldedClosGen& g, const config::ChipParams* chi
   check_switch_class(err, g.leaf, "/folded_clos/leaf");
   check_switch_class(err, g.spine, "/folded_clos/spine");
   require_node_budget(err, "/folded_clos",
-                      std::int64_t(g.leaves) * (g.chips_per_leaf + 1) + g.spines);
+                      std::int64_t(g.leaves) * (std::int64_t(g.chips_per_leaf) + 1) + g.spines);
+  require_link_budget(err, "/folded_clos",
+                      double(g.leaves) * g.chips_per_leaf * g.chip_to_leaf.count +
+                          double(g.leaves) * g.spines * g.leaf_to_spine.count);
 
   const auto leaves = static_cast<std::uint32_t>(g.leaves);
   const auto cpl = static_cast<std::uint32_t>(g.chips_per_leaf);

@@ -14,6 +14,7 @@
 
 #include "draft.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/io.hpp"
 
 namespace trnsim::topo {
 
@@ -53,7 +54,7 @@ class TopologyBuilder {
  public:
   TopologyBuilder(const TopologySpec& spec, const config::ChipParams* chip,
                   const SpecOrigin& origin)
-      : spec_(spec), chip_(chip), err_(origin) {}
+      : spec_(spec), chip_(chip), origin_(origin), err_(origin) {}
 
   Topology build() {
     draft_ = expand();
@@ -63,6 +64,7 @@ class TopologyBuilder {
     check_lanes();
     check_chips_and_connectivity();
     Topology t = assemble();
+    check_route_memory(t);
     t.routes_ = RouteBuilder::build(t);
     check_routable(t);
     return t;
@@ -266,7 +268,23 @@ class TopologyBuilder {
   }
 
   const TopologySpec& spec_;
+  // Route tables hold, per node and destination chip, a distance, an offset and at least one
+  // next hop (4 B each): a 32x32x32 torus needs 12.9 GB. Refused before it is allocated.
+  void check_route_memory(const Topology& t) const {
+    const double entries = double(t.nodes().size()) * double(t.chip_count());
+    const double bytes = entries * double(sizeof(int) + sizeof(std::uint32_t) + sizeof(LinkId));
+    const std::uint64_t budget = origin_.memory_budget ? origin_.memory_budget
+                                                       : default_memory_budget();
+    if (bytes > double(budget)) {
+      err_.fail("", fmt::format("route tables for {} nodes and {} chips need about {:.3g} GB, more "
+                                "than the memory budget of {:.3g} GB (/sim/memory_budget)",
+                                t.nodes().size(), t.chip_count(), bytes / 1e9,
+                                double(budget) / 1e9));
+    }
+  }
+
   const config::ChipParams* chip_;
+  const SpecOrigin& origin_;
   ErrorSink err_;
   Draft draft_;
 };

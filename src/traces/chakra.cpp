@@ -27,12 +27,12 @@ namespace {
 
 // ---- bytes on disk ------------------------------------------------------------------------------
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(fmt::format("{}: cannot open trace file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+std::string read_bytes(const std::string& path, std::uint64_t limit = kMaxTraceFileBytes) {
+  try {
+    return read_input_file(path, limit);
+  } catch (const InputError& e) {
+    throw TraceError(e.what());
+  }
 }
 
 bool is_gzip(const std::string& data) {
@@ -40,7 +40,7 @@ bool is_gzip(const std::string& data) {
          static_cast<unsigned char>(data[1]) == 0x8b;
 }
 
-std::string gunzip(const std::string& in, const std::string& path) {
+std::string gunzip(const std::string& in, const std::string& path, std::uint64_t limit) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw InternalError("zlib inflateInit2 failed");
   zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
@@ -52,6 +52,12 @@ std::string gunzip(const std::string& in, const std::string& path) {
     zs.avail_out = static_cast<uInt>(buf.size());
     const int ret = inflate(&zs, Z_NO_FLUSH);
     out.append(buf.data(), buf.size() - zs.avail_out);
+    if (out.size() > limit) {  // a gzip bomb, or a trace too large to hold
+      inflateEnd(&zs);
+      throw TraceError(fmt::format("{}: decompresses to more than {} bytes, the most a trace file "
+                                   "may have",
+                                   path, limit));
+    }
     if (ret == Z_STREAM_END) {
       if (zs.avail_in == 0) break;
       inflateReset(&zs);  // concatenated gzip members
@@ -318,13 +324,7 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
   const ChakraOptions& o = ctx.options;
   Op op;
   if (auto embedded = at.get_string("trnsim_op")) {
-    Json j;
-    try {
-      j = Json::parse(*embedded);
-    } catch (const Json::parse_error& e) {
-      throw TraceError(fmt::format("{}: attribute \"trnsim_op\" is not JSON: {}", at.where(),
-                                   e.what()));
-    }
+    const Json j = config::parse_json<TraceError>(*embedded, at.where() + " trnsim_op");
     op = op_from_json(j, "", at.where() + " trnsim_op");
     op.id = node.id();
     op.name = node.name();
@@ -447,7 +447,12 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
       }
       break;
     }
-    default:  // METADATA_NODE, INVALID_NODE and unknown types only order the others
+    default:  // METADATA_NODE and INVALID_NODE only order the others
+      if (!pb::NodeType_IsValid(int(node.type()))) {
+        // A type this reader does not know might be work; dropping it would change the result.
+        throw TraceError(fmt::format("{}: node type {} is not a Chakra node type (known: 0..{})",
+                                     at.where(), int(node.type()), int(pb::NodeType_MAX)));
+      }
       zero_delay();
       break;
   }
@@ -464,12 +469,7 @@ std::string rank_file(const std::string& prefix, int rank) {
 // "runtime" (us), "is_cpu_op"}, ...]}, as in Chakra's own test data. Becomes the same nodes as the
 // protobuf form; keys it does not know are ignored, as the protobuf reader ignores attributes.
 std::vector<pb::Node> json_nodes(const std::string& file) {
-  Json j;
-  try {
-    j = Json::parse(read_bytes(file));
-  } catch (const Json::parse_error& e) {
-    throw TraceError(fmt::format("{}: invalid JSON: {}", file, e.what()));
-  }
+  const Json j = config::parse_json<TraceError>(read_bytes(file), file);
   if (!j.is_object() || !j.contains("workload_graph") || !j["workload_graph"].is_array()) {
     throw TraceError(fmt::format("{}:/workload_graph: missing: expected Chakra's JSON form, an "
                                  "array of nodes",
@@ -533,14 +533,7 @@ std::vector<pb::Node> json_nodes(const std::string& file) {
 }
 
 std::map<std::string, std::vector<int>> read_process_groups(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw TraceError(fmt::format("{}: cannot open process-group file", path));
-  Json j;
-  try {
-    j = Json::parse(in);
-  } catch (const Json::parse_error& e) {
-    throw TraceError(fmt::format("{}: invalid JSON: {}", path, e.what()));
-  }
+  const Json j = config::parse_json<TraceError>(read_bytes(path, kMaxConfigFileBytes), path);
   if (!j.is_object()) {
     throw TraceError(fmt::format("{}: expected an object mapping pg_name to a list of ranks", path));
   }
@@ -661,7 +654,7 @@ RankTrace build_rank(int r, const std::vector<pb::Node>& nodes, const std::strin
 
 bool is_chakra_json(const std::string& path) {
   try {
-    const Json j = Json::parse(read_bytes(path));
+    const Json j = config::parse_json_checked(read_bytes(path), path);
     return j.is_object() && j.contains("workload_graph");
   } catch (const std::exception&) {
     return false;  // not JSON at all: the native reader reports it
@@ -698,8 +691,8 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
       w.ranks.push_back(build_rank(r, json_nodes(file), file, ctx, w.warnings));
       continue;
     }
-    std::string data = read_bytes(file);
-    if (is_gzip(data)) data = gunzip(data, file);
+    std::string data = read_bytes(file, options.max_file_bytes);
+    if (is_gzip(data)) data = gunzip(data, file, options.max_file_bytes);
     const auto msgs = frames(data, file);
     if (msgs.empty()) throw TraceError(fmt::format("{}: empty file (no GlobalMetadata)", file));
     pb::GlobalMetadata meta;
@@ -721,12 +714,8 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
       }
       for (const auto& a : meta.attr()) {
         if (a.name() != "trnsim_metadata" || a.value_case() != A::kStringVal) continue;
-        try {
-          m = Json::parse(a.string_val());
-        } catch (const Json::parse_error& e) {
-          throw TraceError(fmt::format(
-              "{}: GlobalMetadata attribute trnsim_metadata is not JSON: {}", file, e.what()));
-        }
+        m = config::parse_json<TraceError>(a.string_val(),
+                                           file + ": GlobalMetadata attribute trnsim_metadata");
       }
       w.metadata = std::move(m);
     }

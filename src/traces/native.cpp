@@ -6,10 +6,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <fstream>
 #include <sstream>
 
 #include "trnsim/error.hpp"
+#include "trnsim/io.hpp"
 
 namespace trnsim::trace {
 
@@ -138,6 +140,15 @@ Workload parse_native(const std::string& text, const std::string& origin) {
     w.metadata = root["metadata"];
   }
   if (h.ranks < 1) fail(origin, "/ranks", fmt::format("expected an integer >= 1, got {}", h.ranks));
+  // Every rank needs an entry of rank_ops; checking that first keeps "ranks": 2147483647 from
+  // allocating tables for ranks that are not there.
+  if (std::size_t(h.ranks) > h.rank_ops.size()) {
+    std::set<int> given;
+    for (const auto& r : h.rank_ops) given.insert(r.rank);
+    int missing = 0;
+    while (given.contains(missing)) ++missing;
+    fail(origin, "/rank_ops", fmt::format("no entry for rank {}", missing));
+  }
   if (root.contains("groups")) {
     const Json& g = root["groups"];
     if (!g.is_object()) {
@@ -198,11 +209,13 @@ Workload parse_native(const std::string& text, const std::string& origin) {
 }
 
 Workload load_native(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(fmt::format("{}: cannot open trace file", path));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return parse_native(ss.str(), path);
+  std::string text;
+  try {
+    text = read_input_file(path, kMaxTraceFileBytes);
+  } catch (const InputError& e) {
+    throw TraceError(e.what());
+  }
+  return parse_native(text, path);
 }
 
 std::string write_native(const Workload& w) {

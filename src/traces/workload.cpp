@@ -9,6 +9,7 @@
 #include <queue>
 #include <set>
 
+#include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::trace {
@@ -309,6 +310,39 @@ void check_structure(const Workload& w, const Locator& where_in) {
       }
       if (op.kind == OpKind::delay && !(op.duration.si >= 0.0)) {
         throw TraceError(fmt::format("{}: delay duration must not be negative", where(r, i)));
+      }
+      // Bounds that keep the models' integer arithmetic from overflowing and a run finite: no
+      // dimension above 2^40, no transfer above 2^50 B (1 PiB), no delay beyond simulated time.
+      const auto bounded = [&](std::uint64_t v, std::string_view field, std::uint64_t max,
+                               std::string_view max_text) {
+        if (v > max) {
+          throw TraceError(fmt::format("{}: {} \"{}\" is {}; expected at most {}", where(r, i),
+                                       kind_name(op.kind), field, v, max_text));
+        }
+      };
+      constexpr std::uint64_t kMaxDim = std::uint64_t(1) << 40;
+      using Dim = std::pair<std::uint64_t, const char*>;
+      for (const auto& [v, field] : std::initializer_list<Dim>{
+               {op.m, "m"}, {op.k, "k"}, {op.n, "n"}, {op.batch, "batch"},
+               {op.elements, "elements"}, {op.inputs, "inputs"}, {op.outputs, "outputs"},
+               {op.rows, "rows"}, {op.heads, "heads"}, {op.seq_q, "seq_q"},
+               {op.seq_kv, "seq_kv"}, {op.head_dim, "head_dim"}}) {
+        bounded(v, field, kMaxDim, "2^40");
+      }
+      constexpr std::uint64_t kMaxTransfer = std::uint64_t(1) << 50;
+      bounded(op.bytes, "bytes", kMaxTransfer, "2^50 (1 PiB)");
+      for (auto b : op.send_bytes) bounded(b, "send_bytes", kMaxTransfer, "2^50 (1 PiB)");
+      if (op.tensor_bytes) bounded(*op.tensor_bytes, "tensor_bytes", kMaxTransfer, "2^50 (1 PiB)");
+      if (op.duration.si > config::kMaxDurationSeconds) {
+        throw TraceError(fmt::format("{}: duration {} is beyond the {} s a run may simulate",
+                                     where(r, i), format(op.duration),
+                                     config::kMaxDurationSeconds));
+      }
+      // A product of in-range dimensions can still be more work than any run could simulate.
+      if (const double f = op_flops(op); !(f <= 1e21)) {
+        throw TraceError(fmt::format("{}: {} is {:.3g} FLOP; expected at most 1e21 (a million "
+                                     "seconds of a 1 PFLOP/s chip)",
+                                     where(r, i), kind_name(op.kind), f));
       }
     }
     if (const auto cycle = find_cycle(rank); !cycle.empty()) {

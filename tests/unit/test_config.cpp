@@ -117,7 +117,7 @@ TEST(Config, WrongTypeNamesFilePointerAndExpectation) {
   const auto p = d.write("x.json", R"({"extends": ")" + kTrn3 +
                                         R"(", "chip": {"hbm": {"stacks": "four"}}})");
   const auto msg = error_of([&] { load_config(p); });
-  EXPECT_NE(msg.find("x.json:/chip/hbm/stacks: expected an integer >= 1, got \"four\""),
+  EXPECT_NE(msg.find("x.json:/chip/hbm/stacks: expected an integer in [1, 64], got \"four\""),
             std::string::npos)
       << msg;
 }
@@ -139,7 +139,7 @@ TEST(Config, BadUnit) {
 
 TEST(Config, RangeViolation) {
   const auto msg = error_of([&] { load_config(kTrn3, {"chip.hbm.stacks=0"}); });
-  EXPECT_NE(msg.find("/chip/hbm/stacks: expected an integer >= 1, got 0"), std::string::npos)
+  EXPECT_NE(msg.find("/chip/hbm/stacks: expected an integer in [1, 64], got 0"), std::string::npos)
       << msg;
 }
 

@@ -12,16 +12,28 @@ namespace trnsim::config {
 
 // Multiply-accumulates per processing element per Tensor-engine cycle, per data type;
 // 0 means the chip does not support the type.
+// A processing element does a few MACs per cycle (Trn2: 1 at BF16, 4 at FP8); more than this is a
+// typo, and would overflow the cycle arithmetic of the Tensor engine.
+inline constexpr double kMaxMacsPerPeCycle = 1024;
+// Clocks between 1 MHz and 1 THz: the kernel counts picoseconds, so a faster clock has no whole
+// cycle, and a slower one makes any step longer than a run can be.
+inline constexpr InRange kClockRange{1e6, 1e12};
+// Counts of hardware units (cores, engines, banks, ...): far above any chip, far below what would
+// exhaust memory when each becomes a SystemC module.
+inline constexpr InRange kUnitCount{1, 4096};
+// Cycle counts of a pipeline stage or timing constraint.
+inline constexpr AtMost kMaxCycles{1e6};
+
 struct DtypeRates {
   double fp32 = 0, bf16 = 0, fp16 = 0, fp8 = 0, mxfp8 = 0, mxfp4 = 0;
   template <class V>
   void visit(V& v) {
-    v.field("fp32", fp32, "FP32 MACs per PE per cycle", AtLeast{0});
-    v.field("bf16", bf16, "BF16 MACs per PE per cycle", AtLeast{0});
-    v.field("fp16", fp16, "FP16 MACs per PE per cycle", AtLeast{0});
-    v.field("fp8", fp8, "FP8 (E4M3/E5M2) MACs per PE per cycle", AtLeast{0});
-    v.field("mxfp8", mxfp8, "MXFP8 (OCP MX) MACs per PE per cycle", AtLeast{0});
-    v.field("mxfp4", mxfp4, "MXFP4 MACs per PE per cycle", AtLeast{0});
+    v.field("fp32", fp32, "FP32 MACs per PE per cycle", InRange{0, kMaxMacsPerPeCycle});
+    v.field("bf16", bf16, "BF16 MACs per PE per cycle", InRange{0, kMaxMacsPerPeCycle});
+    v.field("fp16", fp16, "FP16 MACs per PE per cycle", InRange{0, kMaxMacsPerPeCycle});
+    v.field("fp8", fp8, "FP8 (E4M3/E5M2) MACs per PE per cycle", InRange{0, kMaxMacsPerPeCycle});
+    v.field("mxfp8", mxfp8, "MXFP8 (OCP MX) MACs per PE per cycle", InRange{0, kMaxMacsPerPeCycle});
+    v.field("mxfp4", mxfp4, "MXFP4 MACs per PE per cycle", InRange{0, kMaxMacsPerPeCycle});
   }
 };
 
@@ -69,17 +81,17 @@ struct TensorEngineParams {
   PowerRamp power_ramp{};
   template <class V>
   void visit(V& v) {
-    v.field("clock", clock, "Tensor engine clock", Required{});
-    v.field("rows", rows, "systolic array rows (contraction, partitions)", AtLeast{1});
-    v.field("cols", cols, "systolic array columns (stationary free size)", AtLeast{1});
+    v.field("clock", clock, "Tensor engine clock", Required{}, kClockRange);
+    v.field("rows", rows, "systolic array rows (contraction, partitions)", kUnitCount);
+    v.field("cols", cols, "systolic array columns (stationary free size)", kUnitCount);
     v.field("moving_free_max", moving_free_max, "largest moving free size per matmul",
-            AtLeast{1});
+            InRange{1, 65536});
     v.field("matmul_min_ii_cycles", matmul_min_ii_cycles,
-            "minimum initiation interval of a matmul instruction, in cycles", AtLeast{1});
+            "minimum initiation interval of a matmul instruction, in cycles", AtLeast{1}, kMaxCycles);
     v.field("stationary_load_cycles", stationary_load_cycles,
-            "cycles to load a stationary tile (background load)", AtLeast{0});
+            "cycles to load a stationary tile (background load)", AtLeast{0}, kMaxCycles);
     v.field("fixed_overhead_cycles", fixed_overhead_cycles,
-            "pipeline fill and drain of a dependent instruction, in cycles", AtLeast{0});
+            "pipeline fill and drain of a dependent instruction, in cycles", AtLeast{0}, kMaxCycles);
     v.field("macs_per_pe_cycle", macs_per_pe_cycle, "MAC rate per PE per cycle by data type",
             Required{});
     v.field("energy_per_mac", energy_per_mac, "energy per MAC by data type", Required{});
@@ -97,13 +109,13 @@ struct ElementEngineParams {
   Energy energy_per_element{};
   template <class V>
   void visit(V& v) {
-    v.field("clock", clock, "engine clock", Required{});
+    v.field("clock", clock, "engine clock", Required{}, kClockRange);
     v.field("elements_per_cycle_16bit", elements_per_cycle_16bit,
-            "16-bit (and 8-bit) elements processed per cycle", AtLeast{1});
+            "16-bit (and 8-bit) elements processed per cycle", InRange{1, 65536});
     v.field("elements_per_cycle_32bit", elements_per_cycle_32bit,
-            "32-bit elements processed per cycle", AtLeast{1});
+            "32-bit elements processed per cycle", InRange{1, 65536});
     v.field("fixed_overhead_cycles", fixed_overhead_cycles,
-            "static overhead of a dependent instruction, in cycles", AtLeast{0});
+            "static overhead of a dependent instruction, in cycles", AtLeast{0}, kMaxCycles);
     v.field("energy_per_element", energy_per_element, "energy per element operation",
             Required{});
   }
@@ -117,9 +129,9 @@ struct SramParams {
   EnergyPerBit write_energy{};
   template <class V>
   void visit(V& v) {
-    v.field("partitions", partitions, "partitions (rows of the array)", AtLeast{1});
-    v.field("bytes_per_partition", bytes_per_partition, "capacity of one partition", Required{});
-    v.field("banks", banks, "independently accumulating banks", AtLeast{1});
+    v.field("partitions", partitions, "partitions (rows of the array)", kUnitCount);
+    v.field("bytes_per_partition", bytes_per_partition, "capacity of one partition", Required{}, Positive{});
+    v.field("banks", banks, "independently accumulating banks", kUnitCount);
     v.field("read_energy", read_energy, "read energy per bit", Required{});
     v.field("write_energy", write_energy, "write energy per bit", Required{});
   }
@@ -136,18 +148,18 @@ struct DmaParams {
   EnergyPerBit energy{};
   template <class V>
   void visit(V& v) {
-    v.field("engines", engines, "DMA engines per NeuronCore", AtLeast{1});
-    v.field("queues_per_engine", queues_per_engine, "queues (rings) per DMA engine", AtLeast{1});
+    v.field("engines", engines, "DMA engines per NeuronCore", kUnitCount);
+    v.field("queues_per_engine", queues_per_engine, "queues (rings) per DMA engine", kUnitCount);
     v.field("engine_bandwidth", engine_bandwidth, "practical bandwidth of one DMA engine",
-            Required{});
+            Required{}, Positive{});
     v.field("start_latency", start_latency, "fixed cost from semaphore to transfer start",
-            Required{});
+            Required{}, AtLeast{0});
     v.field("descriptor_cost", descriptor_cost, "cost of generating one DMA instruction",
-            Required{});
+            Required{}, AtLeast{0});
     v.field("packet_bytes", packet_bytes, "round-robin granularity between queues", Positive{});
     v.field("outstanding_packets", outstanding_packets,
             "packets one DMA engine keeps in flight; also the packets moved per simulation event",
-            AtLeast{1});
+            InRange{1, 65536});
     v.field("energy", energy, "on-chip transport energy per bit (NoC)", Required{});
   }
 };
@@ -182,21 +194,21 @@ struct HbmTiming {
   int tRTW_ck = 2;
   template <class V>
   void visit(V& v) {
-    v.field("tCL", tCL, "read latency (CAS)", Required{});
-    v.field("tRCD", tRCD, "activate to read/write", Required{});
-    v.field("tRP", tRP, "precharge to activate", Required{});
-    v.field("tRAS", tRAS, "activate to precharge", Required{});
-    v.field("tRC", tRC, "activate to activate, same bank", Required{});
-    v.field("tWR", tWR, "write recovery", Required{});
-    v.field("tCWL", tCWL, "write latency", Required{});
-    v.field("tRRD_S", tRRD_S, "activate to activate, different bank group", Required{});
-    v.field("tRRD_L", tRRD_L, "activate to activate, same bank group", Required{});
-    v.field("tFAW", tFAW, "four-activate window", Required{});
-    v.field("tWTR_S", tWTR_S, "write to read, different bank group", Required{});
-    v.field("tWTR_L", tWTR_L, "write to read, same bank group", Required{});
-    v.field("tRTP", tRTP, "read to precharge", Required{});
-    v.field("tRFC", tRFC, "all-bank refresh cycle time", Required{});
-    v.field("tREFI", tREFI, "refresh interval", Required{});
+    v.field("tCL", tCL, "read latency (CAS)", Required{}, AtLeast{0});
+    v.field("tRCD", tRCD, "activate to read/write", Required{}, AtLeast{0});
+    v.field("tRP", tRP, "precharge to activate", Required{}, AtLeast{0});
+    v.field("tRAS", tRAS, "activate to precharge", Required{}, AtLeast{0});
+    v.field("tRC", tRC, "activate to activate, same bank", Required{}, AtLeast{0});
+    v.field("tWR", tWR, "write recovery", Required{}, AtLeast{0});
+    v.field("tCWL", tCWL, "write latency", Required{}, AtLeast{0});
+    v.field("tRRD_S", tRRD_S, "activate to activate, different bank group", Required{}, AtLeast{0});
+    v.field("tRRD_L", tRRD_L, "activate to activate, same bank group", Required{}, AtLeast{0});
+    v.field("tFAW", tFAW, "four-activate window", Required{}, AtLeast{0});
+    v.field("tWTR_S", tWTR_S, "write to read, different bank group", Required{}, AtLeast{0});
+    v.field("tWTR_L", tWTR_L, "write to read, same bank group", Required{}, AtLeast{0});
+    v.field("tRTP", tRTP, "read to precharge", Required{}, AtLeast{0});
+    v.field("tRFC", tRFC, "all-bank refresh cycle time", Required{}, AtLeast{0});
+    v.field("tREFI", tREFI, "refresh interval", Required{}, AtLeast{0});
     v.field("tRFCsb", tRFCsb, "per-bank refresh cycle time (refresh_mode per_bank)", Positive{});
     v.field("tREFIsb", tREFIsb,
             "interval between per-bank refreshes of one pseudo-channel (refresh_mode per_bank)",
@@ -205,11 +217,12 @@ struct HbmTiming {
             "per-bank refresh to activate of another bank, same SID (refresh_mode per_bank)",
             AtLeast{0});
     v.field("tCCD_S_ck", tCCD_S_ck, "column to column, different bank group (clocks)",
-            AtLeast{1});
-    v.field("tCCD_L_ck", tCCD_L_ck, "column to column, same bank group (clocks)", AtLeast{1});
-    v.field("burst_ck", burst_ck, "clocks one burst occupies the data bus", AtLeast{1});
+            AtLeast{1}, kMaxCycles);
+    v.field("tCCD_L_ck", tCCD_L_ck, "column to column, same bank group (clocks)", AtLeast{1}, kMaxCycles);
+    v.field("burst_ck", burst_ck, "clocks one burst occupies the data bus", AtLeast{1}, kMaxCycles);
     v.field("tRTW_ck", tRTW_ck,
-            "data-bus gap from read data to write data on one pseudo-channel (clocks)", AtLeast{0});
+            "data-bus gap from read data to write data on one pseudo-channel (clocks)", AtLeast{0},
+            kMaxCycles);
   }
 };
 
@@ -285,15 +298,16 @@ struct HbmParams {
   template <class V>
   void visit(V& v) {
     v.field("type", type, "memory technology (informational)");
-    v.field("stacks", stacks, "HBM stacks per chip", AtLeast{1});
-    v.field("capacity_per_stack", capacity_per_stack, "capacity of one stack", Required{});
-    v.field("bandwidth", bandwidth, "peak bandwidth of all stacks of the chip", Required{});
-    v.field("bus_bits_per_stack", bus_bits_per_stack, "data pins per stack", AtLeast{1});
-    v.field("channels", channels, "channels per stack", AtLeast{1});
-    v.field("pseudo_channels", pseudo_channels, "pseudo-channels per channel", AtLeast{1});
-    v.field("bank_groups", bank_groups, "bank groups per pseudo-channel and SID", AtLeast{1});
-    v.field("banks_per_group", banks_per_group, "banks per bank group", AtLeast{1});
-    v.field("sids", sids, "stack IDs (ranks)", AtLeast{1});
+    v.field("stacks", stacks, "HBM stacks per chip", InRange{1, 64});
+    v.field("capacity_per_stack", capacity_per_stack, "capacity of one stack", Required{}, Positive{});
+    v.field("bandwidth", bandwidth, "peak bandwidth of all stacks of the chip",
+            Required{}, Positive{});
+    v.field("bus_bits_per_stack", bus_bits_per_stack, "data pins per stack", InRange{1, 65536});
+    v.field("channels", channels, "channels per stack", InRange{1, 1024});
+    v.field("pseudo_channels", pseudo_channels, "pseudo-channels per channel", InRange{1, 64});
+    v.field("bank_groups", bank_groups, "bank groups per pseudo-channel and SID", InRange{1, 64});
+    v.field("banks_per_group", banks_per_group, "banks per bank group", InRange{1, 64});
+    v.field("sids", sids, "stack IDs (ranks)", InRange{1, 64});
     v.field("row_bytes", row_bytes, "row (page) size per pseudo-channel", Positive{});
     v.field("burst_bytes", burst_bytes, "bytes per burst per pseudo-channel", Positive{});
     v.field("interleave_bytes", interleave_bytes,
@@ -319,9 +333,11 @@ struct ChipLinkParams {
   double idle_fraction = 0.5;
   template <class V>
   void visit(V& v) {
-    v.field("lanes", lanes, "SerDes lanes per chip", AtLeast{1});
-    v.field("lane_rate", lane_rate, "data rate of one lane per direction", Required{});
-    v.field("phy_latency", phy_latency, "PHY, PCS and FEC latency per link end", Required{});
+    v.field("lanes", lanes, "SerDes lanes per chip", InRange{1, 65536});
+    v.field("lane_rate", lane_rate, "data rate of one lane per direction", Required{},
+            Positive{});
+    v.field("phy_latency", phy_latency, "PHY, PCS and FEC latency per link end", Required{},
+            AtLeast{0});
     v.field("energy", energy, "link energy per bit per direction", Required{});
     v.field("idle_fraction", idle_fraction, "idle link power as a fraction of full-rate power",
             InRange{0, 1});
@@ -356,16 +372,17 @@ struct ChipParams {
   void visit(V& v) {
     v.field("name", name, "chip name", Required{});
     v.field("core_version", core_version, "NeuronCore version", Required{});
-    v.field("cores", cores, "NeuronCores per chip", AtLeast{1});
-    v.field("dies", dies, "compute dies per chip", AtLeast{1});
+    v.field("cores", cores, "NeuronCores per chip", InRange{1, 256});
+    v.field("dies", dies, "compute dies per chip", InRange{1, 64});
     v.field("tdp", tdp, "thermal design power", Required{});
     v.field("static_power", static_power, "leakage and uncore power of the whole chip",
             Required{});
     v.field("die_to_die_energy", die_to_die_energy, "energy per bit crossing between dies",
             Required{});
     v.field("die_to_die_bandwidth", die_to_die_bandwidth,
-            "bandwidth per direction between the two dies", Required{});
-    v.field("die_to_die_latency", die_to_die_latency, "latency of a die crossing", Required{});
+            "bandwidth per direction between the two dies", Required{}, Positive{});
+    v.field("die_to_die_latency", die_to_die_latency, "latency of a die crossing", Required{},
+            AtLeast{0});
     v.field("core", core, "one NeuronCore", Required{});
     v.field("hbm", hbm, "HBM stacks", Required{});
     v.field("link", link, "chip-to-chip link interface", Required{});

@@ -30,6 +30,7 @@ struct RackParams {
 struct SimParams {
   std::uint64_t seed = 1;
   int compute_granularity = 1;
+  Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
   template <class V>
   void visit(V& v) {
     v.field("seed", seed, "seed of every random choice of a run");
@@ -37,8 +38,15 @@ struct SimParams {
             "chip model event granularity: matmuls per instruction and DMA windows per wake-up "
             "(1 = fine; see docs/models/chip.md)",
             AtLeast{1});
+    v.field("memory_budget", memory_budget,
+            "most memory that work estimated from the inputs may take (route tables); a larger "
+            "estimate is refused before the run (0: a quarter of the machine's memory)",
+            AtLeast{0});
   }
 };
+
+// /sim/memory_budget in bytes, the machine's default share when it is 0.
+std::uint64_t memory_budget(const SimParams& sim);
 
 struct Config {
   std::string name;

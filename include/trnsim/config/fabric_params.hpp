@@ -54,7 +54,7 @@ struct FabricParams {
             AtLeast{0});
     v.field("vcs", vcs,
             "virtual channels per link direction (0: one per hop of the longest route)",
-            AtLeast{0});
+            InRange{0, 1024});
     v.field("vc_buffer", vc_buffer,
             "receive buffer per virtual channel (0: bandwidth-delay product plus two packets)",
             AtLeast{0});

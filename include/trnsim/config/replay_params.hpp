@@ -94,11 +94,12 @@ struct ReplayParams {
     v.field("dma_engines", dma_engines,
             "DMA engines per core in a replay: the core's engines merged into this many, each with "
             "their summed bandwidth (event granularity)",
-            AtLeast{1});
+            InRange{1, 4096});
     v.field("dma_packet_bytes", dma_packet_bytes,
             "DMA round-robin unit of the chips in a replay (event granularity)", Positive{});
     v.field("dma_outstanding_packets", dma_outstanding_packets,
-            "packets each DMA engine keeps in flight in a replay (event granularity)", AtLeast{1});
+            "packets each DMA engine keeps in flight in a replay (event granularity)",
+            InRange{1, 65536});
     v.field("fabric_packet_bytes", fabric_packet_bytes,
             "fabric packet size in a replay (event granularity)", Positive{});
   }

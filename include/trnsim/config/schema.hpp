@@ -22,6 +22,7 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -49,6 +50,20 @@ struct Positive {};  // > 0
 struct InRange {
   double min, max;
 };
+struct AtMost {
+  double max;
+};
+// Several constraints may be given together: field(key, x, "...", Required{}, Positive{}).
+
+// The kernel counts time in picoseconds in 64 bits (about 213 days); no single duration of a
+// config or trace may come near that, so every Duration is refused above this (docs/configuration.md,
+// "Input limits").
+inline constexpr double kMaxDurationSeconds = 1e6;
+// Byte counts are whole numbers that a double holds exactly.
+inline constexpr double kMaxBytes = 9007199254740992.0;  // 2^53
+// Nesting deeper than this in a config or trace is refused before any recursion can overflow the
+// stack.
+inline constexpr int kMaxJsonDepth = 256;
 
 // ---- enums: a type opts in by declaring `enum_names(E)` returning pairs of value and name -------
 template <class E>
@@ -90,15 +105,20 @@ std::string nearest_key(std::string_view key, const std::vector<std::string>& ca
 
 std::string json_pointer_append(const std::string& base, std::string_view key);
 
-// Parses JSON text; on a syntax error throws E with "origin:line:column: invalid JSON: ...".
+// Parses JSON text, refusing what nlohmann would accept silently: a key given twice in one object
+// (the last would win), nesting deeper than kMaxJsonDepth, numbers out of the range of a double.
+// Throws InputError "origin:line:column: invalid JSON: ..." or "origin:/pointer: ...".
 std::string json_syntax_message(const std::string& text, const std::string& origin,
                                 const Json::parse_error& e);
+Json parse_json_checked(const std::string& text, const std::string& origin);
 template <class E>
 Json parse_json(const std::string& text, const std::string& origin) {
   try {
-    return Json::parse(text);
-  } catch (const Json::parse_error& e) {
-    throw E(json_syntax_message(text, origin, e));
+    return parse_json_checked(text, origin);
+  } catch (const E&) {
+    throw;
+  } catch (const InputError& e) {
+    throw E(e.what());
   }
 }
 
@@ -107,18 +127,18 @@ class JsonReader {
  public:
   JsonReader(const Json& object, std::string pointer, const Provenance& prov);
 
-  // Reads key into out if present; checks the constraint; records the key as known.
-  template <class T, class C = NoCheck>
-  void field(std::string_view key, T& out, std::string_view /*description*/, C check = {}) {
+  // Reads key into out if present; checks the constraints; records the key as known.
+  template <class T, class... C>
+  void field(std::string_view key, T& out, std::string_view /*description*/, C... checks) {
     known_.emplace_back(key);
     const std::string ptr = json_pointer_append(pointer_, key);
     if (!object_.contains(std::string(key))) {
-      if constexpr (std::is_same_v<C, Required>) {
-        fail(ptr, fmt::format("missing required key \"{}\" ({})", key, expected<T>(check)));
+      if constexpr ((std::is_same_v<C, Required> || ...)) {
+        fail(ptr, fmt::format("missing required key \"{}\" ({})", key, expected<T>(checks...)));
       }
       return;
     }
-    read_value(object_.at(std::string(key)), ptr, out, check);
+    read_value(object_.at(std::string(key)), ptr, out, checks...);
   }
 
   // Rejects keys that no field() asked for, suggesting the nearest known one.
@@ -138,15 +158,18 @@ class JsonReader {
   [[noreturn]] void fail(const std::string& pointer, std::string_view message) const;
 
  private:
-  template <class T, class C>
-  static std::string expected(C check);
+  template <class T, class... C>
+  static std::string expected(C... checks);
 
-  template <class T, class C>
-  void read_value(const Json& j, const std::string& ptr, T& out, C check) const;
+  template <class T, class... C>
+  void read_value(const Json& j, const std::string& ptr, T& out, C... checks) const;
 
-  template <class C>
-  void check_number(const Json& j, const std::string& ptr, double v, C check,
-                    std::string_view what) const;
+  template <class T, class... C>
+  void read_integer(const Json& j, const std::string& ptr, T& out, C... checks) const;
+
+  template <class T, class... C>
+  void check_number(const Json& j, const std::string& ptr, double v, std::string_view what,
+                    C... checks) const;
 
   const Json& object_;
   std::string pointer_;
@@ -163,17 +186,49 @@ struct is_optional : std::false_type {};
 template <class T>
 struct is_optional<std::optional<T>> : std::true_type {};
 
-template <class C>
-std::string constraint_text(C check) {
+// A bound as the user writes it: "1e+06" for a count, "1MHz" for a frequency.
+template <class T>
+std::string bound_text(double v) {
+  if constexpr (is_vector<T>::value) {
+    return bound_text<typename T::value_type>(v);
+  } else if constexpr (std::is_class_v<T> && requires { trnsim::format(T(v)); }) {
+    return trnsim::format(T(v));
+  } else {
+    return fmt::format("{}", v);
+  }
+}
+
+template <class T, class C>
+std::string one_constraint_text([[maybe_unused]] C check) {
   if constexpr (std::is_same_v<C, AtLeast>) {
-    return fmt::format(" >= {}", check.min);
+    return " >= " + bound_text<T>(check.min);
   } else if constexpr (std::is_same_v<C, Positive>) {
     return " > 0";
   } else if constexpr (std::is_same_v<C, InRange>) {
-    return fmt::format(" in [{}, {}]", check.min, check.max);
+    return fmt::format(" in [{}, {}]", bound_text<T>(check.min), bound_text<T>(check.max));
+  } else if constexpr (std::is_same_v<C, AtMost>) {
+    return " <= " + bound_text<T>(check.max);
   } else {
     return "";
   }
+}
+
+template <class T = double, class... C>
+std::string constraint_text(C... checks) {
+  std::string out;
+  ((out += (out.empty() || one_constraint_text<T>(checks).empty() ? "" : " and") +
+           one_constraint_text<T>(checks)),
+   ...);
+  return out;
+}
+
+template <class C>
+bool satisfies([[maybe_unused]] double v, [[maybe_unused]] C check) {
+  if constexpr (std::is_same_v<C, AtLeast>) return v >= check.min;
+  if constexpr (std::is_same_v<C, Positive>) return v > 0;
+  if constexpr (std::is_same_v<C, InRange>) return v >= check.min && v <= check.max;
+  if constexpr (std::is_same_v<C, AtMost>) return v <= check.max;
+  return true;
 }
 
 template <class T>
@@ -203,44 +258,66 @@ std::string type_text() {
   }
 }
 
-template <class T, class C>
-std::string JsonReader::expected(C check) {
-  return "expected " + type_text<T>() + constraint_text(check);
+template <class T, class... C>
+std::string JsonReader::expected(C... checks) {
+  return "expected " + type_text<T>() + constraint_text<T>(checks...);
 }
 
-template <class C>
-void JsonReader::check_number(const Json& j, const std::string& ptr, double v, C check,
-                              std::string_view what) const {
-  bool ok = std::isfinite(v);
-  if constexpr (std::is_same_v<C, AtLeast>) ok = ok && v >= check.min;
-  if constexpr (std::is_same_v<C, Positive>) ok = ok && v > 0;
-  if constexpr (std::is_same_v<C, InRange>) ok = ok && v >= check.min && v <= check.max;
-  if (!ok) fail(ptr, fmt::format("expected {}{}, got {}", what, constraint_text(check), j.dump()));
+template <class T, class... C>
+void JsonReader::check_number(const Json& j, const std::string& ptr, double v,
+                              std::string_view what, C... checks) const {
+  const bool ok = std::isfinite(v) && (satisfies(v, checks) && ...);
+  if (!ok) {
+    fail(ptr, fmt::format("expected {}{}, got {}", what, constraint_text<T>(checks...), j.dump()));
+  }
 }
 
-template <class T, class C>
-void JsonReader::read_value(const Json& j, const std::string& ptr, T& out, C check) const {
-  auto mismatch = [&]() { fail(ptr, fmt::format("{}, got {}", expected<T>(check), j.dump())); };
+// Integers are compared in 64 bits before they are narrowed, so 4294967304 is not read as 8 into
+// an int, and -9223372036854775808 is not 0 in an unsigned field.
+template <class T, class... C>
+void JsonReader::read_integer(const Json& j, const std::string& ptr, T& out, C... checks) const {
+  using Lim = std::numeric_limits<T>;
+  auto refuse = [&](bool beyond_type) {
+    fail(ptr, fmt::format("expected {}{}, got {}{}", type_text<T>(), constraint_text<T>(checks...),
+                          j.dump(),
+                          beyond_type ? fmt::format(" (this field holds {} to {})", Lim::min(),
+                                                    Lim::max())
+                                      : ""));
+  };
+  if (!j.is_number_integer()) refuse(false);
+  if (j.is_number_unsigned()) {
+    const auto u = j.get<std::uint64_t>();
+    if (u > static_cast<std::uint64_t>(Lim::max())) refuse(true);
+    out = static_cast<T>(u);
+  } else {
+    const auto s = j.get<std::int64_t>();
+    if constexpr (std::is_unsigned_v<T>) {
+      if (s < 0) refuse((satisfies(double(s), checks) && ...));
+    } else {
+      if (s < std::int64_t(Lim::min()) || s > std::int64_t(Lim::max())) refuse(true);
+    }
+    out = static_cast<T>(s);
+  }
+  if (!(satisfies(double(out), checks) && ...)) refuse(false);
+}
+
+template <class T, class... C>
+void JsonReader::read_value(const Json& j, const std::string& ptr, T& out, C... checks) const {
+  auto mismatch = [&]() { fail(ptr, fmt::format("{}, got {}", expected<T>(checks...), j.dump())); };
   if constexpr (std::is_same_v<T, bool>) {
     if (!j.is_boolean()) mismatch();
     out = j.get<bool>();
   } else if constexpr (std::is_integral_v<T>) {
-    if (!j.is_number_integer()) mismatch();
-    if constexpr (std::is_unsigned_v<T>) {
-      if (j.is_number_integer() && !j.is_number_unsigned()) mismatch();
-    }
-    const auto v = j.get<T>();
-    check_number(j, ptr, double(v), check, type_text<T>());
-    out = v;
+    read_integer(j, ptr, out, checks...);
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!j.is_number()) mismatch();
     const auto v = j.get<double>();
-    check_number(j, ptr, v, check, type_text<T>());
+    check_number<T>(j, ptr, v, type_text<T>(), checks...);
     out = static_cast<T>(v);
   } else if constexpr (std::is_same_v<T, std::string>) {
     if (!j.is_string()) mismatch();
     out = j.get<std::string>();
-    if constexpr (std::is_same_v<C, Positive>) {
+    if constexpr ((std::is_same_v<C, Positive> || ...)) {
       if (out.empty()) fail(ptr, "expected a non-empty string, got \"\"");
     }
   } else if constexpr (NamedEnum<T>) {
@@ -255,14 +332,14 @@ void JsonReader::read_value(const Json& j, const std::string& ptr, T& out, C che
     std::vector<std::string> names;
     for (const auto& [v, n] : enum_names(T{})) names.emplace_back(n);
     const auto near = nearest_key(s, names);
-    fail(ptr, fmt::format("{}, got {}{}", expected<T>(check), j.dump(),
+    fail(ptr, fmt::format("{}, got {}{}", expected<T>(checks...), j.dump(),
                           near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near)));
   } else if constexpr (is_optional<T>::value) {
     typename T::value_type v{};
     if constexpr (Visitable<typename T::value_type>) {
       read(j, ptr, prov_, v);
     } else {
-      read_value(j, ptr, v, check);
+      read_value(j, ptr, v, checks...);
     }
     out = std::move(v);
   } else if constexpr (is_vector<T>::value) {
@@ -274,7 +351,7 @@ void JsonReader::read_value(const Json& j, const std::string& ptr, T& out, C che
       if constexpr (Visitable<typename T::value_type>) {
         read(j[i], eptr, prov_, v);
       } else {
-        read_value(j[i], eptr, v, check);
+        read_value(j[i], eptr, v, checks...);
       }
       result.push_back(std::move(v));
     }
@@ -292,7 +369,18 @@ void JsonReader::read_value(const Json& j, const std::string& ptr, T& out, C che
     } catch (const UnitError& e) {
       fail(ptr, e.what());
     }
-    check_number(j, ptr, out.si, check, quantity_example<T>());
+    check_number<T>(j, ptr, out.si, quantity_example<T>(), checks...);
+    if constexpr (std::is_same_v<T, Duration>) {
+      if (std::abs(out.si) > kMaxDurationSeconds) {
+        fail(ptr, fmt::format("expected {} of at most {}s (simulated time is bounded), got {}",
+                              quantity_example<T>(), kMaxDurationSeconds, j.dump()));
+      }
+    }
+    if constexpr (std::is_same_v<T, Bytes>) {
+      if (out.si != std::floor(out.si) || std::abs(out.si) > kMaxBytes) {
+        fail(ptr, fmt::format("expected a whole number of bytes up to 2^53, got {}", j.dump()));
+      }
+    }
   }
 }
 
@@ -301,8 +389,8 @@ class JsonWriter {
  public:
   explicit JsonWriter(Json& out) : out_(out) {}
 
-  template <class T, class C = NoCheck>
-  void field(std::string_view key, const T& value, std::string_view, C = {}) {
+  template <class T, class... C>
+  void field(std::string_view key, const T& value, std::string_view, C...) {
     if constexpr (is_optional<T>::value) {
       if (value) out_[std::string(key)] = to_json(*value);
     } else {
@@ -356,8 +444,8 @@ class SchemaCollector {
   SchemaCollector(std::string pointer, std::vector<FieldDoc>& out)
       : pointer_(std::move(pointer)), out_(out) {}
 
-  template <class T, class C = NoCheck>
-  void field(std::string_view key, T& value, std::string_view description, C check = {}) {
+  template <class T, class... C>
+  void field(std::string_view key, T& value, std::string_view description, C... checks) {
     const std::string ptr = json_pointer_append(pointer_, key);
     using Inner = std::conditional_t<is_optional<T>::value, typename is_optional_inner<T>::type, T>;
     if constexpr (Visitable<Inner>) {
@@ -377,14 +465,14 @@ class SchemaCollector {
       element.visit(sub);
     } else {
       std::string def;
-      if constexpr (!std::is_same_v<C, Required>) {
+      if constexpr (!(std::is_same_v<C, Required> || ...)) {
         if constexpr (is_optional<T>::value) {
           def = value ? JsonWriter::to_json(*value).dump() : "(absent)";
         } else {
           def = JsonWriter::to_json(value).dump();
         }
       }
-      out_.push_back({ptr, type_text<Inner>() + constraint_text(check), def,
+      out_.push_back({ptr, type_text<Inner>() + constraint_text<Inner>(checks...), def,
                       std::string(description)});
     }
   }

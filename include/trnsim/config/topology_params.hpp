@@ -13,6 +13,7 @@
 namespace trnsim::topo {
 
 using config::AtLeast;
+using config::AtMost;
 using config::InRange;
 using config::Positive;
 using config::Required;
@@ -33,11 +34,11 @@ struct LinkClass {
   std::optional<EnergyPerBit> energy;  // default: the chip's link energy per bit
   template <class V>
   void visit(V& v) {
-    v.field("bandwidth", bandwidth, "bandwidth per direction", Required{});
+    v.field("bandwidth", bandwidth, "bandwidth per direction", Required{}, Positive{});
     v.field("latency", latency, "end-to-end latency of the link (PHY, FEC, retimers, wire)",
-            Required{});
-    v.field("lanes", lanes, "SerDes lanes (0: not counted)", AtLeast{0});
-    v.field("count", count, "parallel links between the same pair of nodes", AtLeast{1});
+            Required{}, AtLeast{0});
+    v.field("lanes", lanes, "SerDes lanes (0: not counted)", InRange{0, 65536});
+    v.field("count", count, "parallel links between the same pair of nodes", InRange{1, 1024});
     v.field("energy", energy, "energy per bit per direction (default: chip link energy)");
   }
 };
@@ -53,9 +54,10 @@ struct SwitchClass {
   template <class V>
   void visit(V& v) {
     v.field("model", model, "switch model name (informational)");
-    v.field("ports", ports, "radix: the number of links that may attach", AtLeast{1});
-    v.field("lanes", lanes, "lane budget of the switch (0: not checked)", AtLeast{0});
-    v.field("latency", latency, "cut-through traversal latency", Required{});
+    v.field("ports", ports, "radix: the number of links that may attach", InRange{1, 65536});
+    v.field("lanes", lanes, "lane budget of the switch (0: not checked)",
+            InRange{0, 1 << 20});
+    v.field("latency", latency, "cut-through traversal latency", Required{}, AtLeast{0});
     v.field("energy", energy, "energy per bit switched");
     v.field("idle_power", idle_power, "idle power of the switch");
   }
@@ -69,11 +71,11 @@ struct TorusGen {
   Duration forward_latency{};  // a chip forwarding a packet for a neighbour
   template <class V>
   void visit(V& v) {
-    v.field("dims", dims, "size of each dimension", Required{});
+    v.field("dims", dims, "size of each dimension", Required{}, InRange{1, 1 << 20});
     v.field("dim_links", dim_links, "link class of each dimension", Required{});
     v.field("wrap", wrap, "close each dimension into a ring");
     v.field("forward_latency", forward_latency,
-            "latency of a chip forwarding a packet for a neighbour", Required{});
+            "latency of a chip forwarding a packet for a neighbour", Required{}, AtLeast{0});
   }
 };
 
@@ -101,11 +103,11 @@ struct TwoLevelGen {
   Duration relay_latency{};
   template <class V>
   void visit(V& v) {
-    v.field("racks", racks, "racks (servers split evenly)", AtLeast{1});
-    v.field("servers", servers, "servers in all racks", AtLeast{1});
-    v.field("chips_per_server", chips_per_server, "chips per server", AtLeast{1});
-    v.field("l1_per_server", l1_per_server, "first-level switches per server", AtLeast{1});
-    v.field("l2_per_rack", l2_per_rack, "second-level switches per rack", AtLeast{0});
+    v.field("racks", racks, "racks (servers split evenly)", InRange{1, 1 << 20});
+    v.field("servers", servers, "servers in all racks", InRange{1, 1 << 20});
+    v.field("chips_per_server", chips_per_server, "chips per server", InRange{1, 1 << 20});
+    v.field("l1_per_server", l1_per_server, "first-level switches per server", InRange{1, 1 << 20});
+    v.field("l2_per_rack", l2_per_rack, "second-level switches per rack", InRange{0, 1 << 20});
     v.field("inter_server", inter_server,
             "how chips reach the second level: via their L1 switch, or by direct chip ports");
     v.field("chip_to_l1", chip_to_l1, "link from each chip to each L1 switch of its server",
@@ -130,9 +132,9 @@ struct FoldedClosGen {
   SwitchClass leaf{}, spine{};
   template <class V>
   void visit(V& v) {
-    v.field("leaves", leaves, "leaf switches", AtLeast{1});
-    v.field("chips_per_leaf", chips_per_leaf, "chips under each leaf", AtLeast{1});
-    v.field("spines", spines, "spine switches", AtLeast{1});
+    v.field("leaves", leaves, "leaf switches", InRange{1, 1 << 20});
+    v.field("chips_per_leaf", chips_per_leaf, "chips under each leaf", InRange{1, 1 << 20});
+    v.field("spines", spines, "spine switches", InRange{1, 1 << 20});
     v.field("chip_to_leaf", chip_to_leaf, "chip to leaf link class", Required{});
     v.field("leaf_to_spine", leaf_to_spine, "leaf to each spine link class", Required{});
     v.field("leaf", leaf, "leaf switch", Required{});
@@ -154,7 +156,7 @@ struct NodeSpec {
     v.field("kind", kind, "chip, switch or nic");
     v.field("ports", ports, "radix (0: unlimited, chips only)", AtLeast{0});
     v.field("lanes", lanes, "lane budget (0: not checked)", AtLeast{0});
-    v.field("latency", latency, "switch traversal or chip forwarding latency");
+    v.field("latency", latency, "switch traversal or chip forwarding latency", AtLeast{0});
     v.field("energy", energy, "energy per bit switched");
     v.field("idle_power", idle_power, "idle power");
   }
@@ -173,8 +175,8 @@ struct LinkSpec {
     v.field("b", b, "id of the other end", Positive{});
     v.field("a_port", a_port, "port used at a (default: next free)", AtLeast{0});
     v.field("b_port", b_port, "port used at b (default: next free)", AtLeast{0});
-    v.field("bandwidth", bandwidth, "bandwidth per direction", Required{});
-    v.field("latency", latency, "end-to-end latency", Required{});
+    v.field("bandwidth", bandwidth, "bandwidth per direction", Required{}, Positive{});
+    v.field("latency", latency, "end-to-end latency", Required{}, AtLeast{0});
     v.field("lanes", lanes, "SerDes lanes (0: not counted)", AtLeast{0});
     v.field("energy", energy, "energy per bit per direction (default: chip link energy)");
   }

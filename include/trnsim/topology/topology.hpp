@@ -125,9 +125,11 @@ class Topology {
 
 // Where topology errors point: the provenance of the loaded config and the JSON pointer of the
 // topology object ("/rack/topology").
+// With it, the memory the route tables may take (config::memory_budget(); 0: the machine's share).
 struct SpecOrigin {
   const config::Provenance* provenance = nullptr;
   std::string pointer = "/rack/topology";
+  std::uint64_t memory_budget = 0;
 };
 
 // Expands a generator (or takes the explicit graph), validates it completely (unique ids, links

@@ -28,6 +28,9 @@ struct ChakraOptions {
 
   // Process-group file: {"<pg_name>": [ranks...], ...}. Empty: PREFIX.json when it exists.
   std::string process_groups;
+
+  // Largest size of one rank file, after gzip decompression (a gzip bomb stops here).
+  std::uint64_t max_file_bytes = std::uint64_t(4) << 30;
 };
 
 // Reads PREFIX.0.et, PREFIX.1.et, ... while they exist (a rank without an .et file may be in

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: MIT
+// The examples of issue #14 end to end: each is exit 2 with a message naming the file (or --set,
+// or the option) and the JSON pointer and what was expected; none crashes, wraps or hangs.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "../common/run_trnsim.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kC = "configs/racks/trn2-instance.json";
+
+// A valid two-rank trace; `op0` replaces the first op of rank 0.
+std::string two_ranks(const std::string& op0 = R"({"id": 0, "op": "gemm", "m": 256, "k": 256,
+                                                    "n": 256, "dtype": "bf16"})",
+                      const std::string& ranks = "2") {
+  const std::string gemm = R"({"id": 0, "op": "gemm", "m": 256, "k": 256, "n": 256, "dtype": "bf16"})";
+  const std::string ar = R"({"id": 1, "op": "all_reduce", "group": "world", "bytes": 4096, "deps": [0]})";
+  return R"({"format": "trnsim-trace", "version": 1, "name": "two", "ranks": )" + ranks +
+         R"(, "groups": {"world": [0, 1]}, "rank_ops": [{"rank": 0, "ops": [)" + op0 + ", " + ar +
+         R"(]}, {"rank": 1, "ops": [)" + gemm + ", " + ar + "]}]}";
+}
+
+class Hostile : public ::testing::Test {
+ protected:
+  Hostile()
+      : dir_(fs::temp_directory_path() /
+             ("trnsim-hostile-cli-" + std::to_string(::getpid()) + "-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    trace_ = write("t.json", two_ranks());
+  }
+  ~Hostile() override { fs::remove_all(dir_); }
+  std::string write(const std::string& name, const std::string& text) const {
+    std::ofstream(dir_ / name, std::ios::binary) << text;
+    return path(name);
+  }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  // Asserts exit 2 and that the output contains `fragment`.
+  void expect_refused(const std::string& args, const std::string& fragment) const {
+    const auto r = trnsim::test::run_trnsim(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(fragment), std::string::npos) << args << "\n" << r.out;
+  }
+  std::string run_args(const std::string& extra) const {
+    return "run --config " + kC + " --trace " + trace_ + " " + extra;
+  }
+
+  fs::path dir_;
+  std::string trace_;
+};
+
+}  // namespace
+
+TEST_F(Hostile, ValidTwoRankTraceRuns) {
+  const auto r = trnsim::test::run_trnsim(run_args(""));
+  EXPECT_EQ(r.code, 0) << r.out;
+}
+
+// ---- values that used to reach the models and end in a signal -----------------------------------
+TEST_F(Hostile, HugeMacRateIsRefused) {
+  expect_refused(run_args("--set chip.core.tensor.macs_per_pe_cycle.bf16=1e30"),
+                 "--set chip.core.tensor.macs_per_pe_cycle.bf16:/chip/core/tensor/"
+                 "macs_per_pe_cycle/bf16: expected a number in [0, 1024], got 1e+30");
+}
+
+TEST_F(Hostile, FractionalInterleaveIsRefused) {
+  expect_refused(run_args("--set chip.hbm.interleave_bytes=0.5B"),
+                 "/chip/hbm/interleave_bytes: expected a whole number of bytes up to 2^53, got "
+                 "\"0.5B\"");
+}
+
+TEST_F(Hostile, GemmDimensionBeyond2To40IsRefused) {
+  const auto t = write("k.json", two_ranks(R"({"id": 0, "op": "gemm", "m": 1, "n": 1,
+      "k": 18446744073709551615, "dtype": "bf16"})"));
+  expect_refused("run --config " + kC + " --trace " + t,
+                 t + ":/rank_ops/0/ops/0: gemm \"k\" is 18446744073709551615; expected at most "
+                     "2^40");
+  const auto m = write("m.json", two_ranks(R"({"id": 0, "op": "gemm", "m": 4611686018427387904,
+      "n": 1, "k": 1, "dtype": "bf16"})"));
+  expect_refused("run --config " + kC + " --trace " + m, "gemm \"m\" is 4611686018427387904");
+}
+
+TEST_F(Hostile, GemmWorkBeyondAnyRunIsRefused) {
+  const auto t = write("w.json", two_ranks(R"({"id": 0, "op": "gemm", "m": 1099511627776,
+      "n": 1099511627776, "k": 1, "dtype": "bf16"})"));
+  expect_refused("run --config " + kC + " --trace " + t, "expected at most 1e21");
+}
+
+// ---- counts that used to exhaust memory ---------------------------------------------------------
+TEST_F(Hostile, HugeUnitCountsAreRefused) {
+  expect_refused("config " + kC + " --set chip.cores=100000000",
+                 "--set chip.cores:/chip/cores: expected an integer in [1, 256], got 100000000");
+  expect_refused("config " + kC + " --set replay.dma_engines=100000000",
+                 "/replay/dma_engines: expected an integer in [1, 4096], got 100000000");
+}
+
+// ---- integers that used to wrap -----------------------------------------------------------------
+TEST_F(Hostile, IntegersDoNotWrap) {
+  expect_refused("config " + kC + " --set chip.cores=4294967304",
+                 "/chip/cores: expected an integer in [1, 256], got 4294967304 (this field holds "
+                 "-2147483648 to 2147483647)");
+  expect_refused("config " + kC + " --set 'rack.topology.torus.dims=[4294967298]'",
+                 "/rack/topology/torus/dims/0: expected an integer in [1, 1048576], got "
+                 "4294967298");
+  expect_refused("config " + kC + " --set chip.hbm.stacks=-9223372036854775808",
+                 "/chip/hbm/stacks: expected an integer in [1, 64], got -9223372036854775808");
+}
+
+TEST_F(Hostile, TwoLevelNodeCountHitsTheCapNotBadAlloc) {
+  const std::string gen2 = "topo configs/racks/trn3-gen2-ultraserver.json ";
+  // 2 servers x (2^31 - 1) chips used to overflow the node count past the 2^20-node cap.
+  expect_refused(gen2 + "--set rack.topology.two_level.servers=2 --set "
+                        "rack.topology.two_level.chips_per_server=2147483647",
+                 "/rack/topology/two_level/chips_per_server: expected an integer in [1, 1048576], "
+                 "got 2147483647");
+  // 2^20 servers x (2^20 chips + 1 L1 switch) + 4 L2 switches (2 racks x 2 in the preset).
+  expect_refused(gen2 + "--set rack.topology.two_level.servers=1048576 --set "
+                        "rack.topology.two_level.chips_per_server=1048576",
+                 "/rack/topology/two_level: expands into 1099512676356 nodes; at most 1048576 are "
+                 "supported");
+}
+
+// ---- nonsense that used to be accepted with exit 0 ----------------------------------------------
+TEST_F(Hostile, ZeroAndTinyRatesAreRefused) {
+  expect_refused("config " + kC + " --set chip.hbm.bandwidth=0TB/s",
+                 "/chip/hbm/bandwidth: expected a bandwidth such as \"4.9TB/s\" > 0, got \"0TB/s\"");
+  expect_refused("config " + kC + " --set chip.hbm.bandwidth=1e-9TB/s",
+                 "/chip/hbm/bandwidth: one burst on one pseudo-channel of 32B at 7.8125e-12TB/s "
+                 "takes 4.1 s; expected between 1 ps and 1 s per step (is the rate too low?)");
+  expect_refused("config " + kC + " --set chip.core.tensor.clock=1e-30GHz",
+                 "/chip/core/tensor/clock: expected a frequency such as \"2.4GHz\" in [1MHz, "
+                 "1000GHz], got \"1e-30GHz\"");
+}
+
+TEST_F(Hostile, DelayBeyondSimulatedTimeIsRefused) {
+  const auto t = write("d.json", two_ranks(R"({"id": 0, "op": "delay", "duration": "1e20s"})"));
+  expect_refused("run --config " + kC + " --trace " + t,
+                 t + ":/rank_ops/0/ops/0/duration: expected a duration such as \"150ns\" of at "
+                     "most 1000000s (simulated time is bounded), got \"1e20s\"");
+  expect_refused("config " + kC + " --set rack.topology.torus.forward_latency=1e30ns",
+                 "/rack/topology/torus/forward_latency: expected a duration");
+}
+
+// ---- input faults that used to be internal errors -----------------------------------------------
+TEST_F(Hostile, NumberBeyondDoubleRange) {
+  const auto c = write("c.json", R"({"extends": ")" + fs::absolute(kC).string() +
+                                     R"(", "chip": {"hbm": {"stacks": 1e400}}})");
+  expect_refused("config " + c, c + ":/chip/hbm/stacks: invalid JSON: number overflow");
+  expect_refused("config " + kC + " --set chip.hbm.stacks=1e400",
+                 "--set chip.hbm.stacks:/chip/hbm/stacks: invalid JSON: number overflow parsing "
+                 "'1e400' (beyond the range of a double)");
+}
+
+TEST_F(Hostile, ExtendsSymlinkLoop) {
+  fs::create_symlink(path("b.json"), path("a.json"));
+  fs::create_symlink(path("a.json"), path("b.json"));
+  const auto c = write("c.json", R"({"extends": "a.json"})");
+  expect_refused("config " + c, path("a.json") + ": cannot read: Too many levels of symbolic links");
+}
+
+TEST_F(Hostile, ProcessGroupsGivenADirectory) {
+  if (!fs::exists("../shared/traces/chakra/chakra.0.et")) GTEST_SKIP() << "no shared traces";
+  expect_refused("run --config " + kC + " --trace ../shared/traces/chakra/chakra --process-groups " +
+                     dir_.string(),
+                 dir_.string() + ": cannot read: a directory, expected a regular file");
+}
+
+// ---- deep nesting -------------------------------------------------------------------------------
+TEST_F(Hostile, DeeplyNestedConfigAndTrace) {
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "{\"a\":";
+  deep += "1" + std::string(100000, '}');
+  const auto c = write("deep.json", deep);
+  expect_refused("config " + c, c + ":/a/a/a");
+  expect_refused("config " + c, "nesting deeper than 256 levels is not accepted");
+  const auto t = write("deept.json", R"({"format": "trnsim-trace", "version": 1, "metadata": )" +
+                                         std::string(100000, '[') + std::string(100000, ']') + "}");
+  expect_refused("run --config " + kC + " --trace " + t, "nesting deeper than 256 levels");
+}
+
+// ---- unbounded work -----------------------------------------------------------------------------
+TEST_F(Hostile, RouteTablesBeyondTheBudget) {
+  const std::string link = R"({"bandwidth": "128GB/s", "latency": "100ns"})";
+  // 16x16x16: 4096 chips, route tables of 4096 x 4096 x 12 B = 201 MB, over a 100 MB budget.
+  expect_refused("topo " + kC + " --set sim.memory_budget=100MB --set 'rack.topology.torus.dims=[16,16,16]' "
+                 "--set 'rack.topology.torus.dim_links=[" + link + "," + link + "," + link + "]'",
+                 "route tables for 4096 nodes and 4096 chips need about 0.201 GB, more than the "
+                 "memory budget of 0.1 GB (/sim/memory_budget)");
+}
+
+TEST_F(Hostile, ParallelLinkCount) {
+  expect_refused("config " + kC + " --set rack.topology.torus.dim_links.0.count=1000000000",
+                 "/rack/topology/torus/dim_links/0/count: expected an integer in [1, 1024], got "
+                 "1000000000");
+}
+
+TEST_F(Hostile, RanksWithoutEntries) {
+  const auto t = write("r.json", two_ranks(R"({"id": 0, "op": "gemm", "m": 256, "k": 256,
+      "n": 256, "dtype": "bf16"})", "2147483647"));
+  expect_refused("run --config " + kC + " --trace " + t, t + ":/rank_ops: no entry for rank 2");
+}
+
+TEST_F(Hostile, DevicesAndDirectoriesAsInputs) {
+  const auto c = write("z.json", R"({"extends": "/dev/zero"})");
+  expect_refused("config " + c, "/dev/zero: cannot read: a character device, expected a regular file");
+  expect_refused("config " + dir_.string(), dir_.string() + ": cannot read: a directory");
+  expect_refused("run --config " + kC + " --trace /dev/zero", "--trace /dev/zero: no such trace");
+}
+
+// ---- half-written results -----------------------------------------------------------------------
+TEST_F(Hostile, RunOutIsCompleteAndLeavesNoTemporaries) {
+  const auto out = path("res");
+  const auto r = trnsim::test::run_trnsim(run_args("--out " + out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (const char* f : {"summary.json", "config.json", "stats.json", "ops.csv", "timeline.json"}) {
+    EXPECT_TRUE(fs::is_regular_file(out + "/" + f)) << f;
+  }
+  std::size_t siblings = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) siblings += e.is_directory();
+  EXPECT_EQ(siblings, 1u);  // res only: no res.tmp.<pid> or res.old.<pid>
+}
+
+TEST_F(Hostile, RunOutUnwritableIsRefusedBeforeSimulating) {
+  write("file", "x");
+  expect_refused(run_args("--out " + path("file")),
+                 path("file") + ": cannot write results: exists and is not a directory");
+  expect_refused(run_args("--out " + path("no/such")),
+                 path("no/such") + ": cannot write results: No such file or directory");
+}
+
+TEST_F(Hostile, SigtermDuringRunLeavesNoOutput) {
+  const auto out = path("res");
+  // The bundled 16-rank golden trace runs for about a second; it is stopped well before the end.
+  const auto r = trnsim::test::run_trnsim("run --config " + kC +
+                                          " --trace tests/golden/inputs/golden-moe-16.json --out " +
+                                          out + " & sleep 0.3; kill -TERM $!; wait");
+  (void)r;
+  EXPECT_FALSE(fs::exists(out));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);  // t.json
+}
+
+// ---- silent defaults ----------------------------------------------------------------------------
+TEST_F(Hostile, DuplicateKeysNameBoth) {
+  const auto c = write("dup.json", R"({"extends": ")" + fs::absolute(kC).string() +
+                                       R"(", "chip": {"hbm": {"stacks": 4, "stacks": 8}}})");
+  expect_refused("config " + c, c + ":/chip/hbm/stacks: duplicate key \"stacks\" (keys 1 and 2 of "
+                                    "the object at /chip/hbm); a key may appear once");
+}
+
+TEST_F(Hostile, EmptyTraceAndOutAreRefused) {
+  expect_refused("run --config " + kC + " --trace ''", "--trace: an empty file name");
+  expect_refused(run_args("--out ''"), "--out: an empty directory name");
+}
+
+TEST_F(Hostile, ChakraOptionsOnANativeTraceWarn) {
+  const auto r = trnsim::test::run_trnsim(run_args("--chakra-num-ops macs"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("is a native trace: the --chakra-* and --process-groups options apply only "
+                       "to Chakra traces and are ignored"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST_F(Hostile, BenchRanges) {
+  expect_refused("bench dma --bytes 1B", "--bytes: expected 512 B to 64 MiB, got 1 B");
+  expect_refused("bench dma --bytes 65MiB", "--bytes: expected 512 B to 64 MiB, got 68157440 B");
+  expect_refused("bench collective --ranks 0", "--ranks: expected 2 to 144");
+}
+
+TEST_F(Hostile, ConfigOutDirectoryNamesTheReason) {
+  expect_refused("config " + kC + " --out " + dir_.string(),
+                 dir_.string() + ": cannot write: is a directory");
+}
+
+// ---- no stack per op ----------------------------------------------------------------------------
+// 6,000 independent ops on one rank are more than the replay keeps live processes for (4,096):
+// the rest wait in the ready queue. The step is what the engine gave before it had a bound
+// (3600181.954 ns, measured at commit 9ced28d), and 70,000 such ops no longer end in SystemC's
+// "(E518) stack setup failed".
+TEST_F(Hostile, MoreReadyOpsThanProcessSlots) {
+  std::string ops;
+  for (int i = 0; i < 6000; ++i) {
+    if (i > 0) ops += ",";
+    ops += R"({"id": )";
+    ops += std::to_string(i);
+    ops += R"(, "op": "elementwise", "elements": 128, "dtype": "bf16"})";
+  }
+  const auto t = write("many.json", R"({"format": "trnsim-trace", "version": 1, "name": "many",
+      "ranks": 1, "rank_ops": [{"rank": 0, "ops": [)" + ops + "]}]}");
+  const auto r = trnsim::test::run_trnsim("run --json --config " + kC + " --trace " + t, false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"ops\": 6000"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"step_time_ns\": 3600181.954"), std::string::npos) << r.out;
+}
