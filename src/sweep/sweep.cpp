@@ -407,7 +407,7 @@ void validate(const Sweep& s, const std::vector<Point>& points) {
       std::vector<std::string> sets = s.sets;
       sets.push_back(a.path + "=" + value_text(a.values[i]));
       try {
-        config::load_config(s.config, sets);
+        check_loads(s, sets);
       } catch (const InputError& e) {
         throw SweepError(fmt::format("{}:{}: axis \"{}\" (path {}), value {}: {}", s.file,
                                      a.pointer, a.name, a.path, value_text(a.values[i]), e.what()));
