@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "trnsim/sweep/compare.hpp"
@@ -237,4 +238,22 @@ TEST(Compare, RunDirectoriesTableDifferenceRatioAndConfigKeys) {
   EXPECT_NE(error_of([&] { compare(a, fresh_dir("empty")); }).find("neither a run directory"), std::string::npos);
   fs::remove_all(a);
   fs::remove_all(b);
+}
+
+TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
+  const std::map<std::string, std::size_t> points = {{"hbm-bandwidth.json", 9}, {"link-bandwidth.json", 6},
+                                                     {"switch-latency.json", 6}, {"chips-per-server.json", 4},
+                                                     {"sbuf-size.json", 6}};
+  std::size_t seen = 0;
+  for (const auto& e : fs::directory_iterator(kSrc + "/configs/sweeps")) {
+    if (e.path().extension() != ".json") continue;
+    ++seen;
+    const auto s = load_sweep(e.path().string());
+    const auto all = expand(s);
+    EXPECT_NO_THROW(validate(s, all)) << e.path();
+    ASSERT_TRUE(points.count(e.path().filename().string())) << e.path() << " is not listed here";
+    EXPECT_EQ(all.size(), points.at(e.path().filename().string())) << e.path();
+    EXPECT_EQ(s.trace, kSrc + "/traces/deepseek-v3-moe-144.json") << e.path();
+  }
+  EXPECT_EQ(seen, points.size());
 }
