@@ -10,6 +10,7 @@
 #include <map>
 #include <sstream>
 
+#include "files.hpp"
 #include "trnsim/config/schema.hpp"
 #include "trnsim/sweep/merge.hpp"
 #include "trnsim/sweep/metrics.hpp"
@@ -18,6 +19,7 @@
 namespace trnsim::sweep {
 
 namespace fs = std::filesystem;
+using detail::read_json;
 
 namespace {
 
@@ -29,14 +31,6 @@ Kind kind_of(const std::string& dir) {
   throw SweepError(fmt::format("{}: neither a run directory (no {}) nor a sweep directory (no "
                                "plan.json)",
                                dir, kReportFile));
-}
-
-Json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SweepError(fmt::format("{}: cannot read", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return config::parse_json<SweepError>(ss.str(), path);
 }
 
 // Leaves of a JSON tree by pointer; arrays of scalars count as one leaf.

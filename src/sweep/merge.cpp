@@ -11,6 +11,7 @@
 #include <map>
 #include <sstream>
 
+#include "files.hpp"
 #include "trnsim/config/schema.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/sweep/metrics.hpp"
@@ -18,16 +19,9 @@
 namespace trnsim::sweep {
 
 namespace fs = std::filesystem;
+using detail::read_json;
 
 namespace {
-
-Json read_json(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw SweepError(fmt::format("{}: cannot read", path));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return config::parse_json<SweepError>(ss.str(), path);
-}
 
 std::string csv_cell(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;

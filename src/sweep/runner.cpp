@@ -17,6 +17,7 @@
 #include <sstream>
 #include <thread>
 
+#include "files.hpp"
 #include "process.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/io.hpp"
@@ -25,17 +26,12 @@
 namespace trnsim::sweep {
 
 namespace fs = std::filesystem;
+using detail::read_json;
+using detail::read_text;
 
 namespace {
 
 constexpr int kPlanFormat = 1;
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 
@@ -110,7 +106,7 @@ Plan read_plan(const std::string& dir) {
   if (!fs::exists(path)) {
     throw SweepError(fmt::format("{}: not a sweep directory (no plan.json)", dir));
   }
-  return Plan::from_json(config::parse_json<SweepError>(read_text(path), path), path);
+  return Plan::from_json(read_json(path), path);
 }
 
 void write_or_check_plan(const std::string& dir, const Plan& plan) {
@@ -120,7 +116,7 @@ void write_or_check_plan(const std::string& dir, const Plan& plan) {
   const std::string path = dir + "/plan.json";
   const Json want = plan.to_json();
   if (fs::exists(path)) {
-    const Json have = config::parse_json<SweepError>(read_text(path), path);
+    const Json have = read_json(path);
     // The points decide what a directory holds; the sweep file's path may differ (a copy).
     if (have.value("points", Json()) != want["points"] || have.value("config", Json()) != want["config"] ||
         have.value("trace", Json()) != want["trace"]) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "files.hpp"
 #include "process.hpp"
 #include "trnsim/io.hpp"
 
@@ -80,15 +81,7 @@ std::string submit(const std::string& dir, const std::string& script, int shards
 std::string job_state(const std::string& dir) {
   const std::string path = dir + "/slurm/job.json";
   if (!fs::exists(path)) return "";
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  Json job;
-  try {
-    job = Json::parse(ss.str());
-  } catch (const Json::exception& e) {
-    throw SweepError(fmt::format("{}: unreadable: {}", path, e.what()));
-  }
+  const Json job = detail::read_json(path);
   const std::string id = job.value("job_id", std::string());
   auto count = [](const std::string& text) {
     std::map<std::string, int> by;

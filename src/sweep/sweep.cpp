@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "files.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/sweep/filter.hpp"
 #include "trnsim/topology/topology.hpp"
@@ -309,11 +310,8 @@ Sweep parse_sweep(const std::string& text, const std::string& origin, const std:
 }
 
 Sweep load_sweep(const std::string& file, const Overrides& overrides) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw SweepError(fmt::format("{}: cannot read the sweep file", file));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_sweep(ss.str(), file, fs::absolute(file).parent_path().string(), overrides);
+  return parse_sweep(detail::read_text(file), file, fs::absolute(file).parent_path().string(),
+                     overrides);
 }
 
 std::vector<Point> expand(const Sweep& s) {
@@ -342,6 +340,10 @@ std::vector<Point> expand(const Sweep& s) {
       else len = s.axes[k].values.size();
     }
     if (len == 0) len = 1;  // only a seed axis
+    if (double(len) * double(seeds) > double(kMaxPoints)) {
+      throw SweepError(fmt::format("{}:/axes: the zip has {} points; at most {} are allowed", s.file,
+                                   double(len) * double(seeds), kMaxPoints));
+    }
     for (std::size_t i = 0; i < len; ++i) {
       for (std::size_t r = 0; r < seeds; ++r) {
         std::vector<std::size_t> idx(s.axes.size(), i);
