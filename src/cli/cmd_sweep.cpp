@@ -120,7 +120,8 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
   sw->add_option("--partition", o->slurm_opts.partition, "with --slurm: partition");
   sw->add_option("--account", o->slurm_opts.account, "with --slurm: account");
   sw->add_option("--job-name", o->slurm_opts.job_name, "with --slurm: job name (default trnsim-NAME)");
-  sw->add_option("--sbatch", o->slurm_opts.extra, "with --slurm: another #SBATCH option (repeatable)");
+  sw->add_option("--sbatch", o->slurm_opts.extra, "with --slurm: another #SBATCH option (repeatable)")
+      ->allow_extra_args(false);
   sw->require_subcommand(0, 1);
   sw->fallthrough(false);
 
@@ -173,7 +174,8 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
     if (o->out.empty()) o->out = "out/sweeps/" + s.name;
     if (o->slurm) {
       SlurmOptions so = o->slurm_opts;
-      if (sw->count("--shards") == 0) so.shards = int(all.size());
+      // More tasks than points would only start empty tasks.
+      if (sw->count("--shards") == 0 || std::size_t(so.shards) > all.size()) so.shards = int(all.size());
       const std::string script = sbatch_script(o->out, self_executable(), s.name, so);
       if (o->dry_run) {
         fmt::print("{}", script);

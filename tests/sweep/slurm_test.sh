@@ -109,6 +109,9 @@ cat > "$tmp/sweep.json" <<EOF
 EOF
 "$trnsim" sweep "$tmp/sweep.json" --slurm --shards 2 --cpus-per-task 1 --mem 400M --time 10 \
   --out "$tmp/slurm-out"
+# status follows the job while it is queued or running (squeue), and after it (sacct or none).
+"$trnsim" sweep status "$tmp/slurm-out" | grep -q "^Slurm job [0-9]* (2 array tasks): " ||
+  { echo "FAIL: sweep status does not show the Slurm job"; "$trnsim" sweep status "$tmp/slurm-out"; exit 1; }
 done_=0
 for _ in $(seq 1200); do
   queued=$(squeue -h 2>/dev/null | wc -l)
