@@ -26,11 +26,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def run_sweep(trnsim, sweep_file, out, jobs):
     t0 = time.monotonic()
+    cpu0 = os.times()
     load0 = os.getloadavg()[0]
     r = subprocess.run([trnsim, "sweep", sweep_file, "--out", out, "-j", str(jobs)],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                        env=dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1"))
     wall = time.monotonic() - t0
+    cpu1 = os.times()
+    child_cpu = (cpu1.children_user - cpu0.children_user) + (cpu1.children_system - cpu0.children_system)
     if r.returncode != 0:
         sys.exit(f"bench_sweep: trnsim sweep -j {jobs} failed ({r.returncode}): {r.stderr}")
     point_walls = []
@@ -40,6 +43,11 @@ def run_sweep(trnsim, sweep_file, out, jobs):
     return {"jobs": jobs, "wall_s": wall, "points": len(point_walls),
             "points_per_min": 60 * len(point_walls) / wall,
             "mean_point_wall_s": sum(point_walls) / len(point_walls),
+            # CPU seconds of the sweep and its runs per point: flat across -j unless the pool costs.
+            "cpu_s_per_point": child_cpu / len(point_walls),
+            # Fraction of the j run slots busy over the sweep's wall time: what the pool controls;
+            # the rest of the efficiency is the CPUs' share that other processes take.
+            "slot_occupancy": sum(point_walls) / (jobs * wall),
             "load_before": load0, "load_after": os.getloadavg()[0]}
 
 
@@ -71,11 +79,13 @@ def main():
         return
     print(f"{a.points}-point sweep of {os.path.relpath(a.trace, ROOT)} on {os.path.relpath(a.config, ROOT)}, "
           f"{os.cpu_count()} CPUs")
-    print(f"{'-j':>3} {'wall s':>8} {'points/min':>11} {'efficiency':>11} {'s/point':>8} {'load before/after':>18}")
+    print(f"{'-j':>3} {'wall s':>8} {'points/min':>11} {'efficiency':>11} {'s/point':>8} "
+          f"{'CPU s/point':>12} {'slots busy':>11} {'load before/after':>18}")
     for r in rows:
         eff = f"{100 * r['efficiency']:.1f} %" if r["efficiency"] is not None else "-"
         print(f"{r['jobs']:>3} {r['wall_s']:>8.1f} {r['points_per_min']:>11.2f} {eff:>11} "
-              f"{r['mean_point_wall_s']:>8.2f} {r['load_before']:>8.2f} / {r['load_after']:<7.2f}")
+              f"{r['mean_point_wall_s']:>8.2f} {r['cpu_s_per_point']:>12.2f} "
+              f"{100 * r['slot_occupancy']:>9.1f} % {r['load_before']:>8.2f} / {r['load_after']:<7.2f}")
 
 
 if __name__ == "__main__":
