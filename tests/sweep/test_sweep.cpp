@@ -257,3 +257,28 @@ TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
   }
   EXPECT_EQ(seen, points.size());
 }
+
+TEST(Compare, SweepDirectoriesMatchPointsByAxisValues) {
+  const auto sa = parse(R"([{"path": "chip.cores", "values": [2, 4]}])");
+  const auto sb = parse(R"([{"path": "chip.cores", "values": [4, 8]}])");
+  const fs::path a = fresh_dir("sa"), b = fresh_dir("sb");
+  write_or_check_plan(a, make_plan(sa, expand(sa)));
+  write_or_check_plan(b, make_plan(sb, expand(sb)));
+  fake_point(a, "p0000", 50);
+  fake_point(a, "p0001", 40);  // cores=4
+  fake_point(b, "p0000", 30);  // cores=4
+  fake_point(b, "p0001", 20);
+  const Json c = compare(a, b);
+  EXPECT_EQ(c["kind"], "sweep");
+  EXPECT_EQ(c["only_in_a"], 1);
+  EXPECT_EQ(c["only_in_b"], 1);
+  ASSERT_EQ(c["rows"][0]["point"], "cores=4");
+  EXPECT_EQ(c["rows"][0]["metric"], "step_time_ns");
+  EXPECT_EQ(c["rows"][0]["a"].get<double>(), 40.0);
+  EXPECT_EQ(c["rows"][0]["b"].get<double>(), 30.0);
+  EXPECT_EQ(c["rows"][0]["ratio"].get<double>(), 0.75);
+  ASSERT_EQ(c["config_differences"].size(), 1u);
+  EXPECT_EQ(c["config_differences"][0], (Json{{"pointer", "/axes/chip.cores"}, {"a", {2, 4}}, {"b", {4, 8}}}));
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
