@@ -1,14 +1,22 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Installs the Debian packages trnsim needs, only those that are missing (idempotent).
+# Optional groups as arguments: `slurm` adds slurm-wlm and munge (the single-node cluster test of
+# tests/sweep/slurm_test.sh; CI installs it).
 set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
   libsystemc-dev libboost-graph-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libcli11-dev libprotobuf-dev protobuf-compiler zlib1g-dev
-  python3
+  python3 python3-matplotlib
 )
+for group in "$@"; do
+  case "$group" in
+    slurm) packages+=(slurm-wlm munge) ;;
+    *) echo "install-deps.sh: unknown group \"$group\"; expected: slurm" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

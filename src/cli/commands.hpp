@@ -25,5 +25,7 @@ CLI::Option* add_set_option(CLI::App* sub, std::vector<std::string>& sets);
 void register_config_commands(CLI::App& app, Registry& reg);
 void register_topo_command(CLI::App& app, Registry& reg);
 void register_run_command(CLI::App& app, Registry& reg);
+void register_sweep_command(CLI::App& app, Registry& reg);    // cmd_sweep.cpp
+void register_compare_command(CLI::App& app, Registry& reg);  // cmd_compare.cpp
 
 }  // namespace trnsim::cli

@@ -39,6 +39,8 @@ int run(int argc, char** argv) {
   register_topo_command(app, reg);
   register_run_command(app, reg);
   register_bench_commands(app, reg);
+  register_sweep_command(app, reg);
+  register_compare_command(app, reg);
 
   try {
     app.parse(argc, argv);

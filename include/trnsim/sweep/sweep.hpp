@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: MIT
+// Design-space sweeps: a sweep file (base config, workload, axes of --set values), its expansion
+// into points, and their validation through the config loader before anything runs.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::sweep {
+
+using Json = nlohmann::json;
+
+// A bad sweep file, sweep directory or sweep option: exit code 2.
+class SweepError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// The path every seed axis uses: its points are grouped, and figures averaged, over it.
+inline constexpr const char* kSeedPath = "sim.seed";
+
+struct Axis {
+  std::string name;         // column name in sweep.csv and in filters (default: last component)
+  std::string path;         // a --set path, "chip.hbm.bandwidth" or "/chip/hbm/bandwidth"
+  std::string pointer;      // where the axis is in the sweep file ("/axes/2"), for errors
+  std::vector<Json> values; // in order; strings are passed to --set as they are
+  bool is_seed() const;
+};
+
+struct Sweep {
+  std::string file;         // the sweep file as given
+  std::string name, description;
+  std::string config;       // base config, absolute
+  std::string trace;        // workload, absolute; "" = trnsim run's default workload
+  std::vector<std::string> sets;  // base --set assignments, applied before the axes
+  enum class Combine { grid, zip } combine = Combine::grid;
+  std::vector<Axis> axes;
+  std::string filter;       // expression over axis names; "" keeps every point
+
+  // Index of the seed axis, or -1.
+  int seed_axis() const;
+};
+
+// Overrides given on the command line; they replace (config, trace) or extend (sets) the file's.
+struct Overrides {
+  std::string config, trace;
+  std::vector<std::string> sets;
+};
+
+struct Point {
+  std::size_t index = 0;    // 0-based position among the kept points
+  std::string id;           // "p0007": its directory name
+  std::vector<Json> values; // one per axis
+};
+
+// Reads and checks a sweep file. Relative "config" and "trace" are relative to the file.
+// Throws SweepError naming the file and the JSON pointer of the first problem.
+Sweep load_sweep(const std::string& file, const Overrides& overrides = {});
+// The same from JSON text (tests); relative paths are relative to `base_dir`.
+Sweep parse_sweep(const std::string& text, const std::string& origin, const std::string& base_dir,
+                  const Overrides& overrides = {});
+
+// Every point of the grid (or zip), in order (last axis fastest), without those the filter drops.
+std::vector<Point> expand(const Sweep& sweep);
+
+// The text an axis value takes after `path=` (strings as they are, numbers as JSON).
+std::string value_text(const Json& value);
+// The --set assignments of one point: the base sets, then one per axis.
+std::vector<std::string> point_sets(const Sweep& sweep, const Point& point);
+
+// Loads the config of every value of every axis, then of every point (config and topology
+// checks), through the same loader as `trnsim run`. Throws SweepError naming the sweep file, the
+// axis pointer or point, and the loader's message, before anything runs.
+void validate(const Sweep& sweep, const std::vector<Point>& points);
+
+// The I-th of N slices (1 <= I <= N): point k belongs to slice (k mod N) + 1, so that every
+// slice gets the same mix of the grid.
+struct Shard {
+  int index = 1, count = 1;
+};
+Shard parse_shard(const std::string& text);  // "2/8"; SweepError otherwise
+std::vector<Point> shard_points(const std::vector<Point>& points, Shard shard);
+
+}  // namespace trnsim::sweep

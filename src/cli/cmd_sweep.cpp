@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: MIT
+// `trnsim sweep FILE`: a design-space sweep as a pool of `trnsim run` processes (or a Slurm job
+// array); `trnsim sweep resume|status|merge DIR` follow it. docs/sweeps.md describes it all.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <memory>
+
+#include "commands.hpp"
+#include "trnsim/sweep/merge.hpp"
+#include "trnsim/sweep/runner.hpp"
+#include "trnsim/sweep/slurm.hpp"
+#include "trnsim/sweep/sweep.hpp"
+
+namespace trnsim::cli {
+
+namespace {
+
+using namespace trnsim::sweep;
+
+int cpus_available() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return 1;
+}
+
+struct SweepOpts {
+  std::string file, out, shard = "1/1";
+  Overrides overrides;
+  int jobs = 0;  // 0: the CPUs this process may use
+  bool dry_run = false, retry_failed = false, no_merge = false, slurm = false;
+  SlurmOptions slurm_opts;
+};
+
+void add_run_options(CLI::App* sub, SweepOpts& o) {
+  sub->add_option("-j,--jobs", o.jobs, "concurrent trnsim run processes (default: the CPUs available)")
+      ->check(CLI::Range(1, 4096));
+  sub->add_option("--shard", o.shard, "run only the I-th of N slices of the points (I/N, 1-based)")
+      ->capture_default_str();
+  sub->add_flag("--retry-failed", o.retry_failed, "run points that failed again");
+  sub->add_flag("--no-merge", o.no_merge, "do not write sweep.csv and sweep.json at the end");
+}
+
+// Runs the plan locally and merges; the exit code of the command.
+int run_local(const Plan& plan, const SweepOpts& o) {
+  RunOptions ro;
+  ro.dir = o.out;
+  ro.jobs = o.jobs > 0 ? o.jobs : cpus_available();
+  ro.shard = parse_shard(o.shard);
+  ro.retry_failed = o.retry_failed;
+  ro.progress = ::isatty(2) == 1;
+  ro.trnsim = self_executable();
+  const RunSummary s = run_plan(plan, ro);
+  if (s.interrupted) {
+    fmt::print(stderr, "sweep {}: interrupted; {} resumes it\n", plan.name,
+               fmt::format("trnsim sweep resume {}", o.out));
+    return 130;
+  }
+  // A shard merges nothing by default: the other shards' points may still be running.
+  const bool merge_now = !o.no_merge && ro.shard.count == 1;
+  if (merge_now) write_merged(o.out, merge({o.out}));
+  const DirStatus st = dir_status(o.out, plan);
+  fmt::print(stderr, "sweep {}: {} points in this run ({} ran, {} already done), {} failed{}\n",
+             plan.name, s.points, s.ran, s.skipped, s.failed,
+             merge_now ? fmt::format("; {}/sweep.csv", o.out) : "");
+  for (const auto& [id, err] : st.failures) fmt::print(stderr, "  {} failed: {}\n", id, err);
+  return st.failures.empty() ? 0 : 1;
+}
+
+void print_points(const Sweep& s, const std::vector<Point>& points, std::size_t total) {
+  std::vector<std::string> head{"point"};
+  for (const auto& a : s.axes) head.push_back(a.name);
+  std::vector<std::vector<std::string>> rows{head};
+  for (const auto& p : points) {
+    std::vector<std::string> r{p.id};
+    for (const auto& v : p.values) r.push_back(value_text(v));
+    rows.push_back(r);
+  }
+  std::vector<std::size_t> w(head.size(), 0);
+  for (const auto& r : rows) {
+    for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  }
+  for (const auto& r : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) line += fmt::format("{:<{}}  ", r[i], w[i]);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    fmt::print("{}\n", line);
+  }
+  std::vector<std::string> paths;
+  for (const auto& a : s.axes) paths.push_back(fmt::format("{} ({} values)", a.path, a.values.size()));
+  fmt::print("{} of {} points; axes {}: {}\n", points.size(), total,
+             s.combine == Sweep::Combine::grid ? "as a grid" : "zipped", fmt::join(paths, ", "));
+}
+
+}  // namespace
+
+void register_sweep_command(CLI::App& app, Registry& reg) {
+  auto o = std::make_shared<SweepOpts>();
+  auto* sw = app.add_subcommand("sweep", "run a design-space sweep (docs/sweeps.md); "
+                                         "resume, status and merge follow one");
+  sw->add_option("FILE", o->file, "sweep file (configs/sweeps/*.json)");
+  sw->add_option("--out", o->out, "sweep directory (default out/sweeps/NAME)");
+  sw->add_option("--config", o->overrides.config, "base config instead of the file's");
+  sw->add_option("--trace", o->overrides.trace, "workload instead of the file's");
+  add_set_option(sw, o->overrides.sets);
+  add_run_options(sw, *o);
+  sw->add_flag("--dry-run", o->dry_run, "list the points (with --slurm: print the sbatch script)");
+  sw->add_flag("--slurm", o->slurm, "submit a Slurm job array, one array task per shard");
+  sw->add_option("--shards", o->slurm_opts.shards, "with --slurm: array tasks (default: one per point)")
+      ->check(CLI::Range(1, 100000));
+  sw->add_option("--cpus-per-task", o->slurm_opts.cpus_per_task,
+                 "with --slurm: CPUs of each task (its -j)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096));
+  sw->add_option("--mem", o->slurm_opts.mem, "with --slurm: memory per task")->capture_default_str();
+  sw->add_option("--time", o->slurm_opts.time, "with --slurm: time limit per task")->capture_default_str();
+  sw->add_option("--partition", o->slurm_opts.partition, "with --slurm: partition");
+  sw->add_option("--account", o->slurm_opts.account, "with --slurm: account");
+  sw->add_option("--job-name", o->slurm_opts.job_name, "with --slurm: job name (default trnsim-NAME)");
+  sw->add_option("--sbatch", o->slurm_opts.extra, "with --slurm: another #SBATCH option (repeatable)")
+      ->allow_extra_args(false);
+  sw->require_subcommand(0, 1);
+  sw->fallthrough(false);
+
+  auto* resume = sw->add_subcommand("resume", "continue a sweep from its directory (plan.json)");
+  auto ro = std::make_shared<SweepOpts>();
+  resume->add_option("DIR", ro->out, "sweep directory")->required();
+  add_run_options(resume, *ro);
+
+  auto* status = sw->add_subcommand("status", "points done, failed and pending (and the Slurm job)");
+  auto status_dir = std::make_shared<std::string>();
+  status->add_option("DIR", *status_dir, "sweep directory")->required();
+
+  auto* mg = sw->add_subcommand("merge", "join sweep directories (shards) into sweep.csv and sweep.json");
+  auto merge_dirs = std::make_shared<std::vector<std::string>>();
+  auto merge_out = std::make_shared<std::string>();
+  mg->add_option("DIR", *merge_dirs, "sweep directories of one plan")->required();
+  mg->add_option("--out", *merge_out, "write the merged files here (default: the first DIR)");
+
+  reg.add(sw, [=]() {
+    if (resume->parsed()) return run_local(read_plan(ro->out), *ro);
+    if (status->parsed()) {
+      const Plan plan = read_plan(*status_dir);
+      const DirStatus s = dir_status(*status_dir, plan);
+      fmt::print("sweep {}: {} points: {} done, {} failed, {} running or interrupted, {} pending\n",
+                 plan.name, plan.points.size(), s.ok, s.failed, s.started, s.pending);
+      for (const auto& [id, err] : s.failures) fmt::print("  {} failed: {}\n", id, err);
+      if (const std::string js = job_state(*status_dir); !js.empty()) fmt::print("{}\n", js);
+      return 0;
+    }
+    if (mg->parsed()) {
+      const std::string out = merge_out->empty() ? merge_dirs->front() : *merge_out;
+      const Json m = merge(*merge_dirs);
+      write_merged(out, m);
+      std::size_t ok = 0, failed = 0;
+      for (const auto& p : m["points"]) {
+        ok += p["status"] == "ok";
+        failed += p["status"] == "failed";
+      }
+      fmt::print("merged {} points ({} done, {} failed, {} pending) into {}/sweep.csv and sweep.json\n",
+                 m["points"].size(), ok, failed, m["points"].size() - ok - failed, out);
+      return 0;
+    }
+    if (o->file.empty()) throw SweepError("sweep: expected a sweep FILE, or resume, status or merge");
+    const Sweep s = load_sweep(o->file, o->overrides);
+    const auto all = expand(s);
+    std::size_t total = 1;
+    for (const auto& a : s.axes) total *= a.values.size();
+    if (s.combine == Sweep::Combine::zip) total = all.size();
+    validate(s, all);  // every point loads before anything runs
+    if (o->out.empty()) o->out = "out/sweeps/" + s.name;
+    if (o->slurm) {
+      SlurmOptions so = o->slurm_opts;
+      // More tasks than points would only start empty tasks.
+      if (sw->count("--shards") == 0 || std::size_t(so.shards) > all.size()) so.shards = int(all.size());
+      const std::string script = sbatch_script(o->out, self_executable(), s.name, so);
+      if (o->dry_run) {
+        fmt::print("{}", script);
+        return 0;
+      }
+      write_or_check_plan(o->out, make_plan(s, all));
+      const std::string id = submit(o->out, script, so.shards);
+      fmt::print("submitted Slurm job {} ({} array tasks, {} points) for {}; follow it with "
+                 "`trnsim sweep status {}`, then `trnsim sweep merge {}`\n",
+                 id, so.shards, all.size(), o->out, o->out, o->out);
+      return 0;
+    }
+    const Shard shard = parse_shard(o->shard);
+    if (o->dry_run) {
+      print_points(s, shard_points(all, shard), all.size());
+      if (all.size() != total) fmt::print("the filter kept {} of {} points\n", all.size(), total);
+      return 0;
+    }
+    return run_local(make_plan(s, all), *o);
+  });
+}
+
+}  // namespace trnsim::cli

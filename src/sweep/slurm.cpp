@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/sweep/slurm.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "files.hpp"
+#include "process.hpp"
+#include "trnsim/io.hpp"
+
+namespace trnsim::sweep {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Single-quoted for bash: the script must survive any path.
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// An #SBATCH value must be one word: the line is not parsed by a shell.
+std::string sbatch_value(const std::string& option, const std::string& v) {
+  if (v.empty() || v.find_first_of(" \t\n'\"") != std::string::npos) {
+    throw SweepError(fmt::format("--{} \"{}\": expected one word without spaces or quotes", option, v));
+  }
+  return v;
+}
+
+}  // namespace
+
+std::string sbatch_script(const std::string& dir, const std::string& trnsim, const std::string& name,
+                          const SlurmOptions& o) {
+  if (o.shards < 1) throw SweepError(fmt::format("--shards {}: expected at least 1", o.shards));
+  if (o.cpus_per_task < 1) {
+    throw SweepError(fmt::format("--cpus-per-task {}: expected at least 1", o.cpus_per_task));
+  }
+  const std::string adir = fs::absolute(dir).lexically_normal().string();
+  std::string s = "#!/bin/bash\n";
+  s += "# Written by `trnsim sweep --slurm`: one array task per shard of the sweep directory.\n";
+  s += fmt::format("#SBATCH --job-name={}\n",
+                   sbatch_value("job-name", o.job_name.empty() ? "trnsim-" + name : o.job_name));
+  s += fmt::format("#SBATCH --array=1-{}\n", o.shards);
+  s += fmt::format("#SBATCH --cpus-per-task={}\n", o.cpus_per_task);
+  s += fmt::format("#SBATCH --mem={}\n", sbatch_value("mem", o.mem));
+  s += fmt::format("#SBATCH --time={}\n", sbatch_value("time", o.time));
+  s += fmt::format("#SBATCH --output={}\n", sbatch_value("out", adir + "/slurm/task-%a.log"));
+  if (!o.partition.empty()) s += fmt::format("#SBATCH --partition={}\n", sbatch_value("partition", o.partition));
+  if (!o.account.empty()) s += fmt::format("#SBATCH --account={}\n", sbatch_value("account", o.account));
+  for (const auto& e : o.extra) s += fmt::format("#SBATCH {}\n", sbatch_value("sbatch", e));
+  s += "set -euo pipefail\n";
+  s += "export SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1\n";
+  s += fmt::format("exec {} sweep resume {} --shard \"${{SLURM_ARRAY_TASK_ID}}/{}\" -j {} --no-merge\n",
+                   quoted(trnsim), quoted(adir), o.shards, o.cpus_per_task);
+  return s;
+}
+
+std::string submit(const std::string& dir, const std::string& script, int shards) {
+  const std::string sdir = dir + "/slurm";
+  std::error_code ec;
+  fs::create_directories(sdir, ec);
+  if (ec) throw SweepError(fmt::format("{}: cannot create directory: {}", sdir, ec.message()));
+  const std::string path = sdir + "/sweep.sbatch";
+  write_file_atomic(path, script);
+  const auto r = detail::capture({"sbatch", "--parsable", path});
+  if (r.code == -1) throw SweepError("--slurm: cannot run sbatch: is Slurm installed on this machine?");
+  if (r.code != 0) throw SweepError(fmt::format("--slurm: sbatch {} refused the job: {}", path, r.out));
+  // --parsable prints "jobid" or "jobid;cluster".
+  std::string id = r.out.substr(0, r.out.find_first_of(";\n"));
+  write_file_atomic(sdir + "/job.json",
+                    Json{{"job_id", id}, {"shards", shards}, {"script", path}}.dump(2) + "\n");
+  return id;
+}
+
+std::string job_state(const std::string& dir) {
+  const std::string path = dir + "/slurm/job.json";
+  if (!fs::exists(path)) return "";
+  const Json job = detail::read_json(path);
+  const std::string id = job.value("job_id", std::string());
+  auto count = [](const std::string& text) {
+    std::map<std::string, int> by;
+    std::istringstream lines(text);
+    std::string line;
+    while (std::getline(lines, line)) {
+      std::istringstream w(line);
+      std::string state;
+      if (w >> state) ++by[state];
+    }
+    std::string out;
+    for (const auto& [k, v] : by) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", k, v);
+    return out;
+  };
+  // squeue knows queued and running tasks; sacct (when accounting is on) the ended ones.
+  auto q = detail::capture({"squeue", "-h", "-r", "-j", id, "-o", "%T"});
+  std::string line = q.code == 0 ? count(q.out) : "";
+  if (line.empty()) {
+    auto a = detail::capture({"sacct", "-n", "-X", "-P", "-j", id, "-o", "State"});
+    if (a.code == 0) line = count(a.out);
+  }
+  return fmt::format("Slurm job {} ({} array tasks): {}", id, job.value("shards", 0),
+                     line.empty() ? "no task queued or running" : line);
+}
+
+}  // namespace trnsim::sweep

@@ -1,0 +1,453 @@
+// SPDX-License-Identifier: MIT
+// Sweep files: parsing (every problem names the file and JSON pointer), expansion into points,
+// validation through the config loader, and sharding.
+#include "trnsim/sweep/sweep.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "files.hpp"
+#include "trnsim/config/config.hpp"
+#include "trnsim/sweep/filter.hpp"
+#include "trnsim/topology/topology.hpp"
+
+namespace trnsim::sweep {
+
+namespace fs = std::filesystem;
+
+bool Axis::is_seed() const { return path == kSeedPath || path == "/sim/seed"; }
+
+int Sweep::seed_axis() const {
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i].is_seed()) return int(i);
+  }
+  return -1;
+}
+
+namespace {
+
+// Upper bound on the points of one sweep: a typo such as "step": 0.001 must not expand into
+// millions of runs.
+constexpr std::size_t kMaxPoints = 100000;
+
+class Reader {
+ public:
+  Reader(std::string origin) : origin_(std::move(origin)) {}
+
+  [[noreturn]] void fail(const std::string& ptr, const std::string& what) const {
+    throw SweepError(fmt::format("{}:{}: {}", origin_, ptr.empty() ? "/" : ptr, what));
+  }
+
+  // Rejects keys not in `known`, suggesting the nearest.
+  void check_keys(const Json& obj, const std::string& ptr, const std::vector<std::string>& known) const {
+    if (!obj.is_object()) fail(ptr, fmt::format("expected an object, got {}", obj.dump()));
+    for (const auto& [k, v] : obj.items()) {
+      if (std::find(known.begin(), known.end(), k) != known.end()) continue;
+      const std::string near = config::nearest_key(k, known);
+      fail(config::json_pointer_append(ptr, k),
+           fmt::format("unknown key \"{}\"{}; expected one of \"{}\"", k,
+                       near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near),
+                       fmt::join(known, "\", \"")));
+    }
+  }
+  std::string string(const Json& obj, const std::string& ptr, const std::string& key,
+                     bool required) const {
+    const std::string p = config::json_pointer_append(ptr, key);
+    if (!obj.contains(key)) {
+      if (required) fail(p, "missing: expected a string");
+      return "";
+    }
+    if (!obj[key].is_string() || obj[key].get<std::string>().empty()) {
+      fail(p, fmt::format("expected a non-empty string, got {}", obj[key].dump()));
+    }
+    return obj[key].get<std::string>();
+  }
+  double number(const Json& obj, const std::string& ptr, const std::string& key) const {
+    const std::string p = config::json_pointer_append(ptr, key);
+    if (!obj.contains(key)) fail(p, "missing: expected a number");
+    if (!obj[key].is_number()) fail(p, fmt::format("expected a number, got {}", obj[key].dump()));
+    const double v = obj[key].get<double>();
+    if (!std::isfinite(v)) fail(p, "expected a finite number");
+    return v;
+  }
+  std::size_t count(const Json& obj, const std::string& ptr, const std::string& key) const {
+    const std::string p = config::json_pointer_append(ptr, key);
+    if (!obj.contains(key)) fail(p, "missing: expected an integer >= 1");
+    if (!obj[key].is_number_integer() || obj[key].get<std::int64_t>() < 1 ||
+        obj[key].get<std::int64_t>() > std::int64_t(kMaxPoints)) {
+      fail(p, fmt::format("expected an integer from 1 to {}, got {}", kMaxPoints, obj[key].dump()));
+    }
+    return obj[key].get<std::size_t>();
+  }
+
+  const std::string& origin() const { return origin_; }
+
+ private:
+  std::string origin_;
+};
+
+// A number as the shortest text that reads back the same: 128, 0.5, 1e-05.
+std::string number_text(double v) {
+  if (v == std::floor(v) && std::fabs(v) < 1e15) return fmt::format("{}", std::int64_t(v));
+  return fmt::format("{}", v);
+}
+
+// A generated number as a sweep value: with a unit it becomes "<number><unit>" for --set.
+Json generated(double v, const std::string& unit, bool integers) {
+  if (unit.empty()) return integers ? Json(std::int64_t(std::llround(v))) : Json(v);
+  return number_text(v) + unit;
+}
+
+// Rounds to `digits` significant digits, so that sampled values stay readable and reproducible
+// in decimal text.
+double significant(double v, int digits) {
+  if (v == 0 || !std::isfinite(v)) return v;
+  const double scale = std::pow(10.0, digits - 1 - int(std::floor(std::log10(std::fabs(v)))));
+  return std::round(v * scale) / scale;
+}
+
+std::vector<Json> read_range(const Reader& r, const Json& range, const std::string& ptr,
+                             const std::string& unit) {
+  r.check_keys(range, ptr, {"from", "to", "step", "count", "scale"});
+  const double from = r.number(range, ptr, "from"), to = r.number(range, ptr, "to");
+  const std::string scale = range.value("scale", std::string("linear"));
+  if (scale != "linear" && scale != "log") {
+    r.fail(ptr + "/scale", fmt::format("expected \"linear\" or \"log\", got {}", range["scale"].dump()));
+  }
+  const bool has_step = range.contains("step"), has_count = range.contains("count");
+  if (has_step == has_count) r.fail(ptr, "expected exactly one of \"step\" and \"count\"");
+  std::vector<double> xs;
+  if (has_step) {
+    if (scale == "log") r.fail(ptr + "/scale", "a log range takes \"count\", not \"step\"");
+    const double step = r.number(range, ptr, "step");
+    if (step <= 0) r.fail(ptr + "/step", fmt::format("expected a number > 0, got {}", step));
+    if (to < from) r.fail(ptr + "/to", fmt::format("expected to >= from ({}), got {}", from, to));
+    const double n = std::floor((to - from) / step * (1 + 1e-12)) + 1;
+    if (n > double(kMaxPoints)) {
+      r.fail(ptr + "/step", fmt::format("gives {} values; at most {} are allowed", n, kMaxPoints));
+    }
+    // from + i*step (not repeated addition), so 0.1 steps do not drift.
+    for (std::size_t i = 0; i < std::size_t(n); ++i) xs.push_back(from + double(i) * step);
+  } else {
+    const std::size_t n = r.count(range, ptr, "count");
+    if (scale == "log" && (from <= 0 || to <= 0)) r.fail(ptr, "a log range needs from > 0 and to > 0");
+    for (std::size_t i = 0; i < n; ++i) {
+      const double f = n == 1 ? 0.0 : double(i) / double(n - 1);
+      xs.push_back(scale == "log" ? significant(from * std::pow(to / from, f), 12)
+                                  : significant(from + (to - from) * f, 12));
+    }
+  }
+  const bool integers = std::all_of(xs.begin(), xs.end(), [](double x) { return x == std::floor(x); }) &&
+                        (!has_step || range["step"].is_number_integer());
+  std::vector<Json> out;
+  for (double x : xs) out.push_back(generated(x, unit, integers));
+  return out;
+}
+
+// Uniform in [0, 1) from the top 53 bits: the same on every standard library (unlike
+// std::uniform_real_distribution, whose algorithm is unspecified).
+double unit_uniform(std::mt19937_64& rng) { return double(rng() >> 11) * 0x1.0p-53; }
+
+std::vector<Json> read_samples(const Reader& r, const Json& s, const std::string& ptr,
+                               const std::string& unit) {
+  r.check_keys(s, ptr, {"distribution", "min", "max", "mean", "stddev", "count", "seed",
+                        "integer", "digits"});
+  const std::string dist = r.string(s, ptr, "distribution", true);
+  const std::size_t n = r.count(s, ptr, "count");
+  if (!s.contains("seed") || !s["seed"].is_number_unsigned()) {
+    r.fail(ptr + "/seed", "missing: expected an integer >= 0 (samples are reproducible)");
+  }
+  std::mt19937_64 rng(s["seed"].get<std::uint64_t>());
+  const bool integer = s.value("integer", false);
+  int digits = 4;
+  if (s.contains("digits")) {
+    if (!s["digits"].is_number_integer() || s["digits"].get<int>() < 1 || s["digits"].get<int>() > 17) {
+      r.fail(ptr + "/digits", fmt::format("expected an integer from 1 to 17, got {}", s["digits"].dump()));
+    }
+    digits = s["digits"].get<int>();
+  }
+  std::vector<double> xs;
+  if (dist == "uniform" || dist == "log_uniform") {
+    const double lo = r.number(s, ptr, "min"), hi = r.number(s, ptr, "max");
+    if (hi < lo) r.fail(ptr + "/max", fmt::format("expected max >= min ({}), got {}", lo, hi));
+    if (dist == "log_uniform" && lo <= 0) r.fail(ptr + "/min", "log_uniform needs min > 0");
+    for (std::size_t i = 0; i < n; ++i) {
+      const double u = unit_uniform(rng);
+      xs.push_back(dist == "uniform" ? lo + (hi - lo) * u : lo * std::pow(hi / lo, u));
+    }
+  } else if (dist == "normal") {
+    const double mean = r.number(s, ptr, "mean"), sd = r.number(s, ptr, "stddev");
+    if (sd < 0) r.fail(ptr + "/stddev", "expected a number >= 0");
+    for (std::size_t i = 0; i < n; ++i) {
+      // Box-Muller, spelled out for the same reason as unit_uniform.
+      const double u1 = 1.0 - unit_uniform(rng), u2 = unit_uniform(rng);
+      xs.push_back(mean + sd * std::sqrt(-2.0 * std::log(u1)) * std::cos(2 * M_PI * u2));
+    }
+  } else {
+    r.fail(ptr + "/distribution",
+           fmt::format("expected \"uniform\", \"log_uniform\" or \"normal\", got \"{}\"", dist));
+  }
+  std::vector<Json> out;
+  for (double x : xs) out.push_back(generated(integer ? std::round(x) : significant(x, digits), unit, integer));
+  return out;
+}
+
+Axis read_axis(const Reader& r, const Json& a, const std::string& ptr) {
+  r.check_keys(a, ptr, {"path", "name", "values", "range", "samples", "unit"});
+  Axis axis;
+  axis.pointer = ptr;
+  axis.path = r.string(a, ptr, "path", true);
+  if (axis.path.find('=') != std::string::npos) {
+    r.fail(ptr + "/path", fmt::format("\"{}\": expected a path without \"=\" (the values are "
+                                      "the axis's values)", axis.path));
+  }
+  std::string last = axis.path.substr(axis.path.find_last_of("./") == std::string::npos
+                                          ? 0
+                                          : axis.path.find_last_of("./") + 1);
+  axis.name = a.contains("name") ? r.string(a, ptr, "name", true) : last;
+  for (char c : axis.name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') {
+      r.fail(ptr + (a.contains("name") ? "/name" : "/path"),
+             fmt::format("axis name \"{}\": expected letters, digits and \"_\" (set \"name\")",
+                         axis.name));
+    }
+  }
+  const std::string unit = a.contains("unit") ? r.string(a, ptr, "unit", true) : "";
+  const int forms = int(a.contains("values")) + int(a.contains("range")) + int(a.contains("samples"));
+  if (forms != 1) r.fail(ptr, "expected exactly one of \"values\", \"range\" and \"samples\"");
+  if (a.contains("values")) {
+    const Json& v = a["values"];
+    if (!v.is_array() || v.empty()) r.fail(ptr + "/values", "expected a non-empty array");
+    if (a.contains("unit")) r.fail(ptr + "/unit", "\"unit\" applies to \"range\" and \"samples\"; write units into the values");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (v[i].is_object() || v[i].is_null()) {
+        r.fail(fmt::format("{}/values/{}", ptr, i),
+               fmt::format("expected a number, string, boolean or array, got {}", v[i].dump()));
+      }
+      axis.values.push_back(v[i]);
+    }
+  } else if (a.contains("range")) {
+    axis.values = read_range(r, a["range"], ptr + "/range", unit);
+  } else {
+    axis.values = read_samples(r, a["samples"], ptr + "/samples", unit);
+  }
+  return axis;
+}
+
+std::string absolute_from(const std::string& base_dir, const std::string& p) {
+  if (p.empty()) return p;
+  const fs::path path(p);
+  return (path.is_absolute() ? path : fs::path(base_dir) / path).lexically_normal().string();
+}
+
+}  // namespace
+
+Sweep parse_sweep(const std::string& text, const std::string& origin, const std::string& base_dir,
+                  const Overrides& ov) {
+  const Json j = config::parse_json<SweepError>(text, origin);
+  const Reader r(origin);
+  r.check_keys(j, "", {"name", "description", "config", "trace", "set", "combine", "axes", "filter"});
+  Sweep s;
+  s.file = origin;
+  s.name = r.string(j, "", "name", true);
+  s.description = r.string(j, "", "description", false);
+  s.config = ov.config.empty() ? absolute_from(base_dir, r.string(j, "", "config", true))
+                               : fs::absolute(ov.config).lexically_normal().string();
+  s.trace = ov.trace.empty() ? absolute_from(base_dir, r.string(j, "", "trace", false))
+                             : fs::absolute(ov.trace).lexically_normal().string();
+  if (j.contains("set")) {
+    if (!j["set"].is_array()) r.fail("/set", "expected an array of \"path=value\" strings");
+    for (std::size_t i = 0; i < j["set"].size(); ++i) {
+      if (!j["set"][i].is_string()) r.fail(fmt::format("/set/{}", i), "expected a \"path=value\" string");
+      s.sets.push_back(j["set"][i].get<std::string>());
+    }
+  }
+  for (const auto& x : ov.sets) s.sets.push_back(x);
+  if (j.contains("combine")) {
+    const Json& c = j["combine"];
+    if (c == "grid") s.combine = Sweep::Combine::grid;
+    else if (c == "zip") s.combine = Sweep::Combine::zip;
+    else r.fail("/combine", fmt::format("expected \"grid\" or \"zip\", got {}", c.dump()));
+  }
+  if (!j.contains("axes") || !j["axes"].is_array() || j["axes"].empty()) {
+    r.fail("/axes", "expected a non-empty array of axes");
+  }
+  std::set<std::string> names, paths;
+  for (std::size_t i = 0; i < j["axes"].size(); ++i) {
+    Axis a = read_axis(r, j["axes"][i], fmt::format("/axes/{}", i));
+    if (!names.insert(a.name).second) {
+      r.fail(a.pointer, fmt::format("a second axis named \"{}\": give one a \"name\"", a.name));
+    }
+    if (!paths.insert(a.path).second) r.fail(a.pointer + "/path", fmt::format("a second axis on \"{}\"", a.path));
+    s.axes.push_back(std::move(a));
+  }
+  if (s.combine == Sweep::Combine::zip) {
+    const Axis* first = nullptr;
+    for (const auto& a : s.axes) {
+      if (a.is_seed()) continue;  // seeds cross the zipped points (docs/sweeps.md)
+      if (first && a.values.size() != first->values.size()) {
+        r.fail(a.pointer, fmt::format("zip needs axes of equal length: {} has {} values, {} has {}",
+                                      a.name, a.values.size(), first->name, first->values.size()));
+      }
+      if (!first) first = &a;
+    }
+  }
+  if (j.contains("filter")) {
+    s.filter = r.string(j, "", "filter", true);
+    std::vector<std::string> ns;
+    for (const auto& a : s.axes) ns.push_back(a.name);
+    Filter f(s.filter, ns, origin + ":/filter");  // parse errors now, not at expansion
+  }
+  return s;
+}
+
+Sweep load_sweep(const std::string& file, const Overrides& overrides) {
+  return parse_sweep(detail::read_text(file), file, fs::absolute(file).parent_path().string(),
+                     overrides);
+}
+
+std::vector<Point> expand(const Sweep& s) {
+  // Each combination as value indices per axis, last axis fastest.
+  std::vector<std::vector<std::size_t>> combos;
+  const int seed = s.seed_axis();
+  double total = 1;
+  for (const auto& a : s.axes) total *= double(a.values.size());
+  if (s.combine == Sweep::Combine::grid) {
+    if (total > double(kMaxPoints)) {
+      throw SweepError(fmt::format("{}:/axes: the grid has {} points; at most {} are allowed",
+                                   s.file, total, kMaxPoints));
+    }
+    std::vector<std::size_t> idx(s.axes.size(), 0);
+    for (std::size_t n = 0; n < std::size_t(total); ++n) {
+      combos.push_back(idx);
+      for (std::size_t k = s.axes.size(); k-- > 0;) {
+        if (++idx[k] < s.axes[k].values.size()) break;
+        idx[k] = 0;
+      }
+    }
+  } else {
+    std::size_t len = 0, seeds = 1;
+    for (std::size_t k = 0; k < s.axes.size(); ++k) {
+      if (int(k) == seed) seeds = s.axes[k].values.size();
+      else len = s.axes[k].values.size();
+    }
+    if (len == 0) len = 1;  // only a seed axis
+    if (double(len) * double(seeds) > double(kMaxPoints)) {
+      throw SweepError(fmt::format("{}:/axes: the zip has {} points; at most {} are allowed", s.file,
+                                   double(len) * double(seeds), kMaxPoints));
+    }
+    for (std::size_t i = 0; i < len; ++i) {
+      for (std::size_t r = 0; r < seeds; ++r) {
+        std::vector<std::size_t> idx(s.axes.size(), i);
+        if (seed >= 0) idx[std::size_t(seed)] = r;
+        combos.push_back(idx);
+      }
+    }
+  }
+  std::optional<Filter> filter;
+  std::vector<std::string> names;
+  for (const auto& a : s.axes) names.push_back(a.name);
+  if (!s.filter.empty()) filter.emplace(s.filter, names, s.file + ":/filter");
+  std::vector<Point> out;
+  for (const auto& idx : combos) {
+    Point p;
+    std::map<std::string, Json> vars;
+    for (std::size_t k = 0; k < s.axes.size(); ++k) {
+      p.values.push_back(s.axes[k].values[idx[k]]);
+      vars[s.axes[k].name] = p.values.back();
+    }
+    if (filter && !filter->keeps(vars)) continue;
+    p.index = out.size();
+    p.id = fmt::format("p{:04}", p.index);
+    out.push_back(std::move(p));
+  }
+  if (out.empty()) throw SweepError(fmt::format("{}:/filter: keeps no point", s.file));
+  return out;
+}
+
+std::string value_text(const Json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+std::vector<std::string> point_sets(const Sweep& s, const Point& p) {
+  std::vector<std::string> out = s.sets;
+  for (std::size_t k = 0; k < s.axes.size(); ++k) {
+    out.push_back(s.axes[k].path + "=" + value_text(p.values[k]));
+  }
+  return out;
+}
+
+namespace {
+
+void check_loads(const Sweep& s, const std::vector<std::string>& sets) {
+  const auto loaded = config::load_config(s.config, sets);
+  if (loaded.config.rack) {
+    topo::build_topology(loaded.config.rack->topology,
+                         loaded.config.chip ? &*loaded.config.chip : nullptr,
+                         {&loaded.provenance, "/rack/topology"});
+  }
+}
+
+}  // namespace
+
+void validate(const Sweep& s, const std::vector<Point>& points) {
+  try {
+    config::load_config(s.config, s.sets);
+  } catch (const InputError& e) {
+    throw SweepError(fmt::format("{}: the base config (\"config\" and \"set\") does not load: {}",
+                                 s.file, e.what()));
+  }
+  // Each axis alone first, so that a bad path is named as such, not as some point.
+  for (const auto& a : s.axes) {
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+      std::vector<std::string> sets = s.sets;
+      sets.push_back(a.path + "=" + value_text(a.values[i]));
+      try {
+        check_loads(s, sets);
+      } catch (const InputError& e) {
+        throw SweepError(fmt::format("{}:{}: axis \"{}\" (path {}), value {}: {}", s.file,
+                                     a.pointer, a.name, a.path, value_text(a.values[i]), e.what()));
+      }
+    }
+  }
+  for (const auto& p : points) {
+    try {
+      check_loads(s, point_sets(s, p));
+    } catch (const InputError& e) {
+      std::vector<std::string> vs;
+      for (std::size_t k = 0; k < s.axes.size(); ++k) {
+        vs.push_back(s.axes[k].name + "=" + value_text(p.values[k]));
+      }
+      throw SweepError(fmt::format("{}: point {} ({}) is not a valid config (exclude it with a "
+                                   "\"filter\"): {}",
+                                   s.file, p.id, fmt::join(vs, ", "), e.what()));
+    }
+  }
+}
+
+Shard parse_shard(const std::string& text) {
+  Shard sh;
+  char slash = 0;
+  std::istringstream in(text);
+  if (!(in >> sh.index >> slash >> sh.count) || slash != '/' || !in.eof() || sh.count < 1 ||
+      sh.index < 1 || sh.index > sh.count) {
+    throw SweepError(fmt::format("--shard {}: expected I/N with 1 <= I <= N, such as 2/8", text));
+  }
+  return sh;
+}
+
+std::vector<Point> shard_points(const std::vector<Point>& points, Shard shard) {
+  std::vector<Point> out;
+  for (const auto& p : points) {
+    if (int(p.index % std::size_t(shard.count)) + 1 == shard.index) out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace trnsim::sweep

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+# tools/plot: unit parsing, the Pareto front on a hand-made set, and both plots written as PNG
+# and SVG from a merged sweep with seeds. Exit 77 (skipped) without matplotlib.
+import importlib.machinery
+import importlib.util
+import json
+import sys
+import tempfile
+from pathlib import Path
+
+try:
+    import matplotlib  # noqa: F401
+except ImportError:
+    print("skipped: python3-matplotlib is not installed")
+    sys.exit(77)
+
+src = Path(__file__).resolve().parents[2]
+loader = importlib.machinery.SourceFileLoader("plot", str(src / "tools" / "plot"))
+spec = importlib.util.spec_from_loader("plot", loader)
+plot = importlib.util.module_from_spec(spec)
+loader.exec_module(plot)
+
+assert plot.si_value("256KiB") == (262144.0, "B"), plot.si_value("256KiB")
+assert plot.si_value("4.9TB/s") == (4.9e12, "B/s")
+v, u = plot.si_value("150ns")
+assert abs(v - 150e-9) < 1e-20 and u == "s"
+assert plot.si_value(8) == (8.0, "")
+assert plot.si_value("fast") is None
+# (1, 5) and (2, 2) and (4, 1) are not beaten in both; (3, 3) is beaten by (2, 2), (5, 5) by all.
+pts = [(1, 5), (2, 2), (3, 3), (4, 1), (5, 5)]
+assert plot.pareto_front(pts, [False, False]) == [0, 1, 3]
+assert plot.pareto_front(pts, [True, True]) == [4]
+
+def group(bw, mean, sd):
+    return {"values": {"bandwidth": bw}, "points": [], "ok": 2, "failed": 0, "pending": 0,
+            "metrics": {"step_time_ns": {"n": 2, "mean": mean, "stddev": sd, "min": mean, "max": mean},
+                        "energy_j": {"n": 2, "mean": 1e-6 * mean, "stddev": 0, "min": 0, "max": 0}}}
+
+sweep = {"name": "t", "axes": [{"name": "bandwidth", "path": "chip.hbm.bandwidth", "seed": False},
+                               {"name": "seed", "path": "sim.seed", "seed": True}],
+         "metrics": [{"name": "step_time_ns", "pointer": "/step_time_ns", "unit": "ns"},
+                     {"name": "energy_j", "pointer": "/energy/total_j", "unit": "J"}],
+         "groups": [group("2TB/s", 3e6, 1e5), group("4TB/s", 2e6, 5e4), group("500GB/s", 9e6, 0)]}
+with tempfile.TemporaryDirectory() as d:
+    (Path(d) / "sweep.json").write_text(json.dumps(sweep))
+    plot.plot_metric(sweep, "step_time_ns", None, f"{d}/m", None)
+    plot.plot_pareto(sweep, "step_time_ns", "energy_j", [], f"{d}/p", None)
+    for name in ("m", "p"):
+        assert (Path(d) / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert b"<svg" in (Path(d) / f"{name}.svg").read_bytes()[:1000]
+print("1 passed, 0 failed")
