@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: MIT
+// `trnsim bench collective`: one collective on R ranks of a rack, through the whole replay path
+// (chips, fabric, collective algorithms).
+#pragma once
+
+#include <string>
+
+#include "trnsim/bench/bench.hpp"
+
+namespace trnsim::bench {
+
+struct CollectiveArgs {
+  std::string op = "all-reduce";  // all-reduce, all-gather, reduce-scatter or all-to-all
+  std::string bytes = "1MiB";     // per rank, as in nccl-tests
+  int ranks = 0;                  // chips 0..R-1; 0: every chip of the rack
+  bool sweep = false;             // sizes from 1 KiB to 1 GiB in steps of 4x instead of `bytes`
+};
+
+// {"rack": its name, "ranks": R, "points": [one object per size: time, algorithm and bus
+// bandwidth]}. Loads `config` to check the ranks, then runs each size in its own child, which
+// loads it again.
+Json collective(const ConfigSource& config, const CollectiveArgs& a);
+
+}  // namespace trnsim::bench
