@@ -282,54 +282,55 @@ class BulkDriver : public sc_core::sc_module {
   sc_core::sc_time last;
 };
 
-json measure_traffic(const ConfigSource& o, const TrafficPlan& plan) {
-  const Rack rack = load_rack(o);
-  const auto fab = make_fabric(rack);
-  Fabric& fabric = dynamic_cast<Fabric&>(*fab);
+// Bytes per second per chip that a bisection of `bis` bytes per second allows when each of `n`
+// chips sends equally to every other: each chip of one half sends to the n/2 chips of the other,
+// i.e. n^2/4 messages per direction.
+double all_to_all_bisection_bound(double bis, std::size_t n) {
+  const double half = double(n / 2), other = double(n - n / 2);
+  return bis * double(n - 1) / (half * other);
+}
+
+// The uniform pattern's figures, added to `j`: offered and accepted load, latency.
+void measure_uniform(const Rack& rack, Fabric& fabric, const TrafficPlan& plan, double inj_sum,
+                     json& j) {
   const auto n = rack.topo.chip_count();
-  double inj_min = 1e300, inj_sum = 0;
-  for (std::uint32_t c = 0; c < n; ++c) {
-    const double b = fabric.injection_bandwidth({c}).si;
-    inj_min = std::min(inj_min, b);
-    inj_sum += b;
-  }
-  json j = {{"benchmark", "traffic"},
-            {"rack", rack.loaded.config.rack->name},
-            {"chips", n},
-            {"injection_bytes_per_s_min", inj_min}};
   const auto t0 = std::chrono::steady_clock::now();
-  if (plan.pattern == Pattern::uniform) {
-    const std::uint64_t msg = plan.bytes ? plan.bytes : fabric.packet_bytes();
-    UniformDriver driver("uniform", fabric, plan, msg, rack.loaded.config.sim.seed);
-    sc_core::sc_start();
-    const double wall = seconds_since(t0);
-    const auto end = sc_core::sc_time_stamp();
-    fabric.finish(end);
-    const auto& v = driver.latencies_ns;
-    const model::Histogram hist(v);
-    double mean = 0;
-    for (double x : v) mean += x;
-    mean = v.empty() ? 0 : mean / double(v.size());
-    const double accepted = driver.delivered_in_window / plan.window.si / inj_sum;
-    // Uniform random traffic sends (n/2)/(n-1) of each chip's bytes across the bisection, as an
-    // all-to-all does: the same per-chip bound, as a fraction of injection bandwidth.
-    const double half = double(n / 2), other = double(n - n / 2);
-    const double bis_bound = topo::summarize(rack.topo).bisection.si * double(n - 1) / (half * other);
-    const double bound_load = std::min(1.0, bis_bound * double(n) / inj_sum);
-    j.update({{"pattern", "uniform"},
-              {"offered_load", plan.load},
-              {"message_bytes", msg},
-              {"warmup_ns", plan.warmup.si * 1e9},
-              {"window_ns", plan.window.si * 1e9},
-              {"messages_measured", v.size()},
-              {"accepted_load", accepted},
-              {"bound_load", bound_load},
-              {"accepted_bytes_per_s_per_chip", driver.delivered_in_window / plan.window.si / double(n)},
-              {"latency_ns", {{"mean", mean}, {"p99", hist.quantile(0.99)},
-                              {"max", hist.max()}}},
-              {"run", run_figures(fabric, wall, end)}});
-    return j;
-  }
+  const std::uint64_t msg = plan.bytes ? plan.bytes : fabric.packet_bytes();
+  UniformDriver driver("uniform", fabric, plan, msg, rack.loaded.config.sim.seed);
+  sc_core::sc_start();
+  const double wall = seconds_since(t0);
+  const auto end = sc_core::sc_time_stamp();
+  fabric.finish(end);
+  const auto& v = driver.latencies_ns;
+  const model::Histogram hist(v);
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean = v.empty() ? 0 : mean / double(v.size());
+  const double accepted = driver.delivered_in_window / plan.window.si / inj_sum;
+  // Uniform random traffic sends (n/2)/(n-1) of each chip's bytes across the bisection, as an
+  // all-to-all does: the same per-chip bound, as a fraction of injection bandwidth.
+  const double bis_bound = all_to_all_bisection_bound(topo::summarize(rack.topo).bisection.si, n);
+  const double bound_load = std::min(1.0, bis_bound * double(n) / inj_sum);
+  j.update({{"pattern", "uniform"},
+            {"offered_load", plan.load},
+            {"message_bytes", msg},
+            {"warmup_ns", plan.warmup.si * 1e9},
+            {"window_ns", plan.window.si * 1e9},
+            {"messages_measured", v.size()},
+            {"accepted_load", accepted},
+            {"bound_load", bound_load},
+            {"accepted_bytes_per_s_per_chip", driver.delivered_in_window / plan.window.si / double(n)},
+            {"latency_ns", {{"mean", mean}, {"p99", hist.quantile(0.99)},
+                            {"max", hist.max()}}},
+            {"run", run_figures(fabric, wall, end)}});
+}
+
+// The all-to-all or bisection pattern's figures, added to `j`: completion time and bandwidth
+// against the topology's bounds.
+void measure_bulk(const Rack& rack, Fabric& fabric, const TrafficPlan& plan, double inj_min,
+                  json& j) {
+  const auto n = rack.topo.chip_count();
+  const auto t0 = std::chrono::steady_clock::now();
   BulkDriver driver("bulk", fabric, plan.pattern, plan.bytes);
   sc_core::sc_start();
   const double wall = seconds_since(t0);
@@ -343,10 +344,8 @@ json measure_traffic(const ConfigSource& o, const TrafficPlan& plan) {
   j["bisection_bytes_per_s"] = bis;
   if (plan.pattern == Pattern::all_to_all) {
     const double per_chip = double(n - 1) * double(plan.bytes) / t;
-    // Each chip's n-1 messages must leave through its links; across the bisection, each chip of
-    // one half sends to the n/2 chips of the other, i.e. n^2/4 messages per direction.
-    const double half = double(n / 2), other = double(n - n / 2);
-    const double bis_bound = bis * double(n - 1) / (half * other);
+    // Each chip's n-1 messages must leave through its links, and cross the bisection.
+    const double bis_bound = all_to_all_bisection_bound(bis, n);
     const double bound = std::min(inj_min, bis_bound);
     j.update({{"pattern", "all-to-all"},
               {"bytes_per_chip", double(n - 1) * double(plan.bytes)},
@@ -367,6 +366,28 @@ json measure_traffic(const ConfigSource& o, const TrafficPlan& plan) {
               {"fraction_of_bisection", achieved / bis},
               {"fraction_of_bound", achieved / bound},
               {"run", run_figures(fabric, wall, end)}});
+  }
+}
+
+json measure_traffic(const ConfigSource& o, const TrafficPlan& plan) {
+  const Rack rack = load_rack(o);
+  const auto fab = make_fabric(rack);
+  Fabric& fabric = dynamic_cast<Fabric&>(*fab);
+  const auto n = rack.topo.chip_count();
+  double inj_min = 1e300, inj_sum = 0;
+  for (std::uint32_t c = 0; c < n; ++c) {
+    const double b = fabric.injection_bandwidth({c}).si;
+    inj_min = std::min(inj_min, b);
+    inj_sum += b;
+  }
+  json j = {{"benchmark", "traffic"},
+            {"rack", rack.loaded.config.rack->name},
+            {"chips", n},
+            {"injection_bytes_per_s_min", inj_min}};
+  if (plan.pattern == Pattern::uniform) {
+    measure_uniform(rack, fabric, plan, inj_sum, j);
+  } else {
+    measure_bulk(rack, fabric, plan, inj_min, j);
   }
   return j;
 }
