@@ -1,189 +1,20 @@
 // SPDX-License-Identifier: MIT
-// `trnsim bench ping` and `trnsim bench traffic`: latency and throughput of the fabric model on
-// a rack preset (docs/bench.md).
-//
-// ping sends one message between every ordered pair of chips, one pair at a time on an otherwise
-// idle network (sequentially in one simulation), and reports the latency distribution and the
-// breakdown of the worst pair. traffic drives the whole fabric: uniform random messages with
-// Poisson arrivals at a fraction of each chip's injection bandwidth (measured in a fixed window
-// after a warm-up), an all-to-all, or a bisection exchange.
+// `trnsim bench ping` and `trnsim bench traffic`: the options and the tables; the benchmarks are
+// in src/bench/fabric.cpp (docs/bench.md).
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cctype>
-#include <cmath>
+#include <cstdint>
 #include <memory>
-#include <optional>
-#include <random>
 #include <string>
-#include <vector>
 
 #include "bench_common.hpp"
-#include "common/histogram.hpp"
-#include "fabric/fabric.hpp"
-#include "trnsim/build/registry.hpp"
-#include "trnsim/resolve/resolve.hpp"
-#include "trnsim/error.hpp"
-#include "trnsim/topology/topology.hpp"
+#include "trnsim/bench/fabric.hpp"
 
 namespace trnsim::cli {
 
 namespace {
 
 using nlohmann::json;
-using model::Fabric;
-using topo::ChipId;
-
-constexpr std::uint64_t kMinBulk = 1024, kMaxBulk = 256ULL << 20;
-
-std::uint64_t parse_byte_count(const std::string& s, const char* option) {
-  return parse_size(s, option, 0);
-}
-
-Duration parse_positive_duration(const std::string& s, const char* option) {
-  Duration d{};
-  try {
-    d = parse_duration(s);
-  } catch (const InputError&) {
-    throw InputError(fmt::format("{}: expected a duration > 0 such as \"20us\", got \"{}\"",
-                                 option, s));
-  }
-  if (!(d.si > 0)) {
-    throw InputError(fmt::format("{}: expected a duration > 0 such as \"20us\", got \"{}\"",
-                                 option, s));
-  }
-  return d;
-}
-
-// What every measurement needs: the loaded rack, its validated topology and its figures.
-struct Rack {
-  config::LoadedConfig loaded;
-  topo::Topology topo;
-  const config::ChipParams* chip = nullptr;
-};
-
-Rack load_rack(const BenchOptions& o) {
-  Rack r{o.load(), {}, nullptr};
-  if (!r.loaded.config.rack) {
-    throw ConfigError(fmt::format("{}:/rack: missing: fabric benchmarks need a rack preset",
-                                  r.loaded.path));
-  }
-  r.chip = r.loaded.config.chip ? &*r.loaded.config.chip : nullptr;
-  r.topo = topo::build_topology(r.loaded.config.rack->topology, r.chip,
-                                {&r.loaded.provenance, "/rack/topology",
-                                 config::memory_budget(r.loaded.config.sim)});
-  if (r.topo.chip_count() < 2) {
-    throw InputError(fmt::format("{}: fabric benchmarks need at least 2 chips, the rack has {}",
-                                 r.loaded.path, r.topo.chip_count()));
-  }
-  return r;
-}
-
-// The network of the rack, resolved and built through the registry. These benchmarks measure the
-// packet-level fabric (they observe packets), so another network model is refused.
-std::unique_ptr<model::Network> make_fabric(const Rack& rack) {
-  const resolve::FabricPlan plan = resolve::resolve_fabric(rack.loaded, rack.topo, false);
-  build::Registry registry;
-  build::register_builtin_models(registry);
-  auto net = build::make_network(registry, "fabric", rack.topo, plan, {}, &rack.loaded.provenance);
-  if (!dynamic_cast<Fabric*>(net.get())) {
-    throw ConfigError(config::located(rack.loaded.provenance, "/rack/fabric/model",
-                                      fmt::format("bench ping and traffic measure the packet "
-                                                  "network, not \"{}\"", plan.model)));
-  }
-  return net;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Simulation and host figures every measurement reports.
-json run_figures(const Fabric& f, double wall, const sc_core::sc_time& end) {
-  const auto t = f.totals();
-  return {{"simulated_ns", end.to_seconds() * 1e9},
-          {"wall_s", wall},
-          {"events", t.events},
-          {"events_per_s", wall > 0 ? double(t.events) / wall : 0.0},
-          {"packets", t.packets_delivered},
-          {"vcs", f.vcs()},
-          {"packet_bytes", f.message_unit_bytes()},
-          {"flit_bytes", f.flit_bytes()},
-          {"credit_stall_ns", t.credit_stall_ns},
-          {"bytes_injected", t.bytes_injected},
-          {"bytes_delivered", t.bytes_delivered}};
-}
-
-json breakdown_json(const model::LatencyBreakdown& b) {
-  return {{"total", b.total.si * 1e9},           {"endpoint", b.endpoint.si * 1e9},
-          {"serialisation", b.serialisation.si * 1e9}, {"link", b.link.si * 1e9},
-          {"switch", b.switching.si * 1e9},     {"chip_forwarding", b.forwarding.si * 1e9},
-          {"queueing", b.queueing.si * 1e9}};
-}
-
-// ---- ping ---------------------------------------------------------------------------------------
-
-class PingDriver : public sc_core::sc_module {
- public:
-  PingDriver(const sc_core::sc_module_name& name, Fabric& f, std::uint64_t bytes)
-      : sc_core::sc_module(name), f_(f), bytes_(bytes) {
-    sc_core::sc_spawn([this] { run(); }, "run");
-  }
-  std::vector<double> latencies_ns;
-  model::TransferRecord worst;
-
- private:
-  void run() {
-    const auto n = std::uint32_t(f_.topology().chip_count());
-    for (std::uint32_t a = 0; a < n; ++a) {
-      for (std::uint32_t b = 0; b < n; ++b) {
-        if (a == b) continue;
-        const auto r = f_.transfer({a}, {b}, bytes_, std::uint64_t(a) * n + b);
-        const double ns = r.latency().si * 1e9;
-        if (latencies_ns.empty() || ns > worst.latency().si * 1e9) worst = r;
-        latencies_ns.push_back(ns);
-      }
-    }
-  }
-  Fabric& f_;
-  std::uint64_t bytes_;
-};
-
-json measure_ping(const BenchOptions& o, std::uint64_t bytes) {
-  const Rack rack = load_rack(o);
-  const auto fab = make_fabric(rack);
-  Fabric& fabric = dynamic_cast<Fabric&>(*fab);
-  PingDriver driver("ping", fabric, bytes);
-  const auto t0 = std::chrono::steady_clock::now();
-  sc_core::sc_start();
-  const double wall = seconds_since(t0);
-  const auto end = sc_core::sc_time_stamp();
-  fabric.finish(end);
-  const auto& v = driver.latencies_ns;
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= double(v.size());
-  const model::Histogram hist(v);
-  const auto& w = driver.worst;
-  return {{"benchmark", "ping"},
-          {"rack", rack.loaded.config.rack->name},
-          {"chips", rack.topo.chip_count()},
-          {"bytes", bytes},
-          {"pairs", v.size()},
-          {"latency_ns",
-           {{"min", hist.quantile(0)},
-            {"median", hist.quantile(0.5)},
-            {"p99", hist.quantile(0.99)},
-            {"max", hist.max()},
-            {"mean", mean}}},
-          {"worst",
-           {{"src", w.request.src.v},
-            {"dst", w.request.dst.v},
-            {"hops", w.last_packet.hops},
-            {"breakdown_ns", breakdown_json(w.last_packet)}}},
-          {"run", run_figures(fabric, wall, end)}};
-}
 
 void print_ping(const json& j) {
   fmt::print("fabric ping: {} ({} chips), {} B messages, {} pairs one at a time\n",
@@ -205,204 +36,6 @@ void print_ping(const json& j) {
   fmt::print("  run                {:.3f} s wall, {} events ({:.2f} M events/s)\n",
              r["wall_s"].get<double>(), r["events"].get<std::uint64_t>(),
              r["events_per_s"].get<double>() * 1e-6);
-}
-
-// ---- traffic ------------------------------------------------------------------------------------
-
-enum class Pattern { uniform, all_to_all, bisection };
-
-struct TrafficArgs {
-  std::string pattern = "uniform";
-  double load = 0.5;
-  bool sweep = false;
-  std::string bytes;  // empty: per pattern default
-  std::string window = "20us";
-  std::string warmup = "5us";
-};
-
-struct TrafficPlan {
-  Pattern pattern = Pattern::uniform;
-  double load = 0.5;
-  std::uint64_t bytes = 0;  // 0 for uniform: one packet
-  Duration window{}, warmup{};
-};
-
-Pattern parse_pattern(const std::string& s) {
-  if (s == "uniform") return Pattern::uniform;
-  if (s == "all-to-all") return Pattern::all_to_all;
-  if (s == "bisection") return Pattern::bisection;
-  throw InputError(fmt::format(
-      "--pattern: expected one of uniform, all-to-all, bisection, got \"{}\"", s));
-}
-
-// Uniform random traffic: every chip issues messages to uniformly chosen other chips with
-// exponential inter-arrival times (Poisson), each chip from its own generator seeded from
-// sim.seed and the chip id.
-class UniformDriver : public sc_core::sc_module {
- public:
-  UniformDriver(const sc_core::sc_module_name& name, Fabric& f, const TrafficPlan& plan,
-                std::uint64_t msg_bytes, std::uint64_t seed)
-      : sc_core::sc_module(name), f_(f), plan_(plan), msg_(msg_bytes) {
-    const auto n = std::uint32_t(f.topology().chip_count());
-    window_start_ = model::to_sc(plan.warmup);
-    window_end_ = model::to_sc(plan.warmup + plan.window);
-    for (std::uint32_t c = 0; c < n; ++c) {
-      sc_core::sc_spawn([this, c, n, seed] { run(c, n, seed); }, fmt::format("chip{}", c).c_str());
-    }
-    f.set_delivery_observer([this](const model::Packet& p) {
-      const auto t = model::now();
-      if (t >= window_start_ && t < window_end_) delivered_in_window += double(p.payload);
-    });
-  }
-  std::vector<double> latencies_ns;
-  double delivered_in_window = 0;
-  std::uint64_t issued_in_window = 0;
-
- private:
-  void run(std::uint32_t c, std::uint32_t n, std::uint64_t seed) {
-    std::mt19937_64 rng(seed * 0x9e3779b97f4a7c15ULL + c);
-    const double rate = plan_.load * f_.injection_bandwidth({c}).si / double(msg_);  // msg/s
-    std::uint64_t k = 0;
-    for (;;) {
-      // Inverse-CDF exponential draw; u in (0, 1].
-      const double u = (double(rng() >> 11) + 1.0) * 0x1.0p-53;
-      wait(model::to_sc(Duration(-std::log(u) / rate)));
-      const auto t = model::now();
-      if (t >= window_end_) return;
-      std::uint32_t d = std::uint32_t(rng() % (n - 1));
-      if (d >= c) ++d;
-      const bool counted = t >= window_start_;
-      if (counted) ++issued_in_window;
-      f_.start({{c}, {d}, msg_, (std::uint64_t(c) << 32) | k++, 0, 0},
-               [this, counted](const model::TransferRecord& r) {
-                 if (counted) latencies_ns.push_back(r.latency().si * 1e9);
-               });
-    }
-  }
-  Fabric& f_;
-  TrafficPlan plan_;
-  std::uint64_t msg_;
-  sc_core::sc_time window_start_, window_end_;
-};
-
-// All transfers of the pattern issued at time 0.
-class BulkDriver : public sc_core::sc_module {
- public:
-  BulkDriver(const sc_core::sc_module_name& name, Fabric& f, Pattern pattern, std::uint64_t bytes)
-      : sc_core::sc_module(name) {
-    sc_core::sc_spawn(
-        [this, &f, pattern, bytes] {
-          const auto n = std::uint32_t(f.topology().chip_count());
-          auto done = [this](const model::TransferRecord& r) {
-            if (r.completed > last) last = r.completed;
-          };
-          if (pattern == Pattern::all_to_all) {
-            // Each chip starts with the next chip up, so that no chip is everyone's first.
-            for (std::uint32_t k = 1; k < n; ++k) {
-              for (std::uint32_t a = 0; a < n; ++a) {
-                const std::uint32_t b = (a + k) % n;
-                f.start({{a}, {b}, bytes, std::uint64_t(a) * n + b, 0, 0}, done);
-              }
-            }
-          } else {
-            for (std::uint32_t a = 0; a < n / 2; ++a) {
-              const std::uint32_t b = a + n / 2;
-              f.start({{a}, {b}, bytes, std::uint64_t(a) * n + b, 0, 0}, done);
-            }
-          }
-        },
-        "issue");
-  }
-  sc_core::sc_time last;
-};
-
-json measure_traffic(const BenchOptions& o, const TrafficPlan& plan) {
-  const Rack rack = load_rack(o);
-  const auto fab = make_fabric(rack);
-  Fabric& fabric = dynamic_cast<Fabric&>(*fab);
-  const auto n = rack.topo.chip_count();
-  double inj_min = 1e300, inj_sum = 0;
-  for (std::uint32_t c = 0; c < n; ++c) {
-    const double b = fabric.injection_bandwidth({c}).si;
-    inj_min = std::min(inj_min, b);
-    inj_sum += b;
-  }
-  json j = {{"benchmark", "traffic"},
-            {"rack", rack.loaded.config.rack->name},
-            {"chips", n},
-            {"injection_bytes_per_s_min", inj_min}};
-  const auto t0 = std::chrono::steady_clock::now();
-  if (plan.pattern == Pattern::uniform) {
-    const std::uint64_t msg = plan.bytes ? plan.bytes : fabric.packet_bytes();
-    UniformDriver driver("uniform", fabric, plan, msg, rack.loaded.config.sim.seed);
-    sc_core::sc_start();
-    const double wall = seconds_since(t0);
-    const auto end = sc_core::sc_time_stamp();
-    fabric.finish(end);
-    const auto& v = driver.latencies_ns;
-    const model::Histogram hist(v);
-    double mean = 0;
-    for (double x : v) mean += x;
-    mean = v.empty() ? 0 : mean / double(v.size());
-    const double accepted = driver.delivered_in_window / plan.window.si / inj_sum;
-    // Uniform random traffic sends (n/2)/(n-1) of each chip's bytes across the bisection, as an
-    // all-to-all does: the same per-chip bound, as a fraction of injection bandwidth.
-    const double half = double(n / 2), other = double(n - n / 2);
-    const double bis_bound = topo::summarize(rack.topo).bisection.si * double(n - 1) / (half * other);
-    const double bound_load = std::min(1.0, bis_bound * double(n) / inj_sum);
-    j.update({{"pattern", "uniform"},
-              {"offered_load", plan.load},
-              {"message_bytes", msg},
-              {"warmup_ns", plan.warmup.si * 1e9},
-              {"window_ns", plan.window.si * 1e9},
-              {"messages_measured", v.size()},
-              {"accepted_load", accepted},
-              {"bound_load", bound_load},
-              {"accepted_bytes_per_s_per_chip", driver.delivered_in_window / plan.window.si / double(n)},
-              {"latency_ns", {{"mean", mean}, {"p99", hist.quantile(0.99)},
-                              {"max", hist.max()}}},
-              {"run", run_figures(fabric, wall, end)}});
-    return j;
-  }
-  BulkDriver driver("bulk", fabric, plan.pattern, plan.bytes);
-  sc_core::sc_start();
-  const double wall = seconds_since(t0);
-  const auto end = sc_core::sc_time_stamp();
-  fabric.finish(end);
-  const double t = driver.last.to_seconds();
-  const auto summary = topo::summarize(rack.topo);
-  const double bis = summary.bisection.si;
-  j["bytes_per_pair"] = plan.bytes;
-  j["completion_ns"] = t * 1e9;
-  j["bisection_bytes_per_s"] = bis;
-  if (plan.pattern == Pattern::all_to_all) {
-    const double per_chip = double(n - 1) * double(plan.bytes) / t;
-    // Each chip's n-1 messages must leave through its links; across the bisection, each chip of
-    // one half sends to the n/2 chips of the other, i.e. n^2/4 messages per direction.
-    const double half = double(n / 2), other = double(n - n / 2);
-    const double bis_bound = bis * double(n - 1) / (half * other);
-    const double bound = std::min(inj_min, bis_bound);
-    j.update({{"pattern", "all-to-all"},
-              {"bytes_per_chip", double(n - 1) * double(plan.bytes)},
-              {"achieved_bytes_per_s_per_chip", per_chip},
-              {"injection_bound_bytes_per_s", inj_min},
-              {"bisection_bound_bytes_per_s", bis_bound},
-              {"bound_bytes_per_s", bound},
-              {"fraction_of_bound", per_chip / bound},
-              {"run", run_figures(fabric, wall, end)}});
-  } else {
-    const double achieved = double(n / 2) * double(plan.bytes) / t;
-    // Each sender is also limited by its own injection bandwidth.
-    const double bound = std::min(bis, double(n / 2) * inj_min);
-    j.update({{"pattern", "bisection"},
-              {"pairs", n / 2},
-              {"achieved_bytes_per_s", achieved},
-              {"injection_bound_bytes_per_s", double(n / 2) * inj_min},
-              {"fraction_of_bisection", achieved / bis},
-              {"fraction_of_bound", achieved / bound},
-              {"run", run_figures(fabric, wall, end)}});
-  }
-  return j;
 }
 
 void print_run(const json& r) {
@@ -476,16 +109,12 @@ void register_bench_fabric(CLI::App& bench, Registry& reg) {
     auto* sub = bench.add_subcommand(
         "ping", "latency of a small message between every pair of chips on an idle fabric");
     auto opts = std::make_shared<BenchOptions>();
-    auto bytes = std::make_shared<std::string>("64");
+    auto args = std::make_shared<bench::PingArgs>();
     add_bench_options(sub, *opts);
-    sub->add_option("--bytes", *bytes, "message size (\"64\", \"4KiB\"); 0 is a bare completion")
+    sub->add_option("--bytes", args->bytes, "message size (\"64\", \"4KiB\"); 0 is a bare completion")
         ->capture_default_str();
-    reg.add(sub, [opts, bytes]() -> int {
-      const std::uint64_t b = parse_byte_count(*bytes, "--bytes");
-      if (b > kMaxBulk) {
-        throw InputError(fmt::format("--bytes: expected at most 256MiB, got {}", b));
-      }
-      const auto j = run_isolated([&] { return measure_ping(*opts, b); });
+    reg.add(sub, [opts, args]() -> int {
+      const auto j = bench::ping(opts->source, *args);
       if (opts->json) {
         fmt::print("{}\n", j.dump(2));
       } else {
@@ -497,7 +126,7 @@ void register_bench_fabric(CLI::App& bench, Registry& reg) {
   auto* sub = bench.add_subcommand(
       "traffic", "fabric throughput and latency: uniform random load, all-to-all, bisection");
   auto opts = std::make_shared<BenchOptions>();
-  auto args = std::make_shared<TrafficArgs>();
+  auto args = std::make_shared<bench::TrafficArgs>();
   add_bench_options(sub, *opts);
   sub->add_option("--pattern", args->pattern, "uniform, all-to-all or bisection")
       ->capture_default_str();
@@ -513,71 +142,13 @@ void register_bench_fabric(CLI::App& bench, Registry& reg) {
   auto* warmup_opt = sub->add_option("--warmup", args->warmup, "uniform: warm-up before it")
                          ->capture_default_str();
   reg.add(sub, [opts, args, load_opt, sweep_opt, window_opt, warmup_opt]() -> int {
-    TrafficPlan plan;
-    plan.pattern = parse_pattern(args->pattern);
-    if (plan.pattern != Pattern::uniform) {
-      for (const auto* opt : {load_opt, sweep_opt, window_opt, warmup_opt}) {
-        if (opt->count() > 0) {
-          throw InputError(fmt::format("{}: only for --pattern uniform, not \"{}\"",
-                                       opt->get_name(), args->pattern));
-        }
-      }
-      plan.bytes = args->bytes.empty() ? (1ULL << 20) : parse_byte_count(args->bytes, "--bytes");
-      if (plan.bytes < kMinBulk || plan.bytes > kMaxBulk) {
-        throw InputError(fmt::format(
-            "--bytes: expected bytes per pair from 1KiB to 256MiB, got {}", plan.bytes));
-      }
-    } else {
-      if (args->sweep && load_opt->count() > 0) {
-        throw InputError("--load: not with --sweep (the sweep sets the load)");
-      }
-      if (!(args->load > 0 && args->load <= 1)) {
-        throw InputError(fmt::format("--load: expected a fraction in (0, 1], got {}", args->load));
-      }
-      plan.load = args->load;
-      plan.bytes = args->bytes.empty() ? 0 : parse_byte_count(args->bytes, "--bytes");
-      if (!args->bytes.empty() && (plan.bytes < 1 || plan.bytes > kMaxBulk)) {
-        throw InputError(fmt::format("--bytes: expected a message size from 1 B to 256MiB, got {}",
-                                     plan.bytes));
-      }
-      plan.window = parse_positive_duration(args->window, "--window");
-      plan.warmup = parse_positive_duration(args->warmup, "--warmup");
-    }
-    if (plan.pattern == Pattern::uniform && args->sweep) {
-      json points = json::array();
-      json first;
-      std::optional<double> sat_load;
-      double sat_tp = 0;
-      for (int k = 1; k <= 10; ++k) {
-        TrafficPlan p = plan;
-        p.load = k / 10.0;
-        const auto j = run_isolated([&] { return measure_traffic(*opts, p); });
-        if (k == 1) first = j;
-        sat_tp = std::max(sat_tp, j["accepted_load"].get<double>());
-        if (!sat_load && j["accepted_load"].get<double>() < 0.95 * p.load) sat_load = p.load;
-        points.push_back(j);
-      }
-      json out = {{"benchmark", "traffic"},
-                  {"pattern", "uniform"},
-                  {"sweep", true},
-                  {"rack", first["rack"]},
-                  {"chips", first["chips"]},
-                  {"message_bytes", first["message_bytes"]},
-                  {"saturation_throughput", sat_tp},
-                  {"bound_load", first["bound_load"]},
-                  {"saturation_fraction_of_bound", sat_tp / first["bound_load"].get<double>()},
-                  {"saturation_load", sat_load ? json(*sat_load) : json(nullptr)},
-                  {"points", points}};
-      if (opts->json) {
-        fmt::print("{}\n", out.dump(2));
-      } else {
-        print_sweep(out);
-      }
-      return 0;
-    }
-    const auto j = run_isolated([&] { return measure_traffic(*opts, plan); });
+    args->given = {load_opt->count() > 0, sweep_opt->count() > 0, window_opt->count() > 0,
+                   warmup_opt->count() > 0};
+    const auto j = bench::traffic(opts->source, *args);
     if (opts->json) {
       fmt::print("{}\n", j.dump(2));
+    } else if (args->sweep) {
+      print_sweep(j);
     } else {
       print_traffic(j);
     }

@@ -95,7 +95,7 @@ Json merge(const std::vector<std::string>& dirs) {
     }
     pt["status"] = state;
     if (state == "ok") {
-      pt["metrics"] = read_metrics(point_dir(from, p.id));
+      pt["metrics"] = read_metrics(run_dir(from, p.id));
     } else if (state == "failed") {
       const Json st = read_json(point_dir(from, p.id) + "/status.json");
       pt["error"] = st.value("error", std::string());

@@ -131,6 +131,7 @@ void write_or_check_plan(const std::string& dir, const Plan& plan) {
 }
 
 std::string point_dir(const std::string& dir, const std::string& id) { return dir + "/points/" + id; }
+std::string run_dir(const std::string& dir, const std::string& id) { return point_dir(dir, id) + "/run"; }
 
 std::string point_state(const std::string& dir, const std::string& id) {
   const std::string pd = point_dir(dir, id);
@@ -275,7 +276,7 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o) {
       std::vector<std::string> argv{o.trnsim, "run", "--config", plan.config};
       if (!plan.trace.empty()) argv.insert(argv.end(), {"--trace", plan.trace});
       for (const auto& s : p->sets) argv.insert(argv.end(), {"--set", s});
-      argv.insert(argv.end(), {"--out", pd});
+      argv.insert(argv.end(), {"--out", run_dir(o.dir, p->id)});
       running[detail::spawn(argv, pd + "/run.log")] = {p, std::chrono::steady_clock::now()};
     }
     draw(false);
@@ -297,7 +298,7 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
     const std::string pd = point_dir(o.dir, r.point->id);
     Json status{{"id", r.point->id}, {"wall_s", wall}};
-    const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && fs::exists(pd + "/" + std::string(kReportFile));
+    const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && fs::exists(run_dir(o.dir, r.point->id) + "/" + std::string(kReportFile));
     if (ok) {
       status["status"] = "ok";
     } else {

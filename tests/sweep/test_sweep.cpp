@@ -172,7 +172,7 @@ namespace {
 void fake_point(const fs::path& dir, const std::string& id, double step_ns, const std::string& status = "ok") {
   const fs::path pd = dir / "points" / id;
   write(pd / "point.json", "{}");
-  write(pd / "summary.json", Json{{"step_time_ns", step_ns}, {"energy", {{"total_j", step_ns / 10}}}}.dump());
+  write(pd / "run" / "summary.json", Json{{"step_time_ns", step_ns}, {"energy", {{"total_j", step_ns / 10}}}}.dump());
   write(pd / "status.json", Json{{"status", status}, {"error", status == "ok" ? "" : "trnsim: error: boom"}}.dump());
 }
 

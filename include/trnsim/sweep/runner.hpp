@@ -64,6 +64,9 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o);
 std::string point_state(const std::string& dir, const std::string& id);
 // DIR/points/<id>
 std::string point_dir(const std::string& dir, const std::string& id);
+// Where the point's `trnsim run --out` writes (a directory of its own: a run's output directory
+// appears whole or not at all, so it holds nothing else).
+std::string run_dir(const std::string& dir, const std::string& id);
 
 // This executable (/proc/self/exe).
 std::string self_executable();

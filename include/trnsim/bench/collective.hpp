@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: MIT
+// `trnsim bench collective`: one collective on R ranks of a rack, through the whole replay path
+// (chips, fabric, collective algorithms).
+#pragma once
+
+#include <optional>
+
+#include <string>
+
+#include "trnsim/bench/bench.hpp"
+
+namespace trnsim::bench {
+
+struct CollectiveArgs {
+  std::string op = "all-reduce";  // all-reduce, all-gather, reduce-scatter or all-to-all
+  std::string bytes = "1MiB";     // per rank, as in nccl-tests
+  std::optional<int> ranks;       // chips 0..R-1; none: every chip of the rack (0 is refused)
+  bool sweep = false;             // sizes from 1 KiB to 1 GiB in steps of 4x instead of `bytes`
+};
+
+// {"rack": its name, "ranks": R, "points": [one object per size: time, algorithm and bus
+// bandwidth]}. Loads `config` to check the ranks, then runs each size in its own child, which
+// loads it again.
+Json collective(const ConfigSource& config, const CollectiveArgs& a);
+
+}  // namespace trnsim::bench
