@@ -29,7 +29,7 @@ namespace trnsim::model {
 
 struct ChipOptions {
   // Builds the chip's memory as a child module of the given name: the registry's implementation
-  // of the memory role chosen in the config (src/build/registry.cpp).
+  // of the memory role chosen in the config (src/registry/registry.cpp).
   std::function<MemoryBlock(const char* name)> make_memory;
   // An HBM owned by someone else (tests); the chip then owns none and make_memory is not used.
   MemoryPort* memory = nullptr;

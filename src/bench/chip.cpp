@@ -15,7 +15,7 @@
 
 #include "chip/chip.hpp"
 #include "internal.hpp"
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
@@ -69,9 +69,9 @@ std::unique_ptr<Chip> build_chip(const config::LoadedConfig& loaded, bool fallba
   resolve::ChipPlan plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
   if (fallback_memory) plan.memory_model = "bandwidth";
   if (granularity > 0) plan.granularity = granularity;
-  build::Registry registry;
-  build::register_builtin_models(registry);
-  return build::make_chip(registry, "chip", plan, &loaded.provenance);
+  registry::Registry registry;
+  registry::register_builtin_models(registry);
+  return registry::make_chip(registry, "chip", plan, &loaded.provenance);
 }
 
 json measure_gemm(const ConfigSource& o, const GemmArgs& a, std::uint64_t m, std::uint64_t k,

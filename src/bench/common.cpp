@@ -12,7 +12,7 @@
 #include <string>
 
 #include "internal.hpp"
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::bench {
@@ -27,9 +27,9 @@ std::string data_path(const std::string& name) { return data_dir() + "/" + name;
 config::LoadedConfig ConfigSource::load() const {
   auto loaded = config::load_config(path.empty() ? data_path(kDefaultRack) : path, sets);
   // The resolve step, as `trnsim config` runs it: every command accepts the same configs.
-  build::Registry registry;
-  build::register_builtin_models(registry);
-  build::check(registry, loaded);
+  registry::Registry registry;
+  registry::register_builtin_models(registry);
+  registry::check(registry, loaded);
   return loaded;
 }
 

@@ -24,7 +24,7 @@
 #include "common/histogram.hpp"
 #include "fabric/fabric.hpp"
 #include "internal.hpp"
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/topology/topology.hpp"
@@ -86,9 +86,9 @@ Rack load_rack(const ConfigSource& o) {
 // packet-level fabric (they observe packets), so another network model is refused.
 std::unique_ptr<model::Network> make_fabric(const Rack& rack) {
   const resolve::FabricPlan plan = resolve::resolve_fabric(rack.loaded, rack.topo, false);
-  build::Registry registry;
-  build::register_builtin_models(registry);
-  auto net = build::make_network(registry, "fabric", rack.topo, plan, {}, &rack.loaded.provenance);
+  registry::Registry registry;
+  registry::register_builtin_models(registry);
+  auto net = registry::make_network(registry, "fabric", rack.topo, plan, {}, &rack.loaded.provenance);
   if (!dynamic_cast<Fabric*>(net.get())) {
     throw ConfigError(config::located(rack.loaded.provenance, "/rack/fabric/model",
                                       fmt::format("bench ping and traffic measure the packet "

@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/io.hpp"
 
@@ -23,9 +23,9 @@ void register_config_commands(CLI::App& app, Registry& reg) {
   cfg->add_option("--out", o->out, "write the JSON to this file instead of stdout");
   reg.add(cfg, [o]() {
     const auto loaded = config::load_config(o->file, o->sets);
-    build::Registry registry;
-    build::register_builtin_models(registry);
-    build::check(registry, loaded);  // the resolve step every simulation runs
+    registry::Registry registry;
+    registry::register_builtin_models(registry);
+    registry::check(registry, loaded);  // the resolve step every simulation runs
     const std::string text = config::to_json(loaded.config).dump(2) + "\n";
     if (o->out.empty()) {
       fmt::print("{}", text);
@@ -41,8 +41,8 @@ void register_config_commands(CLI::App& app, Registry& reg) {
   auto types_json = std::make_shared<bool>(false);
   types->add_flag("--json", *types_json, "print one JSON array");
   reg.add(types, [types_json]() {
-    build::Registry registry;
-    build::register_builtin_models(registry);
+    registry::Registry registry;
+    registry::register_builtin_models(registry);
     nlohmann::json all = nlohmann::json::array();
     for (const auto& i : registry.all()) {
       nlohmann::json ports = nlohmann::json::array(), stats = nlohmann::json::array();
@@ -52,7 +52,7 @@ void register_config_commands(CLI::App& app, Registry& reg) {
       for (const auto& st : i.statistics) {
         stats.push_back({{"name", st.name}, {"unit", std::string(model::unit_symbol(st.unit))}, {"description", st.description}});
       }
-      all.push_back({{"role", std::string(build::role_name(i.role))}, {"name", i.name},
+      all.push_back({{"role", std::string(registry::role_name(i.role))}, {"name", i.name},
                      {"description", i.description}, {"block", i.block},
                      {"parameters", i.parameters}, {"ports", ports}, {"statistics", stats}});
     }

@@ -26,20 +26,20 @@ model::ElementKind element_kind(trace::OpKind k) {
 }  // namespace
 
 Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
-           const config::ReplayParams& replay, const build::Registry& registry,
+           const config::ReplayParams& replay, const registry::Registry& registry,
            const config::Provenance* prov)
     : sc_core::sc_module(name), chip_params_(plan.chip.params) {
   std::vector<model::MemoryPort*> memories;
   for (std::size_t c = 0; c < plan.topology.chip_count(); ++c) {
     chips_.push_back(
-        build::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip, prov));
+        registry::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip, prov));
     if (replay.chip_op_slots > 0) {  // 0: no limit, no slots
       slots_.push_back(std::make_unique<Slots>());
       slots_.back()->free = replay.chip_op_slots;
     }
     memories.push_back(&chips_.back()->memory());
   }
-  network_ = build::make_network(registry, "fabric", plan.topology, plan.fabric, memories, prov);
+  network_ = registry::make_network(registry, "fabric", plan.topology, plan.fabric, memories, prov);
   local_size_ = plan.local_size;
   const auto& hbm = plan.chip.params.hbm;
   capacity_ = std::uint64_t(hbm.capacity_per_stack.si) * std::uint64_t(hbm.stacks);

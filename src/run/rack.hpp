@@ -11,7 +11,7 @@
 
 #include "chip/chip.hpp"
 #include "common/network.hpp"
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/replay/engine.hpp"
 #include "trnsim/topology/topology.hpp"
@@ -22,7 +22,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
  public:
   // Chips and network of `plan`, built through `registry`; `plan` must outlive the rack.
   Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
-       const config::ReplayParams& replay, const build::Registry& registry,
+       const config::ReplayParams& replay, const registry::Registry& registry,
        const config::Provenance* prov = nullptr);
 
   int chip_count() const override { return int(chips_.size()); }

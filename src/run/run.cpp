@@ -8,7 +8,7 @@
 
 #include "common/activity.hpp"
 #include "rack.hpp"
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
 #include "trnsim/resolve/resolve.hpp"
@@ -19,8 +19,8 @@ namespace trnsim::run {
 RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& w) {
   const config::Config& cfg = loaded.config;
   const resolve::RackPlan plan = resolve::resolve_rack(loaded);
-  build::Registry registry;
-  build::register_builtin_models(registry);
+  registry::Registry registry;
+  registry::register_builtin_models(registry);
   auto log = logger("run");
   log->info("{}: {} chips, workload {} ({} ranks)", cfg.rack->name, plan.topology.chip_count(),
             w.name, w.num_ranks());

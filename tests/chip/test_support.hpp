@@ -11,7 +11,7 @@
 #include "chip/chip.hpp"
 #include "common/block.hpp"
 #include "common/memory.hpp"
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
@@ -26,12 +26,12 @@ inline config::ChipParams chip_preset(const std::string& name, const std::vector
 // benchmarks build it.
 inline model::ChipOptions chip_options(const config::ChipParams& p, const std::string& model = "hbm",
                                        int granularity = 1) {
-  static const build::Registry registry = [] {
-    build::Registry r;
-    build::register_builtin_models(r);
+  static const registry::Registry registry = [] {
+    registry::Registry r;
+    registry::register_builtin_models(r);
     return r;
   }();
-  const auto& impl = registry.get(build::Role::memory, model, "/chip/memory/model");
+  const auto& impl = registry.get(registry::Role::memory, model, "/chip/memory/model");
   auto plan = std::make_shared<resolve::ChipPlan>(resolve::plan_chip(p, granularity));
   model::ChipOptions o;
   o.granularity = granularity;

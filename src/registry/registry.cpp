@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -10,7 +10,7 @@
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
 
-namespace trnsim::build {
+namespace trnsim::registry {
 
 std::string_view role_name(Role r) {
   switch (r) {
@@ -171,4 +171,4 @@ void check(const Registry& r, const config::LoadedConfig& loaded) {
   if (loaded.config.rack) r.get(Role::network, loaded.config.rack->fabric.model, "/rack/fabric/model", prov);
 }
 
-}  // namespace trnsim::build
+}  // namespace trnsim::registry

@@ -18,7 +18,7 @@
 #include "common/network.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
-namespace trnsim::build {
+namespace trnsim::registry {
 
 enum class Role { memory, network, compute };
 std::string_view role_name(Role r);
@@ -85,4 +85,4 @@ std::unique_ptr<model::Network> make_network(const Registry& r, const char* name
 // `trnsim config` runs).
 void check(const Registry& r, const config::LoadedConfig& loaded);
 
-}  // namespace trnsim::build
+}  // namespace trnsim::registry

@@ -8,12 +8,12 @@
 
 #include "chip/chip.hpp"
 #include "common/histogram.hpp"
-#include "trnsim/build/registry.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
-namespace trnsim::build {
+namespace trnsim::registry {
 namespace {
 
 Registry builtin() {
@@ -140,7 +140,7 @@ TEST(Resolve, DmaQueueLimitIsCheckedBeforeTheModel) {
 }
 
 }  // namespace
-}  // namespace trnsim::build
+}  // namespace trnsim::registry
 
 namespace trnsim::model {
 namespace {
