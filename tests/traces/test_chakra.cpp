@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Chakra .et reader and exporter: every third-party trace in /work/shared/traces, small files
+// Chakra .et reader and exporter: every third-party trace in ../shared/traces, small files
 // built here with our own protobuf classes, gzip, and the export round trip.
 #include <gtest/gtest.h>
 #include <zlib.h>

@@ -186,7 +186,7 @@ struct HbmTiming {
   Duration tCL{}, tRCD{}, tRP{}, tRAS{}, tRC{}, tWR{}, tCWL{}, tRRD_S{}, tRRD_L{}, tFAW{},
       tWTR_S{}, tWTR_L{}, tRTP{}, tRFC{}, tREFI{};
   // Per-bank (single-bank) refresh; defaults are the HBM3E 12-Hi values of
-  // /work/shared/specs/energy-and-timing.md section 2.3 (Ramulator 2 HBM3 by constant ns).
+  // ../shared/specs/energy-and-timing.md section 2.3 (Ramulator 2 HBM3 by constant ns).
   Duration tRFCsb = Duration(200e-9), tREFIsb = Duration(82e-9), tRREFD = Duration(8.1e-9);
   int tCCD_S_ck = 2, tCCD_L_ck = 4, burst_ck = 2;
   // Read data end to write data start on one pseudo-channel: Ramulator 2's HBM3 RD-to-WR spacing

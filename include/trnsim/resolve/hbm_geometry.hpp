@@ -12,7 +12,7 @@
 namespace trnsim::resolve {
 
 // HBM3/HBM3E move 4 bits per pin per command clock (CK = data rate / 4, see the spec table in
-// /work/shared/specs/energy-and-timing.md section 2.2), so BL8 on a 32-bit pseudo-channel is 2 tCK.
+// ../shared/specs/energy-and-timing.md section 2.2), so BL8 on a 32-bit pseudo-channel is 2 tCK.
 inline constexpr int kBitsPerPinPerClock = 4;
 
 // Timings in command clocks (each rounded up to a whole clock, as a controller must).
