@@ -38,6 +38,8 @@ config::LoadedConfig load_rack(const ConfigSource& source) {
     throw ConfigError(fmt::format("{}:/rack: missing: bench collective needs a rack preset",
                                   cfg.path));
   }
+  // A benchmark measures the detailed models unless the config asks otherwise.
+  if (!cfg.config.sim.fidelity) cfg.config.sim.fidelity = config::Fidelity::detailed;
   return cfg;
 }
 

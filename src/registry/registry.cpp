@@ -6,6 +6,7 @@
 
 #include "chip/memory.hpp"
 #include "fabric/fabric.hpp"
+#include "flow/flow_network.hpp"
 #include "hbm/hbm_system.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
@@ -110,6 +111,28 @@ void register_builtin_models(Registry& r) {
            return std::make_unique<model::Fabric>(name, t, plan, std::move(memories));
          },
          {}});
+  r.add({Role::network,
+         "flow",
+         "each transfer a flow on its route; flows share link directions max-min fairly, rates "
+         "recomputed when a flow starts or ends for the flows sharing a link with it; per-hop "
+         "latency as fixed terms; no credits, head-of-line blocking or packet interleaving "
+         "(docs/models/fidelity.md)",
+         "model::FlowNetwork (model::FlowLinkDirection, model::FlowNode)",
+         {"/rack/fabric/packet_bytes", "/rack/fabric/flit_bytes", "/rack/fabric/header_bytes",
+          "/rack/fabric/endpoint_overhead", "/rack/topology", "/chip/link/idle_fraction"},
+         {{"transfers", "model::Network", "HBM-to-HBM transfers between chips"},
+          {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "
+                                            "the destination"}},
+         {{"transfers", model::StatUnit::count, "transfers completed"},
+          {"bytes_delivered", model::StatUnit::bytes, "payload bytes delivered"},
+          {"rate_recomputations", model::StatUnit::count, "batched max-min rate recomputations"},
+          {"max_flows", model::StatUnit::count, "most flows active at once"}},
+         {},
+         [](const char* name, const topo::Topology& t, const resolve::FabricPlan& plan,
+            std::vector<model::MemoryPort*> memories) -> std::unique_ptr<model::Network> {
+           return std::make_unique<model::FlowNetwork>(name, t, plan, std::move(memories));
+         },
+         {}});
   r.add({Role::compute,
          "tile",
          "NeuronCores whose Tensor, Vector, Scalar and GpSimd engines run the engine program of "
@@ -166,9 +189,11 @@ void check(const Registry& r, const config::LoadedConfig& loaded) {
   if (loaded.config.chip) {
     const auto& c = *loaded.config.chip;
     r.get(Role::memory, c.memory.model, "/chip/memory/model", prov);
-    r.get(Role::compute, c.compute.model, "/chip/compute/model", prov);
+    if (!c.compute.model.empty()) r.get(Role::compute, c.compute.model, "/chip/compute/model", prov);
   }
-  if (loaded.config.rack) r.get(Role::network, loaded.config.rack->fabric.model, "/rack/fabric/model", prov);
+  if (loaded.config.rack && !loaded.config.rack->fabric.model.empty()) {
+    r.get(Role::network, loaded.config.rack->fabric.model, "/rack/fabric/model", prov);
+  }
 }
 
 }  // namespace trnsim::registry

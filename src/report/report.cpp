@@ -112,6 +112,10 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   t += fmt::format("trnsim run: {} ({} x {}), workload {} ({} ranks, {} ops)\n", cfg.rack->name,
                    d.chips, cfg.chip->name, w.name, w.num_ranks(),
                    s["workload"]["ops"].get<std::size_t>());
+  const Json& fid = s["fidelity"];
+  t += fmt::format("  fidelity             {}: network {}, compute {}, memory {}\n",
+                   fid["preset"].get<std::string>(), fid["network"].get<std::string>(),
+                   fid["compute"].get<std::string>(), fid["memory"].get<std::string>());
   t += fmt::format("  step time            {:.3f} ms\n", T * 1e3);
   t += fmt::format("  achieved             {:.2f} PFLOPS = {:.1f} % of {:.1f} PFLOPS FP8 peak ({} chips)\n",
                    s["achieved_pflops"].get<double>(), 100 * s["fraction_of_peak"].get<double>(),
@@ -181,6 +185,10 @@ Report make_report(const run::RunData& d) {
   std::size_t nops = 0;
   for (const auto& r : w.ranks) nops += r.ops.size();
   s["workload"]["ops"] = nops;
+  s["fidelity"] = {{"preset", d.fidelity},
+                   {"network", d.network_model},
+                   {"compute", d.compute_model},
+                   {"memory", d.memory_model}};
   s["step_time_ns"] = T * 1e9;
   s["flops"] = flops;
   s["achieved_pflops"] = T > 0 ? flops / T / 1e15 : 0.0;

@@ -61,8 +61,24 @@ void check_chip(const config::ChipParams& p, const Where& at) {
 
 }  // namespace
 
+std::string network_model_for(config::Fidelity f) {
+  return f == config::Fidelity::fast ? "flow" : "packet";
+}
+
+std::string compute_model_for(config::Fidelity f) {
+  // The op-level compute tier is not in the registry yet: both fidelities run tiles.
+  (void)f;
+  return "tile";
+}
+
+config::Fidelity fidelity_of(const config::Config& cfg, config::Fidelity fallback) {
+  return cfg.sim.fidelity.value_or(fallback);
+}
+
 ChipPlan plan_chip(const config::ChipParams& params, int granularity, const Where& at) {
-  ChipPlan plan{params, HbmGeometry(params.hbm, at), params.memory.model, params.compute.model,
+  ChipPlan plan{params, HbmGeometry(params.hbm, at), params.memory.model,
+                params.compute.model.empty() ? compute_model_for(config::Fidelity::detailed)
+                                             : params.compute.model,
                 granularity, {}};
   check_chip(plan.params, at);
   return plan;
@@ -80,7 +96,10 @@ ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use) {
   if (use == ChipUse::replay) apply_replay_overrides(cfg.replay, plan, at);
   check_chip(plan.params, at);
   plan.memory_model = plan.params.memory.model;
-  plan.compute_model = plan.params.compute.model;
+  const config::Fidelity fid = fidelity_of(
+      cfg, use == ChipUse::replay ? config::Fidelity::fast : config::Fidelity::detailed);
+  plan.compute_model =
+      plan.params.compute.model.empty() ? compute_model_for(fid) : plan.params.compute.model;
   auto log = logger("resolve");
   log->debug("chip {}: memory model {}, compute model {}, granularity {}", plan.params.name,
              plan.memory_model, plan.compute_model, plan.granularity);
@@ -96,6 +115,10 @@ FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topolo
   }
   Where at(&loaded.provenance);
   config::FabricParams params = cfg.rack->fabric;
+  if (params.model.empty()) {
+    params.model = network_model_for(
+        fidelity_of(cfg, replay ? config::Fidelity::fast : config::Fidelity::detailed));
+  }
   if (replay) {
     params.packet_bytes = cfg.replay.fabric_packet_bytes;
     at.alias("/rack/fabric/packet_bytes", "/replay/fabric_packet_bytes");
@@ -108,7 +131,7 @@ FabricPlan plan_fabric(const config::FabricParams& params, const topo::Topology&
   FabricPlan f;
   f.params = params;
   const config::FabricParams& p = f.params;
-  f.model = p.model;
+  f.model = p.model.empty() ? network_model_for(config::Fidelity::detailed) : p.model;
   f.packet_bytes = whole(p.packet_bytes, "/rack/fabric/packet_bytes", at);
   f.flit_bytes = std::uint32_t(whole(p.flit_bytes, "/rack/fabric/flit_bytes", at));
   f.header_bytes = std::uint32_t(whole(p.header_bytes, "/rack/fabric/header_bytes", at, 0));
@@ -160,7 +183,8 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                            {&loaded.provenance, "/rack/topology", config::memory_budget(cfg.sim)});
   FabricPlan fabric = resolve_fabric(loaded, topology, true);
   const int local = topology.first_tier_chips();
-  return RackPlan{std::move(chip), std::move(topology), std::move(fabric), local};
+  return RackPlan{std::move(chip), std::move(topology), std::move(fabric), local,
+                  fidelity_of(cfg, config::Fidelity::fast)};
 }
 
 void check(const config::LoadedConfig& loaded) {

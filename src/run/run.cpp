@@ -41,6 +41,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.memory_model = plan.chip.memory_model;
   d.network_model = plan.fabric.model;
   d.compute_model = plan.chip.compute_model;
+  d.fidelity = std::string(config::enum_name(plan.fidelity));
   d.end = replay.makespan();
   rack.network().finish(d.end);
   for (int c = 0; c < rack.chip_count(); ++c) rack.chip(c).account_until(d.end);

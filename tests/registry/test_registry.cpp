@@ -30,7 +30,7 @@ TEST(Registry, EveryRoleHasItsBuiltins) {
   const Registry r = builtin();
   std::set<std::string> names;
   for (const auto& i : r.all()) names.insert(std::string(role_name(i.role)) + "/" + i.name);
-  EXPECT_EQ(names, (std::set<std::string>{"memory/hbm", "memory/bandwidth", "network/packet",
+  EXPECT_EQ(names, (std::set<std::string>{"memory/hbm", "memory/bandwidth", "network/packet", "network/flow",
                                           "compute/tile"}));
 }
 
@@ -162,3 +162,28 @@ TEST(Histogram, NearestRankQuantiles) {
 
 }  // namespace
 }  // namespace trnsim::model
+
+namespace trnsim::registry {
+namespace {
+
+// /sim/fidelity fills the models the config leaves empty: a rack run is fast by default, a
+// benchmark detailed; a model the config names wins over the fidelity.
+TEST(Registry, FidelityChoosesTheModelsLeftEmpty) {
+  const auto run = resolve::resolve_rack(preset("racks/trn2-instance.json"));
+  EXPECT_EQ(run.fabric.model, "flow");
+  EXPECT_EQ(run.fidelity, config::Fidelity::fast);
+  const auto detailed =
+      resolve::resolve_rack(preset("racks/trn2-instance.json", {"sim.fidelity=detailed"}));
+  EXPECT_EQ(detailed.fabric.model, "packet");
+  EXPECT_EQ(detailed.chip.compute_model, "tile");
+  const auto named = resolve::resolve_rack(
+      preset("racks/trn2-instance.json", {"sim.fidelity=fast", "rack.fabric.model=packet"}));
+  EXPECT_EQ(named.fabric.model, "packet");
+  const auto loaded = preset("racks/trn2-instance.json");
+  const auto topo = resolve::resolve_rack(loaded).topology;
+  EXPECT_EQ(resolve::resolve_fabric(loaded, topo, false).model, "packet");
+  EXPECT_THROW(preset("racks/trn2-instance.json", {"sim.fidelity=quick"}), ConfigError);
+}
+
+}  // namespace
+}  // namespace trnsim::registry

@@ -367,7 +367,7 @@ struct ChipParams {
   HbmParams hbm{};
   ChipLinkParams link{};
   ModelChoice memory{"hbm"};
-  ModelChoice compute{"tile"};
+  ModelChoice compute{};  // empty: chosen by /sim/fidelity
   template <class V>
   void visit(V& v) {
     v.field("name", name, "chip name", Required{});
@@ -389,7 +389,8 @@ struct ChipParams {
     v.field("memory", memory,
             "memory model: hbm (banks, timing, refresh) or bandwidth (per-stack bandwidth and a "
             "fixed latency); a rack replay uses /replay/chip_memory instead");
-    v.field("compute", compute, "compute model: tile (engine programs of every tile)");
+    v.field("compute", compute,
+            "compute model: tile (engine programs of every tile); empty: by /sim/fidelity");
   }
 };
 

@@ -2,9 +2,12 @@
 // The whole resolved configuration of a run, and how it is loaded from preset files.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "trnsim/config/chip_params.hpp"
@@ -27,13 +30,26 @@ struct RackParams {
   }
 };
 
+// How finely the parts whose model the config does not name are simulated (docs/models/fidelity.md).
+enum class Fidelity { fast, detailed };
+constexpr auto enum_names(Fidelity) {
+  return std::array{std::pair{Fidelity::fast, std::string_view("fast")},
+                    std::pair{Fidelity::detailed, std::string_view("detailed")}};
+}
+
 struct SimParams {
   std::uint64_t seed = 1;
+  // Unset: fast for `trnsim run`, detailed for the microbenchmarks (which measure the detailed
+  // models). /rack/fabric/model and /chip/compute/model, when set, win over it.
+  std::optional<Fidelity> fidelity;
   int compute_granularity = 1;
   Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
   template <class V>
   void visit(V& v) {
     v.field("seed", seed, "seed of every random choice of a run");
+    v.field("fidelity", fidelity,
+            "fast (flow network, op-level compute) or detailed (packet network, tile compute), "
+            "for the parts whose model is not set; default: fast for run, detailed for bench");
     v.field("compute_granularity", compute_granularity,
             "chip model event granularity: matmuls per instruction and DMA windows per wake-up "
             "(1 = fine; see docs/models/chip.md)",

@@ -29,7 +29,7 @@ constexpr auto enum_names(FabricSpreading) {
 }
 
 struct FabricParams {
-  std::string model = "packet";  // registered network implementation (trnsim list-types)
+  std::string model;  // registered network implementation (trnsim list-types); empty: by /sim/fidelity
   // One packet is one simulation event per hop; see docs/models/fabric.md for what the size
   // costs in speed and fidelity.
   Bytes packet_bytes = Bytes(16384.0);
@@ -44,7 +44,7 @@ struct FabricParams {
   template <class V>
   void visit(V& v) {
     v.field("model", model, "network model: packet (links, switches, credits, one event per "
-            "packet per hop)");
+            "packet per hop) or flow (max-min fair flows); empty: by /sim/fidelity");
     v.field("packet_bytes", packet_bytes,
             "largest payload of one packet (a transfer is cut into packets of this size)",
             Positive{});

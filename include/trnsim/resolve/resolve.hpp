@@ -27,7 +27,7 @@ struct ChipPlan {
   config::ChipParams params;         // with the replay overrides applied when `replay` was asked
   HbmGeometry hbm;                   // derived from params.hbm (checked even for "bandwidth")
   std::string memory_model;          // registry name: "hbm" | "bandwidth"
-  std::string compute_model;         // registry name: "tile"
+  std::string compute_model;         // registry name: "tile" | "op"
   int granularity = 1;               // /sim/compute_granularity
   std::vector<std::string> overrides;  // "/replay/dma_engines -> /chip/core/dma/engines", for logs
 };
@@ -35,7 +35,7 @@ struct ChipPlan {
 // The fabric as the network model is built from it.
 struct FabricPlan {
   config::FabricParams params;       // with /replay/fabric_packet_bytes applied
-  std::string model;                 // registry name: "packet"
+  std::string model;                 // registry name: "packet" | "flow"
   std::uint64_t packet_bytes = 0;
   std::uint32_t flit_bytes = 0, header_bytes = 0;
   std::uint32_t packet_flits = 0;    // flits of a full packet with its header
@@ -50,6 +50,7 @@ struct RackPlan {
   topo::Topology topology;
   FabricPlan fabric;
   int local_size = 0;  // chips of the first tier (server, leaf, torus plane): hierarchical collectives
+  config::Fidelity fidelity = config::Fidelity::fast;  // what filled the unset model names
 };
 
 // What a chip is resolved for: a single-chip benchmark uses the chip preset as written; a whole
@@ -63,6 +64,12 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded);
 // The fabric of `rack` on `topology` (benchmarks that build a fabric without the replay).
 FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topology& topology,
                           bool replay);
+
+// The models a fidelity gives the parts whose model the config leaves empty.
+std::string network_model_for(config::Fidelity f);
+std::string compute_model_for(config::Fidelity f);
+// /sim/fidelity, or `fallback` when unset (fast for whole-rack runs, detailed for benchmarks).
+config::Fidelity fidelity_of(const config::Config& cfg, config::Fidelity fallback);
 
 // The same from parameters built by hand (tests), errors naming pointers without a file.
 ChipPlan plan_chip(const config::ChipParams& params, int granularity = 1, const Where& at = Where{});

@@ -25,6 +25,7 @@ struct RunData {
   const trace::Workload* workload = nullptr;
   std::size_t chips = 0;                    // of the rack
   std::string memory_model, network_model, compute_model;  // registry names
+  std::string fidelity;  // /sim/fidelity as it applied: "fast" | "detailed"
   sc_core::sc_time end;                     // the step's makespan
   std::vector<replay::OpRecord> records;
   std::vector<replay::CollectiveRecord> collectives;

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: MIT
+#include "flow/flow_network.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::model {
+
+namespace {
+
+std::string module_name(std::string s) {
+  std::replace(s.begin(), s.end(), '.', '_');
+  return s;
+}
+
+// The smallest sc_time not before `s` seconds: an event at it finds the flow's bytes all sent.
+sc_core::sc_time ceil_time(double s) {
+  const double res = sc_core::sc_get_time_resolution().to_seconds();
+  const double ticks = std::ceil(s / res - 1e-6);
+  return sc_core::sc_time::from_value(std::uint64_t(std::max(0.0, ticks)));
+}
+
+}  // namespace
+
+struct FlowNetwork::Flow {
+  std::shared_ptr<TransferState> t;
+  std::vector<std::uint32_t> path;  // link directions
+  std::vector<std::uint32_t> pos;   // index of this flow in each direction's list
+  std::vector<topo::NodeId> via;    // nodes passed through (not the ends)
+  double wire = 0;       // bytes on the wire: whole flits of every packet, headers included
+  double remaining = 0;  // wire bytes not yet sent
+  double rate = 0;       // wire bytes per second
+  double since = 0;      // time (s) `remaining` was last brought up to date
+  double bottleneck = 0;  // lowest capacity on the path, wire bytes per second
+  std::uint64_t version = 0;
+  std::uint64_t mark = 0;  // epoch of the recomputation that holds it
+  bool frozen = false, active = false;
+  sc_core::sc_time fixed;       // per-hop latency terms
+  sc_core::sc_time ready;       // the source has read the data (memory)
+  sc_core::sc_time written;     // the destination memory has taken it
+  sc_core::sc_time link, switching, forwarding;
+};
+
+FlowLinkDirection::FlowLinkDirection(const sc_core::sc_module_name& name, Bandwidth bw,
+                                     EnergyPerBit dyn, Power idle)
+    : Block(name),
+      s_bytes_(stats().add("bytes", StatUnit::bytes, "payload bytes sent")),
+      s_wire_(stats().add("wire_bytes", StatUnit::bytes, "bytes on the wire: whole flits incl. headers")),
+      s_busy_(stats().add("busy", StatUnit::seconds, "wire bytes / bandwidth")),
+      s_util_(stats().add("utilisation", StatUnit::fraction, "busy time / elapsed time")),
+      s_flows_(stats().add("flows", StatUnit::count, "flows that crossed it")),
+      dyn_(dyn) {
+  (void)bw;
+  set_static_power(idle);
+}
+
+FlowNode::FlowNode(const sc_core::sc_module_name& name, EnergyPerBit energy, Power idle, bool chip)
+    : Block(name),
+      s_bytes_(stats().add("bytes_forwarded", StatUnit::bytes, "payload bytes that passed through")),
+      energy_(energy),
+      category_(chip ? "chip_forwarding" : "switch") {
+  set_static_power(idle);
+}
+
+FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topology& topo,
+                         const resolve::FabricPlan& plan, std::vector<MemoryPort*> memories)
+    : Block(name),
+      topo_(topo),
+      plan_(plan),
+      memories_(std::move(memories)),
+      overhead_(to_sc(plan.params.endpoint_overhead)),
+      s_transfers_(stats().add("transfers", StatUnit::count, "transfers completed")),
+      s_bytes_(stats().add("bytes_delivered", StatUnit::bytes, "payload bytes delivered")),
+      s_recomputations_(stats().add("rate_recomputations", StatUnit::count,
+                                    "batched max-min rate recomputations")),
+      s_max_flows_(stats().add("max_flows", StatUnit::count, "most flows active at once")) {
+  if (!memories_.empty() && memories_.size() != topo.chip_count()) {
+    throw InternalError(fmt::format("FlowNetwork: {} memories for {} chips", memories_.size(),
+                                    topo.chip_count()));
+  }
+  const double idle = plan.link_idle_fraction;
+  const auto& links = topo.links();
+  dirs_.resize(2 * links.size());
+  for (std::uint32_t i = 0; i < links.size(); ++i) {
+    const auto& l = links[i];
+    if (!(l.bandwidth.si > 0)) throw InternalError("FlowNetwork: a link without bandwidth");
+    for (std::uint32_t d = 0; d < 2; ++d) {
+      Dir& dir = dirs_[2 * i + d];
+      dir.capacity = l.bandwidth.si;
+      dir.latency = to_sc(l.latency);
+      dir.flit_time = to_sc(Duration(double(plan.flit_bytes) / l.bandwidth.si));
+    }
+  }
+  // As the packet fabric names them: link<i>.to_<node>, each direction a Block.
+  for (std::uint32_t i = 0; i < links.size(); ++i) {
+    const auto& l = links[i];
+    struct LinkModule : sc_core::sc_module {
+      LinkModule(const sc_core::sc_module_name& n, FlowNetwork& net, const topo::Link& l,
+                 std::uint32_t i, double idle)
+          : sc_core::sc_module(n) {
+        for (int d = 0; d < 2; ++d) {
+          const topo::NodeId to = d == 0 ? l.b : l.a;
+          const Power idle_power(idle * l.energy.si * 8.0 * l.bandwidth.si);
+          dirs[std::size_t(d)] = std::make_unique<FlowLinkDirection>(
+              ("to_" + module_name(net.topo_.node(to).name)).c_str(), l.bandwidth,
+              l.energy * (1.0 - idle), idle_power);
+          net.dirs_[2 * i + std::uint32_t(d)].block = dirs[std::size_t(d)].get();
+        }
+      }
+      std::array<std::unique_ptr<FlowLinkDirection>, 2> dirs;
+    };
+    link_modules_.push_back(
+        std::make_unique<LinkModule>(fmt::format("link{}", i).c_str(), *this, l, i, idle));
+  }
+  const auto& nodes = topo.nodes();
+  nodes_.resize(nodes.size());
+  for (std::uint32_t n = 0; n < nodes.size(); ++n) {
+    const auto& node = nodes[n];
+    if (!node.forwards) continue;
+    const bool chip = node.kind == topo::NodeKind::chip;
+    nodes_[n] = std::make_unique<FlowNode>(module_name(node.name).c_str(), node.energy,
+                                           chip ? Power{} : node.idle_power, chip);
+  }
+  SC_METHOD(fire);
+  sensitive << wake_;
+  dont_initialize();
+}
+
+FlowNetwork::~FlowNetwork() = default;
+
+std::uint32_t FlowNetwork::new_flow() {
+  if (!free_flows_.empty()) {
+    const std::uint32_t f = free_flows_.back();
+    free_flows_.pop_back();
+    // Versions only grow, so events of the slot's last flow can never match the new one.
+    const std::uint64_t v = flows_[f]->version;
+    *flows_[f] = Flow{};
+    flows_[f]->version = v + 1;
+    return f;
+  }
+  flows_.push_back(std::make_unique<Flow>());
+  return std::uint32_t(flows_.size() - 1);
+}
+
+void FlowNetwork::schedule(const sc_core::sc_time& t, Kind k, std::uint32_t flow) {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const sc_core::sc_time at = t > now ? t : now;
+  heap_.push(Event{at.value(), seq_++, k, flow, flows_[flow]->version});
+  wake_.notify(at - now);  // the kernel keeps the earliest notification
+}
+
+sc_core::sc_time FlowNetwork::memory_pass(MemoryPort* m, std::uint64_t addr, std::uint64_t bytes,
+                                          bool write) const {
+  sc_core::sc_time done = sc_core::sc_time_stamp();
+  if (!m || bytes == 0) return done;
+  // At most 16 requests per transfer (at least 1 MiB each): memory models expect bounded
+  // requests, and the cost must not grow with bytes.
+  const std::uint64_t piece = std::max<std::uint64_t>(1 << 20, (bytes + 15) / 16);
+  for (std::uint64_t off = 0; off < bytes; off += piece) {
+    done = std::max(done, m->access({addr + off, std::min(piece, bytes - off), write}));
+  }
+  return done;
+}
+
+TransferHandle FlowNetwork::start(const TransferRequest& r,
+                                  std::function<void(const TransferRecord&)> on_done) {
+  const std::size_t chips = topo_.chip_count();
+  if (r.src.v >= chips || r.dst.v >= chips) {
+    throw InputError(fmt::format("transfer {} -> {}: chip ids must be below {}", r.src.v, r.dst.v,
+                                 chips));
+  }
+  if (r.src == r.dst) {
+    throw InputError(fmt::format("transfer {} -> {}: a chip cannot send to itself over the fabric",
+                                 r.src.v, r.dst.v));
+  }
+  auto s = std::make_shared<TransferState>();
+  s->record.request = r;
+  s->record.issued = sc_core::sc_time_stamp();
+  s->on_done = std::move(on_done);
+  const std::uint32_t id = new_flow();
+  Flow& f = *flows_[id];
+  f.t = s;
+  // The packets the packet fabric would cut: whole flits, each with its header.
+  const std::uint64_t pb = plan_.packet_bytes, fb = plan_.flit_bytes, hb = plan_.header_bytes;
+  const std::uint64_t full = r.bytes / pb, rest = r.bytes % pb;
+  const auto flits = [&](std::uint64_t payload) { return (payload + hb + fb - 1) / fb; };
+  double wire = double(full) * double(flits(pb) * fb);
+  if (rest > 0 || full == 0) wire += double(flits(rest) * fb);
+  s->packets_total = full + (rest > 0 || full == 0 ? 1 : 0);
+  f.wire = f.remaining = wire;
+  // The route the packet fabric's per-flow hashing takes.
+  topo::NodeId at = topo_.chip_node(r.src);
+  const topo::NodeId end = topo_.chip_node(r.dst);
+  f.bottleneck = std::numeric_limits<double>::infinity();
+  sc_core::sc_time fixed = sc_core::SC_ZERO_TIME;
+  bool first = true;
+  while (at != end) {
+    const topo::LinkId l = topo_.routes().next_hop(at, r.dst, r.flow);
+    const auto& link = topo_.link(l);
+    const std::uint32_t d = 2 * l.v + (link.a == at ? 0u : 1u);
+    f.path.push_back(d);
+    const Dir& dir = dirs_[d];
+    f.bottleneck = std::min(f.bottleneck, dir.capacity);
+    f.link += dir.latency;
+    fixed += dir.latency;
+    if (!first) fixed += dir.flit_time;  // cut-through: one flit per extra hop
+    first = false;
+    at = topo_.other_end(l, at);
+    if (at != end) {
+      const auto& node = topo_.node(at);
+      const sc_core::sc_time pass = to_sc(node.latency);
+      fixed += pass;
+      (node.kind == topo::NodeKind::chip ? f.forwarding : f.switching) += pass;
+      f.via.push_back(at);
+    }
+  }
+  f.fixed = fixed;
+  f.pos.assign(f.path.size(), 0);
+  ++started_;
+  requested_ += r.bytes;
+  schedule(sc_core::sc_time_stamp() + overhead_, Kind::activate, id);
+  return TransferHandle(std::move(s));
+}
+
+void FlowNetwork::fire() {
+  activity_.count(Activity::link);
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  while (!heap_.empty() && heap_.top().time <= now) {
+    const Event e = heap_.top();
+    heap_.pop();
+    ++events_;
+    if (e.version != flows_[e.flow]->version) continue;  // superseded by a rate change
+    switch (e.kind) {
+      case Kind::activate: activate(e.flow); break;
+      case Kind::drained: drained(e.flow); break;
+      case Kind::complete: complete(e.flow); break;
+    }
+  }
+  if (!changed_.empty()) recompute();
+  if (!heap_.empty()) {
+    wake_.notify(sc_core::sc_time::from_value(heap_.top().time) - sc_core::sc_time_stamp());
+  }
+}
+
+void FlowNetwork::activate(std::uint32_t id) {
+  Flow& f = *flows_[id];
+  const auto& req = f.t->record.request;
+  f.t->started = sc_core::sc_time_stamp();
+  // The source reads and the destination writes the payload; both are reserved now (the memory
+  // models serve first come first served), and the transfer cannot complete before they are done.
+  MemoryPort* src = memories_.empty() ? nullptr : memories_[req.src.v];
+  MemoryPort* dst = memories_.empty() ? nullptr : memories_[req.dst.v];
+  f.ready = memory_pass(src, req.src_addr, req.bytes, false);
+  f.written = memory_pass(dst, req.dst_addr, req.bytes, true);
+  f.active = true;
+  f.since = sc_core::sc_time_stamp().to_seconds();
+  for (std::size_t h = 0; h < f.path.size(); ++h) {
+    Dir& d = dirs_[f.path[h]];
+    f.pos[h] = std::uint32_t(d.flows.size());
+    d.flows.push_back(id);
+  }
+  ++active_;
+  max_flows_ = std::max(max_flows_, active_);
+  injected_ += req.bytes;
+  for (const std::uint32_t d : f.path) changed_.push_back(d);
+}
+
+void FlowNetwork::detach(std::uint32_t id) {
+  Flow& f = *flows_[id];
+  for (std::size_t h = 0; h < f.path.size(); ++h) {
+    Dir& d = dirs_[f.path[h]];
+    const std::uint32_t p = f.pos[h];
+    const std::uint32_t last = d.flows.back();
+    d.flows[p] = last;
+    d.flows.pop_back();
+    if (last != id) {
+      // The moved flow's position on this direction (a flow crosses a direction once).
+      Flow& m = *flows_[last];
+      for (std::size_t k = 0; k < m.path.size(); ++k) {
+        if (m.path[k] == f.path[h]) m.pos[k] = p;
+      }
+    }
+    d.used -= f.rate;
+    if (d.flows.empty()) d.used = 0;  // no rounding residue on an idle link
+  }
+  f.active = false;
+  --active_;
+}
+
+void FlowNetwork::drained(std::uint32_t id) {
+  Flow& f = *flows_[id];
+  const auto& req = f.t->record.request;
+  // Statistics and energy of the wire bytes, per hop.
+  for (const std::uint32_t d : f.path) {
+    FlowLinkDirection& b = *dirs_[d].block;
+    b.s_bytes_ += double(req.bytes);
+    b.s_wire_ += f.wire;
+    b.s_busy_ += f.wire / dirs_[d].capacity;
+    b.s_flows_ += 1;
+    b.add_energy("link", energy(b.dyn_, Bytes(f.wire)));
+  }
+  for (const topo::NodeId n : f.via) {
+    FlowNode* node = nodes_[n.v].get();
+    if (!node) continue;
+    node->s_bytes_ += double(req.bytes);
+    node->add_energy(node->category_, energy(node->energy_, Bytes(f.wire)));
+  }
+  wire_ += f.wire * double(f.path.size());
+  detach(id);
+  f.remaining = 0;
+  for (const std::uint32_t d : f.path) changed_.push_back(d);
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  sc_core::sc_time arrive = now + f.fixed;
+  arrive = std::max({arrive, f.ready + f.fixed, f.written});
+  ++f.version;
+  schedule(arrive + overhead_, Kind::complete, id);
+}
+
+void FlowNetwork::complete(std::uint32_t id) {
+  Flow& f = *flows_[id];
+  std::shared_ptr<TransferState> t = std::move(f.t);
+  auto& rec = t->record;
+  rec.completed = sc_core::sc_time_stamp();
+  rec.packets = t->packets_total;
+  t->packets_delivered = t->packets_total;
+  t->delivered = rec.request.bytes;
+  auto& b = rec.last_packet;
+  b.total = from_sc(rec.completed - rec.issued);
+  b.endpoint = from_sc(overhead_ + overhead_);
+  b.link = from_sc(f.link);
+  b.switching = from_sc(f.switching);
+  b.forwarding = from_sc(f.forwarding);
+  b.hops = int(f.path.size());
+  // Uncontended serialisation: the wire bytes at the slowest link, plus a flit per extra hop.
+  const sc_core::sc_time extra = f.fixed - f.link - f.switching - f.forwarding;
+  const Duration ser = Duration(f.wire / f.bottleneck) + from_sc(extra);
+  const Duration rest = b.total - b.endpoint - b.link - b.switching - b.forwarding;
+  b.serialisation = Duration(std::min(ser.si, rest.si));
+  b.queueing = Duration(std::max(0.0, rest.si - b.serialisation.si));
+  ++completed_;
+  delivered_ += rec.request.bytes;
+  packets_ += t->packets_total;
+  s_transfers_ += 1;
+  s_bytes_ += double(rec.request.bytes);
+  free_flows_.push_back(id);
+  ++f.version;
+  t->finished = true;
+  t->done.notify();
+  if (t->on_done) t->on_done(rec);
+}
+
+// Progressive filling over the flows that share a link with a change (started or drained),
+// every other flow's rate held: each round, the direction with the smallest fair share of what
+// the held flows leave fixes the rate of its flows still open.
+void FlowNetwork::recompute() {
+  ++recomputations_;
+  s_recomputations_ += 1;
+  const std::uint64_t epoch = ++epoch_;
+  const double now = sc_core::sc_time_stamp().to_seconds();
+  std::vector<std::uint32_t> set, dirs;
+  auto take_dir = [&](std::uint32_t d) {
+    if (dirs_[d].seen == epoch) return;
+    dirs_[d].seen = epoch;
+    dirs.push_back(d);
+  };
+  for (const std::uint32_t d : changed_) take_dir(d);
+  changed_.clear();
+  // The flows on the changed directions; then every direction they cross.
+  for (std::size_t i = 0, n = dirs.size(); i < n; ++i) {
+    for (const std::uint32_t f : dirs_[dirs[i]].flows) {
+      Flow& fl = *flows_[f];
+      if (fl.mark == epoch) continue;
+      fl.mark = epoch;
+      set.push_back(f);
+    }
+  }
+  std::sort(set.begin(), set.end());  // deterministic order, whatever the list order
+  for (const std::uint32_t f : set) {
+    for (const std::uint32_t d : flows_[f]->path) take_dir(d);
+  }
+  for (const std::uint32_t d : dirs) {
+    Dir& dir = dirs_[d];
+    dir.residual = dir.capacity - dir.used;
+    dir.unfrozen = 0;
+  }
+  for (const std::uint32_t f : set) {
+    Flow& fl = *flows_[f];
+    fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.since));
+    fl.since = now;
+    fl.frozen = false;
+    for (const std::uint32_t d : fl.path) {
+      dirs_[d].residual += fl.rate;
+      dirs_[d].used -= fl.rate;
+      ++dirs_[d].unfrozen;
+    }
+  }
+  using Entry = std::pair<double, std::uint32_t>;  // (share, direction): ties by direction id
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> q;
+  auto share = [&](const Dir& d) { return std::max(0.0, d.residual) / double(d.unfrozen); };
+  for (const std::uint32_t d : dirs) {
+    if (dirs_[d].unfrozen > 0) q.emplace(share(dirs_[d]), d);
+  }
+  std::size_t left = set.size();
+  while (left > 0 && !q.empty()) {
+    const auto [s, d] = q.top();
+    q.pop();
+    Dir& dir = dirs_[d];
+    if (dir.unfrozen == 0 || s != share(dir)) continue;  // stale entry
+    // A floor keeps a flow moving when rounding leaves a link a hair short.
+    const double rate = std::max(s, dir.capacity * 1e-12);
+    std::vector<std::uint32_t> fix;
+    for (const std::uint32_t f : dir.flows) {
+      const Flow& fl = *flows_[f];
+      if (fl.mark == epoch && !fl.frozen) fix.push_back(f);
+    }
+    std::sort(fix.begin(), fix.end());
+    for (const std::uint32_t f : fix) {
+      Flow& fl = *flows_[f];
+      fl.frozen = true;
+      fl.rate = rate;
+      --left;
+      for (const std::uint32_t e : fl.path) {
+        Dir& o = dirs_[e];
+        o.residual -= rate;
+        o.used += rate;
+        --o.unfrozen;
+        if (o.unfrozen > 0 && e != d) q.emplace(share(o), e);
+      }
+    }
+  }
+  const sc_core::sc_time t_now = sc_core::sc_time_stamp();
+  for (const std::uint32_t f : set) {
+    Flow& fl = *flows_[f];
+    if (!fl.frozen) throw InternalError("FlowNetwork: a flow left without a rate");
+    ++fl.version;
+    const double left_s = fl.remaining / fl.rate;
+    schedule(std::max(t_now, ceil_time(now + left_s)), Kind::drained, f);
+  }
+}
+
+double FlowNetwork::rate_of(const TransferHandle& h) const {
+  for (const auto& f : flows_) {
+    if (f->t && f->active && &f->t->record == &h.record()) {
+      return f->rate * double(h.record().request.bytes) / f->wire;
+    }
+  }
+  return 0;
+}
+
+Bandwidth FlowNetwork::injection_bandwidth(topo::ChipId c) const {
+  Bandwidth b{};
+  for (const auto l : topo_.incident(topo_.chip_node(c))) b = b + topo_.link(l).bandwidth;
+  return b;
+}
+
+void FlowNetwork::finish(const sc_core::sc_time& end) {
+  const double e = end.to_seconds();
+  for (auto& d : dirs_) d.block->s_util_.value = e > 0 ? d.block->s_busy_.value / e : 0.0;
+}
+
+NetworkTotals FlowNetwork::totals() const {
+  NetworkTotals t;
+  t.transfers_started = started_;
+  t.transfers_completed = completed_;
+  t.bytes_requested = requested_;
+  t.bytes_injected = injected_;
+  t.bytes_delivered = delivered_;
+  t.packets_injected = packets_;
+  t.packets_delivered = packets_;
+  t.wire_bytes = wire_;
+  t.packets_in_flight = 0;
+  t.events = events_;
+  return t;
+}
+
+}  // namespace trnsim::model

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+// The flow-level network: the second implementation of model::Network (registry name "flow").
+//
+// Each transfer is one flow on its route (the same route the packet fabric takes for its flow
+// id). Flows share every link direction they cross max-min fairly, found by progressive filling.
+// Rates change only when a flow starts or ends, and then only for the flows that share a link
+// with the change, with every other flow's rate held (same-instant changes are batched into one
+// recomputation). A flow's data leaves at its rate; its completion is scheduled at its predicted
+// end, plus fixed terms per hop (link latency, one flit's serialisation, switch traversal or chip
+// forwarding) and the endpoint overhead at each end. The cost grows with the number of flows and
+// of their rate changes, never with bytes.
+//
+// Left out, against the packet fabric (measured in docs/models/fidelity.md): credit
+// back-pressure and buffer occupancy, head-of-line blocking, the interleaving of packets of flows
+// that share an output, per-packet spreading (a flow keeps one path), switch arbitration.
+#pragma once
+
+#include <cstdint>
+#include <array>
+#include <functional>
+#include <memory>
+#include <queue>
+#include <vector>
+
+#include "common/activity.hpp"
+#include "common/block.hpp"
+#include "common/memory.hpp"
+#include "common/network.hpp"
+#include "common/transfer.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/topology/topology.hpp"
+
+namespace trnsim::model {
+
+// One direction of a link as the flow model sees it: its statistics and energy.
+class FlowLinkDirection : public Block {
+ public:
+  FlowLinkDirection(const sc_core::sc_module_name& name, Bandwidth bw, EnergyPerBit dyn,
+                    Power idle);
+  std::optional<double> utilisation(Duration) const override { return s_util_.value; }
+
+ private:
+  friend class FlowNetwork;
+  Stat& s_bytes_;
+  Stat& s_wire_;
+  Stat& s_busy_;
+  Stat& s_util_;
+  Stat& s_flows_;
+  EnergyPerBit dyn_;
+};
+
+// A switch, or a chip that forwards for others: bytes passed through, energy, idle power.
+class FlowNode : public Block {
+ public:
+  FlowNode(const sc_core::sc_module_name& name, EnergyPerBit energy, Power idle, bool chip);
+
+ private:
+  friend class FlowNetwork;
+  Stat& s_bytes_;
+  EnergyPerBit energy_;
+  const char* category_;
+};
+
+class FlowNetwork : public Block, public Network {
+ public:
+  SC_HAS_PROCESS(FlowNetwork);
+  // As model::Fabric: `topo` must outlive the network; `memories` empty or one per chip.
+  FlowNetwork(const sc_core::sc_module_name& name, const topo::Topology& topo,
+              const resolve::FabricPlan& plan, std::vector<MemoryPort*> memories = {});
+  ~FlowNetwork() override;
+
+  TransferHandle start(const TransferRequest& r,
+                       std::function<void(const TransferRecord&)> on_done = {}) override;
+  void finish(const sc_core::sc_time& end) override;
+  NetworkTotals totals() const override;
+  Bandwidth injection_bandwidth(topo::ChipId c) const override;
+  std::uint64_t message_unit_bytes() const override { return ~std::uint64_t(0); }
+
+  // Current rate of the flow of a transfer in flight, in payload bytes per second (tests).
+  double rate_of(const TransferHandle& h) const;
+  std::uint64_t recomputations() const { return recomputations_; }
+  std::uint64_t max_flows() const { return max_flows_; }
+
+ private:
+  struct Flow;
+  struct Dir {
+    double capacity = 0;  // wire bytes per second
+    double used = 0;      // sum of the rates of its flows
+    std::vector<std::uint32_t> flows;  // active flows (unordered)
+    FlowLinkDirection* block = nullptr;
+    sc_core::sc_time latency, flit_time;
+    std::uint64_t seen = 0;  // epoch marks of a recomputation
+    double residual = 0;
+    int unfrozen = 0;
+  };
+  enum class Kind : std::uint8_t { activate, drained, complete };
+  struct Event {
+    std::uint64_t time;  // sc_time value
+    std::uint64_t seq;   // insertion order: ties run first come first served
+    Kind kind;
+    std::uint32_t flow;
+    std::uint64_t version;
+    bool operator>(const Event& o) const {
+      return time != o.time ? time > o.time : seq > o.seq;
+    }
+  };
+
+  void schedule(const sc_core::sc_time& t, Kind k, std::uint32_t flow);
+  void fire();
+  void activate(std::uint32_t f);
+  void drained(std::uint32_t f);
+  void complete(std::uint32_t f);
+  void recompute();
+  void detach(std::uint32_t f);
+  std::uint32_t new_flow();
+  sc_core::sc_time memory_pass(MemoryPort* m, std::uint64_t addr, std::uint64_t bytes,
+                               bool write) const;
+
+  const topo::Topology& topo_;
+  resolve::FabricPlan plan_;
+  std::vector<MemoryPort*> memories_;
+  std::vector<Dir> dirs_;  // 2 per link: index 2*l + (0: a->b, 1: b->a)
+  std::vector<std::unique_ptr<sc_core::sc_module>> link_modules_;
+  std::vector<std::unique_ptr<FlowNode>> nodes_;  // by node id; null unless it forwards
+  std::vector<std::unique_ptr<Flow>> flows_;
+  std::vector<std::uint32_t> free_flows_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  sc_core::sc_event wake_;
+  std::uint64_t seq_ = 0, epoch_ = 0;
+  std::vector<std::uint32_t> changed_;  // directions whose flows changed since the last recompute
+  sc_core::sc_time overhead_;
+  ActivityCounter activity_;
+
+  std::uint64_t started_ = 0, completed_ = 0, requested_ = 0, delivered_ = 0, injected_ = 0;
+  std::uint64_t packets_ = 0, events_ = 0, recomputations_ = 0, max_flows_ = 0, active_ = 0;
+  double wire_ = 0;
+  Stat& s_transfers_;
+  Stat& s_bytes_;
+  Stat& s_recomputations_;
+  Stat& s_max_flows_;
+};
+
+}  // namespace trnsim::model

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: MIT
+// Flow-level network tests with hand-computed expected values: max-min fairness (two flows on a
+// link, a parking-lot chain, a flow ending frees bandwidth at that instant), the fixed per-hop
+// terms, conservation of bytes, and determinism. Each TEST elaborates once (its own process).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../common/run_trnsim.hpp"
+#include "flow/flow_network.hpp"
+#include "trnsim/error.hpp"
+
+int sc_main(int, char**) { return 1; }
+
+namespace trnsim::model {
+namespace {
+
+using topo::ChipId;
+
+topo::NodeSpec node(const std::string& id, topo::NodeKind kind, int ports = 0,
+                    Duration latency = Duration{}) {
+  topo::NodeSpec n;
+  n.id = id;
+  n.kind = kind;
+  n.ports = ports;
+  n.latency = latency;
+  return n;
+}
+
+topo::LinkSpec link(const std::string& a, const std::string& b, double gbps, double latency_ns) {
+  topo::LinkSpec l;
+  l.a = a;
+  l.b = b;
+  l.bandwidth = Bandwidth(gbps * 1e9);
+  l.latency = Duration(latency_ns * 1e-9);
+  return l;
+}
+
+topo::Topology build(const topo::TopologySpec& spec) {
+  return topo::build_topology(spec, nullptr, topo::SpecOrigin{});
+}
+
+// Two chips joined by one 100 GB/s, 100 ns link.
+topo::Topology two_chips() {
+  topo::TopologySpec s;
+  s.nodes = {node("a", topo::NodeKind::chip), node("b", topo::NodeKind::chip)};
+  s.links = {link("a", "b", 100, 100)};
+  return build(s);
+}
+
+// The parking lot: switches s0 - s1 - s2 in a chain (150 ns each); chips a, b on s0, c on s1,
+// d, e on s2. Every link 100 GB/s, 100 ns.
+topo::Topology parking_lot() {
+  topo::TopologySpec s;
+  for (const char* c : {"a", "b", "c", "d", "e"}) s.nodes.push_back(node(c, topo::NodeKind::chip));
+  for (const char* w : {"s0", "s1", "s2"}) {
+    s.nodes.push_back(node(w, topo::NodeKind::switch_, 8, Duration(150e-9)));
+  }
+  s.links = {link("a", "s0", 100, 100), link("b", "s0", 100, 100), link("s0", "s1", 100, 100),
+             link("c", "s1", 100, 100), link("s1", "s2", 100, 100), link("d", "s2", 100, 100),
+             link("e", "s2", 100, 100)};
+  return build(s);
+}
+
+// 4x4 torus of 128 GB/s, 29 ns links, chips forwarding in 50 ns (the trn2-instance preset).
+topo::Topology torus4x4() {
+  topo::TopologySpec s;
+  topo::TorusGen t;
+  t.dims = {4, 4};
+  topo::LinkClass lc;
+  lc.bandwidth = Bandwidth(128e9);
+  lc.latency = Duration(29e-9);
+  t.dim_links = {lc, lc};
+  t.forward_latency = Duration(50e-9);
+  s.torus = t;
+  return build(s);
+}
+
+config::FabricParams params(double packet = 4096) {
+  config::FabricParams p;
+  p.model = "flow";
+  p.packet_bytes = Bytes(packet);
+  p.flit_bytes = Bytes(256);
+  p.header_bytes = Bytes(16);
+  p.endpoint_overhead = Duration(500e-9);
+  return p;
+}
+
+double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
+
+// 1000 B + 16 B header = 4 flits = 1024 B on the wire; 1024 B / 100 GB/s = 10.24 ns: the same
+// as the packet fabric's single packet.
+TEST(FlowNetwork, OneMessageOverOneLink) {
+  const auto topo = two_chips();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
+  TransferHandle h;
+  sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{1}, 1000, 7, 0, 0}); });
+  sc_core::sc_start();
+  ASSERT_TRUE(h.done());
+  const auto& r = h.record();
+  EXPECT_NEAR(ns(r.completed), 500 + 10.24 + 100 + 500, 1e-3);
+  EXPECT_EQ(r.packets, 1u);
+  EXPECT_DOUBLE_EQ(r.last_packet.link.si * 1e9, 100);
+  EXPECT_NEAR(r.last_packet.serialisation.si * 1e9, 10.24, 1e-3);
+  EXPECT_NEAR(r.last_packet.queueing.si * 1e9, 0, 1e-3);
+  EXPECT_EQ(r.last_packet.hops, 1);
+}
+
+// Two flows of 64 packets of 4096 B (64 x 17 flits x 256 B = 278,528 B on the wire each) share
+// the link: 50 GB/s each, both drain after 5,570.56 ns.
+TEST(FlowNetwork, TwoFlowsSharingALinkGetHalfEach) {
+  const auto topo = two_chips();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
+  TransferHandle h1, h2;
+  double r1 = 0, r2 = 0;
+  sc_core::sc_spawn([&] {
+    h1 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 1, 0, 0});
+    h2 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 2, 0, 0});
+    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
+    r1 = f.rate_of(h1);
+    r2 = f.rate_of(h2);
+  });
+  sc_core::sc_start();
+  ASSERT_TRUE(h1.done() && h2.done());
+  // Payload rate: 50 GB/s x 4096 / 4352.
+  EXPECT_NEAR(r1, 50e9 * 4096 / 4352, 1);
+  EXPECT_NEAR(r2, 50e9 * 4096 / 4352, 1);
+  EXPECT_NEAR(ns(h1.record().completed), 500 + 5570.56 + 100 + 500, 1e-3);
+  EXPECT_NEAR(ns(h2.record().completed), 500 + 5570.56 + 100 + 500, 1e-3);
+  EXPECT_EQ(f.max_flows(), 2u);
+}
+
+// A flow of 32 packets (139,264 wire bytes) and one of 96 (417,792) start together. Both run at
+// 50 GB/s until the short one drains at 2,785.28 ns; at that instant the long one takes the
+// whole link for its remaining 278,528 B: 2,785.28 ns more.
+TEST(FlowNetwork, AFlowEndingFreesBandwidthAtThatInstant) {
+  const auto topo = two_chips();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
+  TransferHandle shorter, longer;
+  double after = 0;
+  sc_core::sc_spawn([&] {
+    shorter = f.start({ChipId{0}, ChipId{1}, 32 * 4096, 1, 0, 0});
+    longer = f.start({ChipId{0}, ChipId{1}, 96 * 4096, 2, 0, 0});
+    sc_core::wait(sc_core::sc_time(500 + 2785.28 + 1, sc_core::SC_NS));
+    after = f.rate_of(longer);
+  });
+  sc_core::sc_start();
+  ASSERT_TRUE(shorter.done() && longer.done());
+  EXPECT_NEAR(ns(shorter.record().completed), 500 + 2785.28 + 100 + 500, 1e-3);
+  EXPECT_NEAR(after, 100e9 * 4096 / 4352, 1);
+  EXPECT_NEAR(ns(longer.record().completed), 500 + 2 * 2785.28 + 100 + 500, 1e-3);
+}
+
+// Max-min on the parking lot: the long flow a -> d crosses s0->s1 (with two flows b -> c) and
+// s1->s2 (with c -> e). s0->s1 is the bottleneck: a->d and both b->c get 100/3 GB/s; c -> e then
+// takes what the long flow leaves on s1->s2: 200/3 GB/s.
+TEST(FlowNetwork, ParkingLotIsMaxMinFair) {
+  const auto topo = parking_lot();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
+  auto id = [&](const char* n) { return *topo.node(*topo.find(n)).chip; };
+  TransferHandle lng, bc1, bc2, ce;
+  std::vector<double> r;
+  sc_core::sc_spawn([&] {
+    const std::uint64_t big = 1000 * 4096;
+    lng = f.start({id("a"), id("d"), big, 1, 0, 0});
+    bc1 = f.start({id("b"), id("c"), big, 2, 0, 0});
+    bc2 = f.start({id("b"), id("c"), big, 3, 0, 0});
+    ce = f.start({id("c"), id("e"), big, 4, 0, 0});
+    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
+    r = {f.rate_of(lng), f.rate_of(bc1), f.rate_of(bc2), f.rate_of(ce)};
+  });
+  sc_core::sc_start();
+  ASSERT_EQ(r.size(), 4u);
+  const double k = 1e9 * 4096 / 4352;
+  EXPECT_NEAR(r[0], 100.0 / 3 * k, 1);
+  EXPECT_NEAR(r[1], 100.0 / 3 * k, 1);
+  EXPECT_NEAR(r[2], 100.0 / 3 * k, 1);
+  EXPECT_NEAR(r[3], 200.0 / 3 * k, 1);
+  ASSERT_TRUE(lng.done() && ce.done());
+  // Fixed terms of a -> d: four links of 100 ns (a-s0, s0-s1, s1-s2, s2-d) and three switches
+  // of 150 ns, on top of the endpoint overheads and the data.
+  EXPECT_NEAR(lng.record().last_packet.link.si * 1e9, 400, 1e-9);
+  EXPECT_NEAR(lng.record().last_packet.switching.si * 1e9, 450, 1e-9);
+  EXPECT_EQ(lng.record().last_packet.hops, 4);
+}
+
+// 400 transfers between random chips of a torus at random times: every byte is delivered once,
+// the totals agree with the requests, and every link direction carried exactly the wire bytes
+// of the flows that crossed it.
+TEST(FlowNetwork, ConservesBytes) {
+  const auto topo = torus4x4();
+  const auto plan = resolve::plan_fabric(params(16384), topo);
+  FlowNetwork f("fabric", topo, plan);
+  std::vector<TransferHandle> hs;
+  std::uint64_t requested = 0;
+  double wire_hops = 0;
+  sc_core::sc_spawn([&] {
+    std::mt19937_64 rng(7);
+    for (int i = 0; i < 400; ++i) {
+      const auto src = std::uint32_t(rng() % 16);
+      auto dst = std::uint32_t(rng() % 16);
+      if (dst == src) dst = (dst + 1) % 16;
+      const std::uint64_t bytes = rng() % (1 << 20);
+      requested += bytes;
+      hs.push_back(f.start({ChipId{src}, ChipId{dst}, bytes, std::uint64_t(i), 0, 0}));
+      const std::uint64_t full = bytes / 16384, rest = bytes % 16384;
+      const double wire = double(full) * 65 * 256 +
+                          (rest > 0 || full == 0 ? double((rest + 16 + 255) / 256 * 256) : 0);
+      wire_hops += wire * double(topo.path(ChipId{src}, ChipId{dst}, std::uint64_t(i)).size());
+      sc_core::wait(sc_core::sc_time(double(rng() % 2000), sc_core::SC_NS));
+    }
+  });
+  sc_core::sc_start();
+  for (const auto& h : hs) ASSERT_TRUE(h.done());
+  const auto t = f.totals();
+  EXPECT_EQ(t.transfers_started, 400u);
+  EXPECT_EQ(t.transfers_completed, 400u);
+  EXPECT_EQ(t.bytes_requested, requested);
+  EXPECT_EQ(t.bytes_delivered, requested);
+  EXPECT_NEAR(t.wire_bytes, wire_hops, 1e-6 * wire_hops);
+  double per_dir = 0;
+  for (const auto& s : collect_stats(Duration(1.0))) {
+    for (const auto& st : s.stats) {
+      if (st.name == "wire_bytes") per_dir += st.value;
+    }
+  }
+  EXPECT_NEAR(per_dir, wire_hops, 1e-6 * wire_hops);
+}
+
+TEST(FlowNetwork, RejectsASendToItself) {
+  const auto topo = two_chips();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
+  EXPECT_THROW(f.start({ChipId{1}, ChipId{1}, 10, 0, 0, 0}), InputError);
+  EXPECT_THROW(f.start({ChipId{0}, ChipId{2}, 10, 0, 0, 0}), InputError);
+}
+
+// The same run twice gives byte-identical summaries; the packet network gives a different step.
+TEST(FlowNetwork, RunsAreDeterministic) {
+  const std::string base = std::string("run --config ") + TRNSIM_SOURCE_DIR +
+                           "/configs/racks/trn2-instance.json --trace " + TRNSIM_SOURCE_DIR +
+                           "/tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast";
+  const std::string da = testing::TempDir() + "flow-det-a", db = testing::TempDir() + "flow-det-b";
+  const auto a = test::run_trnsim(base + " --out " + da, false);
+  const auto b = test::run_trnsim(base + " --out " + db, false);
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  auto read = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string sa = read(da + "/ops.csv"), sb = read(db + "/ops.csv");
+  EXPECT_FALSE(sa.empty());
+  EXPECT_EQ(sa, sb);
+  EXPECT_NE(a.out.find("network flow"), std::string::npos) << a.out;
+}
+
+}  // namespace
+}  // namespace trnsim::model
