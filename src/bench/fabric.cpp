@@ -82,32 +82,32 @@ Rack load_rack(const ConfigSource& o) {
   return r;
 }
 
-// The network of the rack, resolved and built through the registry. These benchmarks measure the
-// packet-level fabric (they observe packets), so another network model is refused.
-std::unique_ptr<model::Network> make_fabric(const Rack& rack) {
-  const resolve::FabricPlan plan = resolve::resolve_fabric(rack.loaded, rack.topo, false);
+// The network of the rack, resolved and built through the registry: the packet fabric unless the
+// config chooses another model (/rack/fabric/model, /sim/fidelity).
+struct Net {
+  resolve::FabricPlan plan;
+  std::unique_ptr<model::Network> net;
+};
+
+Net make_fabric(const Rack& rack) {
+  Net n{resolve::resolve_fabric(rack.loaded, rack.topo, false), nullptr};
   registry::Registry registry;
   registry::register_builtin_models(registry);
-  auto net = registry::make_network(registry, "fabric", rack.topo, plan, {}, &rack.loaded.provenance);
-  if (!dynamic_cast<Fabric*>(net.get())) {
-    throw ConfigError(config::located(rack.loaded.provenance, "/rack/fabric/model",
-                                      fmt::format("bench ping and traffic measure the packet "
-                                                  "network, not \"{}\"", plan.model)));
-  }
-  return net;
+  n.net = registry::make_network(registry, "fabric", rack.topo, n.plan, {}, &rack.loaded.provenance);
+  return n;
 }
 
 // Simulation and host figures every measurement reports.
-json run_figures(const Fabric& f, double wall, const sc_core::sc_time& end) {
-  const auto t = f.totals();
+json run_figures(const Net& n, double wall, const sc_core::sc_time& end) {
+  const auto t = n.net->totals();
   return {{"simulated_ns", end.to_seconds() * 1e9},
           {"wall_s", wall},
           {"events", t.events},
           {"events_per_s", wall > 0 ? double(t.events) / wall : 0.0},
           {"packets", t.packets_delivered},
-          {"vcs", f.vcs()},
-          {"packet_bytes", f.message_unit_bytes()},
-          {"flit_bytes", f.flit_bytes()},
+          {"vcs", n.plan.vcs},
+          {"packet_bytes", n.plan.packet_bytes},
+          {"flit_bytes", n.plan.flit_bytes},
           {"credit_stall_ns", t.credit_stall_ns},
           {"bytes_injected", t.bytes_injected},
           {"bytes_delivered", t.bytes_delivered}};
@@ -124,8 +124,9 @@ json breakdown_json(const model::LatencyBreakdown& b) {
 
 class PingDriver : public sc_core::sc_module {
  public:
-  PingDriver(const sc_core::sc_module_name& name, Fabric& f, std::uint64_t bytes)
-      : sc_core::sc_module(name), f_(f), bytes_(bytes) {
+  PingDriver(const sc_core::sc_module_name& name, model::Network& f, const topo::Topology& t,
+             std::uint64_t bytes)
+      : sc_core::sc_module(name), f_(f), topo_(t), bytes_(bytes) {
     sc_core::sc_spawn([this] { run(); }, "run");
   }
   std::vector<double> latencies_ns;
@@ -133,31 +134,33 @@ class PingDriver : public sc_core::sc_module {
 
  private:
   void run() {
-    const auto n = std::uint32_t(f_.topology().chip_count());
+    const auto n = std::uint32_t(topo_.chip_count());
     for (std::uint32_t a = 0; a < n; ++a) {
       for (std::uint32_t b = 0; b < n; ++b) {
         if (a == b) continue;
-        const auto r = f_.transfer({a}, {b}, bytes_, std::uint64_t(a) * n + b);
+        const model::TransferHandle h = f_.start({{a}, {b}, bytes_, std::uint64_t(a) * n + b, 0, 0});
+        if (!h.done()) wait(h.done_event());
+        const auto& r = h.record();
         const double ns = r.latency().si * 1e9;
         if (latencies_ns.empty() || ns > worst.latency().si * 1e9) worst = r;
         latencies_ns.push_back(ns);
       }
     }
   }
-  Fabric& f_;
+  model::Network& f_;
+  const topo::Topology& topo_;
   std::uint64_t bytes_;
 };
 
 json measure_ping(const ConfigSource& o, std::uint64_t bytes) {
   const Rack rack = load_rack(o);
-  const auto fab = make_fabric(rack);
-  Fabric& fabric = dynamic_cast<Fabric&>(*fab);
-  PingDriver driver("ping", fabric, bytes);
+  const Net fab = make_fabric(rack);
+  PingDriver driver("ping", *fab.net, rack.topo, bytes);
   const auto t0 = std::chrono::steady_clock::now();
   sc_core::sc_start();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();
-  fabric.finish(end);
+  fab.net->finish(end);
   const auto& v = driver.latencies_ns;
   double mean = 0;
   for (double x : v) mean += x;
@@ -180,7 +183,7 @@ json measure_ping(const ConfigSource& o, std::uint64_t bytes) {
             {"dst", w.request.dst.v},
             {"hops", w.last_packet.hops},
             {"breakdown_ns", breakdown_json(w.last_packet)}}},
-          {"run", run_figures(fabric, wall, end)}};
+          {"run", run_figures(fab, wall, end)}};
 }
 
 // ---- traffic ------------------------------------------------------------------------------------
@@ -207,19 +210,23 @@ Pattern parse_pattern(const std::string& s) {
 // sim.seed and the chip id.
 class UniformDriver : public sc_core::sc_module {
  public:
-  UniformDriver(const sc_core::sc_module_name& name, Fabric& f, const TrafficPlan& plan,
-                std::uint64_t msg_bytes, std::uint64_t seed)
+  UniformDriver(const sc_core::sc_module_name& name, model::Network& f, const topo::Topology& topo,
+                const TrafficPlan& plan, std::uint64_t msg_bytes, std::uint64_t seed)
       : sc_core::sc_module(name), f_(f), plan_(plan), msg_(msg_bytes) {
-    const auto n = std::uint32_t(f.topology().chip_count());
+    const auto n = std::uint32_t(topo.chip_count());
     window_start_ = model::to_sc(plan.warmup);
     window_end_ = model::to_sc(plan.warmup + plan.window);
     for (std::uint32_t c = 0; c < n; ++c) {
       sc_core::sc_spawn([this, c, n, seed] { run(c, n, seed); }, fmt::format("chip{}", c).c_str());
     }
-    f.set_delivery_observer([this](const model::Packet& p) {
-      const auto t = model::now();
-      if (t >= window_start_ && t < window_end_) delivered_in_window += double(p.payload);
-    });
+    // The packet fabric counts bytes as packets arrive; another network as transfers complete.
+    if (auto* packets = dynamic_cast<Fabric*>(&f)) {
+      per_packet_ = true;
+      packets->set_delivery_observer([this](const model::Packet& p) {
+        const auto t = model::now();
+        if (t >= window_start_ && t < window_end_) delivered_in_window += double(p.payload);
+      });
+    }
   }
   std::vector<double> latencies_ns;
   double delivered_in_window = 0;
@@ -243,10 +250,15 @@ class UniformDriver : public sc_core::sc_module {
       f_.start({{c}, {d}, msg_, (std::uint64_t(c) << 32) | k++, 0, 0},
                [this, counted](const model::TransferRecord& r) {
                  if (counted) latencies_ns.push_back(r.latency().si * 1e9);
+                 const auto at = model::now();
+                 if (!per_packet_ && at >= window_start_ && at < window_end_) {
+                   delivered_in_window += double(r.request.bytes);
+                 }
                });
     }
   }
-  Fabric& f_;
+  model::Network& f_;
+  bool per_packet_ = false;
   TrafficPlan plan_;
   std::uint64_t msg_;
   sc_core::sc_time window_start_, window_end_;
@@ -255,11 +267,12 @@ class UniformDriver : public sc_core::sc_module {
 // All transfers of the pattern issued at time 0.
 class BulkDriver : public sc_core::sc_module {
  public:
-  BulkDriver(const sc_core::sc_module_name& name, Fabric& f, Pattern pattern, std::uint64_t bytes)
+  BulkDriver(const sc_core::sc_module_name& name, model::Network& f, const topo::Topology& topo,
+             Pattern pattern, std::uint64_t bytes)
       : sc_core::sc_module(name) {
     sc_core::sc_spawn(
-        [this, &f, pattern, bytes] {
-          const auto n = std::uint32_t(f.topology().chip_count());
+        [this, &f, &topo, pattern, bytes] {
+          const auto n = std::uint32_t(topo.chip_count());
           auto done = [this](const model::TransferRecord& r) {
             if (r.completed > last) last = r.completed;
           };
@@ -292,16 +305,16 @@ double all_to_all_bisection_bound(double bis, std::size_t n) {
 }
 
 // The uniform pattern's figures, added to `j`: offered and accepted load, latency.
-void measure_uniform(const Rack& rack, Fabric& fabric, const TrafficPlan& plan, double inj_sum,
+void measure_uniform(const Rack& rack, const Net& fab, const TrafficPlan& plan, double inj_sum,
                      json& j) {
   const auto n = rack.topo.chip_count();
   const auto t0 = std::chrono::steady_clock::now();
-  const std::uint64_t msg = plan.bytes ? plan.bytes : fabric.packet_bytes();
-  UniformDriver driver("uniform", fabric, plan, msg, rack.loaded.config.sim.seed);
+  const std::uint64_t msg = plan.bytes ? plan.bytes : fab.plan.packet_bytes;
+  UniformDriver driver("uniform", *fab.net, rack.topo, plan, msg, rack.loaded.config.sim.seed);
   sc_core::sc_start();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();
-  fabric.finish(end);
+  fab.net->finish(end);
   const auto& v = driver.latencies_ns;
   const model::Histogram hist(v);
   double mean = 0;
@@ -323,20 +336,20 @@ void measure_uniform(const Rack& rack, Fabric& fabric, const TrafficPlan& plan, 
             {"accepted_bytes_per_s_per_chip", driver.delivered_in_window / plan.window.si / double(n)},
             {"latency_ns", {{"mean", mean}, {"p99", hist.quantile(0.99)},
                             {"max", hist.max()}}},
-            {"run", run_figures(fabric, wall, end)}});
+            {"run", run_figures(fab, wall, end)}});
 }
 
 // The all-to-all or bisection pattern's figures, added to `j`: completion time and bandwidth
 // against the topology's bounds.
-void measure_bulk(const Rack& rack, Fabric& fabric, const TrafficPlan& plan, double inj_min,
+void measure_bulk(const Rack& rack, const Net& fab, const TrafficPlan& plan, double inj_min,
                   json& j) {
   const auto n = rack.topo.chip_count();
   const auto t0 = std::chrono::steady_clock::now();
-  BulkDriver driver("bulk", fabric, plan.pattern, plan.bytes);
+  BulkDriver driver("bulk", *fab.net, rack.topo, plan.pattern, plan.bytes);
   sc_core::sc_start();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();
-  fabric.finish(end);
+  fab.net->finish(end);
   const double t = driver.last.to_seconds();
   const auto summary = topo::summarize(rack.topo);
   const double bis = summary.bisection.si;
@@ -355,7 +368,7 @@ void measure_bulk(const Rack& rack, Fabric& fabric, const TrafficPlan& plan, dou
               {"bisection_bound_bytes_per_s", bis_bound},
               {"bound_bytes_per_s", bound},
               {"fraction_of_bound", per_chip / bound},
-              {"run", run_figures(fabric, wall, end)}});
+              {"run", run_figures(fab, wall, end)}});
   } else {
     const double achieved = double(n / 2) * double(plan.bytes) / t;
     // Each sender is also limited by its own injection bandwidth.
@@ -366,18 +379,17 @@ void measure_bulk(const Rack& rack, Fabric& fabric, const TrafficPlan& plan, dou
               {"injection_bound_bytes_per_s", double(n / 2) * inj_min},
               {"fraction_of_bisection", achieved / bis},
               {"fraction_of_bound", achieved / bound},
-              {"run", run_figures(fabric, wall, end)}});
+              {"run", run_figures(fab, wall, end)}});
   }
 }
 
 json measure_traffic(const ConfigSource& o, const TrafficPlan& plan) {
   const Rack rack = load_rack(o);
-  const auto fab = make_fabric(rack);
-  Fabric& fabric = dynamic_cast<Fabric&>(*fab);
+  const Net fab = make_fabric(rack);
   const auto n = rack.topo.chip_count();
   double inj_min = 1e300, inj_sum = 0;
   for (std::uint32_t c = 0; c < n; ++c) {
-    const double b = fabric.injection_bandwidth({c}).si;
+    const double b = fab.net->injection_bandwidth({c}).si;
     inj_min = std::min(inj_min, b);
     inj_sum += b;
   }
@@ -386,9 +398,9 @@ json measure_traffic(const ConfigSource& o, const TrafficPlan& plan) {
             {"chips", n},
             {"injection_bytes_per_s_min", inj_min}};
   if (plan.pattern == Pattern::uniform) {
-    measure_uniform(rack, fabric, plan, inj_sum, j);
+    measure_uniform(rack, fab, plan, inj_sum, j);
   } else {
-    measure_bulk(rack, fabric, plan, inj_min, j);
+    measure_bulk(rack, fab, plan, inj_min, j);
   }
   return j;
 }
