@@ -12,6 +12,7 @@
 
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/trace/gzip.hpp"
 
 namespace trnsim::trace {
 
@@ -215,6 +216,7 @@ Workload load_native(const std::string& path) {
   } catch (const InputError& e) {
     throw TraceError(e.what());
   }
+  if (is_gzip(text)) text = gunzip(text, path, kMaxTraceFileBytes);
   return parse_native(text, path);
 }
 

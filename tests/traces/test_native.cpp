@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "trnsim/error.hpp"
+#include "trnsim/trace/gzip.hpp"
 #include "trnsim/trace/native.hpp"
 
 using namespace trnsim;
@@ -145,6 +146,25 @@ TEST(Native, LoadsFromFileAndNamesItInErrors) {
               bad + ":/rank_ops/0/ops/0/dep: unknown key \"dep\"; did you mean \"deps\"?");
   }
   EXPECT_THROW(load_native((dir / "absent.json").string()), TraceError);
+}
+
+// A gzip-compressed trace reads as its text; a truncated one is an error naming the file.
+TEST(Native, ReadsGzipAndRefusesATruncatedOne) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_native_gz";
+  std::filesystem::create_directories(dir);
+  const auto gz = (dir / "sample.json.gz").string();
+  const std::string packed = gzip(kSample);
+  std::ofstream(gz, std::ios::binary) << packed;
+  EXPECT_EQ(write_native(load_native(gz)), write_native(parse_native(kSample, "sample.json")));
+  const auto cut = (dir / "cut.json.gz").string();
+  std::ofstream(cut, std::ios::binary) << packed.substr(0, packed.size() / 2);
+  try {
+    load_native(cut);
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              cut + ": cannot decompress gzip: the compressed data ends early");
+  }
 }
 
 TEST(NativeErrors, UnknownKeysSuggestTheNearest) {
