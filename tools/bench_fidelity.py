@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Error and speed of the fast tier against the detailed one: the same benchmark or run with
+`--set sim.fidelity=detailed` and `--set sim.fidelity=fast`, side by side.
+
+    tools/bench_fidelity.py [--trnsim build/release/src/cli/trnsim] [--quick] [--json]
+                            [--racks trn2-instance,trn3-gen2-ultraserver] [--part network|step]
+
+Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter, all-to-all,
+1 MiB to 1 GiB), `bench traffic` (all-to-all of 1 MiB per pair, uniform at load 0.5) and
+`bench ping` on each rack preset; `step` runs `trnsim run` on the bundled 16-rank Mixtral step
+(2 layers) and the golden 16-rank trace. The difference is (fast - detailed) / detailed of the
+time (completion time, step time, latency). Wall times are this machine's under its load: they
+belong here, never in a test (docs/models/fidelity.md).
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RACKS = ["trn2-instance", "trn2-ultraserver", "trn3-gen1-ultraserver", "trn3-gen2-ultraserver"]
+OPS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]
+SIZES = ["1MiB", "16MiB", "256MiB", "1GiB"]
+QUICK_SIZES = ["1MiB", "64MiB"]
+STEP_TRACES = ["traces/mixtral-moe-16.json", "tests/golden/inputs/golden-moe-16.json"]
+
+
+def fail(msg):
+    print(f"bench_fidelity.py: error: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
+def trnsim_json(trnsim, args):
+    env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
+    t0 = time.monotonic()
+    p = subprocess.run([trnsim, *args], capture_output=True, text=True, env=env, cwd=ROOT,
+                       check=False)
+    wall = time.monotonic() - t0
+    if p.returncode != 0:
+        fail(f"{' '.join(args)} exited with {p.returncode}: {p.stderr.strip()[-1500:]}")
+    return json.loads(p.stdout), wall
+
+
+def pair(trnsim, args, metric):
+    """Runs `args` at both fidelities; returns (detailed, fast, diff, wall detailed, wall fast)."""
+    out = {}
+    for fid in ("detailed", "fast"):
+        j, wall = trnsim_json(trnsim, [*args, "--set", f"sim.fidelity={fid}"])
+        out[fid] = (metric(j), wall)
+    d, f = out["detailed"][0], out["fast"][0]
+    return {"detailed": d, "fast": f, "diff": (f - d) / d if d else 0.0,
+            "wall_detailed_s": out["detailed"][1], "wall_fast_s": out["fast"][1]}
+
+
+def network_rows(trnsim, racks, sizes):
+    rows = []
+    for rack in racks:
+        cfg = f"configs/racks/{rack}.json"
+        for op in OPS:
+            for size in sizes:
+                r = pair(trnsim, ["bench", "collective", "--config", cfg, "--op", op, "--bytes",
+                                  size, "--json"], lambda j: j["time_ns"] if "time_ns" in j
+                         else j["rows"][0]["time_ns"])
+                rows.append({"rack": rack, "case": f"{op} {size}", "metric": "time_ns", **r})
+        r = pair(trnsim, ["bench", "traffic", "--config", cfg, "--pattern", "all-to-all",
+                          "--bytes", "1MiB", "--json"], lambda j: j["completion_ns"])
+        rows.append({"rack": rack, "case": "traffic all-to-all 1MiB", "metric": "completion_ns",
+                     **r})
+        r = pair(trnsim, ["bench", "traffic", "--config", cfg, "--pattern", "uniform", "--load",
+                          "0.5", "--json"], lambda j: j["latency_ns"]["mean"])
+        rows.append({"rack": rack, "case": "traffic uniform 0.5 (mean latency)",
+                     "metric": "latency_ns", **r})
+        r = pair(trnsim, ["bench", "ping", "--config", cfg, "--json"],
+                 lambda j: j["latency_ns"]["max"])
+        rows.append({"rack": rack, "case": "ping 64 B (worst pair)", "metric": "latency_ns", **r})
+    return rows
+
+
+def step_rows(trnsim, racks):
+    rows = []
+    for rack in racks:
+        for trace in STEP_TRACES:
+            r = pair(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace", trace,
+                              "--json"], lambda j: j["step_time_ns"])
+            rows.append({"rack": rack, "case": f"step {os.path.basename(trace)}",
+                         "metric": "step_time_ns", **r})
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trnsim", default=os.path.join(ROOT, "build/release/src/cli/trnsim"))
+    ap.add_argument("--racks", default=",".join(RACKS))
+    ap.add_argument("--part", choices=["network", "step", "all"], default="all")
+    ap.add_argument("--quick", action="store_true", help="two sizes per collective")
+    ap.add_argument("--json", action="store_true")
+    a = ap.parse_args()
+    if not os.access(a.trnsim, os.X_OK):
+        fail(f"--trnsim: {a.trnsim} is not an executable")
+    racks = [r for r in a.racks.split(",") if r]
+    for r in racks:
+        if not os.path.exists(os.path.join(ROOT, "configs/racks", r + ".json")):
+            fail(f"--racks: no preset configs/racks/{r}.json")
+    rows = []
+    if a.part in ("network", "all"):
+        rows += network_rows(a.trnsim, racks, QUICK_SIZES if a.quick else SIZES)
+    if a.part in ("step", "all"):
+        rows += step_rows(a.trnsim, racks)
+    if a.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"{'rack':24} {'case':38} {'detailed':>14} {'fast':>14} {'diff':>8} "
+          f"{'wall d/f (s)':>14}")
+    for r in rows:
+        print(f"{r['rack']:24} {r['case']:38} {r['detailed']:14.1f} {r['fast']:14.1f} "
+              f"{100 * r['diff']:+7.2f}% {r['wall_detailed_s']:6.2f}/{r['wall_fast_s']:<6.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
