@@ -6,6 +6,8 @@ of a bare SystemC event loop (`trnsim bench kernel`) measured in the same invoca
 
     tools/bench_run.py [--trnsim build/release/src/cli/trnsim] [--kernel-processes N]
                        [-- <extra trnsim run arguments, e.g. --config ... --trace ...>]
+    tools/bench_run.py --fidelity      # the main job at sim.fidelity fast and detailed
+    tools/bench_run.py --scaling       # cost against layers, micro-batches and tokens per chip
 
 Prints a table, or one JSON object with --json. Figures vary with the machine and its load:
 they belong in benchmark output, never in test assertions (docs/bench.md#speed-of-the-main-job).
@@ -14,7 +16,7 @@ import argparse
 import json
 import os
 import re
-import resource
+import tempfile
 import subprocess
 import sys
 import time
@@ -33,20 +35,24 @@ def fail(msg):
 
 
 def run_main_job(trnsim, extra):
-    """Runs `trnsim run` in a child and returns its figures and the child's peak RSS."""
+    """Runs `trnsim run` in a child and returns its figures and that child's peak RSS."""
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.monotonic()
-    p = subprocess.run([trnsim, "run", "--json", *extra], capture_output=True, text=True,
-                       env=env, check=False)
-    elapsed = time.monotonic() - t0
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        p = subprocess.Popen([trnsim, "run", "--json", *extra], stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        elapsed = time.monotonic() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
     if p.returncode != 0:
-        fail(f"trnsim run exited with {p.returncode}: {p.stderr.strip()[-2000:]}")
-    m = WALL_LINE.search(p.stderr)
+        fail(f"trnsim run exited with {p.returncode}: {stderr.strip()[-2000:]}")
+    m = WALL_LINE.search(stderr)
     if not m:
         fail("trnsim run printed no 'wall time ... process activations' line on stderr")
-    summary = json.loads(p.stdout)
-    peak_kib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    summary = json.loads(stdout)
+    before, peak_kib = 0, usage.ru_maxrss  # this child's own peak (Linux: KiB)
     kinds = {}
     for part in m["kinds"].split(", "):
         name, _, n = part.partition(" ")
@@ -59,8 +65,9 @@ def run_main_job(trnsim, extra):
         "activations_by_kind": kinds,
         "activations_per_s": float(m["rate"]),
         "delta_cycles": int(m["delta"]),
-        # ru_maxrss of children is the largest child so far; the run is the first child.
         "peak_memory_mib": peak_kib / 1024 if peak_kib > before else None,
+        "models": summary.get("fidelity"),
+        "fraction_of_peak": summary.get("fraction_of_peak"),
         "step_time_ns": summary["step_time_ns"],
         "workload": summary["workload"]["name"] if "workload" in summary else None,
     }
@@ -76,6 +83,56 @@ def run_bare_kernel(trnsim, processes, activations):
     return json.loads(p.stdout)
 
 
+def fidelity_table(trnsim, extra):
+    rows = []
+    for fid in ("fast", "detailed"):
+        r = run_main_job(trnsim, [*extra, "--set", f"sim.fidelity={fid}"])
+        rows.append({"fidelity": fid, **r})
+    return rows
+
+
+# The layout of the bundled 144-rank DeepSeek-V3 step of earlier releases: one layer, one
+# micro-batch, TP1 x EP16 x DP9; each axis is scaled alone.
+SCALING_BASE = ["--model", "deepseek-v3", "--ranks", "144", "--tp", "1", "--ep", "16", "--pp",
+                "1", "--dense-layers", "0", "--routing", "zipf:0.8", "--seed", "1", "--dtype",
+                "mxfp8", "--expert-gemms", "grouped", "-q"]
+
+
+def scaling_table(trnsim, extra, base_seq, factors):
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for axis in ("layers", "micro_batches", "tokens_per_chip"):
+            for f in factors:
+                layers, mbs, seq = 1, 1, base_seq
+                if axis == "layers":
+                    layers = f
+                elif axis == "micro_batches":
+                    mbs = f
+                else:
+                    seq = base_seq * f
+                trace = os.path.join(tmp, f"{axis}-{f}.json")
+                gen = [sys.executable, os.path.join(ROOT, "tools/moe_gen.py"), *SCALING_BASE,
+                       "--layers", str(layers), "--micro-batches", str(mbs), "--seq-len", str(seq),
+                       "--name", f"scaling-{axis}-{f}", "-o", trace]
+                g = subprocess.run(gen, capture_output=True, text=True, check=False)
+                if g.returncode != 0:
+                    fail(f"moe_gen.py exited with {g.returncode}: {g.stderr.strip()[-1000:]}")
+                r = run_main_job(trnsim, ["--trace", trace, *extra])
+                rows.append({"axis": axis, "factor": f, **r})
+    return rows
+
+
+def print_runs(rows, key):
+    print(f"{key:>16} {'wall s':>8} {'peak MiB':>9} {'activations':>13} {'step ms':>10} "
+          f"{'wall/unit s':>12}")
+    for r in rows:
+        unit = r["wall_time_s"] / r.get("factor", 1)
+        label = f"{r.get('axis', '')} {r.get('factor', r.get('fidelity', ''))}".strip()
+        mem = f"{r['peak_memory_mib']:.0f}" if r["peak_memory_mib"] else "?"
+        print(f"{label:>16} {r['wall_time_s']:8.1f} {mem:>9} {r['activations']:13,} "
+              f"{r['step_time_ns'] / 1e6:10.3f} {unit:12.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trnsim", default=os.path.join(ROOT, "build/release/src/cli/trnsim"),
@@ -87,6 +144,13 @@ def main():
     ap.add_argument("--kernel-activations", type=int, default=20_000_000,
                     help="activations of the bare event loop (default 20 million)")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument("--fidelity", action="store_true",
+                    help="run the job at sim.fidelity=fast and =detailed, side by side")
+    ap.add_argument("--scaling", action="store_true",
+                    help="cost for 1, 2, 4 and 8 times the layers, micro-batches and tokens per "
+                         "chip of a one-layer DeepSeek-V3 step (traces made by tools/moe_gen.py)")
+    ap.add_argument("--base-seq", type=int, default=256,
+                    help="tokens per chip of the scaling base (default 256)")
     ap.add_argument("extra", nargs=argparse.REMAINDER,
                     help="after --: arguments passed to trnsim run")
     a = ap.parse_args()
@@ -97,6 +161,16 @@ def main():
     if a.kernel_activations < 1:
         fail(f"--kernel-activations: expected an integer >= 1, got {a.kernel_activations}")
     extra = a.extra[1:] if a.extra[:1] == ["--"] else a.extra
+    if a.fidelity or a.scaling:
+        if a.base_seq < 1:
+            fail(f"--base-seq: expected an integer >= 1, got {a.base_seq}")
+        rows = (fidelity_table(a.trnsim, extra) if a.fidelity else
+                scaling_table(a.trnsim, extra, a.base_seq, [1, 2, 4, 8]))
+        if a.json:
+            print(json.dumps(rows, indent=2, sort_keys=True))
+        else:
+            print_runs(rows, "fidelity" if a.fidelity else "axis factor")
+        return
     run = run_main_job(a.trnsim, extra)
     bare = run_bare_kernel(a.trnsim, a.kernel_processes, a.kernel_activations)
     ratio = run["activations_per_s"] / bare["activations_per_s"]
