@@ -362,7 +362,11 @@ void FlowNetwork::recompute() {
   s_recomputations_ += 1;
   const std::uint64_t epoch = ++epoch_;
   const double now = sc_core::sc_time_stamp().to_seconds();
-  std::vector<std::uint32_t> set, dirs;
+  // Scratch kept between calls: a recomputation allocates nothing once the vectors have grown.
+  std::vector<std::uint32_t>& set = scratch_set_;
+  std::vector<std::uint32_t>& dirs = scratch_dirs_;
+  set.clear();
+  dirs.clear();
   auto take_dir = [&](std::uint32_t d) {
     if (dirs_[d].seen == epoch) return;
     dirs_[d].seen = epoch;
@@ -399,21 +403,29 @@ void FlowNetwork::recompute() {
       ++dirs_[d].unfrozen;
     }
   }
-  using Entry = std::pair<double, std::uint32_t>;  // (share, direction): ties by direction id
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> q;
+  // (share, direction), smallest first; ties by direction id.
+  std::vector<ShareEntry>& heap = scratch_heap_;
+  heap.clear();
+  const auto later = std::greater<>();
+  auto push = [&](double sh, std::uint32_t d) {
+    heap.emplace_back(sh, d);
+    std::push_heap(heap.begin(), heap.end(), later);
+  };
   auto share = [&](const Dir& d) { return std::max(0.0, d.residual) / double(d.unfrozen); };
   for (const std::uint32_t d : dirs) {
-    if (dirs_[d].unfrozen > 0) q.emplace(share(dirs_[d]), d);
+    if (dirs_[d].unfrozen > 0) push(share(dirs_[d]), d);
   }
   std::size_t left = set.size();
-  while (left > 0 && !q.empty()) {
-    const auto [s, d] = q.top();
-    q.pop();
+  while (left > 0 && !heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end(), later);
+    const auto [s, d] = heap.back();
+    heap.pop_back();
     Dir& dir = dirs_[d];
     if (dir.unfrozen == 0 || s != share(dir)) continue;  // stale entry
     // A floor keeps a flow moving when rounding leaves a link a hair short.
     const double rate = std::max(s, dir.capacity * 1e-12);
-    std::vector<std::uint32_t> fix;
+    std::vector<std::uint32_t>& fix = scratch_fix_;
+    fix.clear();
     for (const std::uint32_t f : dir.flows) {
       const Flow& fl = *flows_[f];
       if (fl.mark == epoch && !fl.frozen) fix.push_back(f);
@@ -429,7 +441,7 @@ void FlowNetwork::recompute() {
         o.residual -= rate;
         o.used += rate;
         --o.unfrozen;
-        if (o.unfrozen > 0 && e != d) q.emplace(share(o), e);
+        if (o.unfrozen > 0 && e != d) push(share(o), e);
       }
     }
   }

@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <queue>
+#include <utility>
 #include <vector>
 
 #include "common/activity.hpp"
@@ -127,6 +128,9 @@ class FlowNetwork : public Block, public Network {
   std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
   sc_core::sc_event wake_;
   std::uint64_t seq_ = 0, epoch_ = 0;
+  using ShareEntry = std::pair<double, std::uint32_t>;
+  std::vector<std::uint32_t> scratch_set_, scratch_dirs_, scratch_fix_;
+  std::vector<ShareEntry> scratch_heap_;
   std::vector<std::uint32_t> changed_;  // directions whose flows changed since the last recompute
   sc_core::sc_time overhead_;
   ActivityCounter activity_;
