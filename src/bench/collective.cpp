@@ -5,12 +5,14 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "trnsim/error.hpp"
 #include "trnsim/run/run.hpp"
+#include "trnsim/topology/topology.hpp"
 
 namespace trnsim::bench {
 
@@ -41,18 +43,58 @@ config::LoadedConfig load_rack(const ConfigSource& source) {
   return cfg;
 }
 
-Json measure(const ConfigSource& source, const std::string& op_name, int n,
-             std::uint64_t bytes) {
+// Everything a point of the sweep needs besides its size.
+struct Setup {
+  std::string op;
+  int ranks = 0, per_chip = 1;
+};
+
+// The config a point runs: --ranks-per-chip as /replay/placement block.
+config::LoadedConfig point_config(const ConfigSource& source, const Setup& su) {
+  auto cfg = load_rack(source);
+  if (su.per_chip > 1) {
+    cfg.config.replay.placement = config::RankPlacement::block;
+    cfg.config.replay.ranks_per_chip = su.per_chip;
+  }
+  return cfg;
+}
+
+// The largest utilisation among blocks whose name contains `part` (".link", ".hbm"), and that
+// block's name.
+std::pair<double, std::string> busiest(const run::RunData& d, std::string_view part) {
+  std::pair<double, std::string> best{0, ""};
+  for (const auto& b : d.stats) {
+    if (b.utilisation && b.name.find(part) != std::string::npos && *b.utilisation > best.first) {
+      best = {*b.utilisation, b.name};
+    }
+  }
+  return best;
+}
+
+// What limits a point: the part of the critical member's time that dominates, or a link that
+// was busy most of the time.
+std::string limit_of(const replay::CollectiveRecord::Breakdown& b, double link_util) {
+  const double runtime = b.launch_s + b.descriptor_s + b.sync_s;
+  const double total = runtime + b.wire_s + b.reduce_s;
+  if (total <= 0) return "none";
+  if (link_util >= 0.8) return "link";
+  if (runtime >= 0.5 * total) return "runtime costs";
+  if (b.reduce_s >= 0.3 * total) return "reductions";
+  return "transfers (DMA, hops, contention)";
+}
+
+Json measure(const ConfigSource& source, const Setup& su, std::uint64_t bytes) {
   return run_isolated([&]() -> Json {
-    const auto cfg = load_rack(source);
+    const auto cfg = point_config(source, su);
+    const int n = su.ranks;
     trace::Workload w;
-    w.name = fmt::format("{} {}", op_name, bytes);
+    w.name = fmt::format("{} {}", su.op, bytes);
     w.ranks.resize(std::size_t(n));
     for (int r = 0; r < n; ++r) {
       w.groups["world"].push_back(r);
       trace::Op op;
       op.id = 0;
-      op.kind = kind_of(op_name);
+      op.kind = kind_of(su.op);
       op.group = "world";
       op.bytes = bytes;
       w.ranks[std::size_t(r)].rank = r;
@@ -60,15 +102,55 @@ Json measure(const ConfigSource& source, const std::string& op_name, int n,
     }
     const auto out = run::run_workload(cfg, w);
     const double t = out.end.to_seconds();
-    std::string alg;
-    for (const auto& c : out.collectives) alg = std::string(replay::algorithm_name(c.algorithm));
+    if (out.collectives.size() != 1) throw InternalError("bench collective: no collective ran");
+    const auto& c = out.collectives[0];
+    const auto& b = c.breakdown;
     const double algbw = t > 0 ? double(bytes) / t : 0;
-    return {{"op", op_name},       {"ranks", n},
-            {"bytes", bytes},      {"algorithm", alg},
-            {"time_ns", t * 1e9},  {"algbw_bytes_per_s", algbw},
-            {"busbw_bytes_per_s", algbw * bus_factor(kind_of(op_name), n)},
+    const auto [link_util, link] = busiest(out, ".link");
+    return {{"op", su.op},
+            {"ranks", n},
+            {"ranks_per_chip", su.per_chip},
+            {"bytes", bytes},
+            {"algorithm", std::string(replay::algorithm_name(c.algorithm))},
+            {"rings", c.rings},
+            {"time_ns", t * 1e9},
+            {"algbw_bytes_per_s", algbw},
+            {"busbw_bytes_per_s", algbw * bus_factor(kind_of(su.op), n)},
+            {"breakdown_ns",
+             {{"launch", b.launch_s * 1e9},
+              {"descriptor", b.descriptor_s * 1e9},
+              {"sync", b.sync_s * 1e9},
+              {"wire", b.wire_s * 1e9},
+              {"reduction", b.reduce_s * 1e9}}},
+            {"fabric_bytes", out.network.bytes_injected},
+            {"busiest_link", link},
+            {"busiest_link_utilisation", link_util},
+            {"limit", limit_of(b, link_util)},
             {"wall_time_s", out.wall_seconds}};
   });
+}
+
+// The topology's bound on bus bandwidth per rank: a rank cannot send faster than its chip's
+// share of the chip's links (ring family, mesh), and an all-to-all cannot move more across the
+// bisection than it carries (n^2/4 messages of S/n each way between the halves).
+Json bound_of(const config::LoadedConfig& cfg, const Setup& su) {
+  const auto t = topo::build_topology(cfg.config.rack->topology, cfg.config.chip ? &*cfg.config.chip : nullptr,
+                                      {&cfg.provenance, "/rack/topology",
+                                       config::memory_budget(cfg.config.sim)});
+  const auto sum = topo::summarize(t);
+  const double inj = sum.injection_min.si / su.per_chip;
+  double bound = inj;
+  std::string by = "injection (a chip's links, per direction, per rank on it)";
+  if (kind_of(su.op) == trace::OpKind::all_to_all) {
+    const double n = su.ranks, half = std::floor(n / 2), other = n - half;
+    // per rank: (n-1)/n of S in time >= half*other*(S/n) / bisection
+    const double bis = sum.bisection.si * (n - 1) / (half * other);
+    if (bis < bound) {
+      bound = bis;
+      by = "bisection";
+    }
+  }
+  return {{"busbw_bytes_per_s", bound}, {"by", by}};
 }
 
 // The sizes to measure: the sweep's, or --bytes.
@@ -94,16 +176,32 @@ std::vector<std::uint64_t> sizes_of(const CollectiveArgs& a) {
 Json collective(const ConfigSource& config, const CollectiveArgs& a) {
   kind_of(a.op);
   const auto cfg = load_rack(config);
+  const int cores = cfg.config.chip ? cfg.config.chip->cores : 1;
+  if (a.ranks_per_chip < 1 || a.ranks_per_chip > cores) {
+    throw InputError(fmt::format("--ranks-per-chip: expected 1 to {} (the cores of a chip), got {}",
+                                 cores, a.ranks_per_chip));
+  }
   // Every chip of the rack by default: count them from a topology summary without elaborating.
   const int chips = int(run::rack_chip_count(cfg));
-  const int ranks = a.ranks ? *a.ranks : chips;  // an explicit --ranks 0 is refused below
-  if (ranks < 2 || ranks > chips) {
-    throw InputError(fmt::format("--ranks: expected 2 to {} (the chips of the rack), got {}",
-                                 chips, ranks));
+  const int slots = chips * a.ranks_per_chip;
+  const int ranks = a.ranks ? *a.ranks : slots;  // an explicit --ranks 0 is refused below
+  if (ranks < 2 || ranks > slots) {
+    throw InputError(fmt::format("--ranks: expected 2 to {} ({} chips x {} ranks per chip), got {}",
+                                 slots, chips, a.ranks_per_chip, ranks));
   }
+  const Setup su{a.op, ranks, a.ranks_per_chip};
+  const Json bound = bound_of(cfg, su);
   Json points = Json::array();
-  for (auto s : sizes_of(a)) points.push_back(measure(config, a.op, ranks, s));
-  return {{"rack", cfg.config.rack->name}, {"ranks", ranks}, {"points", points}};
+  for (auto s : sizes_of(a)) {
+    Json p = measure(config, su, s);
+    p["bound_busbw_bytes_per_s"] = bound["busbw_bytes_per_s"];
+    points.push_back(std::move(p));
+  }
+  return {{"rack", cfg.config.rack->name},
+          {"ranks", ranks},
+          {"ranks_per_chip", a.ranks_per_chip},
+          {"bound", bound},
+          {"points", points}};
 }
 
 }  // namespace trnsim::bench
