@@ -44,6 +44,17 @@ void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_
       nullptr, &opt);
 }
 
+void Machine::start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
+                           std::function<void()> done) {
+  sc_core::sc_spawn_options opt;
+  sc_core::sc_spawn(
+      [this, chip, bytes, dtype, done = std::move(done)] {
+        reduce(chip, bytes, dtype);
+        done();
+      },
+      nullptr, &opt);
+}
+
 struct Replay::Impl {
   model::ActivityCounter activity_;
   std::shared_ptr<spdlog::logger> log_ = logger("replay");  // trace: per-op dispatch
@@ -322,18 +333,25 @@ struct Replay::Impl {
           inst.waiting[std::size_t(t.peer)].emplace_back(me, t.bytes);
         }
       }
-      // Each received piece is reduced as soon as it is there, while later pieces arrive.
+      // Each received piece is reduced as soon as it is there, while later pieces arrive; the
+      // step ends when its reductions have.
+      int reducing = 0;
+      sc_event reduced;
       for (const Transfer& t : step.recvs) {
         const int need = ++expected[t.peer];
         const sc_time w0 = sc_core::sc_time_stamp();
         while (inst.delivered[m][t.peer] < need) model::wait_counted(activity_, *inst.delivery[m]);
         (step.kind == StepKind::sync ? b.sync_s : b.wire_s) += since(w0);
         if (t.reduce) {
-          const sc_time r0 = sc_core::sc_time_stamp();
-          machine.reduce(chip, t.bytes, dtype);
-          b.reduce_s += since(r0);
+          ++reducing;
+          machine.start_reduce(chip, t.bytes, dtype, [&reducing, &reduced] {
+            if (--reducing == 0) reduced.notify(sc_core::SC_ZERO_TIME);
+          });
         }
       }
+      const sc_time r0 = sc_core::sc_time_stamp();
+      while (reducing > 0) model::wait_counted(activity_, reduced);
+      b.reduce_s += since(r0);
     }
     const sc_time w0 = sc_core::sc_time_stamp();
     while (inst.outstanding[m] > 0) model::wait_counted(activity_, *inst.sent[m]);

@@ -188,22 +188,36 @@ void Rack::compute(int chip, const trace::Op& op) {
   });
 }
 
-void Rack::reduce(int chip, std::uint64_t bytes, trace::DType) {
-  if (bytes == 0) return;
+sc_core::sc_time Rack::reduce_done(int chip, std::uint64_t bytes) {
   // On the collective DMA engines: read the received and the local operand, write the sum.
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   auto& free = coll_dma_free_.at(std::size_t(chip));
   const sc_core::sc_time start = std::max(free, now);
   free = start + sc_core::sc_time(2.0 * double(bytes) / coll_dma_rate_, sc_core::SC_SEC);
   const std::uint64_t half = capacity_ / 2;
-  const std::uint64_t addr = half + (reductions_++ * 1048576ULL) % (half > bytes ? half - bytes : 1) /
-                                        4096 * 4096;
+  const std::uint64_t span = half > bytes ? half - bytes : 1;
+  const std::uint64_t addr = half + (reductions_++ * 1048576ULL) % span / 4096 * 4096;
   auto& mem = chips_.at(std::size_t(chip))->memory();
   const sc_core::sc_time rd = mem.access({addr, 2 * bytes, false});
   const sc_core::sc_time wr = mem.access({addr, bytes, true});
   hbm_bytes_ += 3.0 * double(bytes);
-  const sc_core::sc_time done = std::max({free, rd, wr});
+  return std::max({free, rd, wr});
+}
+
+void Rack::reduce(int chip, std::uint64_t bytes, trace::DType) {
+  if (bytes == 0) return;
+  const sc_core::sc_time done = reduce_done(chip, bytes);
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
   if (done > now) model::wait_counted(activity_, done - now);
+}
+
+void Rack::start_reduce(int chip, std::uint64_t bytes, trace::DType,
+                        std::function<void()> done) {
+  if (bytes == 0) {
+    at(sc_core::sc_time_stamp(), std::move(done));
+    return;
+  }
+  at(reduce_done(chip, bytes), std::move(done));
 }
 
 model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,

@@ -30,6 +30,8 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   int chip_count() const override { return int(chips_.size()); }
   void compute(int chip, const trace::Op& op) override;
   void reduce(int chip, std::uint64_t bytes, trace::DType dtype) override;
+  void start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
+                    std::function<void()> done) override;
   void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) override;
   void start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                       std::function<void()> done) override;
@@ -52,6 +54,8 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   // When a copy of `bytes` within chip `c` (ranks on one chip: HBM to HBM on the collective DMA
   // engines, never the fabric) is done, reserving the engines and the memory from now.
   sc_core::sc_time local_copy_done(int c, std::uint64_t bytes, std::uint64_t flow);
+  // When a reduction of `bytes` on chip `c` is done, reserving the engines and the memory.
+  sc_core::sc_time reduce_done(int c, std::uint64_t bytes);
   // Runs `f` at `t` (>= now) from the timer method; equal times run in the order added.
   void at(sc_core::sc_time t, std::function<void()> f);
   void fire();

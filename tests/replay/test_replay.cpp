@@ -363,3 +363,31 @@ TEST(Replay, PlacementMapsRanksToChipsAndIsChecked) {
   replay.check_finished();
   EXPECT_EQ(replay.collectives().size(), 1u);
 }
+
+// Each received piece is reduced as soon as it has arrived, while the next ones are on the wire:
+// 4 pieces of 1 MB at 100 GB/s arrive at 11, 21, 31 and 41 us; reductions of 15 us each run
+// as they come (this machine has no shared reduction engine), so the step ends at 41 + 15 us,
+// not 11 + 4 x 15 us as one reduction after another would.
+TEST(Replay, ReductionsOfPiecesOverlapTheirArrival) {
+  class SlowReduce : public SimpleMachine {
+   public:
+    SlowReduce() : SimpleMachine(2, 100e9, 1e-6, 1e12) {}
+    void reduce(int, std::uint64_t, trace::DType) override {
+      sc_core::wait(sc_core::sc_time(15, sc_core::SC_US));
+    }
+  };
+  auto w = world(2);
+  for (int r = 0; r < 2; ++r) {
+    w.ranks[std::size_t(r)].ops = {coll(0, OpKind::reduce_scatter, "world", 8'000'000)};
+  }
+  SlowReduce m;
+  auto p = forced(CollectiveAlgorithm::ring);
+  p.collectives.chunk_bytes = Bytes(1e6);
+  Replay replay("replay", w, m, p);
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 56000.0, 1e-3);
+  const auto& b = replay.collectives()[0].breakdown;
+  EXPECT_NEAR(b.wire_s * 1e9, 41000.0, 1e-3);
+  EXPECT_NEAR(b.reduce_s * 1e9, 15000.0, 1e-3);
+}

@@ -31,6 +31,11 @@ class Machine {
   virtual void compute(int chip, const trace::Op& op) = 0;
   // Combines `bytes` of received data with local data on `chip` (a collective's reduction).
   virtual void reduce(int chip, std::uint64_t bytes, trace::DType dtype) = 0;
+  // The same without waiting: `done` runs when the reduction has finished (it must not wait).
+  // Collectives reduce each received piece this way, so that reductions overlap one another's
+  // latency and the arrival of later pieces. The default spawns a thread around reduce().
+  virtual void start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
+                            std::function<void()> done);
   // Moves `bytes` from `src`'s memory to `dst`'s memory over the fabric.
   virtual void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) = 0;
   // The same without waiting: `done` runs when the data has arrived (it may run from a method
