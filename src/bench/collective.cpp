@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -59,16 +60,33 @@ config::LoadedConfig point_config(const ConfigSource& source, const Setup& su) {
   return cfg;
 }
 
-// The largest utilisation among blocks whose name contains `part` (".link", ".hbm"), and that
-// block's name.
-std::pair<double, std::string> busiest(const run::RunData& d, std::string_view part) {
+// The link direction that carried the most bytes for its bandwidth over the run, as a fraction
+// of what it could have carried (wire bytes, headers included), and its block name. A link's
+// own "utilisation" counts the time a packet held it, which includes waiting for the packet's
+// tail from upstream, so it is not used here.
+std::pair<double, std::string> busiest_link(const run::RunData& d, const topo::Topology& t,
+                                            double seconds) {
   std::pair<double, std::string> best{0, ""};
+  if (seconds <= 0) return best;
   for (const auto& b : d.stats) {
-    if (b.utilisation && b.name.find(part) != std::string::npos && *b.utilisation > best.first) {
-      best = {*b.utilisation, b.name};
+    const auto at = b.name.find(".link");
+    if (at == std::string::npos) continue;
+    const std::size_t idx = std::strtoul(b.name.c_str() + at + 5, nullptr, 10);
+    if (idx >= t.links().size()) continue;
+    for (const auto& st : b.stats) {
+      if (st.name != "wire_bytes") continue;
+      const double u = st.value / (t.links()[idx].bandwidth.si * seconds);
+      if (u > best.first) best = {u, b.name};
     }
   }
   return best;
+}
+
+topo::Topology topology_of(const config::LoadedConfig& cfg) {
+  return topo::build_topology(cfg.config.rack->topology,
+                              cfg.config.chip ? &*cfg.config.chip : nullptr,
+                              {&cfg.provenance, "/rack/topology",
+                               config::memory_budget(cfg.config.sim)});
 }
 
 // What limits a point: the part of the critical member's time that dominates, or a link that
@@ -80,7 +98,8 @@ std::string limit_of(const replay::CollectiveRecord::Breakdown& b, double link_u
   if (link_util >= 0.8) return "link";
   if (runtime >= 0.5 * total) return "runtime costs";
   if (b.reduce_s >= 0.3 * total) return "reductions";
-  return "transfers (DMA, hops, contention)";
+  if (link_util < 0.1) return "latency (endpoints, hops, per-transfer costs)";
+  return "transfers (DMA, contention)";
 }
 
 Json measure(const ConfigSource& source, const Setup& su, std::uint64_t bytes) {
@@ -106,7 +125,7 @@ Json measure(const ConfigSource& source, const Setup& su, std::uint64_t bytes) {
     const auto& c = out.collectives[0];
     const auto& b = c.breakdown;
     const double algbw = t > 0 ? double(bytes) / t : 0;
-    const auto [link_util, link] = busiest(out, ".link");
+    const auto [link_util, link] = busiest_link(out, topology_of(cfg), t);
     return {{"op", su.op},
             {"ranks", n},
             {"ranks_per_chip", su.per_chip},
@@ -134,10 +153,7 @@ Json measure(const ConfigSource& source, const Setup& su, std::uint64_t bytes) {
 // share of the chip's links (ring family, mesh), and an all-to-all cannot move more across the
 // bisection than it carries (n^2/4 messages of S/n each way between the halves).
 Json bound_of(const config::LoadedConfig& cfg, const Setup& su) {
-  const auto t = topo::build_topology(cfg.config.rack->topology, cfg.config.chip ? &*cfg.config.chip : nullptr,
-                                      {&cfg.provenance, "/rack/topology",
-                                       config::memory_budget(cfg.config.sim)});
-  const auto sum = topo::summarize(t);
+  const auto sum = topo::summarize(topology_of(cfg));
   const double inj = sum.injection_min.si / su.per_chip;
   double bound = inj;
   std::string by = "injection (a chip's links, per direction, per rank on it)";
@@ -157,7 +173,12 @@ Json bound_of(const config::LoadedConfig& cfg, const Setup& su) {
 std::vector<std::uint64_t> sizes_of(const CollectiveArgs& a) {
   std::vector<std::uint64_t> sizes;
   if (a.sweep) {
-    for (std::uint64_t b = 1024; b <= (1ULL << 30); b *= 4) sizes.push_back(b);
+    if (a.sweep_factor < 2) {
+      throw InputError(fmt::format("--sweep-factor: expected at least 2, got {}", a.sweep_factor));
+    }
+    for (std::uint64_t b = 1024; b <= (1ULL << 30); b *= std::uint64_t(a.sweep_factor)) {
+      sizes.push_back(b);
+    }
     return sizes;
   }
   Bytes b{};

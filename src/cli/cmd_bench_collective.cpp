@@ -56,7 +56,8 @@ void register_bench_collective(CLI::App& bench, Registry& reg) {
       sub->add_option("--ranks", o->ranks, "ranks 0..R-1 (default: every chip of the rack times --ranks-per-chip)");
   sub->add_option("--ranks-per-chip", a.ranks_per_chip,
                   "consecutive ranks per chip (ranks on one chip exchange through HBM)");
-  sub->add_flag("--sweep", a.sweep, "sizes from 1 KiB to 1 GiB in steps of 4x");
+  sub->add_flag("--sweep", a.sweep, "sizes from 1 KiB to 1 GiB in steps of --sweep-factor");
+  sub->add_option("--sweep-factor", a.sweep_factor, "ratio of consecutive sweep sizes (default 4)");
   reg.add(sub, [o, ranks_opt]() {
     if (ranks_opt->count() > 0) o->args.ranks = o->ranks;
     const auto r = bench::collective(o->common.source, o->args);

@@ -16,7 +16,8 @@ struct CollectiveArgs {
   std::string bytes = "1MiB";     // per rank, as in nccl-tests
   std::optional<int> ranks;       // ranks 0..R-1; none: every slot of the rack (0 is refused)
   int ranks_per_chip = 1;         // consecutive ranks per chip (/replay/placement block when > 1)
-  bool sweep = false;             // sizes from 1 KiB to 1 GiB in steps of 4x instead of `bytes`
+  bool sweep = false;             // sizes from 1 KiB to 1 GiB instead of `bytes`
+  int sweep_factor = 4;           // steps of the sweep
 };
 
 // {"rack": its name, "ranks": R, "ranks_per_chip": K, "bound": the topology's bus-bandwidth
