@@ -78,6 +78,13 @@ trace::Workload world(int n) {
   return w;
 }
 
+// `n` ranks, each running one collective of `kind` and `bytes` on "world".
+trace::Workload one_collective(int n, OpKind kind, std::uint64_t bytes) {
+  auto w = world(n);
+  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, kind, "world", bytes)};
+  return w;
+}
+
 double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
 
 // No runtime costs, no handshake: the hand computations below are the algorithms' alone.
@@ -129,8 +136,7 @@ class LinkMachine : public Machine {
 };
 
 double all_reduce_ns(int n, std::uint64_t S, CollectiveAlgorithm a, bool torus) {
-  auto w = world(n);
-  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", S)};
+  auto w = one_collective(n, OpKind::all_reduce, S);
   LinkMachine m(n, 100e9, torus);
   Replay replay("replay", w, m, forced(a));
   sc_core::sc_start();
@@ -145,8 +151,7 @@ double all_reduce_ns(int n, std::uint64_t S, CollectiveAlgorithm a, bool torus) 
 TEST(Replay, RingAllReduceMatchesHandComputation) {
   const int n = 4;
   const std::uint64_t S = 4'000'000;
-  auto w = world(n);
-  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", S)};
+  auto w = one_collective(n, OpKind::all_reduce, S);
   SimpleMachine m(n, 100e9, 1e-6, 1e12);
   Replay replay("replay", w, m, forced(CollectiveAlgorithm::ring));
   sc_core::sc_start();
@@ -163,8 +168,7 @@ TEST(Replay, RingAllReduceMatchesHandComputation) {
 TEST(Replay, MeshAllReduceMatchesHandComputation) {
   const int n = 4;
   const std::uint64_t S = 4'000'000;
-  auto w = world(n);
-  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", S)};
+  auto w = one_collective(n, OpKind::all_reduce, S);
   SimpleMachine m(n, 100e9, 1e-6, 1e12);
   Replay replay("replay", w, m, forced(CollectiveAlgorithm::mesh));
   sc_core::sc_start();
@@ -329,8 +333,7 @@ TEST(Replay, MultiRingOnA4x4TorusTakesAQuarterOnIdealLinks) {
 TEST(Replay, RuntimeCostsAddLaunchSyncAndDescriptors) {
   const int n = 2;
   const std::uint64_t S = 2'000'000;
-  auto w = world(n);
-  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", S)};
+  auto w = one_collective(n, OpKind::all_reduce, S);
   SimpleMachine m(n, 100e9, 1e-6, 1e12);
   auto p = forced(CollectiveAlgorithm::ring);
   p.collectives.launch_latency = Duration(2e-6);
@@ -354,8 +357,7 @@ TEST(Replay, RuntimeCostsAddLaunchSyncAndDescriptors) {
 
 // A placement puts ranks on chips: two ranks on chip 0, one on chip 1.
 TEST(Replay, PlacementMapsRanksToChipsAndIsChecked) {
-  auto w = world(3);
-  for (int r = 0; r < 3; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_gather, "world", 3000)};
+  auto w = one_collective(3, OpKind::all_gather, 3000);
   SimpleMachine m(2, 100e9, 0, 1e12);
   EXPECT_THROW(Replay("bad", w, m, forced(CollectiveAlgorithm::ring), {0, 0, 2}), TraceError);
   Replay replay("replay", w, m, forced(CollectiveAlgorithm::ring), {0, 0, 1});
@@ -376,10 +378,7 @@ TEST(Replay, ReductionsOfPiecesOverlapTheirArrival) {
       sc_core::wait(sc_core::sc_time(15, sc_core::SC_US));
     }
   };
-  auto w = world(2);
-  for (int r = 0; r < 2; ++r) {
-    w.ranks[std::size_t(r)].ops = {coll(0, OpKind::reduce_scatter, "world", 8'000'000)};
-  }
+  auto w = one_collective(2, OpKind::reduce_scatter, 8'000'000);
   SlowReduce m;
   auto p = forced(CollectiveAlgorithm::ring);
   p.collectives.chunk_bytes = Bytes(1e6);

@@ -410,17 +410,23 @@ TEST(Chakra, SizeUnitsAndNumOpsUnits) {
   EXPECT_EQ(el.ranks[0].ops[2].dtype, DType::fp32);
 }
 
-// ALL_GATHER comm_size: each rank's input by default (ASTRA-sim), the gathered output on request.
-TEST(Chakra, AllGatherSizeConventions) {
-  const auto dir = scratch("ag");
+// Four rank files PREFIX.<r>.et, each one collective node 1 on group "even" or "odd".
+void save_even_odd(const fs::path& dir, const std::string& prefix, pb::CollectiveCommType type,
+                   std::int64_t size) {
   for (int r = 0; r < 4; ++r) {
     EtFile f;
     auto& n = f.node(1, pb::COMM_COLL_NODE);
-    attr(n, "comm_type")->set_int64_val(pb::ALL_GATHER);
-    attr(n, "comm_size")->set_int64_val(1000);
+    attr(n, "comm_type")->set_int64_val(type);
+    attr(n, "comm_size")->set_int64_val(size);
     attr(n, "pg_name")->set_string_val(r % 2 ? "odd" : "even");
-    f.save(dir / (fmt::format("g.{}.et", r)));
+    f.save(dir / (fmt::format("{}.{}.et", prefix, r)));
   }
+}
+
+// ALL_GATHER comm_size: each rank's input by default (ASTRA-sim), the gathered output on request.
+TEST(Chakra, AllGatherSizeConventions) {
+  const auto dir = scratch("ag");
+  save_even_odd(dir, "g", pb::ALL_GATHER, 1000);
   write_all(dir / "g.json", R"({"even": [0, 2], "odd": [1, 3]})");
   const Workload in = load_chakra((dir / "g").string());
   EXPECT_EQ(in.ranks[0].ops[0].bytes, 2000u);  // 1000 from each of the group's 2 ranks
@@ -469,14 +475,7 @@ TEST(Chakra, MatmulDtypeFromTheOptionOrTheTrace) {
 
 TEST(Chakra, ProcessGroups) {
   const auto dir = scratch("pg");
-  for (int r = 0; r < 4; ++r) {
-    EtFile f;
-    auto& n = f.node(1, pb::COMM_COLL_NODE);
-    attr(n, "comm_type")->set_int64_val(pb::ALL_REDUCE);
-    attr(n, "comm_size")->set_int64_val(64);
-    attr(n, "pg_name")->set_string_val(r % 2 ? "odd" : "even");
-    f.save(dir / (fmt::format("p.{}.et", r)));
-  }
+  save_even_odd(dir, "p", pb::ALL_REDUCE, 64);
   // Without a process-group file: pg_names fall back to the world group, with a warning.
   const Workload world = load_chakra((dir / "p").string());
   EXPECT_EQ(world.groups.at("world"), (std::vector<int>{0, 1, 2, 3}));
