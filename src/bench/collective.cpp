@@ -149,22 +149,25 @@ Json measure(const ConfigSource& source, const Setup& su, std::uint64_t bytes) {
   });
 }
 
-// The topology's bound on bus bandwidth per rank: a rank cannot send faster than its chip's
-// share of the chip's links (ring family, mesh), and an all-to-all cannot move more across the
-// bisection than it carries (n^2/4 messages of S/n each way between the halves).
+// The topology's bound on bus bandwidth per rank. Ring family and mesh reductions: a chip's
+// links carry at most one ring stream per ring step whatever the ranks on it do among
+// themselves, so busbw <= the chip's injection bandwidth. All-to-all: each of the K ranks of a
+// chip sends (n-K)/n of its data off the chip, so busbw = S/t (n-1)/n <= inj (n-1)/(K (n-K));
+// and the bisection carries (n/2)(n/2) messages of S/n each way.
 Json bound_of(const config::LoadedConfig& cfg, const Setup& su) {
   const auto sum = topo::summarize(topology_of(cfg));
-  const double inj = sum.injection_min.si / su.per_chip;
-  double bound = inj;
-  std::string by = "injection (a chip's links, per direction, per rank on it)";
-  if (kind_of(su.op) == trace::OpKind::all_to_all) {
-    const double n = su.ranks, half = std::floor(n / 2), other = n - half;
-    // per rank: (n-1)/n of S in time >= half*other*(S/n) / bisection
-    const double bis = sum.bisection.si * (n - 1) / (half * other);
-    if (bis < bound) {
-      bound = bis;
-      by = "bisection";
-    }
+  const double inj = sum.injection_min.si;
+  const double n = su.ranks, k = su.per_chip;
+  if (kind_of(su.op) != trace::OpKind::all_to_all) {
+    return {{"busbw_bytes_per_s", inj}, {"by", "injection (a chip's links, per direction)"}};
+  }
+  double bound = n > k ? inj * (n - 1) / (k * (n - k)) : inj;
+  std::string by = "injection (a chip's links, per direction, shared by its ranks' off-chip data)";
+  const double half = std::floor(n / 2), other = n - half;
+  const double bis = sum.bisection.si * (n - 1) / (half * other);
+  if (bis < bound) {
+    bound = bis;
+    by = "bisection";
   }
   return {{"busbw_bytes_per_s", bound}, {"by", by}};
 }
