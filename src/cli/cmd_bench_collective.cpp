@@ -21,15 +21,25 @@ struct CollOpts {
 };
 
 void print_table(const std::string& op, const nlohmann::json& r) {
-  fmt::print("{} on {} ranks of {}\n", op, r["ranks"].get<int>(), r["rack"].get<std::string>());
-  fmt::print("{:>12} {:>14} {:>12} {:>14} {:>14}\n", "bytes", "algorithm", "time_us",
-             "algbw_GB/s", "busbw_GB/s");
+  fmt::print("{} on {} ranks of {} ({} per chip); bound {:.1f} GB/s busbw ({})\n", op,
+             r["ranks"].get<int>(), r["rack"].get<std::string>(), r["ranks_per_chip"].get<int>(),
+             r["bound"]["busbw_bytes_per_s"].get<double>() / 1e9,
+             r["bound"]["by"].get<std::string>());
+  fmt::print("{:>12} {:>12} {:>11} {:>11} {:>11} | {:>9} {:>9} {:>9} {:>9} {:>9}  {}\n", "bytes",
+             "algorithm", "time_us", "algbw_GB/s", "busbw_GB/s", "launch", "descr", "sync",
+             "wire", "reduce", "limit");
   for (const auto& p : r["points"]) {
-    fmt::print("{:>12} {:>14} {:>12.2f} {:>14.2f} {:>14.2f}\n", p["bytes"].get<std::uint64_t>(),
-               p["algorithm"].get<std::string>(), p["time_ns"].get<double>() / 1e3,
-               p["algbw_bytes_per_s"].get<double>() / 1e9,
-               p["busbw_bytes_per_s"].get<double>() / 1e9);
+    const auto& b = p["breakdown_ns"];
+    fmt::print("{:>12} {:>12} {:>11.2f} {:>11.2f} {:>11.2f} | {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} "
+               "{:>9.2f}  {}\n",
+               p["bytes"].get<std::uint64_t>(), p["algorithm"].get<std::string>(),
+               p["time_ns"].get<double>() / 1e3, p["algbw_bytes_per_s"].get<double>() / 1e9,
+               p["busbw_bytes_per_s"].get<double>() / 1e9, b["launch"].get<double>() / 1e3,
+               b["descriptor"].get<double>() / 1e3, b["sync"].get<double>() / 1e3,
+               b["wire"].get<double>() / 1e3, b["reduction"].get<double>() / 1e3,
+               p["limit"].get<std::string>());
   }
+  fmt::print("(breakdown of the member that finished last, in us)\n");
 }
 
 }  // namespace
@@ -43,8 +53,11 @@ void register_bench_collective(CLI::App& bench, Registry& reg) {
   sub->add_option("--op", a.op, "all-reduce, all-gather, reduce-scatter or all-to-all");
   sub->add_option("--bytes", a.bytes, "size per rank (as in nccl-tests), e.g. 1MiB");
   auto* ranks_opt =
-      sub->add_option("--ranks", o->ranks, "ranks (chips 0..R-1; default every chip of the rack)");
-  sub->add_flag("--sweep", a.sweep, "sizes from 1 KiB to 1 GiB in steps of 4x");
+      sub->add_option("--ranks", o->ranks, "ranks 0..R-1 (default: every chip of the rack times --ranks-per-chip)");
+  sub->add_option("--ranks-per-chip", a.ranks_per_chip,
+                  "consecutive ranks per chip (ranks on one chip exchange through HBM)");
+  sub->add_flag("--sweep", a.sweep, "sizes from 1 KiB to 1 GiB in steps of --sweep-factor");
+  sub->add_option("--sweep-factor", a.sweep_factor, "ratio of consecutive sweep sizes (default 4)");
   reg.add(sub, [o, ranks_opt]() {
     if (ranks_opt->count() > 0) o->args.ranks = o->ranks;
     const auto r = bench::collective(o->common.source, o->args);

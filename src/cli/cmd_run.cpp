@@ -10,6 +10,7 @@
 
 #include "bench_common.hpp"
 #include "commands.hpp"
+#include "trnsim/dtype.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/log.hpp"
@@ -27,6 +28,7 @@ inline constexpr const char* kDefaultTrace = "traces/deepseek-v3-moe-144.json";
 struct RunOpts {
   BenchOptions common;
   std::string trace, out, size_unit = "bytes", num_ops_unit = "flops", groups;
+  std::string all_gather_size = "input", matmul_dtype;  // "": from the trace
   std::uint32_t element_bytes = 2;
 };
 
@@ -42,6 +44,15 @@ trace::Workload load_trace(const RunOpts& o, bool trace_given, bool chakra_optio
     c.num_ops_unit = o.num_ops_unit == "macs" ? trace::ChakraOptions::NumOpsUnit::macs
                                               : trace::ChakraOptions::NumOpsUnit::flops;
     c.process_groups = o.groups;
+    c.all_gather_size = o.all_gather_size == "output" ? trace::ChakraOptions::AllGatherSize::output
+                                                      : trace::ChakraOptions::AllGatherSize::input;
+    if (!o.matmul_dtype.empty()) {
+      try {
+        c.matmul_dtype = parse_dtype(o.matmul_dtype);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("--chakra-matmul-dtype: {}", e.what()));
+      }
+    }
     return trace::load_chakra(prefix, c);
   };
   if (fs::is_regular_file(path)) {
@@ -87,6 +98,14 @@ void register_run_command(CLI::App& app, Registry& reg) {
   chakra_opts.push_back(
       run->add_option("--chakra-num-ops", o->num_ops_unit, "what Chakra num_ops counts: flops or macs")
           ->check(CLI::IsMember({"flops", "macs"})));
+  chakra_opts.push_back(
+      run->add_option("--chakra-all-gather-size", o->all_gather_size,
+                      "what an ALL_GATHER's comm_size is: input (each rank's, as ASTRA-sim) or "
+                      "output (the gathered result)")
+          ->check(CLI::IsMember({"input", "output"})));
+  chakra_opts.push_back(run->add_option("--chakra-matmul-dtype", o->matmul_dtype,
+                                        "dtype of Chakra matmuls (default: the node's dtype "
+                                        "attribute, else bf16)"));
   chakra_opts.push_back(run->add_option("--process-groups", o->groups,
                                         "Chakra process-group file (default PREFIX.json when it "
                                         "exists)"));

@@ -44,6 +44,17 @@ void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_
       nullptr, &opt);
 }
 
+void Machine::start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
+                           std::function<void()> done) {
+  sc_core::sc_spawn_options opt;
+  sc_core::sc_spawn(
+      [this, chip, bytes, dtype, done = std::move(done)] {
+        reduce(chip, bytes, dtype);
+        done();
+      },
+      nullptr, &opt);
+}
+
 struct Replay::Impl {
   model::ActivityCounter activity_;
   std::shared_ptr<spdlog::logger> log_ = logger("replay");  // trace: per-op dispatch
@@ -91,6 +102,7 @@ struct Replay::Impl {
   std::vector<OpRecord> records;
   std::vector<CollectiveRecord> coll_records;
   sc_time last_end = sc_core::SC_ZERO_TIME;
+  std::set<std::string> warned;  // planner notes already logged
   // The first error thrown inside a process: the simulation stops and check_finished() rethrows
   // it, so a bad op becomes the same typed error as anywhere else (not a SystemC report).
   std::exception_ptr error;
@@ -109,11 +121,21 @@ struct Replay::Impl {
       : w(wl), machine(m), params(p), chip_of(std::move(map)) {
     const int nr = w.num_ranks();
     if (chip_of.empty()) {
+      if (nr > machine.chip_count()) {
+        throw TraceError(fmt::format("the workload has {} ranks but the rack has {} chips", nr,
+                                     machine.chip_count()));
+      }
       for (int r = 0; r < nr; ++r) chip_of.push_back(r);
     }
-    if (nr > machine.chip_count()) {
-      throw TraceError(fmt::format("the workload has {} ranks but the rack has {} chips", nr,
-                                   machine.chip_count()));
+    if (int(chip_of.size()) < nr) {
+      throw TraceError(fmt::format("the placement gives chips for {} ranks, the workload has {}",
+                                   chip_of.size(), nr));
+    }
+    for (std::size_t r = 0; r < chip_of.size(); ++r) {
+      if (chip_of[r] < 0 || chip_of[r] >= machine.chip_count()) {
+        throw TraceError(fmt::format("rank {} is placed on chip {}, the rack has chips 0 to {}", r,
+                                     chip_of[r], machine.chip_count() - 1));
+      }
     }
     state.resize(std::size_t(nr));
     std::map<std::pair<std::string, int>, Instance*> by_key;
@@ -185,9 +207,15 @@ struct Replay::Impl {
         const auto pos = std::find(inst->ranks.begin(), inst->ranks.end(), op.root);
         root_member = pos == inst->ranks.end() ? 0 : int(pos - inst->ranks.begin());
       }
+      std::vector<int> chips;
+      for (int r : inst->ranks) chips.push_back(chip_of[std::size_t(r)]);
       inst->schedule = plan_collective(inst->ops, root_member, params.collectives,
-                                       machine.local_size());
+                                       machine.layout(chips));
+      for (const auto& note : inst->schedule.notes) {
+        if (warned.insert(note).second) log_->warn("{}", note);
+      }
       inst->rec.algorithm = inst->schedule.algorithm;
+      inst->rec.rings = inst->schedule.rings;
       for (auto b : bytes_sent(inst->schedule)) inst->rec.wire_bytes += b;
     }
   }
@@ -286,7 +314,17 @@ struct Replay::Impl {
     }
     const trace::DType dtype = inst.ops[m]->dtype;
     std::map<int, int> expected;  // cumulative messages expected from each source
+    CollectiveRecord::Breakdown b;
+    auto since = [](const sc_time& t0) { return (sc_core::sc_time_stamp() - t0).to_seconds(); };
     for (const Step& step : inst.schedule.members[m]) {
+      if (step.launch_s > 0) {
+        model::wait_counted(activity_, sc_time(step.launch_s, sc_core::SC_SEC));
+        b.launch_s += step.launch_s;
+      }
+      if (step.descriptor_s > 0) {
+        model::wait_counted(activity_, sc_time(step.descriptor_s, sc_core::SC_SEC));
+        b.descriptor_s += step.descriptor_s;
+      }
       for (const Transfer& t : step.sends) {
         inst.outstanding[m]++;
         if (inst.arrived[std::size_t(t.peer)]) {
@@ -295,16 +333,35 @@ struct Replay::Impl {
           inst.waiting[std::size_t(t.peer)].emplace_back(me, t.bytes);
         }
       }
+      // Each received piece is reduced as soon as it is there, while later pieces arrive; the
+      // step ends when its reductions have.
+      int reducing = 0;
+      sc_event reduced;
       for (const Transfer& t : step.recvs) {
         const int need = ++expected[t.peer];
+        const sc_time w0 = sc_core::sc_time_stamp();
         while (inst.delivered[m][t.peer] < need) model::wait_counted(activity_, *inst.delivery[m]);
+        (step.kind == StepKind::sync ? b.sync_s : b.wire_s) += since(w0);
+        if (t.reduce) {
+          ++reducing;
+          machine.start_reduce(chip, t.bytes, dtype, [&reducing, &reduced] {
+            if (--reducing == 0) reduced.notify(sc_core::SC_ZERO_TIME);
+          });
+        }
       }
-      if (step.reduce_bytes > 0) machine.reduce(chip, step.reduce_bytes, dtype);
+      const sc_time r0 = sc_core::sc_time_stamp();
+      while (reducing > 0) model::wait_counted(activity_, reduced);
+      b.reduce_s += since(r0);
     }
+    const sc_time w0 = sc_core::sc_time_stamp();
     while (inst.outstanding[m] > 0) model::wait_counted(activity_, *inst.sent[m]);
+    b.wire_s += since(w0);
     inst.finished++;
     const sc_time end = sc_core::sc_time_stamp();
-    if (end > inst.rec.end) inst.rec.end = end;
+    if (end >= inst.rec.end) {
+      inst.rec.end = end;
+      inst.rec.breakdown = b;
+    }
     if (inst.finished == int(inst.ranks.size())) coll_records.push_back(inst.rec);
   }
 

@@ -40,9 +40,77 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
     memories.push_back(&chips_.back()->memory());
   }
   network_ = registry::make_network(registry, "fabric", plan.topology, plan.fabric, memories, prov);
-  local_size_ = plan.local_size;
   const auto& hbm = plan.chip.params.hbm;
   capacity_ = std::uint64_t(hbm.capacity_per_stack.si) * std::uint64_t(hbm.stacks);
+
+  // The shape collectives plan on: one-hop chip neighbours where chips are joined directly
+  // (torus, explicit graphs), servers where they meet in switches.
+  const topo::Topology& t = plan.topology;
+  shape_.cache = std::make_shared<replay::CycleCache>();
+  shape_.torus_dims = t.torus_dims();
+  const bool switched =
+      t.generator() == topo::Generator::two_level || t.generator() == topo::Generator::folded_clos;
+  shape_.switched = switched;
+  shape_.tier_chips = switched ? t.first_tier_chips() : 0;
+  if (!switched) {
+    shape_.neighbours.resize(t.chip_count());
+    for (const auto& l : t.links()) {
+      const auto& a = t.node(l.a);
+      const auto& b = t.node(l.b);
+      if (!a.chip || !b.chip || a.chip == b.chip) continue;
+      shape_.neighbours[a.chip->v].push_back(int(b.chip->v));
+      shape_.neighbours[b.chip->v].push_back(int(a.chip->v));
+    }
+    for (auto& nb : shape_.neighbours) {
+      std::sort(nb.begin(), nb.end());
+      nb.erase(std::unique(nb.begin(), nb.end()), nb.end());
+    }
+  }
+  const auto& cp = plan.chip.params;
+  const int dma_cores = replay.collectives.collective_dma_cores > 0
+                            ? std::min(replay.collectives.collective_dma_cores, cp.cores)
+                            : cp.cores;
+  coll_dma_rate_ = double(dma_cores) * double(cp.core.dma.engines) * cp.core.dma.engine_bandwidth.si;
+  coll_dma_free_.assign(t.chip_count(), sc_core::SC_ZERO_TIME);
+  SC_HAS_PROCESS(Rack);
+  SC_METHOD(fire);
+  sensitive << timer_ev_;
+  dont_initialize();
+}
+
+replay::GroupLayout Rack::layout(const std::vector<int>& chips) const {
+  replay::GroupLayout g = shape_;
+  g.chip = chips;
+  return g;
+}
+
+void Rack::at(sc_core::sc_time t, std::function<void()> f) {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  timers_.emplace(t, std::move(f));
+  timer_ev_.notify(timers_.begin()->first - now);  // an earlier pending notification wins
+}
+
+void Rack::fire() {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  while (!timers_.empty() && timers_.begin()->first <= now) {
+    auto f = std::move(timers_.begin()->second);
+    timers_.erase(timers_.begin());
+    f();
+  }
+  if (!timers_.empty()) timer_ev_.notify(timers_.begin()->first - now);
+}
+
+sc_core::sc_time Rack::local_copy_done(int c, std::uint64_t bytes, std::uint64_t flow) {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  auto& free = coll_dma_free_.at(std::size_t(c));
+  const sc_core::sc_time start = std::max(free, now);
+  free = start + sc_core::sc_time(double(bytes) / coll_dma_rate_, sc_core::SC_SEC);
+  const model::TransferRequest r = request(c, c, bytes, flow);
+  auto& mem = chips_.at(std::size_t(c))->memory();
+  const sc_core::sc_time rd = mem.access({r.src_addr, bytes, false});
+  const sc_core::sc_time wr = mem.access({r.dst_addr, bytes, true});
+  hbm_bytes_ += 2.0 * double(bytes);
+  return std::max({free, rd, wr});
 }
 
 model::Dtype Rack::chip_dtype(trace::DType d) {
@@ -120,16 +188,36 @@ void Rack::compute(int chip, const trace::Op& op) {
   });
 }
 
-void Rack::reduce(int chip, std::uint64_t bytes, trace::DType dtype) {
-  const model::Dtype d = dtype;
-  const auto elements = std::uint64_t(std::ceil(double(bytes) / model::dtype_bytes(d)));
-  if (elements == 0) return;
-  in_slot(chip, [&] {
-    const auto s = chips_.at(std::size_t(chip))
-                       ->execute(model::ElementOp{model::ElementKind::elementwise, elements, d, 2},
-                                 "reduce");
-    hbm_bytes_ += s.hbm_bytes;
-  });
+sc_core::sc_time Rack::reduce_done(int chip, std::uint64_t bytes) {
+  // On the collective DMA engines: read the received and the local operand, write the sum.
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  auto& free = coll_dma_free_.at(std::size_t(chip));
+  const sc_core::sc_time start = std::max(free, now);
+  free = start + sc_core::sc_time(2.0 * double(bytes) / coll_dma_rate_, sc_core::SC_SEC);
+  const std::uint64_t half = capacity_ / 2;
+  const std::uint64_t span = half > bytes ? half - bytes : 1;
+  const std::uint64_t addr = half + (reductions_++ * 1048576ULL) % span / 4096 * 4096;
+  auto& mem = chips_.at(std::size_t(chip))->memory();
+  const sc_core::sc_time rd = mem.access({addr, 2 * bytes, false});
+  const sc_core::sc_time wr = mem.access({addr, bytes, true});
+  hbm_bytes_ += 3.0 * double(bytes);
+  return std::max({free, rd, wr});
+}
+
+void Rack::reduce(int chip, std::uint64_t bytes, trace::DType) {
+  if (bytes == 0) return;
+  const sc_core::sc_time done = reduce_done(chip, bytes);
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  if (done > now) model::wait_counted(activity_, done - now);
+}
+
+void Rack::start_reduce(int chip, std::uint64_t bytes, trace::DType,
+                        std::function<void()> done) {
+  if (bytes == 0) {
+    at(sc_core::sc_time_stamp(), std::move(done));
+    return;
+  }
+  at(reduce_done(chip, bytes), std::move(done));
 }
 
 model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,
@@ -155,6 +243,12 @@ void Rack::record(const model::TransferRecord& rec) {
 }
 
 void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
+  if (src == dst) {
+    const sc_core::sc_time done = local_copy_done(src, bytes, flow);
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (done > now) model::wait_counted(activity_, done - now);
+    return;
+  }
   const model::TransferHandle h = network_->start(request(src, dst, bytes, flow));
   if (!h.done()) model::wait_counted(activity_, h.done_event());
   record(h.record());
@@ -162,6 +256,10 @@ void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
 
 void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                           std::function<void()> done) {
+  if (src == dst) {
+    at(local_copy_done(src, bytes, flow), std::move(done));
+    return;
+  }
   network_->start(request(src, dst, bytes, flow),
                  [this, done = std::move(done)](const model::TransferRecord& rec) {
                    record(rec);

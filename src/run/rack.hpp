@@ -5,6 +5,8 @@
 
 #include <systemc>
 
+#include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -28,10 +30,12 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   int chip_count() const override { return int(chips_.size()); }
   void compute(int chip, const trace::Op& op) override;
   void reduce(int chip, std::uint64_t bytes, trace::DType dtype) override;
+  void start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
+                    std::function<void()> done) override;
   void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) override;
   void start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                       std::function<void()> done) override;
-  int local_size() const override { return local_size_; }
+  replay::GroupLayout layout(const std::vector<int>& chips) const override;
 
   model::Chip& chip(int i) { return *chips_.at(std::size_t(i)); }
   model::Network& network() { return *network_; }
@@ -47,6 +51,14 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   model::Dtype chip_dtype(trace::DType d);
   model::TransferRequest request(int src, int dst, std::uint64_t bytes, std::uint64_t flow) const;
   void record(const model::TransferRecord& rec);
+  // When a copy of `bytes` within chip `c` (ranks on one chip: HBM to HBM on the collective DMA
+  // engines, never the fabric) is done, reserving the engines and the memory from now.
+  sc_core::sc_time local_copy_done(int c, std::uint64_t bytes, std::uint64_t flow);
+  // When a reduction of `bytes` on chip `c` is done, reserving the engines and the memory.
+  sc_core::sc_time reduce_done(int c, std::uint64_t bytes);
+  // Runs `f` at `t` (>= now) from the timer method; equal times run in the order added.
+  void at(sc_core::sc_time t, std::function<void()> f);
+  void fire();
 
   // Runs `f` on chip `c` once one of its op slots is free (/replay/chip_op_slots).
   template <class F>
@@ -61,12 +73,18 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   std::vector<std::unique_ptr<model::Chip>> chips_;
   std::vector<std::unique_ptr<Slots>> slots_;
   std::unique_ptr<model::Network> network_;
-  int local_size_ = 0;
+  replay::GroupLayout shape_;  // the rack's shape for collectives (no member chips)
+  // Per chip: when its collective DMA engines are next free, and their bandwidth (bytes/s read).
+  std::vector<sc_core::sc_time> coll_dma_free_;
+  double coll_dma_rate_ = 0;
+  std::multimap<sc_core::sc_time, std::function<void()>> timers_;
+  sc_core::sc_event timer_ev_;
   model::ActivityCounter activity_;
   std::vector<std::string> notes_;
   std::vector<double> packet_latency_, transfer_latency_;
   double hbm_bytes_ = 0;
   std::uint64_t capacity_ = 0;
+  std::uint64_t reductions_ = 0;  // spreads reduction buffers over HBM rows
 };
 
 }  // namespace trnsim::run

@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "chakra_et.pb.h"
+#include "trnsim/dtype.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/trace/gzip.hpp"
@@ -231,6 +232,10 @@ struct RankContext {
   std::set<std::string>* unresolved_pgs;                   // pg_names used without a pg file
   bool* uses_world;
   std::size_t* untyped_collectives;  // COMM_COLL nodes without comm_type, replayed as delays
+  // ALL_GATHERs whose comm_size is a rank's input, per rank: scaled to the gathered output by
+  // their group's size once the groups are known.
+  std::map<int, std::set<OpId>>* input_sized_gathers;
+  int* rank;  // the rank being read
 };
 
 std::uint64_t size_of(const Attrs& at, const std::string& name, std::int64_t v,
@@ -238,6 +243,18 @@ std::uint64_t size_of(const Attrs& at, const std::string& name, std::int64_t v,
   if (v < 0) throw TraceError(fmt::format("{}: \"{}\" is negative ({})", at.where(), name, v));
   const auto u = static_cast<std::uint64_t>(v);
   return o.size_unit == ChakraOptions::SizeUnit::elements ? u * o.element_bytes : u;
+}
+
+// The element type of a matmul node: the option, the node's "dtype" attribute, the default.
+DType matmul_dtype(const Attrs& at, const ChakraOptions& o) {
+  if (o.matmul_dtype) return *o.matmul_dtype;
+  const auto d = at.get_string("dtype");
+  if (!d) return o.dtype;
+  try {
+    return parse_dtype(*d);
+  } catch (const InputError& e) {
+    throw TraceError(fmt::format("{}: attribute \"dtype\": {}", at.where(), e.what()));
+  }
 }
 
 std::string resolve_group(const Attrs& at, const RankContext& ctx) {
@@ -288,6 +305,7 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
         op.elements = static_cast<std::uint64_t>(*num_ops);
         op.inputs = 1;
         op.dtype = o.dtype;
+        if (op.source_type && *op.source_type == "M") op.dtype = matmul_dtype(at, o);
         op.flops = static_cast<double>(*num_ops) *
                    (o.num_ops_unit == ChakraOptions::NumOpsUnit::macs ? 2.0 : 1.0);
         if (auto ts = at.get_int("tensor_size")) op.tensor_bytes = size_of(at, "tensor_size", *ts, o);
@@ -347,6 +365,9 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
         case pb::ALL_GATHER:
           op.kind = OpKind::all_gather;
           op.bytes = bytes();
+          if (o.all_gather_size == ChakraOptions::AllGatherSize::input) {
+            (*ctx.input_sized_gathers)[*ctx.rank].insert(op.id);
+          }
           break;
         case pb::REDUCE_SCATTER:
         case pb::REDUCE_SCATTER_BLOCK:
@@ -616,14 +637,17 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
   std::set<std::string> unresolved_pgs;
   bool uses_world = false;
   std::size_t untyped_collectives = 0;
-  RankContext ctx{options, pg_file ? &*pg_file : nullptr, &unresolved_pgs, &uses_world,
-                  &untyped_collectives};
+  std::map<int, std::set<OpId>> input_sized_gathers;
+  int reading = 0;  // the rank being read
+  RankContext ctx{options,       pg_file ? &*pg_file : nullptr, &unresolved_pgs, &uses_world,
+                  &untyped_collectives, &input_sized_gathers, &reading};
   // node index -> node id per rank, for error messages
   std::vector<std::string> files;
 
   for (int r = 0; fs::exists(rank_file(prefix, r)); ++r) {
     const std::string file = rank_file(prefix, r);
     files.push_back(file);
+    reading = r;
     if (file.ends_with(".json")) {
       if (r == 0) w.metadata = Json{{"source", "chakra-json"}};
       w.ranks.push_back(build_rank(r, json_nodes(file), file, ctx, w.warnings));
@@ -685,6 +709,21 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
     std::vector<int> all(n);
     for (int r = 0; r < n; ++r) all[r] = r;
     w.groups[kWorld] = std::move(all);
+  }
+  // An all-gather's size is the gathered output (docs/trace-format.md): an input-sized
+  // comm_size becomes that times the group's ranks.
+  for (const auto& [r, ids] : input_sized_gathers) {
+    for (auto& op : w.ranks[std::size_t(r)].ops) {
+      if (op.kind != OpKind::all_gather || !ids.contains(op.id)) continue;
+      const auto g = w.groups.find(op.group);
+      const std::uint64_t members = g == w.groups.end() ? 1 : g->second.size();
+      if (members > 0 && op.bytes > std::numeric_limits<std::uint64_t>::max() / members) {
+        throw TraceError(fmt::format("{}: rank {} node {}: ALL_GATHER comm_size {} x {} ranks "
+                                     "overflows",
+                                     prefix, r, op.id, op.bytes, members));
+      }
+      op.bytes *= members;
+    }
   }
   if (untyped_collectives > 0) {
     w.warnings.push_back(fmt::format(

@@ -6,6 +6,9 @@
 
 #include <systemc>
 
+#include <algorithm>
+#include <map>
+
 #include "trnsim/replay/engine.hpp"
 
 using namespace trnsim;
@@ -75,12 +78,70 @@ trace::Workload world(int n) {
   return w;
 }
 
+// `n` ranks, each running one collective of `kind` and `bytes` on "world".
+trace::Workload one_collective(int n, OpKind kind, std::uint64_t bytes) {
+  auto w = world(n);
+  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, kind, "world", bytes)};
+  return w;
+}
+
 double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
 
+// No runtime costs, no handshake: the hand computations below are the algorithms' alone.
 config::ReplayParams forced(CollectiveAlgorithm a) {
   config::ReplayParams p;
   p.collectives.algorithm = a;
+  p.collectives.launch_latency = Duration(0);
+  p.collectives.descriptor_time = Duration(0);
+  p.collectives.sync_bytes = Bytes(0);
   return p;
+}
+
+// Ideal links: every ordered chip pair has a link of its own of bandwidth B (no shared egress),
+// zero latency; the layout is a 4x4 torus when asked, so that rings are its one-hop cycles.
+class LinkMachine : public Machine {
+ public:
+  LinkMachine(int chips, double bytes_per_s, bool torus4x4)
+      : chips_(chips), bw_(bytes_per_s), torus_(torus4x4) {}
+  int chip_count() const override { return chips_; }
+  void compute(int, const trace::Op&) override {}
+  void reduce(int, std::uint64_t, trace::DType) override {}
+  void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t) override {
+    auto& free = free_[{src, dst}];
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time start = free > now ? free : now;
+    free = start + sc_core::sc_time(double(bytes) / bw_, sc_core::SC_SEC);
+    sc_core::wait(free - now);
+  }
+  GroupLayout layout(const std::vector<int>& chips) const override {
+    GroupLayout g;
+    g.chip = chips;
+    if (!torus_) return g;
+    g.torus_dims = {4, 4};
+    g.neighbours.resize(16);
+    for (int c = 0; c < 16; ++c) {
+      const int x = c % 4, y = c / 4;
+      g.neighbours[std::size_t(c)] = {(x + 1) % 4 + 4 * y, (x + 3) % 4 + 4 * y, x + 4 * ((y + 1) % 4),
+                                      x + 4 * ((y + 3) % 4)};
+      std::sort(g.neighbours[std::size_t(c)].begin(), g.neighbours[std::size_t(c)].end());
+    }
+    return g;
+  }
+
+ private:
+  int chips_;
+  double bw_;
+  bool torus_;
+  std::map<std::pair<int, int>, sc_core::sc_time> free_;
+};
+
+double all_reduce_ns(int n, std::uint64_t S, CollectiveAlgorithm a, bool torus) {
+  auto w = one_collective(n, OpKind::all_reduce, S);
+  LinkMachine m(n, 100e9, torus);
+  Replay replay("replay", w, m, forced(a));
+  sc_core::sc_start();
+  replay.check_finished();
+  return ns(replay.makespan());
 }
 
 }  // namespace
@@ -90,8 +151,7 @@ config::ReplayParams forced(CollectiveAlgorithm a) {
 TEST(Replay, RingAllReduceMatchesHandComputation) {
   const int n = 4;
   const std::uint64_t S = 4'000'000;
-  auto w = world(n);
-  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", S)};
+  auto w = one_collective(n, OpKind::all_reduce, S);
   SimpleMachine m(n, 100e9, 1e-6, 1e12);
   Replay replay("replay", w, m, forced(CollectiveAlgorithm::ring));
   sc_core::sc_start();
@@ -108,8 +168,7 @@ TEST(Replay, RingAllReduceMatchesHandComputation) {
 TEST(Replay, MeshAllReduceMatchesHandComputation) {
   const int n = 4;
   const std::uint64_t S = 4'000'000;
-  auto w = world(n);
-  for (int r = 0; r < n; ++r) w.ranks[std::size_t(r)].ops = {coll(0, OpKind::all_reduce, "world", S)};
+  auto w = one_collective(n, OpKind::all_reduce, S);
   SimpleMachine m(n, 100e9, 1e-6, 1e12);
   Replay replay("replay", w, m, forced(CollectiveAlgorithm::mesh));
   sc_core::sc_start();
@@ -248,4 +307,86 @@ TEST(Replay, ErrorInsideAnOpIsRethrownTyped) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()), "op 4 does not fit");
   }
+}
+
+// On ideal links two rings halve the time of one (one simulation per test, so two tests):
+// T = 2(N-1) S/(N B) for one ring; each of the two directions carries S/2 on links of its own.
+TEST(Replay, OneRingOnIdealLinksTakesTheClosedForm) {
+  const std::uint64_t S = 8'000'000;
+  EXPECT_NEAR(all_reduce_ns(4, S, CollectiveAlgorithm::ring, false),
+              2 * 3 * double(S) / 4 / 100e9 * 1e9, 1e-3);  // 60 us
+}
+TEST(Replay, TwoRingsHalveTheTimeOfOneOnIdealLinks) {
+  const std::uint64_t S = 8'000'000;
+  EXPECT_NEAR(all_reduce_ns(4, S, CollectiveAlgorithm::bidir_ring, false),
+              2 * 3 * double(S) / 2 / 4 / 100e9 * 1e9, 1e-3);  // 30 us
+}
+// Four rings on the 4x4 torus (two edge-disjoint cycles, both ways): a quarter.
+TEST(Replay, MultiRingOnA4x4TorusTakesAQuarterOnIdealLinks) {
+  const std::uint64_t S = 16'000'000;
+  EXPECT_NEAR(all_reduce_ns(16, S, CollectiveAlgorithm::multi_ring, true),
+              2 * 15 * double(S) / 4 / 16 / 100e9 * 1e9, 1e-3);  // 75 us
+}
+
+// Runtime costs: launch once, then per data step a semaphore (4 B over a link: L + 4/B), the
+// descriptor time D, and the data (L + S/(N B)); the breakdown adds up to the total.
+TEST(Replay, RuntimeCostsAddLaunchSyncAndDescriptors) {
+  const int n = 2;
+  const std::uint64_t S = 2'000'000;
+  auto w = one_collective(n, OpKind::all_reduce, S);
+  SimpleMachine m(n, 100e9, 1e-6, 1e12);
+  auto p = forced(CollectiveAlgorithm::ring);
+  p.collectives.launch_latency = Duration(2e-6);
+  p.collectives.descriptor_time = Duration(5e-7);
+  p.collectives.sync_bytes = Bytes(4);
+  Replay replay("replay", w, m, p);
+  sc_core::sc_start();
+  replay.check_finished();
+  const double sync = 1000.0 + 4 / 100e9 * 1e9, data = 1000.0 + double(S) / n / 100e9 * 1e9;
+  EXPECT_NEAR(ns(replay.makespan()), 2000.0 + 2 * (sync + 500.0 + data), 1e-3);
+  ASSERT_EQ(replay.collectives().size(), 1u);
+  const auto& b = replay.collectives()[0].breakdown;
+  EXPECT_NEAR(b.launch_s * 1e9, 2000.0, 1e-6);
+  EXPECT_NEAR(b.descriptor_s * 1e9, 1000.0, 1e-6);
+  EXPECT_NEAR(b.sync_s * 1e9, 2 * sync, 1e-3);
+  EXPECT_NEAR(b.wire_s * 1e9, 2 * data, 1e-3);
+  EXPECT_EQ(b.reduce_s, 0.0);
+  // the semaphores are not data
+  EXPECT_EQ(replay.collectives()[0].wire_bytes, std::uint64_t(n) * 2 * (S / n));
+}
+
+// A placement puts ranks on chips: two ranks on chip 0, one on chip 1.
+TEST(Replay, PlacementMapsRanksToChipsAndIsChecked) {
+  auto w = one_collective(3, OpKind::all_gather, 3000);
+  SimpleMachine m(2, 100e9, 0, 1e12);
+  EXPECT_THROW(Replay("bad", w, m, forced(CollectiveAlgorithm::ring), {0, 0, 2}), TraceError);
+  Replay replay("replay", w, m, forced(CollectiveAlgorithm::ring), {0, 0, 1});
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_EQ(replay.collectives().size(), 1u);
+}
+
+// Each received piece is reduced as soon as it has arrived, while the next ones are on the wire:
+// 4 pieces of 1 MB at 100 GB/s arrive at 11, 21, 31 and 41 us; reductions of 15 us each run
+// as they come (this machine has no shared reduction engine), so the step ends at 41 + 15 us,
+// not 11 + 4 x 15 us as one reduction after another would.
+TEST(Replay, ReductionsOfPiecesOverlapTheirArrival) {
+  class SlowReduce : public SimpleMachine {
+   public:
+    SlowReduce() : SimpleMachine(2, 100e9, 1e-6, 1e12) {}
+    void reduce(int, std::uint64_t, trace::DType) override {
+      sc_core::wait(sc_core::sc_time(15, sc_core::SC_US));
+    }
+  };
+  auto w = one_collective(2, OpKind::reduce_scatter, 8'000'000);
+  SlowReduce m;
+  auto p = forced(CollectiveAlgorithm::ring);
+  p.collectives.chunk_bytes = Bytes(1e6);
+  Replay replay("replay", w, m, p);
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 56000.0, 1e-3);
+  const auto& b = replay.collectives()[0].breakdown;
+  EXPECT_NEAR(b.wire_s * 1e9, 41000.0, 1e-3);
+  EXPECT_NEAR(b.reduce_s * 1e9, 15000.0, 1e-3);
 }

@@ -140,7 +140,8 @@ TEST(ChakraShared, AstraSimMicrobenchmarks) {
       for (const auto& r : w.ranks) {
         ASSERT_EQ(r.ops.size(), 1u);
         EXPECT_EQ(r.ops[0].kind, kind);
-        EXPECT_EQ(r.ops[0].bytes, 1048576u);
+        // ASTRA-sim's all-gather comm_size is each rank's input: trnsim's size is the output.
+        EXPECT_EQ(r.ops[0].bytes, kind == OpKind::all_gather ? 1048576u * unsigned(npus) : 1048576u);
         EXPECT_EQ(r.ops[0].group, "world");
       }
     }
@@ -224,7 +225,8 @@ TEST(ChakraShared, MoeGeneratedWithProcessGroups) {
   const Op& ag = w.ranks[0].ops[idx.at(8)];
   EXPECT_EQ(ag.kind, OpKind::all_gather);
   EXPECT_EQ(ag.group, "9");
-  EXPECT_EQ(ag.bytes, 33554432u * 2);
+  // comm_size is the rank's input: the gathered output is that times the group's ranks
+  EXPECT_EQ(ag.bytes, 33554432u * 2 * w.groups.at("9").size());
   const Op& norm = w.ranks[0].ops[idx.at(2)];
   EXPECT_EQ(norm.kind, OpKind::elementwise);
   EXPECT_EQ(norm.source_type, "E");
@@ -408,16 +410,72 @@ TEST(Chakra, SizeUnitsAndNumOpsUnits) {
   EXPECT_EQ(el.ranks[0].ops[2].dtype, DType::fp32);
 }
 
-TEST(Chakra, ProcessGroups) {
-  const auto dir = scratch("pg");
+// Four rank files PREFIX.<r>.et, each one collective node 1 on group "even" or "odd".
+void save_even_odd(const fs::path& dir, const std::string& prefix, pb::CollectiveCommType type,
+                   std::int64_t size) {
   for (int r = 0; r < 4; ++r) {
     EtFile f;
     auto& n = f.node(1, pb::COMM_COLL_NODE);
-    attr(n, "comm_type")->set_int64_val(pb::ALL_REDUCE);
-    attr(n, "comm_size")->set_int64_val(64);
+    attr(n, "comm_type")->set_int64_val(type);
+    attr(n, "comm_size")->set_int64_val(size);
     attr(n, "pg_name")->set_string_val(r % 2 ? "odd" : "even");
-    f.save(dir / (fmt::format("p.{}.et", r)));
+    f.save(dir / (fmt::format("{}.{}.et", prefix, r)));
   }
+}
+
+// ALL_GATHER comm_size: each rank's input by default (ASTRA-sim), the gathered output on request.
+TEST(Chakra, AllGatherSizeConventions) {
+  const auto dir = scratch("ag");
+  save_even_odd(dir, "g", pb::ALL_GATHER, 1000);
+  write_all(dir / "g.json", R"({"even": [0, 2], "odd": [1, 3]})");
+  const Workload in = load_chakra((dir / "g").string());
+  EXPECT_EQ(in.ranks[0].ops[0].bytes, 2000u);  // 1000 from each of the group's 2 ranks
+  ChakraOptions o;
+  o.all_gather_size = ChakraOptions::AllGatherSize::output;
+  const Workload out = load_chakra((dir / "g").string(), o);
+  EXPECT_EQ(out.ranks[0].ops[0].bytes, 1000u);
+}
+
+// A matmul's dtype: the option, else the node's dtype attribute, else the default dtype.
+TEST(Chakra, MatmulDtypeFromTheOptionOrTheTrace) {
+  const auto dir = scratch("mm");
+  EtFile f;
+  auto& a = f.node(1, pb::COMP_NODE);
+  attr(a, "num_ops")->set_int64_val(1000);
+  attr(a, "op_type")->set_string_val("M");
+  attr(a, "dtype")->set_string_val("fp8");
+  auto& b = f.node(2, pb::COMP_NODE);
+  attr(b, "num_ops")->set_int64_val(1000);
+  attr(b, "op_type")->set_string_val("M");
+  auto& e = f.node(3, pb::COMP_NODE);
+  attr(e, "num_ops")->set_int64_val(1000);
+  attr(e, "op_type")->set_string_val("E");
+  attr(e, "dtype")->set_string_val("fp8");
+  f.save(dir / "m.0.et");
+  const Workload d = load_chakra((dir / "m").string());
+  EXPECT_EQ(d.ranks[0].ops[0].dtype, DType::fp8);   // from the attribute
+  EXPECT_EQ(d.ranks[0].ops[1].dtype, DType::bf16);  // none: the default
+  EXPECT_EQ(d.ranks[0].ops[2].dtype, DType::bf16);  // not a matmul
+  ChakraOptions o;
+  o.matmul_dtype = DType::mxfp8;
+  const Workload m = load_chakra((dir / "m").string(), o);
+  EXPECT_EQ(m.ranks[0].ops[0].dtype, DType::mxfp8);
+  EXPECT_EQ(m.ranks[0].ops[1].dtype, DType::mxfp8);
+  EXPECT_EQ(m.ranks[0].ops[2].dtype, DType::bf16);
+  // A dtype the reader does not know names the node.
+  EtFile bad;
+  auto& x = bad.node(4, pb::COMP_NODE);
+  attr(x, "num_ops")->set_int64_val(1);
+  attr(x, "op_type")->set_string_val("M");
+  attr(x, "dtype")->set_string_val("int3");
+  bad.save(dir / "b.0.et");
+  EXPECT_NE(error_of([&] { load_chakra((dir / "b").string()); }).find("node 4 (n4): attribute \"dtype\""),
+            std::string::npos);
+}
+
+TEST(Chakra, ProcessGroups) {
+  const auto dir = scratch("pg");
+  save_even_odd(dir, "p", pb::ALL_REDUCE, 64);
   // Without a process-group file: pg_names fall back to the world group, with a warning.
   const Workload world = load_chakra((dir / "p").string());
   EXPECT_EQ(world.groups.at("world"), (std::vector<int>{0, 1, 2, 3}));

@@ -31,6 +31,11 @@ class Machine {
   virtual void compute(int chip, const trace::Op& op) = 0;
   // Combines `bytes` of received data with local data on `chip` (a collective's reduction).
   virtual void reduce(int chip, std::uint64_t bytes, trace::DType dtype) = 0;
+  // The same without waiting: `done` runs when the reduction has finished (it must not wait).
+  // Collectives reduce each received piece this way, so that reductions overlap one another's
+  // latency and the arrival of later pieces. The default spawns a thread around reduce().
+  virtual void start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
+                            std::function<void()> done);
   // Moves `bytes` from `src`'s memory to `dst`'s memory over the fabric.
   virtual void transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) = 0;
   // The same without waiting: `done` runs when the data has arrived (it may run from a method
@@ -39,8 +44,14 @@ class Machine {
   // and every SystemC thread costs a stack.
   virtual void start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                               std::function<void()> done);
-  // Ranks per first level of hierarchical collectives (chips of a server); 0 if none.
-  virtual int local_size() const { return 0; }
+  // Where the members of a collective run (their chips, `chips[i]` for member i) and the shape
+  // of the machine between them, for topology-aware collectives. The default knows only the
+  // chips.
+  virtual GroupLayout layout(const std::vector<int>& chips) const {
+    GroupLayout g;
+    g.chip = chips;
+    return g;
+  }
 };
 
 // An op that did not finish because its peers never arrived: the replay's deadlock report.
@@ -63,7 +74,15 @@ struct CollectiveRecord {
   int members = 0;
   std::uint64_t bytes = 0;        // op size (per rank, as in the trace)
   std::uint64_t wire_bytes = 0;   // bytes all members put on the fabric
+  int rings = 0;                  // rings run at once (ring family)
   sc_core::sc_time first_arrival, last_arrival, end;
+  // Where the member that finished last spent its time, from its arrival to its end (they add
+  // up to it): launch and descriptor generation (fixed runtime costs), waiting for the
+  // semaphore handshakes, waiting for data, and reducing what arrived (not overlapped with the
+  // arrival of later pieces).
+  struct Breakdown {
+    double launch_s = 0, descriptor_s = 0, sync_s = 0, wire_s = 0, reduce_s = 0;
+  } breakdown;
 };
 
 class Replay : public sc_core::sc_module {

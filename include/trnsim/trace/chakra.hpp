@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "trnsim/trace/workload.hpp"
@@ -25,6 +26,16 @@ struct ChakraOptions {
 
   // Element type given to ops that Chakra records without one.
   DType dtype = DType::bf16;
+
+  // Element type of matmuls (op_type "M", run as GEMMs): this when set, else the node's "dtype"
+  // string attribute where it has one ("bf16", "fp8", ...), else `dtype`.
+  std::optional<DType> matmul_dtype;
+
+  // What an ALL_GATHER's comm_size is: each rank's input (ASTRA-sim's meaning and that of the
+  // traces its tools make; the gathered output is comm_size x the group's ranks), or the
+  // gathered output itself.
+  enum class AllGatherSize { input, output };
+  AllGatherSize all_gather_size = AllGatherSize::input;
 
   // Process-group file: {"<pg_name>": [ranks...], ...}. Empty: PREFIX.json when it exists.
   std::string process_groups;
