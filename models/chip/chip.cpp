@@ -14,7 +14,7 @@ namespace trnsim::model {
 using sc_core::sc_time;
 
 Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, ChipOptions opt)
-    : Block(name),
+    : ChipModel(name),
       p_(p),
       granularity_(opt.granularity),
       ops_(stats().add("ops", StatUnit::count, "ops executed")),

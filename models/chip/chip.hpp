@@ -18,9 +18,11 @@
 #include <string>
 #include <vector>
 
+#include "chip/chip_model.hpp"
 #include "chip/compute_op.hpp"
 #include "chip/lowering.hpp"
 #include "chip/memory.hpp"
+#include "chip/op_profile.hpp"
 #include "common/block.hpp"
 #include "neuron_core/neuron_core.hpp"
 #include "trnsim/config/chip_params.hpp"
@@ -37,15 +39,17 @@ struct ChipOptions {
   // and one DMA window per step (fine); G > 1 groups up to G matmuls of a tile's contraction into
   // one instruction and lets a DMA engine move up to G windows per wake-up. docs/models/chip.md.
   int granularity = 1;
+  // The op-level model's profiles (op_chip.hpp); the tile model does not use them.
+  std::shared_ptr<const OpTable> calibration;
 };
 
-class Chip : public Block {
+class Chip : public ChipModel {
  public:
   Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, ChipOptions opt = {});
   ~Chip() override;
 
   // From a SystemC thread: lowers `op`, runs it on the cores and blocks until its last store.
-  OpStats execute(const ComputeOp& op, const std::string& name = "op");
+  OpStats execute(const ComputeOp& op, const std::string& name = "op") override;
 
   // From a SystemC thread: one DMA of `bytes` between this chip's HBM at `hbm_addr` and
   // `external` (the fabric's port) using `engines` DMA engines of `core`; `to_external` picks
@@ -61,18 +65,20 @@ class Chip : public Block {
   };
   DmaResult dma_sbuf(int core, std::uint64_t bytes, bool to_sbuf, int engines, bool cross_engine);
 
-  const config::ChipParams& params() const { return p_; }
-  int cores() const { return int(cores_.size()); }
+  const config::ChipParams& params() const override { return p_; }
+  int cores() const override { return int(cores_.size()); }
   NeuronCore& core(int i) { return *cores_[std::size_t(i)]; }
   int die_of_core(int i) const;
-  MemoryPort& memory() { return *memory_; }
+  MemoryPort& memory() override { return *memory_; }
+  // The memory block the chip owns (null for an external memory).
+  sc_core::sc_module* memory_block() { return owned_memory_.get(); }
   // How the memory implementation describes itself ("HbmSystem", the bandwidth model, "external").
   const std::string& memory_model() const { return memory_model_; }
   // Simulation wake-ups of all the chip's threads so far.
   std::uint64_t wakeups() const;
   HbmAllocator& hbm_allocator() { return alloc_; }
   // Passes the HBM model's pending energy (refresh, ...) up to `t`; call before collecting energy.
-  void account_until(const sc_core::sc_time& t);
+  void account_until(const sc_core::sc_time& t) override;
 
  private:
   config::ChipParams p_;

@@ -71,7 +71,7 @@ std::unique_ptr<Chip> build_chip(const config::LoadedConfig& loaded, bool fallba
   if (granularity > 0) plan.granularity = granularity;
   registry::Registry registry;
   registry::register_builtin_models(registry);
-  return registry::make_chip(registry, "chip", plan, &loaded.provenance);
+  return registry::make_tile_chip(registry, "chip", plan, &loaded.provenance);
 }
 
 json measure_gemm(const ConfigSource& o, const GemmArgs& a, std::uint64_t m, std::uint64_t k,

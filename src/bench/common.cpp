@@ -2,8 +2,6 @@
 #include "trnsim/bench/bench.hpp"
 
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -14,6 +12,7 @@
 #include "internal.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/isolate.hpp"
 
 namespace trnsim::bench {
 
@@ -65,64 +64,11 @@ std::uint64_t parse_size(const std::string& s, const char* option, std::uint64_t
   return v;
 }
 
-namespace {
-
-bool write_all(int fd, const std::string& s) {
-  std::size_t off = 0;
-  while (off < s.size()) {
-    const ssize_t n = ::write(fd, s.data() + off, s.size() - off);
-    if (n <= 0) return false;
-    off += std::size_t(n);
-  }
-  return true;
-}
-
-}  // namespace
-
 Json run_isolated(const std::function<Json()>& measure) {
-  int fds[2];
-  if (::pipe(fds) != 0) throw InternalError("pipe() failed");
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw InternalError("fork() failed");
-  if (pid == 0) {
-    ::close(fds[0]);
-    Json out;
-    int code = 0;
-    try {
-      out = {{"ok", measure()}};
-    } catch (const InputError& e) {
-      out = {{"input_error", e.what()}};
-      code = 2;
-    } catch (const std::exception& e) {
-      out = {{"internal_error", e.what()}};
-      code = 1;
-    }
-    const bool ok = write_all(fds[1], out.dump());
-    ::close(fds[1]);
-    std::fflush(stdout);
-    std::fflush(stderr);
-    ::_exit(ok ? code : 1);
-  }
-  ::close(fds[1]);
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
-    if (n <= 0) break;
-    text.append(buf, std::size_t(n));
-  }
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
+  const std::string text = run_forked({[&] { return measure().dump(); }}, 1).front();
   const auto j = Json::parse(text, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    throw InternalError(fmt::format("benchmark child process died (status {})", status));
-  }
-  if (j.contains("input_error")) throw InputError(j["input_error"].get<std::string>());
-  if (j.contains("internal_error")) throw InternalError(j["internal_error"].get<std::string>());
-  return j["ok"];
+  if (j.is_discarded()) throw InternalError("benchmark child process wrote no JSON");
+  return j;
 }
 
 }  // namespace trnsim::bench

@@ -133,6 +133,10 @@ void register_run_command(CLI::App& app, Registry& reg) {
                out.wall_seconds, out.simulation_seconds, out.activations,
                out.simulation_seconds > 0 ? double(out.activations) / out.simulation_seconds : 0.0,
                fmt::join(by_kind, ", "), out.delta_cycles);
+    if (out.compute_model == "op") {
+      fmt::print(stderr, "op-level compute: {} distinct ops simulated in {:.2f} s for {} ops\n",
+                 out.compute_shapes_simulated, out.calibration_seconds, out.compute_ops);
+    }
     return 0;
   });
 }

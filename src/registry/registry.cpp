@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "chip/memory.hpp"
+#include "chip/op_chip.hpp"
 #include "fabric/fabric.hpp"
 #include "flow/flow_network.hpp"
 #include "hbm/hbm_system.hpp"
@@ -149,20 +150,47 @@ void register_builtin_models(Registry& r) {
           {"hbm_bytes", model::StatUnit::bytes, "bytes the ops moved to or from HBM"}},
          {},
          {},
-         [](const char* name, const resolve::ChipPlan& plan, model::ChipOptions opt) {
+         [](const char* name, const resolve::ChipPlan& plan,
+            model::ChipOptions opt) -> std::unique_ptr<model::ChipModel> {
            return std::make_unique<model::Chip>(name, plan.params, std::move(opt));
+         }});
+  r.add({Role::compute,
+         "op",
+         "each distinct op (kind, shape, dtype) of a run simulated once on the tile model before "
+         "the run; every occurrence replayed as 4 reservations of its cores and of the chip's "
+         "memory port, so that it contends with transfers and concurrent ops; alone it takes "
+         "exactly its tile-model time (docs/models/fidelity.md)",
+         "model::OpChip (model::OpCore)",
+         {"/chip/cores", "/chip/hbm/interleave_bytes", "/chip/hbm/stacks",
+          "/chip/hbm/capacity_per_stack"},
+         {{"memory", "model::MemoryPort", "the chip's memory implementation"},
+          {"ops", "model::ChipModel::execute", "trace ops replayed from their calibrated profile"}},
+         {{"ops", model::StatUnit::count, "ops executed"},
+          {"interpolated_ops", model::StatUnit::count,
+           "ops whose profile was interpolated on a grid of sizes"},
+          {"flops", model::StatUnit::count, "useful floating-point operations"},
+          {"hbm_bytes", model::StatUnit::bytes, "bytes the ops moved to or from HBM"},
+          {"memory_wait", model::StatUnit::seconds,
+           "time op pieces ran beyond their isolated time, waiting for HBM"}},
+         {},
+         {},
+         [](const char* name, const resolve::ChipPlan& plan,
+            model::ChipOptions opt) -> std::unique_ptr<model::ChipModel> {
+           return std::make_unique<model::OpChip>(name, plan.params, std::move(opt));
          }});
 }
 
-std::unique_ptr<model::Chip> make_chip(const Registry& r, const char* name,
-                                       const resolve::ChipPlan& plan,
-                                       const config::Provenance* prov,
-                                       model::MemoryPort* external) {
+std::unique_ptr<model::ChipModel> make_chip(const Registry& r, const char* name,
+                                            const resolve::ChipPlan& plan,
+                                            const config::Provenance* prov,
+                                            model::MemoryPort* external,
+                                            std::shared_ptr<const model::OpTable> calibration) {
   const Implementation& compute =
       r.get(Role::compute, plan.compute_model, "/chip/compute/model", prov);
   model::ChipOptions opt;
   opt.granularity = plan.granularity;
   opt.memory = external;
+  opt.calibration = std::move(calibration);
   if (!external) {
     const Implementation& memory =
         r.get(Role::memory, plan.memory_model, "/chip/memory/model", prov);
@@ -171,6 +199,24 @@ std::unique_ptr<model::Chip> make_chip(const Registry& r, const char* name,
   logger("build")->debug("{}: compute {}, memory {}, granularity {}", name, compute.name,
                          external ? "external" : plan.memory_model, plan.granularity);
   return compute.compute(name, plan, std::move(opt));
+}
+
+std::unique_ptr<model::Chip> make_tile_chip(const Registry& r, const char* name,
+                                            const resolve::ChipPlan& plan,
+                                            const config::Provenance* prov,
+                                            model::MemoryPort* external) {
+  if (plan.compute_model != "tile") {
+    const std::string msg = fmt::format(
+        "this command measures the tile compute model; got \"{}\" (expected \"tile\")",
+        plan.compute_model);
+    if (prov) throw ConfigError(config::located(*prov, "/chip/compute/model", msg));
+    throw ConfigError(fmt::format("/chip/compute/model: {}", msg));
+  }
+  std::unique_ptr<model::ChipModel> chip = make_chip(r, name, plan, prov, external);
+  auto* tile = dynamic_cast<model::Chip*>(chip.get());
+  if (!tile) throw InternalError("the tile compute model did not build a model::Chip");
+  chip.release();
+  return std::unique_ptr<model::Chip>(tile);
 }
 
 std::unique_ptr<model::Network> make_network(const Registry& r, const char* name,

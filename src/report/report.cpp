@@ -237,6 +237,13 @@ Report make_report(const run::RunData& d) {
     k["time_ns"] = k["time_ns"].get<double>() + (r.end - r.start).to_seconds() * 1e9;
   }
   s["ops_by_kind"] = kinds;
+  if (d.compute_model == "op") {
+    const double ops = double(d.compute_ops);
+    s["compute"] = {{"model", d.compute_model},
+                    {"shapes_simulated", d.compute_shapes_simulated},
+                    {"ops", d.compute_ops},
+                    {"reuse_rate", ops > 0 ? 1.0 - d.compute_shapes_simulated / ops : 0.0}};
+  }
   const auto util = utilisations(d.stats);
   Json busiest = Json::array();
   for (std::size_t i = 0; i < util.size() && i < 8; ++i) {

@@ -66,9 +66,7 @@ std::string network_model_for(config::Fidelity f) {
 }
 
 std::string compute_model_for(config::Fidelity f) {
-  // The op-level compute tier is not in the registry yet: both fidelities run tiles.
-  (void)f;
-  return "tile";
+  return f == config::Fidelity::fast ? "op" : "tile";
 }
 
 config::Fidelity fidelity_of(const config::Config& cfg, config::Fidelity fallback) {

@@ -7,32 +7,20 @@
 #include <cmath>
 
 #include "common/activity.hpp"
+#include "compute_ops.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::run {
 
-namespace {
-
-model::ElementKind element_kind(trace::OpKind k) {
-  switch (k) {
-    case trace::OpKind::activation: return model::ElementKind::activation;
-    case trace::OpKind::reduction: return model::ElementKind::reduction;
-    case trace::OpKind::softmax: return model::ElementKind::softmax;
-    case trace::OpKind::norm: return model::ElementKind::norm;
-    default: return model::ElementKind::elementwise;
-  }
-}
-
-}  // namespace
-
 Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
            const config::ReplayParams& replay, const registry::Registry& registry,
-           const config::Provenance* prov)
+           const config::Provenance* prov, std::shared_ptr<const model::OpTable> calibration)
     : sc_core::sc_module(name), chip_params_(plan.chip.params) {
   std::vector<model::MemoryPort*> memories;
   for (std::size_t c = 0; c < plan.topology.chip_count(); ++c) {
     chips_.push_back(
-        registry::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip, prov));
+        registry::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip, prov, nullptr,
+                            calibration));
     if (replay.chip_op_slots > 0) {  // 0: no limit, no slots
       slots_.push_back(std::make_unique<Slots>());
       slots_.back()->free = replay.chip_op_slots;
@@ -113,22 +101,6 @@ sc_core::sc_time Rack::local_copy_done(int c, std::uint64_t bytes, std::uint64_t
   return std::max({free, rd, wr});
 }
 
-model::Dtype Rack::chip_dtype(trace::DType d) {
-  const model::Dtype want = d;
-  const auto& rates = chip_params_.core.tensor.macs_per_pe_cycle;
-  if (model::macs_per_pe_cycle(rates, want) > 0) return want;
-  // The chip lacks this type: run it as the nearest type it has, and say so in the report.
-  for (model::Dtype alt : {model::Dtype::mxfp8, model::Dtype::fp8, model::Dtype::bf16}) {
-    if (model::macs_per_pe_cycle(rates, alt) > 0) {
-      const std::string note = fmt::format("{} has no {}: those ops ran as {}", chip_params_.name,
-                                           model::to_string(want), model::to_string(alt));
-      if (std::find(notes_.begin(), notes_.end(), note) == notes_.end()) notes_.push_back(note);
-      return alt;
-    }
-  }
-  throw ConfigError(fmt::format("{} supports none of mxfp8, fp8, bf16", chip_params_.name));
-}
-
 template <class F>
 void Rack::in_slot(int c, F&& f) {
   if (slots_.empty()) {
@@ -147,43 +119,11 @@ void Rack::in_slot(int c, F&& f) {
 }
 
 void Rack::compute(int chip, const trace::Op& op) {
-  using K = trace::OpKind;
-  model::ComputeOp cop;
-  switch (op.kind) {
-    case K::gemm:
-      cop = model::GemmOp{op.m, op.k, op.n, chip_dtype(op.dtype), op.batch};
-      break;
-    case K::attention:
-      // A causal mask halves the score and value work: model it as half the keys.
-      cop = model::AttentionOp{op.batch, op.heads, op.seq_q,
-                               op.causal ? std::max<std::uint64_t>(1, op.seq_kv / 2) : op.seq_kv,
-                               op.head_dim, chip_dtype(op.dtype)};
-      break;
-    case K::mem_load:
-    case K::mem_store:
-      cop = model::MemcpyOp{op.bytes};
-      break;
-    default: {
-      // Element-wise families. Ops known only by their work (Chakra num_ops) carry `flops`: a
-      // matmul ("M") becomes a cube GEMM of the same work, anything else that many element ops.
-      // A Chakra matmul (op_type "M") arrives as element-wise work with its num_ops as the
-      // element count; run it as a GEMM, or a 10240^3 matmul becomes 10^12 element operations.
-      if (op.source_type && *op.source_type == "M" && op.flops && *op.flops > 0) {
-        const auto side = std::uint64_t(std::max(1.0, std::round(std::cbrt(*op.flops / 2))));
-        cop = model::GemmOp{side, side, side, chip_dtype(op.dtype), 1};
-        break;
-      }
-      std::uint64_t elements = op.elements;
-      if (elements == 0 && op.flops && *op.flops > 0) elements = std::uint64_t(*op.flops);
-      if (elements == 0) return;
-      cop = model::ElementOp{element_kind(op.kind), elements, model::parse_dtype(
-                                                                  config::enum_name(op.dtype)),
-                             int(std::max<std::uint64_t>(1, op.kind == K::elementwise ? op.inputs : 1))};
-    }
-  }
+  const auto cop = to_compute_op(op, chip_params_, notes_);
+  if (!cop) return;
   in_slot(chip, [&] {
     const model::OpStats s =
-        chips_.at(std::size_t(chip))->execute(cop, op.name.empty() ? "op" : op.name);
+        chips_.at(std::size_t(chip))->execute(*cop, op.name.empty() ? "op" : op.name);
     hbm_bytes_ += s.hbm_bytes;
   });
 }

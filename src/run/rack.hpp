@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "chip/chip.hpp"
+#include "chip/chip_model.hpp"
+#include "chip/op_profile.hpp"
 #include "common/network.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
@@ -23,9 +24,11 @@ namespace trnsim::run {
 class Rack : public sc_core::sc_module, public replay::Machine {
  public:
   // Chips and network of `plan`, built through `registry`; `plan` must outlive the rack.
+  // `calibration`: the profiles of the op-level compute model, when the plan names it.
   Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
        const config::ReplayParams& replay, const registry::Registry& registry,
-       const config::Provenance* prov = nullptr);
+       const config::Provenance* prov = nullptr,
+       std::shared_ptr<const model::OpTable> calibration = nullptr);
 
   int chip_count() const override { return int(chips_.size()); }
   void compute(int chip, const trace::Op& op) override;
@@ -37,7 +40,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
                       std::function<void()> done) override;
   replay::GroupLayout layout(const std::vector<int>& chips) const override;
 
-  model::Chip& chip(int i) { return *chips_.at(std::size_t(i)); }
+  model::ChipModel& chip(int i) { return *chips_.at(std::size_t(i)); }
   model::Network& network() { return *network_; }
 
   // Substitutions made because the chip lacks a data type ("mxfp8 ran as fp8"), for the report.
@@ -48,7 +51,6 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   double hbm_bytes() const { return hbm_bytes_; }
 
  private:
-  model::Dtype chip_dtype(trace::DType d);
   model::TransferRequest request(int src, int dst, std::uint64_t bytes, std::uint64_t flow) const;
   void record(const model::TransferRecord& rec);
   // When a copy of `bytes` within chip `c` (ranks on one chip: HBM to HBM on the collective DMA
@@ -70,7 +72,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   };
 
   config::ChipParams chip_params_;
-  std::vector<std::unique_ptr<model::Chip>> chips_;
+  std::vector<std::unique_ptr<model::ChipModel>> chips_;
   std::vector<std::unique_ptr<Slots>> slots_;
   std::unique_ptr<model::Network> network_;
   replay::GroupLayout shape_;  // the rack's shape for collectives (no member chips)

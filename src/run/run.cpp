@@ -9,6 +9,7 @@
 #include <chrono>
 
 #include "common/activity.hpp"
+#include "calibrate.hpp"
 #include "rack.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
@@ -106,8 +107,16 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
             w.name, w.num_ranks());
 
   const auto t0 = std::chrono::steady_clock::now();
+  // The op-level model's calibration elaborates tile chips in child processes: before the rack.
+  std::shared_ptr<const model::OpTable> calibration;
+  if (plan.chip.compute_model == "op") {
+    registry.get(registry::Role::compute, plan.chip.compute_model, "/chip/compute/model",
+                 &loaded.provenance);
+    calibration = calibrate_workload(plan.chip, w, kCalibrationJobs);
+  }
+  const auto tc = std::chrono::steady_clock::now();
   model::Simulation sim;
-  Rack rack("rack", plan, cfg.replay, registry, &loaded.provenance);
+  Rack rack("rack", plan, cfg.replay, registry, &loaded.provenance, calibration);
   replay::Replay replay("replay", w, rack, cfg.replay,
                         place_ranks(loaded, w.num_ranks(), plan.topology.chip_count()));
   const auto t1 = std::chrono::steady_clock::now();
@@ -143,6 +152,16 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.packet_latencies = rack.packet_latencies();
   d.hbm_bytes = rack.hbm_bytes();
   d.notes = rack.notes();
+  if (calibration) {
+    d.compute_shapes_simulated = calibration->shapes_simulated;
+    for (const auto& b : d.stats) {
+      if (b.name.rfind("rack.chip", 0) != 0 || b.name.find('.', 5) != std::string::npos) continue;
+      for (const auto& st : b.stats) {
+        if (st.name == "ops") d.compute_ops += std::uint64_t(st.value);
+      }
+    }
+    d.calibration_seconds = std::chrono::duration<double>(tc - t0).count();
+  }
   log->info("step {:.3f} ms simulated in {:.2f} s", d.end.to_seconds() * 1e3, d.wall_seconds);
   return d;
 }

@@ -296,7 +296,9 @@ TEST_F(Hostile, MoreReadyOpsThanProcessSlots) {
   }
   const auto t = write("many.json", R"({"format": "trnsim-trace", "version": 1, "name": "many",
       "ranks": 1, "rank_ops": [{"rank": 0, "ops": [)" + ops + "]}]}");
-  const auto r = trnsim::test::run_trnsim("run --json --config " + kC + " --trace " + t, false);
+  // The detailed tier: the figure was measured on the tile compute model.
+  const auto r = trnsim::test::run_trnsim(
+      "run --json --config " + kC + " --trace " + t + " --set sim.fidelity=detailed", false);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("\"ops\": 6000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"step_time_ns\": 3600181.954"), std::string::npos) << r.out;

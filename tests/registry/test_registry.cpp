@@ -30,8 +30,8 @@ TEST(Registry, EveryRoleHasItsBuiltins) {
   const Registry r = builtin();
   std::set<std::string> names;
   for (const auto& i : r.all()) names.insert(std::string(role_name(i.role)) + "/" + i.name);
-  EXPECT_EQ(names, (std::set<std::string>{"memory/hbm", "memory/bandwidth", "network/packet", "network/flow",
-                                          "compute/tile"}));
+  EXPECT_EQ(names, (std::set<std::string>{"memory/hbm", "memory/bandwidth", "network/packet",
+                                          "network/flow", "compute/tile", "compute/op"}));
 }
 
 // A registered parameter is a field of `trnsim schema` or a subtree of fields.
@@ -75,7 +75,7 @@ void expect_memory(const std::string& model, const std::string& description) {
   const auto loaded = preset("chips/trn3.json", {"chip.memory.model=" + model});
   const auto plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
   EXPECT_EQ(plan.memory_model, model);
-  const auto chip = make_chip(r, "chip", plan, &loaded.provenance);
+  const auto chip = make_tile_chip(r, "chip", plan, &loaded.provenance);
   EXPECT_EQ(chip->memory_model(), description);
   const auto& impl = r.get(Role::memory, model, "/chip/memory/model");
   const auto* block = dynamic_cast<const model::Block*>(
@@ -91,6 +91,20 @@ TEST(Registry, HbmMemoryIsBuiltWhenChosen) { expect_memory("hbm", "HbmSystem"); 
 
 TEST(Registry, BandwidthMemoryIsBuiltWhenChosen) {
   expect_memory("bandwidth", "fallback: per-stack bandwidth + fixed latency (models/chip/memory.hpp)");
+}
+
+// The chip benchmarks measure the tile model: asked for another, they say which key to change.
+TEST(Registry, TileChipIsRefusedForTheOpModel) {
+  const Registry r = builtin();
+  const auto loaded = preset("chips/trn3.json", {"chip.compute.model=op"});
+  const auto plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  try {
+    make_tile_chip(r, "chip", plan, &loaded.provenance);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("/chip/compute/model"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("\"op\""), std::string::npos) << e.what();
+  }
 }
 
 TEST(Registry, ReplayChoosesTheMemoryWithTheKeyTheUserWrote) {
@@ -171,6 +185,7 @@ namespace {
 TEST(Registry, FidelityChoosesTheModelsLeftEmpty) {
   const auto run = resolve::resolve_rack(preset("racks/trn2-instance.json"));
   EXPECT_EQ(run.fabric.model, "flow");
+  EXPECT_EQ(run.chip.compute_model, "op");
   EXPECT_EQ(run.fidelity, config::Fidelity::fast);
   const auto detailed =
       resolve::resolve_rack(preset("racks/trn2-instance.json", {"sim.fidelity=detailed"}));

@@ -104,8 +104,9 @@ TEST(Cli, ChakraMatmulRunsAsGemmOfTheSameWork) {
                {"id": 0, "op": "elementwise", "elements": 134217728, "inputs": 1,
                 "dtype": "bf16", "source_type": "M", "flops": 268435456}]}]})";
   }
-  const auto r = run("run --config configs/racks/trn2-instance.json --trace " +
-                     (dir / "trace.json").string() + " --out " + (dir / "out").string());
+  // The tile compute model counts the MACs it ran (the detailed tier).
+  const auto r = run("run --config configs/racks/trn2-instance.json --set sim.fidelity=detailed "
+                     "--trace " + (dir / "trace.json").string() + " --out " + (dir / "out").string());
   ASSERT_EQ(r.code, 0) << r.out;
   std::ifstream in(dir / "out" / "stats.json");
   const auto stats = nlohmann::json::parse(in);

@@ -389,8 +389,9 @@ struct ChipParams {
     v.field("memory", memory,
             "memory model: hbm (banks, timing, refresh) or bandwidth (per-stack bandwidth and a "
             "fixed latency); a rack replay uses /replay/chip_memory instead");
-    v.field("compute", compute,
-            "compute model: tile (engine programs of every tile); empty: by /sim/fidelity");
+    v.field("compute", compute, "compute model: tile (engine programs of every tile) or op "
+                                "(each distinct op simulated once on the tile model, then "
+                                "replayed); empty: by /sim/fidelity");
   }
 };
 

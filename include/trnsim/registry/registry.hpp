@@ -36,7 +36,7 @@ using MemoryFactory = std::function<model::MemoryBlock(const char* name, const r
 using NetworkFactory = std::function<std::unique_ptr<model::Network>(
     const char* name, const topo::Topology&, const resolve::FabricPlan&,
     std::vector<model::MemoryPort*> memories)>;
-using ComputeFactory = std::function<std::unique_ptr<model::Chip>(
+using ComputeFactory = std::function<std::unique_ptr<model::ChipModel>(
     const char* name, const resolve::ChipPlan&, model::ChipOptions)>;
 
 struct Implementation {
@@ -65,15 +65,22 @@ class Registry {
   std::vector<Implementation> impls_;
 };
 
-// hbm and bandwidth (memory), packet (network), tile (compute).
+// hbm and bandwidth (memory), packet (network), tile and op (compute).
 void register_builtin_models(Registry& r);
 
 // A chip of `plan` with the memory and compute implementations the plan names. `external` (a
-// test's memory) replaces the memory implementation.
-std::unique_ptr<model::Chip> make_chip(const Registry& r, const char* name,
-                                       const resolve::ChipPlan& plan,
-                                       const config::Provenance* prov = nullptr,
-                                       model::MemoryPort* external = nullptr);
+// test's memory) replaces the memory implementation; `calibration` holds the op-level model's
+// profiles (unused by the tile model).
+std::unique_ptr<model::ChipModel> make_chip(
+    const Registry& r, const char* name, const resolve::ChipPlan& plan,
+    const config::Provenance* prov = nullptr, model::MemoryPort* external = nullptr,
+    std::shared_ptr<const model::OpTable> calibration = nullptr);
+// The tile model of `plan` (what the chip benchmarks and the op-level calibration measure); a
+// ConfigError naming /chip/compute/model when the plan names another compute model.
+std::unique_ptr<model::Chip> make_tile_chip(const Registry& r, const char* name,
+                                            const resolve::ChipPlan& plan,
+                                            const config::Provenance* prov = nullptr,
+                                            model::MemoryPort* external = nullptr);
 // The network of `plan` on `topology`.
 std::unique_ptr<model::Network> make_network(const Registry& r, const char* name,
                                              const topo::Topology& topology,

@@ -35,8 +35,13 @@ struct RunData {
   std::vector<double> transfer_latencies, packet_latencies;  // seconds, one per transfer
   double hbm_bytes = 0;
   std::vector<std::string> notes;           // substitutions the rack made (dtypes)
+  // The op-level compute model (compute_model "op"): distinct ops simulated on the tile model
+  // before the run, and the ops the chips replayed from them.
+  int compute_shapes_simulated = 0;
+  std::uint64_t compute_ops = 0;
   // Host figures: not part of any report file (they would break byte-identical reports).
-  double wall_seconds = 0;        // elaboration + simulation
+  double wall_seconds = 0;        // calibration + elaboration + simulation
+  double calibration_seconds = 0;  // the op-level model's calibration (child processes)
   double simulation_seconds = 0;  // sc_start() alone
   std::uint64_t delta_cycles = 0;
   std::uint64_t activations = 0;  // model process activations (common/activity.hpp)

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+#include "chip/op_chip.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "common/activity.hpp"
+#include "trnsim/error.hpp"
+
+namespace trnsim::model {
+
+using sc_core::sc_time;
+
+namespace {
+
+// Profiles keep whole picoseconds, so that an isolated occurrence ends on the tile model's
+// picosecond.
+sc_time from_ps(std::int64_t ps) {
+  static const bool ps_resolution =
+      sc_core::sc_get_time_resolution() == sc_time(1, sc_core::SC_PS);
+  if (ps <= 0) return sc_core::SC_ZERO_TIME;
+  if (ps_resolution) return sc_time::from_value(sc_time::value_type(ps));
+  return sc_time(double(ps), sc_core::SC_PS);
+}
+
+constexpr const char* kEngines[4] = {"tensor", "vector", "scalar", "gpsimd"};
+
+}  // namespace
+
+OpCore::OpCore(const sc_core::sc_module_name& name) : Block(name) {
+  for (std::size_t e = 0; e < busy.size(); ++e) {
+    busy[e] = &stats().add(fmt::format("{}_busy", kEngines[e]), StatUnit::seconds,
+                           fmt::format("time op pieces held the {} engine", kEngines[e]));
+  }
+}
+
+std::optional<double> OpCore::utilisation(Duration elapsed) const {
+  if (elapsed.si <= 0) return 0.0;
+  double most = 0;
+  for (const Timeline& t : engines) most = std::max(most, t.busy().to_seconds());
+  return most / elapsed.si;
+}
+
+OpChip::OpChip(const sc_core::sc_module_name& name, const config::ChipParams& p, ChipOptions opt)
+    : ChipModel(name),
+      p_(p),
+      table_(std::move(opt.calibration)),
+      ops_(stats().add("ops", StatUnit::count, "ops executed")),
+      interpolated_(stats().add("interpolated_ops", StatUnit::count,
+                                "ops whose profile was interpolated on a grid of sizes")),
+      flops_(stats().add("flops", StatUnit::count, "useful floating-point operations")),
+      hbm_bytes_(stats().add("hbm_bytes", StatUnit::bytes, "bytes the ops moved to or from HBM")),
+      contention_(stats().add("memory_wait", StatUnit::seconds,
+                              "time op pieces ran beyond their isolated time, waiting for HBM")) {
+  if (!table_) throw InternalError(fmt::format("{}: op-level chip without a calibration", this->name()));
+  set_static_power(Power(table_->static_power_w));
+  if (opt.memory) {
+    memory_ = opt.memory;
+  } else {
+    if (!opt.make_memory) throw InternalError("OpChip: no memory and no memory factory");
+    MemoryBlock m = opt.make_memory("hbm");
+    memory_ = m.port;
+    owned_memory_ = std::move(m.block);
+  }
+  // Operands live in the lower half of HBM (the fabric's buffers in the upper half), each at a
+  // whole interleave round.
+  round_ = std::max<std::uint64_t>(1, std::uint64_t(p.hbm.interleave_bytes.si) *
+                                          std::uint64_t(p.hbm.stacks));
+  region_ = std::uint64_t(p.hbm.capacity_per_stack.si) * std::uint64_t(p.hbm.stacks) / 2;
+  sbuf_capacity_ = whole_bytes(p.core.sbuf.bytes_per_partition);
+  psum_capacity_ = std::uint64_t(p.core.psum.banks);
+  for (int c = 0; c < p.cores; ++c) {
+    cores_.push_back(std::make_unique<OpCore>(fmt::format("nc{}", c).c_str()));
+  }
+}
+
+OpChip::~OpChip() = default;
+
+void OpChip::account_until(const sc_time& t) {
+  if (owned_memory_) memory_->account_until(t);
+}
+
+std::uint64_t OpChip::next_address(std::uint64_t bytes) {
+  const std::uint64_t span = (bytes + round_ - 1) / round_ * round_;
+  if (next_addr_ + span > region_) next_addr_ = 0;
+  const std::uint64_t a = next_addr_;
+  next_addr_ += span;
+  return a;
+}
+
+void OpChip::acquire(const OpProfile& p, int used) {
+  const auto room = [&] {
+    for (int c = 0; c < used; ++c) {
+      const OpCore& core = *cores_[std::size_t(c)];
+      if (core.sbuf_used + p.sbuf_bytes_per_partition > sbuf_capacity_ ||
+          core.psum_used + std::uint64_t(p.psum_banks) > psum_capacity_) {
+        return false;
+      }
+    }
+    return true;
+  };
+  while (!room()) wait_counted(activity(), freed_);
+  for (int c = 0; c < used; ++c) {
+    cores_[std::size_t(c)]->sbuf_used += p.sbuf_bytes_per_partition;
+    cores_[std::size_t(c)]->psum_used += std::uint64_t(p.psum_banks);
+  }
+}
+
+void OpChip::release(const OpProfile& p, int used) {
+  for (int c = 0; c < used; ++c) {
+    cores_[std::size_t(c)]->sbuf_used -= p.sbuf_bytes_per_partition;
+    cores_[std::size_t(c)]->psum_used -= std::uint64_t(p.psum_banks);
+  }
+  freed_.notify(sc_core::SC_ZERO_TIME);
+}
+
+OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
+  OpProfile scratch;
+  const OpProfile* pr = find_profile(*table_, op, scratch);
+  if (!pr) {
+    throw InternalError(fmt::format("{}: op '{}' ({}) has no calibrated profile", this->name(),
+                                    name, op_key(op)));
+  }
+  if (pr == &scratch) interpolated_ += 1;
+  OpStats st;
+  st.name = name;
+  const int used = std::min(pr->cores_used, cores());
+  acquire(*pr, used);
+  st.start_s = now().to_seconds();
+  const sc_time memory_alone = from_ps(pr->memory_ps);
+  // Each engine's share of a piece on each core, in whole picoseconds.
+  std::array<sc_time, 4> engine_share{};
+  for (std::size_t e = 0; e < engine_share.size() && used > 0; ++e) {
+    engine_share[e] = from_ps(std::llround(pr->engine_busy_s[e] * 1e12 / (used * kOpPieces)));
+  }
+  for (int piece = 0; piece < kOpPieces; ++piece) {
+    const std::int64_t share = pr->time_ps / kOpPieces + (piece < pr->time_ps % kOpPieces ? 1 : 0);
+    sc_time end = now() + from_ps(share);
+    for (int c = 0; c < used; ++c) {
+      OpCore& core = *cores_[std::size_t(c)];
+      for (std::size_t e = 0; e < engine_share.size(); ++e) {
+        if (engine_share[e] == sc_core::SC_ZERO_TIME) continue;
+        end = std::max(end, core.engines[e].reserve(now(), engine_share[e]));
+        *core.busy[e] += engine_share[e].to_seconds();
+      }
+    }
+    // The piece's HBM traffic in slices spread over its share; it ends as much later as its
+    // latest slice finished later than alone.
+    const int slices = op_slices(*pr);
+    const sc_time start = now();
+    sc_time wait_mem = sc_core::SC_ZERO_TIME;
+    for (int k = 0; k < slices; ++k) {
+      const sc_time issue = start + from_ps(share * k / slices);
+      if (issue > now()) wait_counted(activity(), issue - now());
+      const PieceBytes b = slice_bytes(*pr, piece * slices + k);
+      sc_time done = now();
+      if (b.read > 0) done = std::max(done, memory_->access({next_address(b.read), b.read, false}));
+      if (b.write > 0) done = std::max(done, memory_->access({next_address(b.write), b.write, true}));
+      if (done - now() > memory_alone) wait_mem = std::max(wait_mem, done - now() - memory_alone);
+    }
+    end += wait_mem;
+    contention_ += wait_mem.to_seconds();
+    if (end > now()) wait_counted(activity(), end - now());
+  }
+  release(*pr, used);
+  for (const auto& [cat, j] : pr->energy_j) energy_slot(cat) += j;
+  st.end_s = now().to_seconds();
+  st.time_s = st.end_s - st.start_s;
+  st.flops = pr->flops;
+  st.hbm_bytes = pr->hbm_bytes;
+  st.instructions = pr->instructions;
+  st.cores_used = used;
+  ops_ += 1;
+  flops_ += st.flops;
+  hbm_bytes_ += st.hbm_bytes;
+  return st;
+}
+
+}  // namespace trnsim::model

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: MIT
+// The op-level compute model (/chip/compute/model "op"; docs/models/fidelity.md): an op's time
+// comes from the tile model without simulating its tiles. Each distinct op of a run was run once
+// in detail on a tile chip of the same plan (src/run/calibrate.cpp); every occurrence here is
+// replayed from that profile as kOpPieces pieces. A piece reserves, on each core the op uses,
+// every engine for its share of the op's calibrated busy time on it, and issues its share of the
+// op's HBM reads and writes to the chip's memory — the same MemoryPort the fabric uses — so
+// concurrent ops and transfers contend. A piece ends after its share of the isolated time, or
+// later: when an engine reservation ends later (another op held the engine), plus however much
+// later its memory requests finished than they did on an idle memory. Alone, an occurrence takes exactly its calibrated time; a few
+// events per op, whatever its size.
+#pragma once
+
+#include <systemc>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "chip/chip.hpp"
+#include "chip/chip_model.hpp"
+#include "chip/op_profile.hpp"
+
+namespace trnsim::model {
+
+// A core as the op-level model sees it: its four compute engines, each a Timeline that op
+// pieces reserve for their share of the op's calibrated busy time on that engine. Ops that use
+// different engines overlap; ops that need the same engine queue for it.
+class OpCore : public Block {
+ public:
+  explicit OpCore(const sc_core::sc_module_name& name);
+  // The busiest engine's fraction of `elapsed`.
+  std::optional<double> utilisation(Duration elapsed) const override;
+  std::array<Timeline, 4> engines;  // tensor, vector, scalar, gpsimd
+  std::array<Stat*, 4> busy{};
+  std::uint64_t sbuf_used = 0;  // bytes per partition
+  std::uint64_t psum_used = 0;  // banks
+};
+
+class OpChip : public ChipModel {
+ public:
+  // `opt.calibration` holds the profiles of every op it will be given (InternalError if null).
+  OpChip(const sc_core::sc_module_name& name, const config::ChipParams& p, ChipOptions opt);
+  ~OpChip() override;
+
+  // InternalError for an op without a profile (the run calibrates every op of its trace).
+  OpStats execute(const ComputeOp& op, const std::string& name = "op") override;
+  MemoryPort& memory() override { return *memory_; }
+  void account_until(const sc_core::sc_time& t) override;
+  const config::ChipParams& params() const override { return p_; }
+  int cores() const override { return int(cores_.size()); }
+
+ private:
+  std::uint64_t next_address(std::uint64_t bytes);
+  // Waits until cores 0 .. used-1 all have room for the op's SBUF and PSUM footprint, and takes it.
+  void acquire(const OpProfile& p, int used);
+  void release(const OpProfile& p, int used);
+
+  config::ChipParams p_;
+  std::shared_ptr<const OpTable> table_;
+  std::unique_ptr<sc_core::sc_module> owned_memory_;
+  MemoryPort* memory_ = nullptr;
+  std::vector<std::unique_ptr<OpCore>> cores_;
+  std::uint64_t next_addr_ = 0, round_ = 1, region_ = 0;
+  std::uint64_t sbuf_capacity_ = 0, psum_capacity_ = 0;
+  sc_core::sc_event freed_;
+  Stat& ops_;
+  Stat& interpolated_;
+  Stat& flops_;
+  Stat& hbm_bytes_;
+  Stat& contention_;
+};
+
+}  // namespace trnsim::model

@@ -1,0 +1,103 @@
+// SPDX-License-Identifier: MIT
+#include "chip/op_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+namespace trnsim::model {
+
+int op_slices(const OpProfile& p) {
+  const double bytes = std::max(p.read_bytes, p.write_bytes) / kOpPieces;
+  return int(std::clamp<double>(std::ceil(bytes / double(kOpSliceBytes)), 1, kOpMaxSlices));
+}
+
+PieceBytes slice_bytes(const OpProfile& p, int i) {
+  const auto n = std::uint64_t(kOpPieces * op_slices(p));
+  const auto split = [i, n](double total) {
+    const auto bytes = std::uint64_t(std::llround(total));
+    const std::uint64_t each = (bytes + n - 1) / n;
+    const std::uint64_t before = std::min(bytes, each * std::uint64_t(i));
+    return std::min(each, bytes - before);
+  };
+  return {split(p.read_bytes), split(p.write_bytes)};
+}
+
+std::string op_key(const ComputeOp& op) {
+  return std::visit(
+      [](const auto& o) -> std::string {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, GemmOp>) {
+          return fmt::format("gemm m={} k={} n={} batch={} {}", o.m, o.k, o.n, o.batch,
+                             to_string(o.dtype));
+        } else if constexpr (std::is_same_v<T, ElementOp>) {
+          return fmt::format("{} elements={} inputs={} {}", to_string(o.kind), o.elements,
+                             o.inputs, to_string(o.dtype));
+        } else if constexpr (std::is_same_v<T, AttentionOp>) {
+          return fmt::format("attention batch={} heads={} seq_q={} seq_kv={} head_dim={} {}",
+                             o.batch, o.heads, o.seq_q, o.seq_kv, o.head_dim, to_string(o.dtype));
+        } else {
+          return fmt::format("memcpy bytes={}", o.bytes);
+        }
+      },
+      op);
+}
+
+std::string grid_key(const ComputeOp& op) {
+  const auto* e = std::get_if<ElementOp>(&op);
+  if (!e) return "";
+  return fmt::format("{} inputs={} {}", to_string(e->kind), e->inputs, to_string(e->dtype));
+}
+
+namespace {
+
+OpProfile interpolate(const OpProfile& a, const OpProfile& b, double w) {
+  const auto mix = [w](double x, double y) { return x + (y - x) * w; };
+  OpProfile p;
+  p.time_ps = std::llround(mix(double(a.time_ps), double(b.time_ps)));
+  p.cores_used = std::max(a.cores_used, b.cores_used);
+  p.sbuf_bytes_per_partition = std::max(a.sbuf_bytes_per_partition, b.sbuf_bytes_per_partition);
+  p.psum_banks = std::max(a.psum_banks, b.psum_banks);
+  p.flops = mix(a.flops, b.flops);
+  p.hbm_bytes = mix(a.hbm_bytes, b.hbm_bytes);
+  p.instructions = std::uint64_t(std::llround(mix(double(a.instructions), double(b.instructions))));
+  p.read_bytes = mix(a.read_bytes, b.read_bytes);
+  p.write_bytes = mix(a.write_bytes, b.write_bytes);
+  p.memory_ps = std::llround(mix(double(a.memory_ps), double(b.memory_ps)));
+  for (std::size_t e = 0; e < p.engine_busy_s.size(); ++e) {
+    p.engine_busy_s[e] = mix(a.engine_busy_s[e], b.engine_busy_s[e]);
+  }
+  for (const auto& [k, v] : a.energy_j) p.energy_j[k] = 0;
+  for (const auto& [k, v] : b.energy_j) p.energy_j[k] = 0;
+  for (auto& [k, v] : p.energy_j) {
+    const auto ia = a.energy_j.find(k), ib = b.energy_j.find(k);
+    v = mix(ia == a.energy_j.end() ? 0.0 : ia->second, ib == b.energy_j.end() ? 0.0 : ib->second);
+  }
+  return p;
+}
+
+}  // namespace
+
+const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
+  if (auto it = t.exact.find(op_key(op)); it != t.exact.end()) return &it->second;
+  const auto* e = std::get_if<ElementOp>(&op);
+  if (!e) return nullptr;
+  const auto g = t.grids.find(grid_key(op));
+  if (g == t.grids.end() || g->second.empty()) return nullptr;
+  const auto& pts = g->second;
+  const auto hi = std::lower_bound(pts.begin(), pts.end(), e->elements,
+                                   [](const auto& p, std::uint64_t x) { return p.first < x; });
+  if (hi != pts.end() && hi->first == e->elements) return &hi->second;
+  if (hi == pts.begin() || pts.size() < 2) return nullptr;
+  // Between two points; above the last (a reduction larger than the trace's collectives
+  // suggested), on the line through the last two.
+  const auto top = hi == pts.end() ? hi - 1 : hi;
+  const auto lo = top - 1;
+  const double w = (double(e->elements) - double(lo->first)) / double(top->first - lo->first);
+  scratch = interpolate(lo->second, top->second, w);
+  return &scratch;
+}
+
+}  // namespace trnsim::model

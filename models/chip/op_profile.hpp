@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+// What the op-level compute model (op_chip.hpp) knows of an op: its profile, measured once on the
+// tile model (model::Chip) for each distinct (op kind, shape, dtype) of a run, on a chip of the
+// run's resolved plan (src/run/calibrate.cpp).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "chip/compute_op.hpp"
+
+namespace trnsim::model {
+
+// Reservations an occurrence is replayed as: equal pieces of its isolated time, each holding
+// its cores and issuing 1/kOpPieces of its HBM reads and writes.
+inline constexpr int kOpPieces = 4;
+
+struct OpProfile {
+  std::int64_t time_ps = 0;  // isolated duration on the tile model
+  int cores_used = 0;        // cores 0 .. cores_used-1 (the lowering fills cores from 0)
+  double flops = 0, hbm_bytes = 0;  // as model::OpStats counts them
+  std::uint64_t instructions = 0;
+  double read_bytes = 0, write_bytes = 0;  // at the chip's memory port
+  // The isolated time of one slice's memory requests (slice_bytes(0)) on an idle memory of the
+  // same plan: the part of a slice's memory time that is not contention.
+  std::int64_t memory_ps = 0;
+  // The largest SBUF (bytes per partition) and PSUM (banks) footprint of its programs on one
+  // core, held on each core it uses from its start to its end, as the tile model's programs do.
+  std::uint64_t sbuf_bytes_per_partition = 0;
+  int psum_banks = 0;
+  std::array<double, 4> engine_busy_s{};  // tensor, vector, scalar, gpsimd, summed over cores
+  std::map<std::string, double> energy_j;  // dynamic energy by category, except the memory's own
+};
+
+// A piece's HBM traffic is issued as slices spread evenly over the piece, so that a transfer
+// through the same memory waits behind one slice rather than the whole op (the tile model's DMA
+// queues hold about a MiB per core): ceil(bytes / kOpSliceBytes) slices per piece, at most
+// kOpMaxSlices. Events per op: kOpPieces * slices.
+inline constexpr std::uint64_t kOpSliceBytes = 4ULL << 20;
+inline constexpr int kOpMaxSlices = 16;
+int op_slices(const OpProfile& p);  // per piece
+
+// The requests of slice `i` (of kOpPieces * op_slices()): ceil(bytes / slices) of reads and of
+// writes (the last slices the rest), each one request at an address aligned to a whole interleave
+// round, so that every slice splits over the stacks the way the calibration probe's did.
+struct PieceBytes {
+  std::uint64_t read = 0, write = 0;
+};
+PieceBytes slice_bytes(const OpProfile& p, int i);
+
+// The calibrated profiles of one chip plan: exact shapes, and grids of element counts for
+// element-wise ops whose sizes the trace does not list (the reductions of collectives).
+struct OpTable {
+  std::map<std::string, OpProfile> exact;  // by op_key()
+  // By grid_key(): profiles at increasing element counts; an op between two points is
+  // interpolated linearly in its element count.
+  std::map<std::string, std::vector<std::pair<std::uint64_t, OpProfile>>> grids;
+  double static_power_w = 0;  // of the tile chip without its memory
+  int shapes_simulated = 0;   // exact shapes plus grid points
+};
+
+// "gemm m=.. k=.. n=.. batch=.. bf16" and so on: equal keys, equal lowering.
+std::string op_key(const ComputeOp& op);
+// An element-wise op's key without its element count ("" for other ops).
+std::string grid_key(const ComputeOp& op);
+// The profile of `op` in `t`: the exact one, else interpolated on its grid; null when neither
+// covers it.
+const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch);
+
+}  // namespace trnsim::model

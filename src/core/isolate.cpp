@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/isolate.hpp"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim {
+
+namespace {
+
+bool write_all(int fd, const std::string& s) {
+  std::size_t off = 0;
+  while (off < s.size()) {
+    const ssize_t n = ::write(fd, s.data() + off, s.size() - off);
+    if (n <= 0) return false;
+    off += std::size_t(n);
+  }
+  return true;
+}
+
+// What a child writes: one status byte ('o' ok, 'i' input error, 'e' internal error), then the
+// job's result or the error's message.
+[[noreturn]] void child(const std::function<std::string()>& job, int fd) {
+  std::string out(1, 'o');
+  int code = 0;
+  try {
+    out += job();
+  } catch (const InputError& e) {
+    out.assign(1, 'i');
+    out += e.what();
+    code = 2;
+  } catch (const std::exception& e) {
+    out.assign(1, 'e');
+    out += e.what();
+    code = 1;
+  }
+  const bool ok = write_all(fd, out);
+  ::close(fd);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::_exit(ok ? code : 1);
+}
+
+struct Running {
+  std::size_t job = 0;
+  pid_t pid = 0;
+  std::string text;
+};
+
+}  // namespace
+
+std::vector<std::string> run_forked(const std::vector<std::function<std::string()>>& jobs,
+                                    int parallel) {
+  parallel = std::max(1, parallel);
+  std::vector<std::string> text(jobs.size());
+  std::vector<int> status(jobs.size(), 0);
+  std::map<int, Running> running;  // by the read end of its pipe
+  std::size_t next = 0;
+  while (next < jobs.size() || !running.empty()) {
+    while (next < jobs.size() && int(running.size()) < parallel) {
+      int fds[2];
+      if (::pipe(fds) != 0) throw InternalError("pipe() failed");
+      std::fflush(stdout);
+      std::fflush(stderr);
+      const pid_t pid = ::fork();
+      if (pid < 0) throw InternalError("fork() failed");
+      if (pid == 0) {
+        ::close(fds[0]);
+        for (const auto& [fd, r] : running) ::close(fd);
+        child(jobs[next], fds[1]);
+      }
+      ::close(fds[1]);
+      running[fds[0]] = Running{next, pid, {}};
+      ++next;
+    }
+    // Drain every child's pipe as it writes, so that none blocks on a full pipe.
+    std::vector<pollfd> fds;
+    for (const auto& [fd, r] : running) fds.push_back({fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0) continue;  // EINTR: poll again
+    for (const pollfd& p : fds) {
+      if (p.revents == 0) continue;
+      char buf[65536];
+      const ssize_t n = ::read(p.fd, buf, sizeof buf);
+      Running& r = running.at(p.fd);
+      if (n > 0) {
+        r.text.append(buf, std::size_t(n));
+        continue;
+      }
+      ::close(p.fd);
+      ::waitpid(r.pid, &status[r.job], 0);
+      text[r.job] = std::move(r.text);
+      running.erase(p.fd);
+    }
+  }
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    const std::string& t = text[j];
+    if (t.empty() || (t[0] != 'o' && t[0] != 'i' && t[0] != 'e')) {
+      throw InternalError(fmt::format("child process died (status {})", status[j]));
+    }
+    if (t[0] == 'i') throw InputError(t.substr(1));
+    if (t[0] == 'e') throw InternalError(t.substr(1));
+    text[j] = t.substr(1);
+  }
+  return text;
+}
+
+}  // namespace trnsim

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+#include "calibrate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <nlohmann/json.hpp>
+
+#include "chip/chip.hpp"
+#include "common/activity.hpp"
+#include "compute_ops.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/isolate.hpp"
+#include "trnsim/log.hpp"
+#include "trnsim/registry/registry.hpp"
+
+namespace trnsim::run {
+
+namespace {
+
+using nlohmann::json;
+using sc_core::sc_time;
+
+constexpr model::EngineId kEngines[4] = {model::EngineId::tensor, model::EngineId::vector,
+                                         model::EngineId::scalar, model::EngineId::gpsimd};
+
+std::int64_t to_ps(const sc_time& t) { return std::llround(t.to_seconds() * 1e12); }
+
+json to_json(const model::OpProfile& p) {
+  return {{"time_ps", p.time_ps},         {"cores_used", p.cores_used},
+          {"sbuf", p.sbuf_bytes_per_partition}, {"psum", p.psum_banks},
+          {"flops", p.flops},             {"hbm_bytes", p.hbm_bytes},
+          {"instructions", p.instructions}, {"read_bytes", p.read_bytes},
+          {"write_bytes", p.write_bytes}, {"memory_ps", p.memory_ps},
+          {"engine_busy_s", p.engine_busy_s}, {"energy_j", p.energy_j}};
+}
+
+model::OpProfile from_json(const json& j) {
+  model::OpProfile p;
+  p.time_ps = j.at("time_ps").get<std::int64_t>();
+  p.cores_used = j.at("cores_used").get<int>();
+  p.sbuf_bytes_per_partition = j.at("sbuf").get<std::uint64_t>();
+  p.psum_banks = j.at("psum").get<int>();
+  p.flops = j.at("flops").get<double>();
+  p.hbm_bytes = j.at("hbm_bytes").get<double>();
+  p.instructions = j.at("instructions").get<std::uint64_t>();
+  p.read_bytes = j.at("read_bytes").get<double>();
+  p.write_bytes = j.at("write_bytes").get<double>();
+  p.memory_ps = j.at("memory_ps").get<std::int64_t>();
+  p.engine_busy_s = j.at("engine_busy_s").get<std::array<double, 4>>();
+  p.energy_j = j.at("energy_j").get<std::map<std::string, double>>();
+  return p;
+}
+
+double stat_value(const model::Block& b, const char* name) {
+  for (const auto& s : b.stats().all()) {
+    if (s.name == name) return s.value;
+  }
+  throw InternalError(fmt::format("{} has no statistic {}", b.name(), name));
+}
+
+// What the chip has counted so far, to take differences around one op.
+struct Counters {
+  std::map<std::string, double> energy;  // the chip's dynamic energy without its memory's
+  double read = 0, written = 0;
+  std::array<double, 4> busy{};
+};
+
+Counters counters(model::Chip& chip, const model::Block& memory) {
+  Counters c;
+  c.energy = model::collect_energy(Duration(0), &chip).by_category_joules;
+  for (const auto& [k, v] : model::collect_energy(Duration(0), &memory).by_category_joules) {
+    c.energy[k] -= v;
+  }
+  c.read = stat_value(memory, "bytes_read");
+  c.written = stat_value(memory, "bytes_written");
+  for (std::size_t e = 0; e < 4; ++e) {
+    for (int k = 0; k < chip.cores(); ++k) c.busy[e] += chip.core(k).engine(kEngines[e]).busy().to_seconds();
+  }
+  return c;
+}
+
+struct Driver : sc_core::sc_module {
+  SC_HAS_PROCESS(Driver);
+  Driver(const sc_core::sc_module_name& n, std::function<void()> body)
+      : sc_core::sc_module(n), body_(std::move(body)) {
+    SC_THREAD(run);
+  }
+  void run() { body_(); }
+  std::function<void()> body_;
+};
+
+// One child: the ops of one chunk on one tile chip, one after another.
+json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::ComputeOp>& ops) {
+  resolve::ChipPlan tile = plan;
+  tile.compute_model = "tile";
+  registry::Registry registry;
+  registry::register_builtin_models(registry);
+  model::Simulation sim;
+  auto chip = registry::make_tile_chip(registry, "calibration", tile);
+  const auto* memory = dynamic_cast<const model::Block*>(chip->memory_block());
+  if (!memory) throw InternalError("op-level calibration: the chip's memory is not a block");
+  const sc_time gap(1, sc_core::SC_US);  // lets the memory's last latencies pass
+  json out = json::array();
+  Driver drv("driver", [&] {
+    for (const auto& op : ops) {
+      model::OpProfile p;
+      {
+        model::HbmAllocator scratch;  // the footprint only: lower it aside
+        for (const auto& step : model::lower(op, "footprint", tile.params, scratch, tile.granularity)) {
+          for (const auto& prog : step.per_core) {
+            if (!prog) continue;
+            p.sbuf_bytes_per_partition = std::max(p.sbuf_bytes_per_partition, prog->sbuf_bytes_per_partition);
+            p.psum_banks = std::max(p.psum_banks, prog->psum_banks);
+          }
+        }
+      }
+      chip->hbm_allocator().next = 0;
+      const Counters before = counters(*chip, *memory);
+      const sc_time t0 = sc_core::sc_time_stamp();
+      const model::OpStats st = chip->execute(op, model::op_key(op));
+      p.time_ps = to_ps(sc_core::sc_time_stamp() - t0);
+      p.cores_used = st.cores_used;
+      p.flops = st.flops;
+      p.hbm_bytes = st.hbm_bytes;
+      p.instructions = st.instructions;
+      const Counters after = counters(*chip, *memory);
+      p.read_bytes = after.read - before.read;
+      p.write_bytes = after.written - before.written;
+      for (std::size_t e = 0; e < 4; ++e) p.engine_busy_s[e] = after.busy[e] - before.busy[e];
+      for (const auto& [k, v] : after.energy) {
+        const auto b = before.energy.find(k);
+        const double d = v - (b == before.energy.end() ? 0.0 : b->second);
+        if (d != 0) p.energy_j[k] = d;
+      }
+      // The probe: one slice's requests on the idle memory, as model::OpChip issues them.
+      sc_core::wait(gap);
+      const model::PieceBytes b = model::slice_bytes(p, 0);
+      const auto& hbm = tile.params.hbm;
+      const std::uint64_t round = std::uint64_t(hbm.interleave_bytes.si) * std::uint64_t(hbm.stacks);
+      const sc_time now = sc_core::sc_time_stamp();
+      sc_time done = now;
+      if (b.read > 0) done = std::max(done, chip->memory().access({0, b.read, false}));
+      if (b.write > 0) {
+        const std::uint64_t addr = (b.read + round - 1) / round * round;
+        done = std::max(done, chip->memory().access({addr, b.write, true}));
+      }
+      p.memory_ps = to_ps(done - now);
+      sc_core::wait(done - now + gap);
+      out.push_back(to_json(p));
+    }
+  });
+  sc_core::sc_start();
+  const double static_w =
+      model::collect_energy(Duration(1.0), chip.get()).static_.si -
+      model::collect_energy(Duration(1.0), memory).static_.si;
+  return {{"profiles", out}, {"static_power_w", static_w}};
+}
+
+}  // namespace
+
+std::map<std::string, model::OpProfile> calibrate_ops(const resolve::ChipPlan& plan,
+                                                      const std::vector<model::ComputeOp>& ops,
+                                                      int parallel, double* static_power_w) {
+  std::map<std::string, model::ComputeOp> distinct;
+  for (const auto& op : ops) distinct.emplace(model::op_key(op), op);
+  std::map<std::string, model::OpProfile> out;
+  if (distinct.empty()) return out;
+  const std::size_t chunks = std::min(kCalibrationChunks, distinct.size());
+  std::vector<std::vector<model::ComputeOp>> chunk_ops(chunks);
+  std::vector<std::vector<std::string>> chunk_keys(chunks);
+  std::size_t i = 0;
+  for (const auto& [key, op] : distinct) {  // key order: independent of the trace's order
+    chunk_ops[i % chunks].push_back(op);
+    chunk_keys[i % chunks].push_back(key);
+    ++i;
+  }
+  std::vector<std::function<std::string()>> jobs;
+  for (std::size_t c = 0; c < chunks; ++c) {
+    jobs.push_back([&plan, &chunk_ops, c] { return calibrate_chunk(plan, chunk_ops[c]).dump(); });
+  }
+  const std::vector<std::string> results = run_forked(jobs, parallel);
+  for (std::size_t c = 0; c < chunks; ++c) {
+    const json j = json::parse(results[c]);
+    const json& profiles = j.at("profiles");
+    for (std::size_t k = 0; k < chunk_keys[c].size(); ++k) {
+      out.emplace(chunk_keys[c][k], from_json(profiles.at(k)));
+    }
+    if (static_power_w && c == 0) *static_power_w = j.at("static_power_w").get<double>();
+  }
+  return out;
+}
+
+std::vector<std::uint64_t> grid_sizes(std::uint64_t max_elements) {
+  std::vector<std::uint64_t> g{1};
+  for (std::uint64_t p = 2; g.back() < max_elements; p *= 2) {
+    if (p >= 4) g.push_back(p / 4 * 3);
+    if (g.back() < max_elements) g.push_back(p);
+  }
+  return g;
+}
+
+std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
+                                                         const trace::Workload& w, int parallel) {
+  std::vector<std::string> notes;  // the rack notes the same substitutions when it runs them
+  std::vector<model::ComputeOp> exact;
+  // Reductions of collectives run on the collective DMA engines (Rack::reduce), not on the
+  // compute model: no grid of them is calibrated today; the grid machinery stays for ops whose
+  // sizes vary (OpTable::grids).
+  std::map<std::string, std::pair<model::ComputeOp, std::uint64_t>> grids;
+  for (const auto& rank : w.ranks) {
+    for (const auto& op : rank.ops) {
+      if (trace::is_compute(op.kind) || op.kind == trace::OpKind::mem_load ||
+          op.kind == trace::OpKind::mem_store) {
+        if (auto c = to_compute_op(op, plan.params, notes)) exact.push_back(*c);
+      }
+    }
+  }
+  const std::size_t occurrences = exact.size();
+  std::vector<model::ComputeOp> all = exact;
+  for (const auto& [key, g] : grids) {
+    for (std::uint64_t n : grid_sizes(g.second)) {
+      auto op = std::get<model::ElementOp>(g.first);
+      op.elements = n;
+      all.push_back(op);
+    }
+  }
+  auto table = std::make_shared<model::OpTable>();
+  table->exact = calibrate_ops(plan, all, parallel, &table->static_power_w);
+  table->shapes_simulated = int(table->exact.size());
+  for (const auto& [key, g] : grids) {
+    auto& pts = table->grids[key];
+    for (std::uint64_t n : grid_sizes(g.second)) {
+      auto op = std::get<model::ElementOp>(g.first);
+      op.elements = n;
+      pts.emplace_back(n, table->exact.at(model::op_key(op)));
+    }
+  }
+  logger("run")->info("op-level compute: {} distinct ops simulated for {} trace ops and {} "
+                      "reduction grids", table->shapes_simulated, occurrences, grids.size());
+  return table;
+}
+
+}  // namespace trnsim::run

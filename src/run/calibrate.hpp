@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// The op-level compute model's calibration (docs/models/fidelity.md#compute-tiers): every
+// distinct compute op of a run simulated once on the tile model, on a chip of the run's resolved
+// plan, before the rack is elaborated. SystemC allows one elaboration per process, so the tile
+// chips run in forked children, several ops per child one after another.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "chip/op_profile.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/trace/workload.hpp"
+
+namespace trnsim::run {
+
+// Children the ops are spread over: fixed, so that which ops share a chip, and thus every
+// result, does not depend on how many children run at once.
+inline constexpr std::size_t kCalibrationChunks = 8;
+// Children of a run's calibration at a time (the 2-core machine).
+inline constexpr int kCalibrationJobs = 2;
+
+// The profile of each op (by model::op_key) on the tile model of `plan` (its compute model is
+// ignored), `parallel` children at a time. Each op starts on an idle chip with its HBM
+// allocator reset, so a profile depends only on the op and the plan.
+std::map<std::string, model::OpProfile> calibrate_ops(const resolve::ChipPlan& plan,
+                                                      const std::vector<model::ComputeOp>& ops,
+                                                      int parallel, double* static_power_w = nullptr);
+
+// Sizes of the grid an element-wise op family is calibrated on: 1, 2, 3, 4, 6, 8, 12, ... (2^i and
+// 3 * 2^(i-1)), up to the first >= `max_elements`.
+std::vector<std::uint64_t> grid_sizes(std::uint64_t max_elements);
+
+// The table the op-level chips of a run of `w` on `plan` replay from: the exact profile of every
+// compute op of the trace, and a grid per reduction type of its all-reduce and reduce-scatter ops
+// (their sizes come from the collective plans at run time).
+std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
+                                                         const trace::Workload& w, int parallel);
+
+}  // namespace trnsim::run

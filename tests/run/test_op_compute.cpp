@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: MIT
+// The op-level compute model against the tile model it is calibrated from: alone, an op takes
+// exactly its tile-model time; two ops on one chip contend for HBM; the calibration does not
+// depend on how many children run it or on the order of the ops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+
+#include "calibrate.hpp"
+#include "chip/chip.hpp"
+#include "chip/op_chip.hpp"
+#include "common/activity.hpp"
+#include "test_support.hpp"
+#include "trnsim/registry/registry.hpp"
+
+namespace trnsim::run {
+namespace {
+
+using model::Dtype;
+using model::ElementKind;
+using model::ElementOp;
+using model::GemmOp;
+
+std::int64_t ps(double seconds) { return std::llround(seconds * 1e12); }
+
+// A Trn3 chip as rack replays build it: the bandwidth memory.
+resolve::ChipPlan trn3_plan() {
+  resolve::ChipPlan plan = resolve::plan_chip(test::chip_preset("trn3"), 1);
+  plan.memory_model = "bandwidth";
+  plan.compute_model = "op";
+  return plan;
+}
+
+registry::Registry& builtin() {
+  static registry::Registry r = [] {
+    registry::Registry x;
+    registry::register_builtin_models(x);
+    return x;
+  }();
+  return r;
+}
+
+std::shared_ptr<model::OpTable> table_of(const resolve::ChipPlan& plan,
+                                         const std::vector<model::ComputeOp>& ops, int parallel) {
+  auto t = std::make_shared<model::OpTable>();
+  t->exact = calibrate_ops(plan, ops, parallel, &t->static_power_w);
+  return t;
+}
+
+const std::vector<model::ComputeOp> kSmall = {
+    GemmOp{512, 512, 512, Dtype::mxfp8, 1},
+    GemmOp{256, 1024, 384, Dtype::bf16, 1},
+    GemmOp{128, 128, 128, Dtype::bf16, 4},
+    ElementOp{ElementKind::elementwise, 1u << 20, Dtype::bf16, 2},
+    ElementOp{ElementKind::activation, 1u << 16, Dtype::bf16, 1},
+    ElementOp{ElementKind::softmax, 4096 * 128, Dtype::bf16, 1},
+};
+
+// Each op alone on a fresh tile chip and on a fresh op-level chip: the same picosecond, the
+// same work (2 m k n flops for a GEMM).
+TEST(OpCompute, AloneAnOpTakesExactlyItsTileTime) {
+  const resolve::ChipPlan plan = trn3_plan();
+  const auto table = table_of(plan, kSmall, 2);
+  ASSERT_EQ(table->exact.size(), kSmall.size());
+  model::Simulation sim;
+  resolve::ChipPlan tile_plan = plan;
+  tile_plan.compute_model = "tile";
+  std::vector<std::unique_ptr<model::ChipModel>> tiles, ops;
+  std::vector<model::OpStats> tile_st(kSmall.size()), op_st(kSmall.size());
+  std::vector<std::unique_ptr<test::Runner>> runners;
+  for (std::size_t i = 0; i < kSmall.size(); ++i) {
+    tiles.push_back(registry::make_tile_chip(builtin(), fmt::format("tile{}", i).c_str(), tile_plan));
+    ops.push_back(registry::make_chip(builtin(), fmt::format("op{}", i).c_str(), plan, nullptr,
+                                      nullptr, table));
+    runners.push_back(std::make_unique<test::Runner>(fmt::format("run_tile{}", i).c_str(), [&, i] {
+      tile_st[i] = tiles[i]->execute(kSmall[i], "op");
+    }));
+    runners.push_back(std::make_unique<test::Runner>(fmt::format("run_op{}", i).c_str(), [&, i] {
+      op_st[i] = ops[i]->execute(kSmall[i], "op");
+    }));
+  }
+  sc_core::sc_start();
+  for (std::size_t i = 0; i < kSmall.size(); ++i) {
+    SCOPED_TRACE(model::op_key(kSmall[i]));
+    EXPECT_GT(tile_st[i].time_s, 0);
+    EXPECT_EQ(ps(op_st[i].time_s), ps(tile_st[i].time_s));
+    EXPECT_EQ(table->exact.at(model::op_key(kSmall[i])).time_ps, ps(tile_st[i].time_s));
+    EXPECT_EQ(op_st[i].flops, tile_st[i].flops);
+    EXPECT_EQ(op_st[i].hbm_bytes, tile_st[i].hbm_bytes);
+    EXPECT_EQ(op_st[i].cores_used, tile_st[i].cores_used);
+  }
+  EXPECT_EQ(op_st[0].flops, 2.0 * 512 * 512 * 512);
+  EXPECT_EQ(op_st[2].flops, 2.0 * 128 * 128 * 128 * 4);
+}
+
+// Two memory-bound element ops at once on one op-level chip: each ends later than alone, and
+// together they take at least their HBM bytes over the HBM bandwidth.
+TEST(OpCompute, ConcurrentOpsContendForHbm) {
+  const resolve::ChipPlan plan = trn3_plan();
+  const ElementOp a{ElementKind::elementwise, 1u << 24, Dtype::bf16, 2};  // 64 MiB in, 32 out
+  const ElementOp b{ElementKind::elementwise, 3u << 22, Dtype::bf16, 2};
+  const auto table = table_of(plan, {a, b}, 2);
+  const auto& pa = table->exact.at(model::op_key(a));
+  const auto& pb = table->exact.at(model::op_key(b));
+  // The bytes the tile model moved through the memory port: 3 x 2 B per element.
+  EXPECT_EQ(pa.read_bytes + pa.write_bytes, 6.0 * (1u << 24));
+  model::Simulation sim;
+  auto chip = registry::make_chip(builtin(), "chip", plan, nullptr, nullptr, table);
+  model::OpStats sa, sb;
+  test::Runner x("x", [&] { sa = chip->execute(a, "a"); });
+  test::Runner y("y", [&] { sb = chip->execute(b, "b"); });
+  sc_core::sc_start();
+  EXPECT_GT(ps(sa.time_s), pa.time_ps);
+  EXPECT_GT(ps(sb.time_s), pb.time_ps);
+  const double bytes = pa.read_bytes + pa.write_bytes + pb.read_bytes + pb.write_bytes;
+  const double floor_s = bytes / plan.params.hbm.bandwidth.si;
+  EXPECT_GE(std::max(sa.end_s, sb.end_s), floor_s);
+  // And alone each was above its own share of that floor: contention, not a slow op.
+  EXPECT_LT(double(pa.time_ps) * 1e-12, floor_s);
+}
+
+// Same profiles with one child or two, and whatever the order of the ops.
+TEST(OpCompute, CalibrationIsIndependentOfParallelismAndOrder) {
+  const resolve::ChipPlan plan = trn3_plan();
+  std::vector<model::ComputeOp> reversed(kSmall.rbegin(), kSmall.rend());
+  const auto one = table_of(plan, kSmall, 1);
+  const auto two = table_of(plan, reversed, 2);
+  ASSERT_EQ(one->exact.size(), two->exact.size());
+  for (const auto& [key, p] : one->exact) {
+    SCOPED_TRACE(key);
+    const auto& q = two->exact.at(key);
+    EXPECT_EQ(p.time_ps, q.time_ps);
+    EXPECT_EQ(p.memory_ps, q.memory_ps);
+    EXPECT_EQ(p.read_bytes, q.read_bytes);
+    EXPECT_EQ(p.write_bytes, q.write_bytes);
+    EXPECT_EQ(p.engine_busy_s, q.engine_busy_s);
+    EXPECT_EQ(p.energy_j, q.energy_j);
+  }
+  EXPECT_EQ(one->static_power_w, two->static_power_w);
+}
+
+TEST(OpCompute, GridSizesAndInterpolation) {
+  EXPECT_EQ(grid_sizes(10), (std::vector<std::uint64_t>{1, 2, 3, 4, 6, 8, 12}));
+  EXPECT_EQ(grid_sizes(1), (std::vector<std::uint64_t>{1}));
+  model::OpTable t;
+  model::OpProfile lo, hi;
+  lo.time_ps = 1000;
+  lo.read_bytes = 100;
+  lo.energy_j = {{"vector", 1.0}};
+  hi.time_ps = 2000;
+  hi.read_bytes = 300;
+  hi.energy_j = {{"vector", 3.0}, {"sbuf_read", 2.0}};
+  const ElementOp op{ElementKind::elementwise, 0, Dtype::bf16, 2};
+  t.grids[model::grid_key(op)] = {{4, lo}, {8, hi}};
+  model::OpProfile scratch;
+  ElementOp mid = op;
+  mid.elements = 6;  // halfway
+  const auto* p = model::find_profile(t, mid, scratch);
+  ASSERT_NE(p, nullptr);
+  EXPECT_EQ(p->time_ps, 1500);
+  EXPECT_DOUBLE_EQ(p->read_bytes, 200);
+  EXPECT_DOUBLE_EQ(p->energy_j.at("vector"), 2.0);
+  EXPECT_DOUBLE_EQ(p->energy_j.at("sbuf_read"), 1.0);
+  mid.elements = 12;  // beyond the grid: on the line through the last two points
+  EXPECT_EQ(model::find_profile(t, mid, scratch)->time_ps, 3000);
+  mid.elements = 8;
+  EXPECT_EQ(model::find_profile(t, mid, scratch), &t.grids.begin()->second[1].second);
+  mid.elements = 2;  // below the grid
+  EXPECT_EQ(model::find_profile(t, mid, scratch), nullptr);
+  EXPECT_EQ(model::find_profile(t, GemmOp{1, 1, 1, Dtype::bf16, 1}, scratch), nullptr);
+}
+
+}  // namespace
+}  // namespace trnsim::run
