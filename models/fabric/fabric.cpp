@@ -130,10 +130,14 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
       const topo::NodeId down = dir == 0 ? l.b : l.a;
       std::uint32_t flits = fixed_buffer;
       if (flits == 0) {
-        // Enough for the credit loop (latency there and back, plus the receiver's traversal)
-        // at full rate, plus two whole packets.
+        // Enough whole packets for the credit loop (latency there and back, plus the
+        // receiver's traversal) at full rate, plus two whole packets. Whole packets, because a
+        // packet needs credits for all its flits (virtual cut-through): a buffer of the loop's
+        // flits plus two packets held only floor(loop / packet) + 2 packets, so a faster switch
+        // could lose a whole packet of spare buffer (docs/results/stability.md).
         const double rtt = 2.0 * l.latency.si + topo.node(down).latency.si;
-        flits = std::uint32_t(std::ceil(l.bandwidth.si * rtt / flit_bytes_)) + 2 * packet_flits;
+        const auto loop = std::uint32_t(std::ceil(l.bandwidth.si * rtt / flit_bytes_));
+        flits = ((loop + packet_flits - 1) / packet_flits + 2) * packet_flits;
       }
       lp.buffer_flits[std::size_t(dir)] = flits;
     }

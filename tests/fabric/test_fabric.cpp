@@ -286,6 +286,16 @@ TEST(Fabric, MemoryPortsChargeSourceReadAndDestinationWrite) {
   EXPECT_EQ(m1.calls, 1);
 }
 
+// Automatic buffer of a 100 GB/s, 100 ns link between chips (no traversal latency): the credit
+// loop is 200 ns x 100 GB/s = 20000 B = 79 flits (rounded up); a 4096 B packet with its header is
+// 17 flits, so the loop takes ceil(79 / 17) = 5 whole packets, plus 2: 7 x 17 = 119 flits. (The
+// old loop + 2 packets, 79 + 34 = 113 flits, held only 6 whole packets.)
+TEST(Fabric, AutomaticBufferIsTheCreditLoopInWholePacketsPlusTwo) {
+  const auto topo = two_chips();
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
+  for (int d = 0; d < 2; ++d) EXPECT_EQ(f.link(topo::LinkId{0}).direction(d).capacity(), 119u);
+}
+
 TEST(Fabric, TooFewVirtualChannelsIsConfigError) {
   const auto topo = torus4x4();
   auto p = params();
