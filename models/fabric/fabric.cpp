@@ -9,6 +9,7 @@
 
 #include "common/activity.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/hash.hpp"
 
 namespace trnsim::model {
 
@@ -17,6 +18,15 @@ namespace {
 std::string module_name(std::string s) {
   std::replace(s.begin(), s.end(), '.', '_');
   return s;
+}
+
+// The salts of the fabric's arbitrary choices, all from sim.seed: one for route hashing (shared
+// by every interface), one per node (arbiters, timers) and one per link (event order). Distinct
+// tags keep the streams apart.
+constexpr std::uint64_t kRouteTag = 0x726f757465ULL, kNodeTag = 0x6e6f6465ULL,
+                        kLinkTag = 0x6c696e6bULL;
+std::uint64_t salt(std::uint64_t seed, std::uint64_t tag, std::uint64_t index) {
+  return splitmix64(splitmix64(seed ^ tag) ^ index);
 }
 
 }  // namespace
@@ -73,6 +83,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
     rp.vcs = vcs_;
     rp.arbiter = p.arbiter;
     rp.spreading = p.spreading;
+    rp.salt = salt(plan.seed, kNodeTag, n);
     const int ports = int(topo.incident(rp.node).size());
     if (node.chip) {
       rp.local_port = true;
@@ -82,6 +93,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
       ip.flit_bytes = flit_bytes_;
       ip.header_bytes = header_bytes_;
       ip.endpoint_overhead = p.endpoint_overhead;
+      ip.route_salt = salt(plan.seed, kRouteTag, 0);
       MemoryPort* mem = memories.empty() ? nullptr : memories[node.chip->v];
       auto ni = std::make_unique<NetworkInterface>(module_name(node.name).c_str(), rp, ports, ip,
                                                    shared_, mem);
@@ -113,14 +125,19 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
     lp.idle_fraction = idle;
     lp.a_name = topo.node(l.a).name;
     lp.b_name = topo.node(l.b).name;
+    lp.order_salt = salt(plan.seed, kLinkTag, i);
     for (int dir = 0; dir < 2; ++dir) {
       const topo::NodeId down = dir == 0 ? l.b : l.a;
       std::uint32_t flits = fixed_buffer;
       if (flits == 0) {
-        // Enough for the credit loop (latency there and back, plus the receiver's traversal)
-        // at full rate, plus two whole packets.
+        // Enough whole packets for the credit loop (latency there and back, plus the
+        // receiver's traversal) at full rate, plus two whole packets. Whole packets, because a
+        // packet needs credits for all its flits (virtual cut-through): a buffer of the loop's
+        // flits plus two packets held only floor(loop / packet) + 2 packets, so a faster switch
+        // could lose a whole packet of spare buffer (docs/results/stability.md).
         const double rtt = 2.0 * l.latency.si + topo.node(down).latency.si;
-        flits = std::uint32_t(std::ceil(l.bandwidth.si * rtt / flit_bytes_)) + 2 * packet_flits;
+        const auto loop = std::uint32_t(std::ceil(l.bandwidth.si * rtt / flit_bytes_));
+        flits = ((loop + packet_flits - 1) / packet_flits + 2) * packet_flits;
       }
       lp.buffer_flits[std::size_t(dir)] = flits;
     }

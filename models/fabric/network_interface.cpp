@@ -7,17 +7,6 @@
 
 namespace trnsim::model {
 
-namespace {
-
-std::uint64_t mix64(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
 NetworkInterface::NetworkInterface(const sc_core::sc_module_name& name, const RouterParams& rp,
                                    int link_ports, const InterfaceParams& ip, FabricShared& shared,
                                    MemoryPort* memory)
@@ -33,19 +22,20 @@ NetworkInterface::NetworkInterface(const sc_core::sc_module_name& name, const Ro
 
 void NetworkInterface::issue(TransferState* t) {
   s_issued_ += 1;
-  starting_.push_back(t);
-  schedule(now() + to_sc(ip_.endpoint_overhead), kStart, 0);
+  // The transfer rides on its timer, so transfers that start at the same time queue for their
+  // outputs in the timer order the router's salt chooses.
+  schedule(now() + to_sc(ip_.endpoint_overhead), kStart, park(t, nullptr));
 }
 
 void NetworkInterface::on_timer(int kind, std::uint64_t arg) {
   if (kind == kStart) {
-    TransferState* t = starting_.front();
-    starting_.pop_front();
+    TransferState* t = slots_.at(arg).t;
+    free_slots_.push_back(arg);
     t->started = now();
     const auto& req = t->record.request;
     const topo::NodeId here = params().node;
     if (params().spreading == config::FabricSpreading::per_flow) {
-      const int out = output_of(routes().next_hop(here, req.dst, req.flow));
+      const int out = output_of(routes().next_hop(here, req.dst, route_key(*t)));
       local_[std::size_t(out)].push_back(t);
       kick(out);
     } else {
@@ -105,8 +95,8 @@ Packet* NetworkInterface::local_take(int out) {
   p->payload = next_payload(*t);
   p->flits = flits_of(p->payload);
   p->route_key = params().spreading == config::FabricSpreading::per_flow
-                     ? req.flow
-                     : mix64(req.flow ^ mix64(t->packets_cut));
+                     ? route_key(*t)
+                     : splitmix64(route_key(*t) ^ splitmix64(t->packets_cut));
   p->dst = req.dst;
   p->dst_node = shared_.topology->chip_node(req.dst);
   p->ready = now();

@@ -32,6 +32,9 @@ struct InterfaceParams {
   std::uint32_t flit_bytes = 256;
   std::uint32_t header_bytes = 16;
   Duration endpoint_overhead{};
+  // Mixed into every flow id before it picks among equal-cost next hops (0: the flow id as it
+  // is); the same in every interface of a fabric, from sim.seed.
+  std::uint64_t route_salt = 0;
 };
 
 // What the interfaces share with the fabric that owns them.
@@ -69,12 +72,16 @@ class NetworkInterface : public Router {
   std::uint64_t next_payload(const TransferState& t) const;
   void account(Packet* p);
   std::uint64_t park(TransferState* t, Packet* p);
+  // The key that picks a transfer's equal-cost next hops (per_flow) at every node.
+  std::uint64_t route_key(const TransferState& t) const {
+    const std::uint64_t flow = t.record.request.flow;
+    return ip_.route_salt == 0 ? flow : splitmix64(flow ^ ip_.route_salt);
+  }
 
   InterfaceParams ip_;
   FabricShared& shared_;
   MemoryPort* memory_;
   std::vector<std::deque<TransferState*>> local_;  // per output: transfers with packets to cut
-  std::deque<TransferState*> starting_;  // issued, in their source overhead (FIFO in time)
   struct Slot {
     TransferState* t;
     Packet* p;

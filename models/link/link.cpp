@@ -53,6 +53,7 @@ Link::Link(const sc_core::sc_module_name& name, const LinkParams& p) : sc_core::
   dirs_[0] = std::make_unique<LinkDirection>(("to_" + clean(p.b_name)).c_str(), p, 0);
   // A link between a node and itself is rejected by the topology; the names differ.
   dirs_[1] = std::make_unique<LinkDirection>(("to_" + clean(p.a_name)).c_str(), p, 1);
+  queue_.set_order_salt(p.order_salt);
   queue_.bind("serve", [this](Item& it) { serve(it); });
 }
 

@@ -47,6 +47,8 @@ struct LinkParams {
   EnergyPerBit energy{};       // full-rate energy per bit per direction
   double idle_fraction = 0.0;  // idle power as a fraction of full-rate power
   std::string a_name, b_name;  // for statistic descriptions
+  // Permutes the order of this link's simultaneous events (0: insertion order); from sim.seed.
+  std::uint64_t order_salt = 0;
 };
 
 // One direction of a link: its statistics, energy and idle power.

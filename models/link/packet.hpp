@@ -17,6 +17,7 @@
 #include "common/block.hpp"
 #include "common/fifo.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/hash.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::model {
@@ -60,11 +61,15 @@ class PacketPool {
   std::vector<Packet*> free_;
 };
 
-// Items due at given times, served in (time, insertion) order by one SystemC method process of
-// the owning module. The process is notified only for the earliest pending item.
+// Items due at given times, served in time order by one SystemC method process of the owning
+// module. The process is notified only for the earliest pending item. Items due at the same time
+// are served in insertion order, or, after set_order_salt(s) with s != 0, in an order that the
+// salt permutes (the order of simultaneous events is an arbitrary choice of the model, which a
+// run's seed perturbs; splitmix64 is a bijection, so the order is total and reproducible).
 template <class Item>
 class TimedQueue {
  public:
+  void set_order_salt(std::uint64_t salt) { salt_ = salt; }
   // Spawns the serving process; call from the owner's constructor (elaboration).
   void bind(const std::string& name, std::function<void(Item&)> handler) {
     handler_ = std::move(handler);
@@ -77,7 +82,8 @@ class TimedQueue {
   void push(const sc_core::sc_time& t, Item item) {
     if (t < now()) throw InternalError("TimedQueue: an item scheduled in the past");
     const bool earliest = heap_.empty() || t < heap_.top().t;
-    heap_.push(Entry{t, seq_++, std::move(item)});
+    const std::uint64_t seq = seq_++;
+    heap_.push(Entry{t, salt_ == 0 ? seq : splitmix64_finalise(seq ^ salt_), std::move(item)});
     if (earliest) event_.notify(t - now());
   }
   bool empty() const { return heap_.empty(); }
@@ -102,7 +108,7 @@ class TimedQueue {
     if (!heap_.empty()) event_.notify(heap_.top().t - now());
   }
   std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap_;
-  std::uint64_t seq_ = 0, served_ = 0;
+  std::uint64_t seq_ = 0, served_ = 0, salt_ = 0;
   sc_core::sc_event event_;
   std::function<void(Item&)> handler_;
 };

@@ -25,6 +25,15 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
     out.q.resize(std::size_t(n_inputs_ * p.vcs));
     out.rr_vc.assign(std::size_t(n_inputs_), std::uint16_t(p.vcs - 1));
     out.rr_in = std::uint32_t(n_inputs_ - 1);
+    if (p.salt != 0) {
+      // Which input a round-robin arbiter favours first is arbitrary: the salt picks it.
+      const std::uint64_t h = splitmix64(p.salt ^ std::uint64_t(o));
+      out.rr_in = std::uint32_t(h % std::uint64_t(n_inputs_));
+      for (int i = 0; i < n_inputs_; ++i) {
+        out.rr_vc[std::size_t(i)] =
+            std::uint16_t(splitmix64(h ^ std::uint64_t(i)) % std::uint64_t(p.vcs));
+      }
+    }
     out.s_packets = &stats().add(fmt::format("port{}_packets", o), StatUnit::count, "packets sent on port");
     out.s_bytes = &stats().add(fmt::format("port{}_bytes", o), StatUnit::bytes, "payload bytes sent on port");
     out.s_wait = &stats().add(fmt::format("port{}_wait_time", o), StatUnit::seconds,
@@ -34,6 +43,7 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
                                "most packets queued for this output at once");
   }
   set_static_power(p.idle_power);
+  timers_.set_order_salt(p.salt);
   timers_.bind("timers", [this](Timer& t) {
     if (t.kind == kWake) {
       auto& o = outputs_[std::size_t(t.arg)];
@@ -127,8 +137,9 @@ bool Router::pick(Output& o, int& in, int& vc) {
       for (int v = 0; v < vcs; ++v) {
         if (!eligible(o, i, v)) continue;
         const Packet* p = o.q[std::size_t(i * vcs + v)].front();
-        if (!found || p->ready < best || (p->ready == best && p->id < best_id)) {
-          found = true, best = p->ready, best_id = p->id, in = i, vc = v;
+        const std::uint64_t key = tie_key(p->id);
+        if (!found || p->ready < best || (p->ready == best && key < best_id)) {
+          found = true, best = p->ready, best_id = key, in = i, vc = v;
         }
       }
     }

@@ -23,6 +23,7 @@
 #include "common/block.hpp"
 #include "link/link.hpp"
 #include "trnsim/config/fabric_params.hpp"
+#include "trnsim/hash.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::model {
@@ -36,6 +37,10 @@ struct RouterParams {
   config::FabricArbiter arbiter = config::FabricArbiter::round_robin;
   config::FabricSpreading spreading = config::FabricSpreading::per_flow;
   bool local_port = false;  // a chip: has injection and delivery
+  // Perturbs the arbitrary choices of this node (0: none): where each output's round-robin
+  // pointers start, which of two equally old packets oldest_first takes, and the order of
+  // simultaneous timer events. From sim.seed (models/fabric/fabric.cpp).
+  std::uint64_t salt = 0;
 };
 
 class Router : public Block, public LinkEndpoint {
@@ -112,6 +117,10 @@ class Router : public Block, public LinkEndpoint {
   static constexpr int kWake = 0;
 
   bool pick(Output& o, int& in, int& vc);
+  // The oldest_first tie-break key of a packet: its id, permuted by the salt.
+  std::uint64_t tie_key(std::uint64_t id) const {
+    return p_.salt == 0 ? id : splitmix64_finalise(id ^ p_.salt);
+  }
   bool eligible(const Output& o, int in, int vc);
   void dispatch(int out, int in, int vc);
   void schedule_wake(int out);

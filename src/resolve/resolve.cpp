@@ -121,7 +121,9 @@ FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topolo
     params.packet_bytes = cfg.replay.fabric_packet_bytes;
     at.alias("/rack/fabric/packet_bytes", "/replay/fabric_packet_bytes");
   }
-  return plan_fabric(params, topology, cfg.chip ? &*cfg.chip : nullptr, at);
+  FabricPlan f = plan_fabric(params, topology, cfg.chip ? &*cfg.chip : nullptr, at);
+  f.seed = cfg.sim.seed;
+  return f;
 }
 
 FabricPlan plan_fabric(const config::FabricParams& params, const topo::Topology& topology,

@@ -135,8 +135,8 @@ TEST(SweepCli, KilledSweepResumesWithoutLosingOrRepeatingPoints) {
   for (const auto& g : merged["groups"]) {
     EXPECT_EQ(g["ok"], 2);
     EXPECT_GT(g["metrics"]["step_time_ns"]["mean"].get<double>(), 0);
-    // sim.seed does not move this workload's result yet: two seeds, no spread.
-    EXPECT_EQ(g["metrics"]["step_time_ns"]["stddev"].get<double>(), 0.0);
+    // sim.seed perturbs the fabric's arbitrary choices, so two seeds give a spread.
+    EXPECT_GT(g["metrics"]["step_time_ns"]["stddev"].get<double>(), 0.0);
   }
   // More HBM bandwidth, shorter step.
   EXPECT_GT(merged["groups"][0]["metrics"]["step_time_ns"]["mean"].get<double>(),

@@ -36,7 +36,7 @@ struct FabricParams {
   Bytes flit_bytes = Bytes(256.0);
   Bytes header_bytes = Bytes(16.0);
   int vcs = 0;  // 0: as many as the longest route has links (hop-indexed, deadlock-free)
-  Bytes vc_buffer{};  // 0: bandwidth-delay product of the link plus two packets
+  Bytes vc_buffer{};  // 0: the credit loop in whole packets plus two packets
   Duration endpoint_overhead = Duration(500e-9);
   FabricArbiter arbiter = FabricArbiter::round_robin;
   FabricSpreading spreading = FabricSpreading::per_flow;
@@ -56,7 +56,7 @@ struct FabricParams {
             "virtual channels per link direction (0: one per hop of the longest route)",
             InRange{0, 1024});
     v.field("vc_buffer", vc_buffer,
-            "receive buffer per virtual channel (0: bandwidth-delay product plus two packets)",
+            "receive buffer per virtual channel (0: the credit loop in whole packets plus two)",
             AtLeast{0});
     v.field("endpoint_overhead", endpoint_overhead,
             "DMA start / descriptor / CC-core time per message at each end", AtLeast{0});

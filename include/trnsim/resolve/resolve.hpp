@@ -43,6 +43,7 @@ struct FabricPlan {
   int vcs = 1;                       // hop-indexed VCs (>= the longest route)
   int diameter = 0;                  // links on the longest chip-to-chip route
   double link_idle_fraction = 0;     // SerDes idle power as a fraction of active
+  std::uint64_t seed = 1;            // sim.seed: perturbs route hashing and tie-breaks
 };
 
 struct RackPlan {
