@@ -117,6 +117,7 @@ void Rack::compute(int chip, const trace::Op& op) {
     const model::OpStats s =
         chips_.at(std::size_t(chip))->execute(cop, op.name.empty() ? "op" : op.name);
     hbm_bytes_ += s.hbm_bytes;
+    if (observer_) observer_();
   });
 }
 
@@ -129,6 +130,7 @@ void Rack::reduce(int chip, std::uint64_t bytes, trace::DType dtype) {
                        ->execute(model::ElementOp{model::ElementKind::elementwise, elements, d, 2},
                                  "reduce");
     hbm_bytes_ += s.hbm_bytes;
+    if (observer_) observer_();
   });
 }
 
@@ -151,7 +153,10 @@ model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,
 void Rack::record(const model::TransferRecord& rec) {
   transfer_latency_.push_back(rec.latency().si);
   packet_latency_.push_back(rec.last_packet.total.si);
+  transfers_.push_back({int(rec.request.src.v), int(rec.request.dst.v), rec.request.bytes,
+                        rec.packets, rec.latency().si});
   hbm_bytes_ += 2.0 * double(rec.request.bytes);  // read at the source, written at the destination
+  if (observer_) observer_();
 }
 
 void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
