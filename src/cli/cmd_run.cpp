@@ -47,8 +47,8 @@ class ProgressLine {
       const double frac = p.ops_total ? double(p.ops_done) / double(p.ops_total) : 0.0;
       const std::string left =
           frac > 0.02 ? fmt::format("about {:.0f} s left", p.wall_s * (1 - frac) / frac) : "estimating";
-      fmt::print(stderr, "\r\033[Ksimulated {}, {} of {} ops ({:.0f} %), {}",
-                 format_si(p.simulated_s, "s", 3), p.ops_done, p.ops_total, 100 * frac, left);
+      fmt::print(stderr, "\r\033[Ksimulated {:.3f} ms, {} of {} ops ({:.0f} %), {}",
+                 p.simulated_s * 1e3, p.ops_done, p.ops_total, 100 * frac, left);
       std::fflush(stderr);
     };
   }
