@@ -380,9 +380,52 @@ Json fabric_json(const run::RunData& d, double T) {
   const auto links = utilisations(d.stats, "rack.fabric.link");
   double mean = 0;
   for (const auto& l : links) mean += l.second;
+  std::map<std::string, const model::BlockStats*> by_name;
+  for (const auto& b : d.stats) by_name[b.name] = &b;
+  auto stat = [&](const std::string& block, std::string_view name) {
+    const auto it = by_name.find(block);
+    const model::Stat* st = it == by_name.end() ? nullptr : find_stat(*it->second, name);
+    return st ? st->value : 0.0;
+  };
+  auto link_json = [&](const std::string& name) {
+    return Json{{"name", name},
+                {"utilisation", stat(name, "utilisation")},
+                {"credit_stall_ns", stat(name, "credit_stall_time") * 1e9},
+                {"max_buffer_occupancy_flits", stat(name, "max_buffer_occupancy")},
+                {"buffer_per_vc_flits", stat(name, "buffer_per_vc")}};
+  };
   Json hottest = Json::array();
-  for (std::size_t i = 0; i < links.size() && i < 10; ++i) {
-    hottest.push_back({{"name", links[i].first}, {"utilisation", links[i].second}});
+  for (std::size_t i = 0; i < links.size() && i < 10; ++i) hottest.push_back(link_json(links[i].first));
+  // Back-pressure: the link directions that waited longest for credits, and the switches whose
+  // output ports waited longest (their deepest queue with it).
+  std::vector<std::pair<double, std::string>> stalled, switches;
+  for (const auto& b : d.stats) {
+    if (!b.name.starts_with("rack.fabric.")) continue;
+    if (const model::Stat* cs = find_stat(b, "credit_stall_time"); cs && cs->value > 0) {
+      stalled.emplace_back(cs->value, b.name);
+    }
+    if (b.name.starts_with("rack.fabric.chip") || !find_stat(b, "packets_forwarded")) continue;
+    double wait = 0;
+    for (const auto& st : b.stats) {
+      if (st.name.ends_with("_wait_time")) wait += st.value;
+    }
+    switches.emplace_back(wait, b.name);
+  }
+  auto worst_first = [](auto& v) {
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
+  };
+  worst_first(stalled);
+  worst_first(switches);
+  Json stalled_j = Json::array(), switches_j = Json::array();
+  for (std::size_t i = 0; i < stalled.size() && i < 5; ++i) stalled_j.push_back(link_json(stalled[i].second));
+  for (std::size_t i = 0; i < switches.size() && i < 5; ++i) {
+    double deepest = 0;
+    for (const auto& st : by_name[switches[i].second]->stats) {
+      if (st.name.ends_with("_max_queue")) deepest = std::max(deepest, st.value);
+    }
+    switches_j.push_back({{"name", switches[i].second},
+                          {"port_wait_ns", switches[i].first * 1e9},
+                          {"max_queue_packets", deepest}});
   }
   return {{"model", d.network_model},
           {"messages", t.transfers_completed},
@@ -395,7 +438,10 @@ Json fabric_json(const run::RunData& d, double T) {
                      {"mean_utilisation", safe_div(mean, double(links.size()))},
                      {"capacity_bytes_per_s", d.fabric_capacity_bytes_per_s},
                      {"wire_bytes_per_s", safe_div(t.wire_bytes, T)},
-                     {"hottest", hottest}}}};
+                     {"hottest", hottest}}},
+          {"back_pressure", {{"links_stalled", stalled.size()},
+                             {"most_stalled_links", stalled_j},
+                             {"switches_waiting_longest", switches_j}}}};
 }
 
 struct EnergyFigures {
@@ -587,9 +633,11 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   }
   const Json& hot = f["links"]["hottest"];
   if (!hot.empty()) {
-    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %\n",
+    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %; {} directions waited "
+                     "for credits\n",
                      100 * f["links"]["mean_utilisation"].get<double>(),
-                     hot[0]["name"].get<std::string>(), 100 * hot[0]["utilisation"].get<double>());
+                     hot[0]["name"].get<std::string>(), 100 * hot[0]["utilisation"].get<double>(),
+                     f["back_pressure"]["links_stalled"].get<std::size_t>());
   }
   const Json& e = s["energy"];
   t += fmt::format("  energy               {:.3f} J over {} chips: {} average, {} peak, {} "
