@@ -153,6 +153,29 @@ Json make_timeline(const run::RunData& d, const TimelineOptions& o) {
                   : 0.0);
       counter("power of the used chips", "W", dyn / dt + static_w);
     }
+    // The busiest link directions over the step, one counter track each.
+    std::vector<std::size_t> order(d.link_names.size());
+    std::iota(order.begin(), order.end(), 0);
+    const auto& last = d.samples.back().link_busy_s;
+    if (last.size() == order.size()) {
+      std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return last[a] > last[b]; });
+      order.resize(std::min<std::size_t>(order.size(), o.link_tracks));
+      const int links_pid = machine_pid + 1;
+      if (!order.empty()) {
+        events.push_back(meta("process_name", links_pid, 0, "busiest links (utilisation)"));
+      }
+      for (std::size_t l : order) {
+        const std::string& full = d.link_names[l];
+        const std::string name = full.starts_with("rack.fabric.") ? full.substr(12) : full;
+        for (std::size_t i = 1; i < d.samples.size(); ++i) {
+          const double dt = d.samples[i].t_s - d.samples[i - 1].t_s;
+          if (dt <= 0) continue;
+          const double u = (double(d.samples[i].link_busy_s[l]) - double(d.samples[i - 1].link_busy_s[l])) / dt;
+          events.push_back({{"name", name}, {"ph", "C"}, {"ts", d.samples[i - 1].t_s * 1e6},
+                            {"pid", links_pid}, {"tid", 0}, {"args", {{"fraction", std::clamp(u, 0.0, 1.0)}}}});
+        }
+      }
+    }
   }
   Json out = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
   out["otherData"] = {{"ops", d.records.size()}, {"ops_drawn", keep.size()}, {"ops_dropped", dropped},

@@ -47,6 +47,20 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   // their order among simultaneous events moves results).
   std::vector<Sample> samples;
   const std::vector<int> used = used_chips(w);
+  // The busy time of every link direction, read in place at each sample.
+  std::vector<std::string> link_names;
+  std::vector<const model::Stat*> link_busy;
+  for (const auto& b : model::collect_stats(Duration(0.0))) {
+    if (b.name.find(".link") == std::string::npos) continue;
+    const auto* block = dynamic_cast<const model::Block*>(sc_core::sc_find_object(b.name.c_str()));
+    if (!block) continue;
+    for (const auto& st : block->stats().all()) {
+      if (st.name == "busy") {
+        link_names.push_back(b.name);
+        link_busy.push_back(&st);
+      }
+    }
+  }
   sc_core::sc_time interval(1, sc_core::SC_US);
   sc_core::sc_time last_sample = sc_core::SC_ZERO_TIME;
   auto take_sample = [&] {
@@ -60,6 +74,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
     }
     s.hbm_bytes = rack.hbm_bytes();
     s.fabric_wire_bytes = rack.network().totals().wire_bytes;
+    for (const model::Stat* st : link_busy) s.link_busy_s.push_back(float(st->value));
     samples.push_back(std::move(s));
     if (progress) {
       std::size_t total = 0;
@@ -122,6 +137,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.notes = rack.notes();
   d.transfers = rack.transfer_samples();
   d.samples = std::move(samples);
+  d.link_names = std::move(link_names);
   d.packets = std::move(packets);
   d.sample_interval_s = interval.to_seconds();
   for (const auto& l : plan.topology.links()) d.fabric_capacity_bytes_per_s += 2 * l.bandwidth.si;

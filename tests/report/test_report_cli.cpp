@@ -176,7 +176,7 @@ TEST_F(Run, TimelineStructure) {
   }
   EXPECT_FALSE(flows.empty());
   for (const auto& [id, n] : flows) EXPECT_EQ(n, 11) << "flow " << id;
-  EXPECT_EQ(counters.size(), 3u);
+  EXPECT_EQ(counters.size(), 3u + 16u);  // machine tracks, and one per busiest link
 }
 
 TEST(Timeline, CapKeepsTheLongestOps) {

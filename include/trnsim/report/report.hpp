@@ -37,6 +37,7 @@ struct Identity {
 struct TimelineOptions {
   std::size_t max_events = 200000;  // op events beyond it are dropped, the longest kept
   bool counters = true;             // HBM bandwidth, link utilisation and power tracks
+  std::size_t link_tracks = 16;     // with counters: a utilisation track per busiest link
   bool flows = true;                // arrows from a collective's first to its last member
 };
 

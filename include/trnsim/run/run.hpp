@@ -41,6 +41,7 @@ struct Sample {
   double fabric_dynamic_j = 0;
   double hbm_bytes = 0;                // all chips
   double fabric_wire_bytes = 0;        // over all link directions
+  std::vector<float> link_busy_s;      // per RunData::link_names entry: busy time so far
 };
 
 // At most this many samples are kept: when the budget is reached every other one is dropped and
@@ -69,6 +70,7 @@ struct RunData {
   std::vector<model::EnergyReport> chip_energy;  // per chip, over the step
   model::EnergyReport fabric_energy;        // links and switches
   std::vector<Sample> samples;              // at 0, at op or transfer ends >= sample_interval_s apart, at the end
+  std::vector<std::string> link_names;      // link directions sampled (block names)
   double sample_interval_s = 0;             // the spacing reached (it doubles as samples are merged)
   double fabric_capacity_bytes_per_s = 0;   // all link directions together
   // Host figures: not part of any report file (they would break byte-identical reports).
