@@ -9,7 +9,7 @@ packages=(
   build-essential cmake pkg-config
   libsystemc-dev libboost-graph-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libcli11-dev libprotobuf-dev protobuf-compiler zlib1g-dev
-  python3 python3-matplotlib
+  python3 python3-matplotlib help2man
 )
 for group in "$@"; do
   case "$group" in

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/activity.hpp"
+#include "common/seed_salt.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/hash.hpp"
 
@@ -20,13 +21,8 @@ std::string module_name(std::string s) {
   return s;
 }
 
-// The salts of the fabric's arbitrary choices, all from sim.seed: one for route hashing (shared
-// by every interface), one per node (arbiters, timers) and one per link (event order). Distinct
-// tags keep the streams apart.
-constexpr std::uint64_t kRouteTag = 0x726f757465ULL, kNodeTag = 0x6e6f6465ULL,
-                        kLinkTag = 0x6c696e6bULL;
 std::uint64_t salt(std::uint64_t seed, std::uint64_t tag, std::uint64_t index) {
-  return splitmix64(splitmix64(seed ^ tag) ^ index);
+  return seed_salt(seed, tag, index);
 }
 
 }  // namespace

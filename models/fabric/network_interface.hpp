@@ -15,6 +15,8 @@
 // its tail arrives (its receive buffer is freed, and the credit returned, after the write).
 #pragma once
 
+#include "common/seed_salt.hpp"
+
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -75,7 +77,7 @@ class NetworkInterface : public Router {
   // The key that picks a transfer's equal-cost next hops (per_flow) at every node.
   std::uint64_t route_key(const TransferState& t) const {
     const std::uint64_t flow = t.record.request.flow;
-    return ip_.route_salt == 0 ? flow : splitmix64(flow ^ ip_.route_salt);
+    return model::route_key(flow, ip_.route_salt);
   }
 
   InterfaceParams ip_;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <limits>
 
+#include "common/seed_salt.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::model {
@@ -74,6 +75,7 @@ FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topolo
       plan_(plan),
       memories_(std::move(memories)),
       overhead_(to_sc(plan.params.endpoint_overhead)),
+      route_salt_(seed_salt(plan.seed, kRouteTag, 0)),
       s_transfers_(stats().add("transfers", StatUnit::count, "transfers completed")),
       s_bytes_(stats().add("bytes_delivered", StatUnit::bytes, "payload bytes delivered")),
       s_recomputations_(stats().add("rate_recomputations", StatUnit::count,
@@ -200,7 +202,7 @@ TransferHandle FlowNetwork::start(const TransferRequest& r,
   sc_core::sc_time fixed = sc_core::SC_ZERO_TIME;
   bool first = true;
   while (at != end) {
-    const topo::LinkId l = topo_.routes().next_hop(at, r.dst, r.flow);
+    const topo::LinkId l = topo_.routes().next_hop(at, r.dst, route_key(r.flow, route_salt_));
     const auto& link = topo_.link(l);
     const std::uint32_t d = 2 * l.v + (link.a == at ? 0u : 1u);
     f.path.push_back(d);

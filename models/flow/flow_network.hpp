@@ -133,6 +133,7 @@ class FlowNetwork : public Block, public Network {
   std::vector<ShareEntry> scratch_heap_;
   std::vector<std::uint32_t> changed_;  // directions whose flows changed since the last recompute
   sc_core::sc_time overhead_;
+  std::uint64_t route_salt_ = 0;  // from sim.seed: the packet fabric's, so both take one path
   ActivityCounter activity_;
 
   std::uint64_t started_ = 0, completed_ = 0, requested_ = 0, delivered_ = 0, injected_ = 0;

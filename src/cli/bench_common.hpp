@@ -16,7 +16,8 @@ using bench::data_path;
 using bench::kDefaultRack;
 
 struct BenchOptions {
-  bench::ConfigSource source;  // --config, --set
+  bench::ConfigSource source;  // --config (resolved to a file while parsing), --set
+  std::string config_given;    // --config as typed (a preset name or a path)
   bool json = false;
   config::LoadedConfig load() const { return source.load(); }
 };

@@ -16,6 +16,7 @@ using Action = std::function<int()>;
 // Registers `sub` with its action in `actions` (run when `sub` was given).
 struct Registry {
   std::vector<std::pair<CLI::App*, Action>> actions;
+  std::vector<std::string> argv;  // the command line, for the report's identity
   void add(CLI::App* sub, Action action) { actions.emplace_back(sub, std::move(action)); }
 };
 
@@ -27,5 +28,7 @@ void register_topo_command(CLI::App& app, Registry& reg);
 void register_run_command(CLI::App& app, Registry& reg);
 void register_sweep_command(CLI::App& app, Registry& reg);    // cmd_sweep.cpp
 void register_compare_command(CLI::App& app, Registry& reg);  // cmd_compare.cpp
+void register_presets_command(CLI::App& app, Registry& reg);  // cmd_presets.cpp
+void register_trace_command(CLI::App& app, Registry& reg);    // cmd_trace.cpp
 
 }  // namespace trnsim::cli

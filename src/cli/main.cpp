@@ -9,6 +9,8 @@
 
 #include "bench_common.hpp"
 #include "commands.hpp"
+#include "presets.hpp"
+#include "trnsim/report/version.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
 
@@ -27,7 +29,8 @@ namespace {
 
 int run(int argc, char** argv) {
   CLI::App app{"trnsim: cycle-approximate simulator of AWS Trainium UltraServers", "trnsim"};
-  app.set_version_flag("--version", "trnsim 0.1.0");
+  app.set_version_flag("--version", fmt::format("trnsim {} (commit {})", report::version(),
+                                                report::git_commit()));
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error or off")
       ->capture_default_str();
@@ -35,12 +38,15 @@ int run(int argc, char** argv) {
   app.fallthrough();
 
   Registry reg;
+  reg.argv.assign(argv, argv + argc);
   register_config_commands(app, reg);
   register_topo_command(app, reg);
   register_run_command(app, reg);
   register_bench_commands(app, reg);
   register_sweep_command(app, reg);
   register_compare_command(app, reg);
+  register_presets_command(app, reg);
+  register_trace_command(app, reg);
 
   try {
     app.parse(argc, argv);
@@ -59,6 +65,7 @@ int run(int argc, char** argv) {
 }  // namespace trnsim::cli
 
 int main(int argc, char** argv) {
+  trnsim::cli::use_installed_data_dir();
   try {
     return trnsim::cli::run(argc, argv);
   } catch (const trnsim::InputError& e) {

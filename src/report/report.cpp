@@ -1,37 +1,72 @@
 // SPDX-License-Identifier: MIT
-// The report of one run: summary JSON, per-op CSV, Perfetto timeline and the terminal text.
+// The report of one run: report.json, summary.csv, per-op CSV and the terminal text
+// (docs/report.md). The timeline is in timeline.cpp, the step breakdown in breakdown.cpp.
 #include "trnsim/report/report.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
+#include <set>
 
 #include "common/histogram.hpp"
+#include "neuron_core/dtype.hpp"
+#include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/report/breakdown.hpp"
+#include "trnsim/report/version.hpp"
 
 namespace trnsim::report {
+
+double ns_of(const sc_core::sc_time& t) { return double(std::llround(t.to_seconds() * 1e12)) / 1e3; }
+
 namespace {
 
-// Peak dense FLOP/s of one chip for the FP8 family (MXFP8 where the chip has it).
-double fp8_peak(const config::ChipParams& c) {
+double ns(std::uint64_t ps) { return double(ps) / 1e3; }
+double safe_div(double a, double b) { return b > 0 ? a / b : 0.0; }
+
+// Dense peak FLOP/s of one chip's Tensor engines at `d` (0 when the chip lacks the type).
+double tensor_peak(const config::ChipParams& c, DType d) {
   const auto& t = c.core.tensor;
-  const double macs = std::max(t.macs_per_pe_cycle.mxfp8, t.macs_per_pe_cycle.fp8);
-  return double(c.cores) * t.rows * t.cols * 2.0 * macs * t.clock.si;
+  return double(c.cores) * t.rows * t.cols * 2.0 * model::macs_per_pe_cycle(t.macs_per_pe_cycle, d) *
+         t.clock.si;
+}
+
+// The type an op of type `d` ran as: itself, or the first of mxfp8, fp8, bf16 the chip has (as
+// the rack substitutes).
+DType ran_as(const config::ChipParams& c, DType d) {
+  if (tensor_peak(c, d) > 0) return d;
+  for (DType alt : {DType::mxfp8, DType::fp8, DType::bf16}) {
+    if (tensor_peak(c, alt) > 0) return alt;
+  }
+  return d;
+}
+
+bool on_tensor_engine(trace::OpKind k) {
+  return k == trace::OpKind::gemm || k == trace::OpKind::attention;
 }
 
 // Blocks that report a utilisation, busiest first (ties by name).
-std::vector<std::pair<std::string, double>> utilisations(const std::vector<model::BlockStats>& blocks) {
+std::vector<std::pair<std::string, double>> utilisations(const std::vector<model::BlockStats>& blocks,
+                                                         std::string_view prefix = "") {
   std::vector<std::pair<std::string, double>> out;
   for (const auto& b : blocks) {
-    if (b.utilisation && *b.utilisation >= 0) out.emplace_back(b.name, *b.utilisation);
+    if (b.utilisation && *b.utilisation >= 0 && b.name.starts_with(prefix)) {
+      out.emplace_back(b.name, *b.utilisation);
+    }
   }
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;
+}
+
+const model::Stat* find_stat(const model::BlockStats& b, std::string_view name) {
+  for (const auto& s : b.stats) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
 }
 
 // stats.json: every block's statistics by hierarchical name, each value with its unit.
@@ -49,6 +84,15 @@ Json stats_json(const std::vector<model::BlockStats>& blocks) {
 
 std::string fmt_si(double v, const char* unit) { return format_si(v, unit, 3); }
 
+// A time in nanoseconds in the unit that suits it: 812 ns, 31.3 us, 1.69 ms, 2.5 s.
+std::string fmt_time(double ns) {
+  const double a = std::fabs(ns);
+  if (a < 1e3) return fmt::format("{:.3g} ns", ns);
+  if (a < 1e6) return fmt::format("{:.3g} us", ns / 1e3);
+  if (a < 1e9) return fmt::format("{:.3g} ms", ns / 1e6);
+  return fmt::format("{:.3g} s", ns / 1e9);
+}
+
 std::string csv_field(const std::string& s) {
   if (s.find_first_of(",\"\n") == std::string::npos) return s;
   std::string q = "\"";
@@ -56,91 +100,573 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-// Op records ordered by rank, then start time.
-std::vector<replay::OpRecord> ordered_records(const run::RunData& d) {
+std::string phase_name(const trace::Op& op) {
+  const auto p = trace::infer_phase(op);
+  return p ? std::string(config::enum_name(*p)) : "";
+}
+
+// One row per op, by rank and start time.
+std::string ops_csv(const run::RunData& d) {
+  const trace::Workload& w = *d.workload;
   std::vector<replay::OpRecord> recs = d.records;
   std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) {
     return std::tie(a.rank, a.start, a.index) < std::tie(b.rank, b.start, b.index);
   });
-  return recs;
-}
-
-// One row per op.
-std::string ops_csv(const run::RunData& d) {
-  const trace::Workload& w = *d.workload;
-  std::string csv = "rank,id,name,kind,start_ns,end_ns,duration_ns,flops\n";
-  for (const auto& r : ordered_records(d)) {
+  std::string csv = "rank,id,name,kind,phase,layer,start_ns,end_ns,duration_ns,flops\n";
+  for (const auto& r : recs) {
     const auto& op = w.ranks[std::size_t(r.rank)].ops[r.index];
-    const double st = r.start.to_seconds() * 1e9, en = r.end.to_seconds() * 1e9;
-    csv += fmt::format("{},{},{},{},{},{},{},{}\n", r.rank, op.id, csv_field(op.name),
-                       trace::kind_name(op.kind), st, en, en - st, trace::op_flops(op));
+    const double st = ns_of(r.start), en = ns_of(r.end);
+    const auto layer = trace::infer_layer(op);
+    csv += fmt::format("{},{},{},{},{},{},{},{},{},{}\n", r.rank, op.id, csv_field(op.name),
+                       trace::kind_name(op.kind), phase_name(op),
+                       layer ? fmt::format("{}", *layer) : "", st, en, ns_of(r.end - r.start),
+                       trace::op_flops(op));
   }
   return csv;
 }
 
-// Chrome/Perfetto trace events: one per op, on the first lane of its rank free at its start.
-Json timeline(const run::RunData& d) {
-  const trace::Workload& w = *d.workload;
-  Json events = Json::array();
-  std::map<int, std::vector<sc_core::sc_time>> lanes;  // per rank: end time of each lane
-  for (const auto& r : ordered_records(d)) {
-    const auto& op = w.ranks[std::size_t(r.rank)].ops[r.index];
-    const double st = r.start.to_seconds() * 1e9, en = r.end.to_seconds() * 1e9;
-    auto& l = lanes[r.rank];
-    std::size_t lane = 0;
-    while (lane < l.size() && l[lane] > r.start) ++lane;
-    if (lane == l.size()) l.push_back(r.end); else l[lane] = r.end;
-    events.push_back({{"name", op.name.empty() ? std::string(trace::kind_name(op.kind)) : op.name},
-                      {"cat", std::string(trace::kind_name(op.kind))},
-                      {"ph", "X"},
-                      {"ts", st / 1e3},
-                      {"dur", (en - st) / 1e3},
-                      {"pid", r.rank},
-                      {"tid", lane}});
-  }
-  return {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
+// The chips the workload runs on, in order.
+std::vector<int> used_chips(const run::RunData& d) {
+  std::set<int> s(d.rank_to_chip.begin(), d.rank_to_chip.end());
+  return {s.begin(), s.end()};
 }
 
-// The terminal summary, from the summary JSON `s`.
+Json identity_json(const run::RunData& d, const Identity& id) {
+  const config::Config& cfg = *d.config;
+  Json j;
+  j["trnsim_version"] = std::string(version());
+  j["git_commit"] = std::string(git_commit());
+  j["command_line"] = id.command_line;
+  j["config"] = {{"given", id.config},
+                 {"files", id.config_files},
+                 {"rack", cfg.rack ? cfg.rack->name : ""},
+                 {"chip", cfg.chip ? cfg.chip->name : ""}};
+  j["trace"] = {{"given", id.trace},
+                {"files", id.trace_files},
+                {"bytes", id.trace_bytes},
+                {"sha256", id.trace_sha256},
+                {"name", d.workload->name}};
+  j["seed"] = cfg.sim.seed;
+  // The fidelity preset (/sim/fidelity as it applied) and the model of each part; compute
+  // records, for the op-level tier, how many distinct ops the tile model simulated.
+  j["fidelity"] = d.fidelity;
+  j["models"] = {{"memory", {{"model", d.memory_model}}},
+                 {"compute", {{"model", d.compute_model}}},
+                 {"network", {{"model", d.network_model}}}};
+  if (d.compute_model == "op") {
+    const double ops = double(d.compute_ops);
+    j["models"]["compute"]["shapes_simulated"] = d.compute_shapes_simulated;
+    j["models"]["compute"]["ops"] = d.compute_ops;
+    j["models"]["compute"]["reuse_rate"] =
+        ops > 0 ? 1.0 - double(d.compute_shapes_simulated) / ops : 0.0;
+  }
+  // Wall time differs between identical runs: it is in host.json, so this file stays
+  // byte-identical for the same inputs.
+  j["wall_time"] = "host.json";
+  return j;
+}
+
+// Tokens of one step from the workload's metadata: "tokens", else global_batch * seq_len.
+std::optional<double> tokens_of(const trace::Workload& w) {
+  const Json& m = w.metadata;
+  if (!m.is_object()) return std::nullopt;
+  if (m.contains("tokens") && m["tokens"].is_number() && m["tokens"].get<double>() > 0) {
+    return m["tokens"].get<double>();
+  }
+  if (m.contains("global_batch") && m.contains("seq_len") && m["global_batch"].is_number() &&
+      m["seq_len"].is_number()) {
+    const double t = m["global_batch"].get<double>() * m["seq_len"].get<double>();
+    if (t > 0) return t;
+  }
+  return std::nullopt;
+}
+
+Json performance_json(const run::RunData& d, double T, std::size_t chips_used) {
+  const config::ChipParams& chip = *d.config->chip;
+  const trace::Workload& w = *d.workload;
+  std::map<DType, double> all, tensor;
+  double flops = 0;
+  for (const auto& r : w.ranks) {
+    for (const auto& op : r.ops) {
+      if (!trace::is_compute(op.kind)) continue;
+      const double f = trace::op_flops(op);
+      flops += f;
+      all[op.dtype] += f;
+      if (on_tensor_engine(op.kind)) tensor[op.dtype] += f;
+    }
+  }
+  Json j;
+  j["step_time_ns"] = ns_of(d.end);
+  j["flops"] = flops;
+  j["flops_per_s"] = safe_div(flops, T);
+  Json by = Json::object();
+  double busy_at_peak = 0;  // seconds the Tensor engines would need at their peak
+  for (const auto& [dt, f] : all) {
+    Json& e = by[std::string(config::enum_name(dt))];
+    e = {{"flops", f}, {"flops_per_s", safe_div(f, T)}};
+    const auto t = tensor.find(dt);
+    if (t == tensor.end()) continue;
+    const DType ran = ran_as(chip, dt);
+    const double peak = tensor_peak(chip, ran) * double(chips_used);
+    busy_at_peak += safe_div(t->second, peak);
+    e["tensor_flops"] = t->second;
+    e["ran_as"] = std::string(config::enum_name(ran));
+    e["peak_flops_per_s"] = peak;
+    e["fraction_of_peak"] = safe_div(safe_div(t->second, T), peak);
+  }
+  j["by_dtype"] = by;
+  j["tensor_fraction_of_peak"] = safe_div(busy_at_peak, T);
+  if (const auto tok = tokens_of(w)) {
+    j["tokens"] = *tok;
+    j["tokens_per_s"] = safe_div(*tok, T);
+  } else {
+    j["tokens"] = nullptr;
+    j["tokens_per_s"] = nullptr;
+  }
+  return j;
+}
+
+Json parts_json(const Parts& p) {
+  return {{"compute_ns", ns(p.compute_ps)},
+          {"overlapped_ns", ns(p.overlapped_ps)},
+          {"exposed_communication_ns", ns(p.exposed_ps)},
+          {"waiting_ns", ns(p.waiting_ps)},
+          {"waiting_for_peers_ns", ns(p.waiting_for_peers_ps)}};
+}
+
+Json share_json(const Share& s) {
+  return {{"ops", s.ops},
+          {"compute_ns", s.compute_ns},
+          {"overlapped_ns", s.overlapped_ns},
+          {"exposed_communication_ns", s.exposed_ns},
+          {"waiting_for_peers_ns", s.waiting_for_peers_ns}};
+}
+
+void add_share(Share& to, const Share& s, double scale) {
+  to.ops += s.ops;
+  to.compute_ns += s.compute_ns * scale;
+  to.overlapped_ns += s.overlapped_ns * scale;
+  to.exposed_ns += s.exposed_ns * scale;
+  to.waiting_for_peers_ns += s.waiting_for_peers_ns * scale;
+}
+
+Json breakdown_json(const run::RunData& d, const Breakdown& b) {
+  const trace::Workload& w = *d.workload;
+  Json j;
+  Json ranks = Json::array();
+  Parts sum;
+  std::map<std::string, Share> phases;
+  std::map<int, Share> layers;
+  const double per_rank = 1.0 / double(std::max<std::size_t>(1, b.ranks.size()));
+  for (const auto& r : b.ranks) {
+    Json e = parts_json(r.parts);
+    e["rank"] = r.rank;
+    e["chip"] = d.rank_to_chip.at(std::size_t(r.rank));
+    e["end_ns"] = ns(r.end_ps);
+    Json ph = Json::object();
+    for (const auto& [k, s] : r.by_phase) {
+      ph[k] = share_json(s);
+      add_share(phases[k], s, per_rank);
+    }
+    e["by_phase"] = ph;
+    Json ly = Json::object();
+    for (const auto& [k, s] : r.by_layer) {
+      ly[std::to_string(k)] = share_json(s);
+      add_share(layers[k], s, per_rank);
+    }
+    e["by_layer"] = ly;
+    ranks.push_back(std::move(e));
+    sum.compute_ps += r.parts.compute_ps;
+    sum.overlapped_ps += r.parts.overlapped_ps;
+    sum.exposed_ps += r.parts.exposed_ps;
+    sum.waiting_ps += r.parts.waiting_ps;
+    sum.waiting_for_peers_ps += r.parts.waiting_for_peers_ps;
+  }
+  // The machine: the mean over ranks (so it, too, adds up to the step time).
+  Json m = {{"compute_ns", ns(sum.compute_ps) * per_rank},
+            {"overlapped_ns", ns(sum.overlapped_ps) * per_rank},
+            {"exposed_communication_ns", ns(sum.exposed_ps) * per_rank},
+            {"waiting_ns", ns(sum.waiting_ps) * per_rank},
+            {"waiting_for_peers_ns", ns(sum.waiting_for_peers_ps) * per_rank}};
+  Json ph = Json::object();
+  for (const auto& [k, s] : phases) ph[k] = share_json(s);
+  m["by_phase"] = ph;
+  Json ly = Json::object();
+  for (const auto& [k, s] : layers) ly[std::to_string(k)] = share_json(s);
+  m["by_layer"] = ly;
+  j["step_time_ns"] = ns(b.step_ps);
+  j["machine"] = m;
+  j["ranks"] = ranks;
+  Json path = Json::array();
+  const auto& ops = w.ranks[std::size_t(b.slowest_rank)].ops;
+  for (const auto& s : b.critical_path) {
+    const auto& op = ops[s.index];
+    path.push_back({{"id", op.id},
+                    {"name", op.name},
+                    {"kind", std::string(trace::kind_name(op.kind))},
+                    {"phase", phase_name(op)},
+                    {"start_ns", ns(s.start_ps)},
+                    {"end_ns", ns(s.end_ps)},
+                    {"gap_before_ns", ns(s.gap_ps)},
+                    {"waiting_for_peers_ns", ns(s.peers_ps)}});
+  }
+  j["critical_path"] = {{"rank", b.slowest_rank}, {"ops", path}};
+  return j;
+}
+
+// HBM: the chip-level memory blocks of the used chips, and their stacks where the model has them.
+Json memory_json(const run::RunData& d, double T, const std::vector<int>& used) {
+  const config::ChipParams& chip = *d.config->chip;
+  const double stack_peak = chip.hbm.bandwidth.si / std::max(1, chip.hbm.stacks);
+  std::set<std::string> prefixes;
+  for (int c : used) prefixes.insert(fmt::format("rack.chip{}.hbm", c));
+  double rd = 0, wr = 0, hits = 0, runs = 0;
+  Json stacks = Json::array();
+  for (const auto& b : d.stats) {
+    const auto dot = b.name.find(".hbm");
+    if (dot == std::string::npos) continue;
+    const std::string base = b.name.substr(0, dot + 4);
+    if (!prefixes.count(base)) continue;
+    const model::Stat* r = find_stat(b, "bytes_read");
+    const model::Stat* wv = find_stat(b, "bytes_written");
+    if (b.name == base && r && wv) {
+      rd += r->value;
+      wr += wv->value;
+    }
+    const model::Stat* h = find_stat(b, "row_hits");
+    if (h && r && wv) {  // a stack of the detailed model
+      const model::Stat* n = find_stat(b, "runs");
+      hits += h->value;
+      if (n) runs += n->value;
+      stacks.push_back({{"name", b.name},
+                        {"read_bytes_per_s", safe_div(r->value, T)},
+                        {"write_bytes_per_s", safe_div(wv->value, T)},
+                        {"fraction_of_peak", safe_div(safe_div(r->value + wv->value, T), stack_peak)},
+                        {"row_hit_rate", n && n->value > 0 ? Json(h->value / n->value) : Json()}});
+    }
+  }
+  const double peak = chip.hbm.bandwidth.si * double(used.size());
+  Json j = {{"chips", used.size()},
+            {"read_bytes", rd},
+            {"write_bytes", wr},
+            {"read_bytes_per_s", safe_div(rd, T)},
+            {"write_bytes_per_s", safe_div(wr, T)},
+            {"bytes_per_s", safe_div(rd + wr, T)},
+            {"peak_bytes_per_s", peak},
+            {"fraction_of_peak", safe_div(safe_div(rd + wr, T), peak)},
+            {"stack_peak_bytes_per_s", stack_peak},
+            {"row_hit_rate", runs > 0 ? Json(hits / runs) : Json()},
+            {"stacks", stacks},
+            {"model", d.memory_model}};
+  return j;
+}
+
+Json fabric_json(const run::RunData& d, double T) {
+  const auto& t = d.network;
+  // Tiers: both ends in one server (first tier of the topology), or not.
+  auto tier_of = [&](int src, int dst) -> std::string {
+    if (d.first_tier_chips == 0) return "fabric";
+    return src / d.first_tier_chips == dst / d.first_tier_chips ? "inside_server" : "across_servers";
+  };
+  std::map<std::string, std::vector<double>> msg, pkt, pkt_unloaded, pkt_queue;
+  for (const auto& s : d.transfers) {
+    for (const std::string& k : {tier_of(s.src, s.dst), std::string("all")}) msg[k].push_back(s.latency_s);
+  }
+  for (const auto& p : d.packets) {
+    for (const std::string& k : {tier_of(p.src, p.dst), std::string("all")}) {
+      pkt[k].push_back(double(p.hops_s) + double(p.queueing_s));
+      pkt_unloaded[k].push_back(p.hops_s);
+      pkt_queue[k].push_back(p.queueing_s);
+    }
+  }
+  Json tiers = Json::object();
+  for (const auto& [k, v] : msg) {
+    tiers[k] = {{"message_latency_ns", percentiles_ns(v)},
+                {"packet_latency_ns", percentiles_ns(pkt[k])},
+                {"packet_unloaded_latency_ns", percentiles_ns(pkt_unloaded[k])},
+                {"packet_queueing_ns", percentiles_ns(pkt_queue[k])}};
+  }
+  const auto links = utilisations(d.stats, "rack.fabric.link");
+  double mean = 0;
+  for (const auto& l : links) mean += l.second;
+  std::map<std::string, const model::BlockStats*> by_name;
+  for (const auto& b : d.stats) by_name[b.name] = &b;
+  auto stat = [&](const std::string& block, std::string_view name) {
+    const auto it = by_name.find(block);
+    const model::Stat* st = it == by_name.end() ? nullptr : find_stat(*it->second, name);
+    return st ? st->value : 0.0;
+  };
+  auto link_json = [&](const std::string& name) {
+    return Json{{"name", name},
+                {"utilisation", stat(name, "utilisation")},
+                {"credit_stall_ns", stat(name, "credit_stall_time") * 1e9},
+                {"max_buffer_occupancy_flits", stat(name, "max_buffer_occupancy")},
+                {"buffer_per_vc_flits", stat(name, "buffer_per_vc")}};
+  };
+  Json hottest = Json::array();
+  for (std::size_t i = 0; i < links.size() && i < 10; ++i) hottest.push_back(link_json(links[i].first));
+  // Back-pressure: the link directions that waited longest for credits, and the switches whose
+  // output ports waited longest (their deepest queue with it).
+  std::vector<std::pair<double, std::string>> stalled, switches;
+  for (const auto& b : d.stats) {
+    if (!b.name.starts_with("rack.fabric.")) continue;
+    if (const model::Stat* cs = find_stat(b, "credit_stall_time"); cs && cs->value > 0) {
+      stalled.emplace_back(cs->value, b.name);
+    }
+    if (b.name.starts_with("rack.fabric.chip") || !find_stat(b, "packets_forwarded")) continue;
+    double wait = 0;
+    for (const auto& st : b.stats) {
+      if (st.name.ends_with("_wait_time")) wait += st.value;
+    }
+    switches.emplace_back(wait, b.name);
+  }
+  auto worst_first = [](auto& v) {
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
+  };
+  worst_first(stalled);
+  worst_first(switches);
+  Json stalled_j = Json::array(), switches_j = Json::array();
+  for (std::size_t i = 0; i < stalled.size() && i < 5; ++i) stalled_j.push_back(link_json(stalled[i].second));
+  for (std::size_t i = 0; i < switches.size() && i < 5; ++i) {
+    double deepest = 0;
+    for (const auto& st : by_name[switches[i].second]->stats) {
+      if (st.name.ends_with("_max_queue")) deepest = std::max(deepest, st.value);
+    }
+    switches_j.push_back({{"name", switches[i].second},
+                          {"port_wait_ns", switches[i].first * 1e9},
+                          {"max_queue_packets", deepest}});
+  }
+  return {{"model", d.network_model},
+          {"messages", t.transfers_completed},
+          {"packets_delivered", t.packets_delivered},
+          {"bytes_delivered", t.bytes_delivered},
+          {"wire_bytes", t.wire_bytes},
+          {"credit_stall_ns", t.credit_stall_ns},
+          {"tiers", tiers},
+          {"links", {{"directions", links.size()},
+                     {"mean_utilisation", safe_div(mean, double(links.size()))},
+                     {"capacity_bytes_per_s", d.fabric_capacity_bytes_per_s},
+                     {"wire_bytes_per_s", safe_div(t.wire_bytes, T)},
+                     {"hottest", hottest}}},
+          {"back_pressure", {{"links_stalled", stalled.size()},
+                             {"most_stalled_links", stalled_j},
+                             {"switches_waiting_longest", switches_j}}}};
+}
+
+struct EnergyFigures {
+  Json json;
+  double total = 0, average_power = 0, peak_power = 0;
+};
+
+// Energy of the workload: its chips whole, the fabric's dynamic energy and the share of the
+// fabric's static energy of the chips it uses; the rest of the rack apart.
+EnergyFigures energy_json(const run::RunData& d, double T, const std::vector<int>& used,
+                          double flops, std::optional<double> tokens) {
+  std::map<std::string, double> comp;
+  double used_static = 0, used_dynamic = 0, idle_static = 0, idle_dynamic = 0, chips_total = 0;
+  std::vector<bool> is_used(d.chip_energy.size(), false);
+  for (int c : used) is_used.at(std::size_t(c)) = true;
+  for (std::size_t c = 0; c < d.chip_energy.size(); ++c) {
+    const auto& e = d.chip_energy[c];
+    chips_total += e.total().si;
+    if (!is_used[c]) {
+      idle_static += e.static_.si;
+      idle_dynamic += e.dynamic.si;
+      continue;
+    }
+    used_static += e.static_.si;
+    used_dynamic += e.dynamic.si;
+    for (const auto& [k, v] : e.by_category_joules) comp["chip_" + k] += v;
+  }
+  const double share = safe_div(double(used.size()), double(d.chip_energy.size()));
+  const double fabric_static_used = d.fabric_energy.static_.si * share;
+  comp["chip_static"] = used_static;
+  comp["fabric_dynamic"] = d.fabric_energy.dynamic.si;
+  comp["fabric_static"] = fabric_static_used;
+  // Blocks outside the chips and the fabric (none today) count with the workload.
+  comp["other"] = d.energy.total().si - chips_total - d.fabric_energy.total().si;
+  double total = 0;
+  for (const auto& [k, v] : comp) total += v;
+  EnergyFigures f;
+  f.total = total;
+  f.average_power = safe_div(total, T);
+  // Peak: the largest average over one sample interval (dynamic energy of the used chips and
+  // the fabric) plus the static power, which is constant.
+  const double static_power = safe_div(used_static + fabric_static_used, T);
+  double peak_dynamic = 0;
+  for (std::size_t i = 1; i < d.samples.size(); ++i) {
+    const auto& a = d.samples[i - 1];
+    const auto& b = d.samples[i];
+    double e = b.fabric_dynamic_j - a.fabric_dynamic_j;
+    e += b.used_chips_dynamic_j - a.used_chips_dynamic_j;
+    // The last interval may reach past the step's end: divide by the part inside it.
+    const double dt = std::min(b.t_s, T) - a.t_s;
+    if (dt > 0) peak_dynamic = std::max(peak_dynamic, e / dt);
+  }
+  f.peak_power = std::max(static_power + peak_dynamic, f.average_power);
+  Json c = Json::object();
+  for (const auto& [k, v] : comp) c[k] = v;
+  f.json = {{"chips_used", used.size()},
+            {"total_j", total},
+            {"components_j", c},
+            {"dynamic_j", used_dynamic + d.fabric_energy.dynamic.si},
+            {"static_j", used_static + fabric_static_used},
+            {"average_power_w", f.average_power},
+            {"average_power_per_chip_w", safe_div(f.average_power, double(used.size()))},
+            {"peak_power_w", f.peak_power},
+            {"peak_power_interval_ns", d.sample_interval_s * 1e9},
+            {"flops_per_j", safe_div(flops, total)},
+            {"tflops_per_w", safe_div(flops, total) / 1e12},
+            {"tokens_per_j", tokens ? Json(safe_div(*tokens, total)) : Json()},
+            {"idle_chips", {{"chips", d.chip_energy.size() - used.size()},
+                            {"static_j", idle_static},
+                            {"dynamic_j", idle_dynamic},
+                            {"fabric_static_j", d.fabric_energy.static_.si - fabric_static_used}}},
+            {"rack_total_j", d.energy.total().si}};
+  return f;
+}
+
+Json collectives_json(const run::RunData& d) {
+  Json coll = Json::object();
+  for (const auto& c : d.collectives) {
+    Json& k = coll[std::string(trace::kind_name(c.kind))];
+    if (k.is_null()) k = {{"count", 0}, {"time_ns", 0.0}, {"wire_bytes", 0.0}};
+    k["count"] = k["count"].get<int>() + 1;
+    k["time_ns"] = k["time_ns"].get<double>() + ns_of(c.end - c.first_arrival);
+    k["wire_bytes"] = k["wire_bytes"].get<double>() + double(c.wire_bytes);
+    std::string alg = std::string(replay::algorithm_name(c.algorithm));
+    Json& a = k["algorithms"][alg];
+    a = a.is_null() ? 1 : a.get<int>() + 1;
+  }
+  return coll;
+}
+
+Json ops_by_kind_json(const run::RunData& d) {
+  const trace::Workload& w = *d.workload;
+  Json kinds = Json::object();
+  for (const auto& r : d.records) {
+    const auto& op = w.ranks[std::size_t(r.rank)].ops[r.index];
+    Json& k = kinds[std::string(trace::kind_name(op.kind))];
+    if (k.is_null()) k = {{"count", 0}, {"busy_ns_summed_over_ranks", 0.0}};
+    k["count"] = k["count"].get<int>() + 1;
+    k["busy_ns_summed_over_ranks"] = k["busy_ns_summed_over_ranks"].get<double>() + ns_of(r.end - r.start);
+  }
+  return kinds;
+}
+
+double pct(double part, double whole) { return 100 * safe_div(part, whole); }
+
+// The terminal summary, from report.json `s`: the breakdown first.
 std::string summary_text(const Json& s, const run::RunData& d) {
   const config::Config& cfg = *d.config;
   const trace::Workload& w = *d.workload;
-  const double T = d.end.to_seconds();
-  const auto& totals = d.network;
-  const double power = s["energy"]["average_power_w"].get<double>();
+  const Json& id = s["identity"];
+  const Json& b = s["breakdown"];
+  const Json& m = b["machine"];
+  const double T = b["step_time_ns"].get<double>();
   std::string t;
-  t += fmt::format("trnsim run: {} ({} x {}), workload {} ({} ranks, {} ops)\n", cfg.rack->name,
-                   d.chips, cfg.chip->name, w.name, w.num_ranks(),
+  t += fmt::format("trnsim run: {} ({} x {}), workload {} ({} ranks on {} of {} chips, {} ops)\n",
+                   cfg.rack->name, d.chips, cfg.chip->name, w.name, w.num_ranks(),
+                   s["energy"]["chips_used"].get<std::size_t>(), d.chips,
                    s["workload"]["ops"].get<std::size_t>());
-  const Json& fid = s["fidelity"];
-  t += fmt::format("  fidelity             {}: network {}, compute {}, memory {}\n",
-                   fid["preset"].get<std::string>(), fid["network"].get<std::string>(),
-                   fid["compute"].get<std::string>(), fid["memory"].get<std::string>());
-  t += fmt::format("  step time            {:.3f} ms\n", T * 1e3);
-  t += fmt::format("  achieved             {:.2f} PFLOPS = {:.1f} % of {:.1f} PFLOPS FP8 peak ({} chips)\n",
-                   s["achieved_pflops"].get<double>(), 100 * s["fraction_of_peak"].get<double>(),
-                   s["peak_pflops"].get<double>(), w.num_ranks());
-  t += fmt::format("  HBM                  {}/s over the step = {:.1f} % of peak\n",
-                   fmt_si(d.hbm_bytes / std::max(T, 1e-30), "B"),
-                   100 * s["hbm"]["fraction_of_peak"].get<double>());
-  const Json& pl = s["fabric"]["packet_latency_ns"];
-  const Json& tl = s["fabric"]["transfer_latency_ns"];
-  if (!pl.empty()) {
-    t += fmt::format("  fabric               {} transfers, {} delivered; packet latency mean "
-                     "{:.0f} ns, p99 {:.0f} ns; transfer latency p99 {:.1f} us\n",
-                     totals.transfers_completed, fmt_si(double(totals.bytes_delivered), "B"),
-                     pl["mean"].get<double>(), pl["p99"].get<double>(),
-                     tl["p99"].get<double>() / 1e3);
+  if (!id["config"]["given"].get<std::string>().empty()) {
+    t += fmt::format("  config               {}\n", id["config"]["given"].get<std::string>());
   }
-  t += fmt::format("  energy               {:.3f} J, {:.1f} kW average ({:.0f} W per chip), "
-                   "{:.3f} TFLOPS/W\n",
-                   d.energy.total().si, power / 1e3, power / double(d.chips),
-                   s["energy"]["tflops_per_w"].get<double>());
+  const Json& models = id["models"];
+  t += fmt::format("  fidelity             {}: network {}, compute {}, memory {}\n",
+                   id["fidelity"].get<std::string>(),
+                   models["network"]["model"].get<std::string>(),
+                   models["compute"]["model"].get<std::string>(),
+                   models["memory"]["model"].get<std::string>());
+  t += fmt::format("  step time            {:.3f} ms (slowest rank {})\n", T / 1e6,
+                   b["critical_path"]["rank"].get<int>());
+  t += fmt::format("  step breakdown       mean over ranks: compute {:.1f} %, overlapped {:.1f} %, "
+                   "exposed communication {:.1f} %, waiting {:.1f} % ({:.1f} % for peers)\n",
+                   pct(m["compute_ns"].get<double>(), T), pct(m["overlapped_ns"].get<double>(), T),
+                   pct(m["exposed_communication_ns"].get<double>(), T),
+                   pct(m["waiting_ns"].get<double>(), T), pct(m["waiting_for_peers_ns"].get<double>(), T));
+  std::string phases;
+  for (const auto& [k, v] : m["by_phase"].items()) {
+    const double busy = v["compute_ns"].get<double>() + v["overlapped_ns"].get<double>() +
+                        v["exposed_communication_ns"].get<double>() + v["waiting_for_peers_ns"].get<double>();
+    phases += fmt::format("{}{} {:.1f} %", phases.empty() ? "" : ", ", k, pct(busy, T));
+  }
+  if (!phases.empty()) t += fmt::format("    by phase           {}\n", phases);
+  // The longest ops of the critical path.
+  std::vector<std::pair<double, std::string>> longest;
+  for (const auto& op : b["critical_path"]["ops"]) {
+    const double dur = op["end_ns"].get<double>() - op["start_ns"].get<double>();
+    longest.emplace_back(dur, fmt::format("{} {} ({} to {})", op["name"].get<std::string>(),
+                                          fmt_time(dur), fmt_time(op["start_ns"].get<double>()),
+                                          fmt_time(op["end_ns"].get<double>())));
+  }
+  std::stable_sort(longest.begin(), longest.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
+  std::string lp;
+  for (std::size_t i = 0; i < longest.size() && i < 3; ++i) lp += (i ? ", " : "") + longest[i].second;
+  t += fmt::format("    critical path      {} ops; longest {}\n", b["critical_path"]["ops"].size(), lp);
+  const Json& p = s["performance"];
+  std::string peaks;
+  for (const auto& [k, v] : p["by_dtype"].items()) {
+    if (!v.contains("peak_flops_per_s")) continue;
+    const std::string ran = v["ran_as"].get<std::string>();
+    std::string label = ran;
+    std::transform(label.begin(), label.end(), label.begin(), ::toupper);
+    peaks += fmt::format("{}{} {}{}", peaks.empty() ? "" : ", ", label,
+                         fmt_si(v["peak_flops_per_s"].get<double>(), "FLOPS"),
+                         ran == k ? "" : fmt::format(" (for {})", k));
+  }
+  t += fmt::format("  achieved             {} = {:.1f} % of the Tensor peak of the types run ({})\n",
+                   fmt_si(p["flops_per_s"].get<double>(), "FLOPS"),
+                   100 * p["tensor_fraction_of_peak"].get<double>(), peaks);
+  if (!p["tokens_per_s"].is_null()) {
+    t += fmt::format("  tokens               {:.0f} per step, {} tokens/s\n", p["tokens"].get<double>(),
+                     fmt_si(p["tokens_per_s"].get<double>(), ""));
+  }
+  const Json& h = s["memory"];
+  t += fmt::format("  HBM                  read {}/s, write {}/s = {:.1f} % of peak{}\n",
+                   fmt_si(h["read_bytes_per_s"].get<double>(), "B"),
+                   fmt_si(h["write_bytes_per_s"].get<double>(), "B"),
+                   100 * h["fraction_of_peak"].get<double>(),
+                   h["row_hit_rate"].is_null() ? std::string()
+                       : fmt::format(", row hits {:.1f} %", 100 * h["row_hit_rate"].get<double>()));
+  const Json& f = s["fabric"];
+  t += fmt::format("  fabric               {} messages, {} packets, {} delivered\n",
+                   f["messages"].get<std::uint64_t>(), f["packets_delivered"].get<std::uint64_t>(),
+                   fmt_si(double(f["bytes_delivered"].get<std::uint64_t>()), "B"));
+  for (const auto& [k, v] : f["tiers"].items()) {
+    if (k == "all" && f["tiers"].size() > 2) continue;
+    const Json& ml = v["message_latency_ns"];
+    const Json& pl = v["packet_latency_ns"];
+    const Json& ul = v["packet_unloaded_latency_ns"];
+    t += fmt::format("    {:<18} message p50 {}, p99 {}", k, fmt_time(ml["p50"].get<double>()),
+                     fmt_time(ml["p99"].get<double>()));
+    if (!pl.empty()) {
+      t += fmt::format("; packet p50 {}, p99 {} (unloaded p99 {})", fmt_time(pl["p50"].get<double>()),
+                       fmt_time(pl["p99"].get<double>()), fmt_time(ul["p99"].get<double>()));
+    }
+    t += "\n";
+  }
+  const Json& hot = f["links"]["hottest"];
+  if (!hot.empty()) {
+    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %; {} directions waited "
+                     "for credits\n",
+                     100 * f["links"]["mean_utilisation"].get<double>(),
+                     hot[0]["name"].get<std::string>(), 100 * hot[0]["utilisation"].get<double>(),
+                     f["back_pressure"]["links_stalled"].get<std::size_t>());
+  }
+  const Json& e = s["energy"];
+  t += fmt::format("  energy               {:.3f} J over {} chips: {} average, {} peak, {} "
+                   "({:.3f} TFLOPS/W); idle chips {:.3f} J apart\n",
+                   e["total_j"].get<double>(), e["chips_used"].get<std::size_t>(),
+                   fmt_si(e["average_power_w"].get<double>(), "W"), fmt_si(e["peak_power_w"].get<double>(), "W"),
+                   fmt_si(e["flops_per_j"].get<double>(), "FLOP/J"), e["tflops_per_w"].get<double>(),
+                   e["idle_chips"]["static_j"].get<double>() + e["idle_chips"]["dynamic_j"].get<double>() +
+                       e["idle_chips"]["fabric_static_j"].get<double>());
   t += "  busiest resources   ";
   const Json& busiest = s["busiest"];
   for (std::size_t i = 0; i < busiest.size() && i < 5; ++i) {
     t += fmt::format(" {} {:.0f} %{}", busiest[i]["name"].get<std::string>(),
-                     100 * busiest[i]["utilisation"].get<double>(), i + 1 < 5 ? "," : "");
+                     100 * busiest[i]["utilisation"].get<double>(), i + 1 < std::min<std::size_t>(5, busiest.size()) ? "," : "");
   }
   t += "\n";
   for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
@@ -150,7 +676,21 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   return t;
 }
 
+std::string number(const Json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) return csv_field(v.get<std::string>());
+  return v.dump();
+}
+
 }  // namespace
+
+const std::array<std::string_view, 24> kSummaryColumns = {
+    "rack", "chip", "workload", "ranks", "chips_used", "step_time_ns", "flops_per_s",
+    "tensor_fraction_of_peak", "tokens_per_s", "compute_ns", "overlapped_ns",
+    "exposed_communication_ns", "waiting_ns", "hbm_bytes_per_s", "hbm_fraction_of_peak",
+    "fabric_bytes_delivered", "message_latency_p99_ns", "packet_latency_p99_ns",
+    "hottest_link_utilisation", "energy_j", "average_power_w", "peak_power_w", "flops_per_j",
+    "tokens_per_j"};
 
 Json percentiles_ns(std::vector<double> seconds) {
   const model::Histogram h(std::move(seconds));
@@ -158,92 +698,38 @@ Json percentiles_ns(std::vector<double> seconds) {
   return {{"count", h.count()},
           {"mean", h.mean() * 1e9},
           {"p50", h.quantile(0.5) * 1e9},
+          {"p90", h.quantile(0.9) * 1e9},
           {"p99", h.quantile(0.99) * 1e9},
           {"max", h.max() * 1e9}};
 }
 
-Report make_report(const run::RunData& d) {
+Report make_report(const run::RunData& d, const Identity& identity, const TimelineOptions& tl) {
   const config::Config& cfg = *d.config;
   const trace::Workload& w = *d.workload;
+  if (!cfg.chip || !cfg.rack) throw InternalError("make_report: a run without chip or rack");
   const double T = d.end.to_seconds();
   Report out;
   out.stats = stats_json(d.stats);
-  const auto& energy = d.energy;
-  const auto& totals = d.network;
-  // ---- work and rates --------------------------------------------------------------------------
-  double flops = 0;
-  for (const auto& r : w.ranks) flops += trace::total_flops(r);
-  const int chips_used = w.num_ranks();
-  const double peak = fp8_peak(*cfg.chip) * chips_used;
-  const double hbm_peak = cfg.chip->hbm.bandwidth.si * chips_used;
-  
-  Json& s = out.summary;
-  s["rack"] = cfg.rack->name;
-  s["chip"] = cfg.chip->name;
-  s["chips"] = d.chips;
-  s["workload"] = {{"name", w.name}, {"ranks", w.num_ranks()}};
+  const std::vector<int> used = used_chips(d);
+  Json& s = out.report;
+  s["schema"] = "trnsim-report";
+  s["schema_version"] = kSchemaVersion;
+  s["identity"] = identity_json(d, identity);
   std::size_t nops = 0;
   for (const auto& r : w.ranks) nops += r.ops.size();
-  s["workload"]["ops"] = nops;
-  s["fidelity"] = {{"preset", d.fidelity},
-                   {"network", d.network_model},
-                   {"compute", d.compute_model},
-                   {"memory", d.memory_model}};
-  s["step_time_ns"] = T * 1e9;
-  s["flops"] = flops;
-  s["achieved_pflops"] = T > 0 ? flops / T / 1e15 : 0.0;
-  s["peak_pflops"] = peak / 1e15;
-  s["fraction_of_peak"] = T > 0 && peak > 0 ? flops / T / peak : 0.0;
-  s["hbm"] = {{"bytes", d.hbm_bytes},
-              {"bytes_per_s", T > 0 ? d.hbm_bytes / T : 0.0},
-              {"peak_bytes_per_s", hbm_peak},
-              {"fraction_of_peak", T > 0 ? d.hbm_bytes / T / hbm_peak : 0.0}};
-  s["fabric"] = {{"transfers", totals.transfers_completed},
-                 {"bytes_delivered", totals.bytes_delivered},
-                 {"packets_delivered", totals.packets_delivered},
-                 {"credit_stall_ns", totals.credit_stall_ns},
-                 {"transfer_latency_ns", percentiles_ns(d.transfer_latencies)},
-                 {"packet_latency_ns", percentiles_ns(d.packet_latencies)}};
-  Json by_cat = Json::object();
-  for (const auto& [k, v] : energy.by_category_joules) by_cat[k] = v;
-  const double power = T > 0 ? energy.total().si / T : 0.0;
-  s["energy"] = {{"total_j", energy.total().si},
-                 {"dynamic_j", energy.dynamic.si},
-                 {"static_j", energy.static_.si},
-                 {"average_power_w", power},
-                 {"average_power_per_chip_w", power / double(d.chips)},
-                 {"tflops_per_w", energy.total().si > 0 ? flops / energy.total().si / 1e12 : 0.0},
-                 {"dynamic_by_category_j", by_cat}};
-  // Collectives by kind.
-  Json coll = Json::object();
-  for (const auto& c : d.collectives) {
-    Json& k = coll[std::string(trace::kind_name(c.kind))];
-    if (k.is_null()) k = {{"count", 0}, {"time_ns", 0.0}, {"wire_bytes", 0.0}};
-    k["count"] = k["count"].get<int>() + 1;
-    k["time_ns"] = k["time_ns"].get<double>() + (c.end - c.first_arrival).to_seconds() * 1e9;
-    k["wire_bytes"] = k["wire_bytes"].get<double>() + double(c.wire_bytes);
-    std::string alg = std::string(replay::algorithm_name(c.algorithm));
-    Json& a = k["algorithms"][alg];
-    a = a.is_null() ? 1 : a.get<int>() + 1;
-  }
-  s["collectives"] = coll;
-  // Compute time by op kind (summed over ranks) and the busiest resources.
-  Json kinds = Json::object();
-  for (const auto& r : d.records) {
-    const auto& op = w.ranks[std::size_t(r.rank)].ops[r.index];
-    Json& k = kinds[std::string(trace::kind_name(op.kind))];
-    if (k.is_null()) k = {{"count", 0}, {"time_ns", 0.0}};
-    k["count"] = k["count"].get<int>() + 1;
-    k["time_ns"] = k["time_ns"].get<double>() + (r.end - r.start).to_seconds() * 1e9;
-  }
-  s["ops_by_kind"] = kinds;
-  if (d.compute_model == "op") {
-    const double ops = double(d.compute_ops);
-    s["compute"] = {{"model", d.compute_model},
-                    {"shapes_simulated", d.compute_shapes_simulated},
-                    {"ops", d.compute_ops},
-                    {"reuse_rate", ops > 0 ? 1.0 - d.compute_shapes_simulated / ops : 0.0}};
-  }
+  s["workload"] = {{"name", w.name}, {"ranks", w.num_ranks()}, {"ops", nops}};
+  s["machine"] = {{"rack", cfg.rack->name}, {"chip", cfg.chip->name}, {"chips", d.chips},
+                  {"chips_used", used.size()}, {"chips_per_server", d.first_tier_chips}};
+  s["performance"] = performance_json(d, T, used.size());
+  const Breakdown b = compute_breakdown(w, d.records, d.collectives, d.end);
+  s["breakdown"] = breakdown_json(d, b);
+  s["memory"] = memory_json(d, T, used);
+  s["fabric"] = fabric_json(d, T);
+  const EnergyFigures e = energy_json(d, T, used, s["performance"]["flops"].get<double>(),
+                                      tokens_of(w));
+  s["energy"] = e.json;
+  s["collectives"] = collectives_json(d);
+  s["ops_by_kind"] = ops_by_kind_json(d);
   const auto util = utilisations(d.stats);
   Json busiest = Json::array();
   for (std::size_t i = 0; i < util.size() && i < 8; ++i) {
@@ -255,15 +741,47 @@ Report make_report(const run::RunData& d) {
   for (const auto& n : w.warnings) notes.push_back(n);
   s["notes"] = notes;
 
+  // summary.csv: the same columns for every run, empty where a figure does not exist.
+  const Json& m = s["breakdown"]["machine"];
+  const Json& all = s["fabric"]["tiers"].contains("all") ? s["fabric"]["tiers"]["all"] : Json::object();
+  auto pointer = [&](const Json& j, const char* key) { return j.contains(key) ? j[key] : Json(); };
+  const Json& hot = s["fabric"]["links"]["hottest"];
+  const std::vector<Json> row = {
+      cfg.rack->name, cfg.chip->name, w.name, w.num_ranks(), used.size(), ns_of(d.end),
+      s["performance"]["flops_per_s"], s["performance"]["tensor_fraction_of_peak"],
+      s["performance"]["tokens_per_s"], m["compute_ns"], m["overlapped_ns"],
+      m["exposed_communication_ns"], m["waiting_ns"], s["memory"]["bytes_per_s"],
+      s["memory"]["fraction_of_peak"], s["fabric"]["bytes_delivered"],
+      all.contains("message_latency_ns") ? pointer(all["message_latency_ns"], "p99") : Json(),
+      all.contains("packet_latency_ns") ? pointer(all["packet_latency_ns"], "p99") : Json(),
+      hot.empty() ? Json() : hot[0]["utilisation"], e.total, e.average_power, e.peak_power,
+      s["energy"]["flops_per_j"], s["energy"]["tokens_per_j"]};
+  static_assert(kSummaryColumns.size() == 24);
+  if (row.size() != kSummaryColumns.size()) throw InternalError("summary.csv: row and columns differ");
+  std::string header, line;
+  for (std::size_t i = 0; i < row.size(); ++i) {
+    header += fmt::format("{}{}", i ? "," : "", kSummaryColumns[i]);
+    line += fmt::format("{}{}", i ? "," : "", number(row[i]));
+  }
+  out.summary_csv = header + "\n" + line + "\n";
   out.ops_csv = ops_csv(d);
-  out.timeline = timeline(d);
+  out.timeline = make_timeline(d, tl);
   out.text = summary_text(s, d);
+  Json by_kind = Json::object();
+  for (const auto& [k, n] : d.activations_by_kind) by_kind[k] = n;
+  out.host = {{"wall_time_s", d.wall_seconds},
+              {"simulation_wall_time_s", d.simulation_seconds},
+              {"process_activations", d.activations},
+              {"process_activations_by_kind", by_kind},
+              {"delta_cycles", d.delta_cycles}};
   return out;
 }
 
 void write_outputs(const std::string& dir, const Report& out, const config::LoadedConfig& cfg) {
-  OutputDir d(dir);  // all five files appear together or not at all
-  d.add("summary.json", out.summary.dump(2) + "\n");
+  OutputDir d(dir);  // all files appear together or not at all
+  d.add("report.json", out.report.dump(2) + "\n");
+  d.add("summary.csv", out.summary_csv);
+  d.add("host.json", out.host.dump(2) + "\n");
   d.add("config.json", config::to_json(cfg.config).dump(2) + "\n");
   d.add("stats.json", out.stats.dump(1) + "\n");
   d.add("ops.csv", out.ops_csv);

@@ -125,6 +125,7 @@ void Rack::compute(int chip, const trace::Op& op) {
     const model::OpStats s =
         chips_.at(std::size_t(chip))->execute(*cop, op.name.empty() ? "op" : op.name);
     hbm_bytes_ += s.hbm_bytes;
+    if (observer_) observer_();
   });
 }
 
@@ -149,6 +150,7 @@ void Rack::reduce(int chip, std::uint64_t bytes, trace::DType) {
   const sc_core::sc_time done = reduce_done(chip, bytes);
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   if (done > now) model::wait_counted(activity_, done - now);
+  if (observer_) observer_();
 }
 
 void Rack::start_reduce(int chip, std::uint64_t bytes, trace::DType,
@@ -179,7 +181,10 @@ model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,
 void Rack::record(const model::TransferRecord& rec) {
   transfer_latency_.push_back(rec.latency().si);
   packet_latency_.push_back(rec.last_packet.total.si);
+  transfers_.push_back({int(rec.request.src.v), int(rec.request.dst.v), rec.request.bytes,
+                        rec.packets, rec.latency().si});
   hbm_bytes_ += 2.0 * double(rec.request.bytes);  // read at the source, written at the destination
+  if (observer_) observer_();
 }
 
 void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {

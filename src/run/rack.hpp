@@ -17,6 +17,7 @@
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/replay/engine.hpp"
+#include "trnsim/run/run.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::run {
@@ -49,6 +50,10 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   const std::vector<double>& packet_latencies() const { return packet_latency_; }
   const std::vector<double>& transfer_latencies() const { return transfer_latency_; }
   double hbm_bytes() const { return hbm_bytes_; }
+  const std::vector<TransferSample>& transfer_samples() const { return transfers_; }
+  // Called after every op, reduction and transfer completes (the report's samples): it must
+  // only read, and never wait. Observing this way adds no events, so results cannot move.
+  void set_observer(std::function<void()> f) { observer_ = std::move(f); }
 
  private:
   model::TransferRequest request(int src, int dst, std::uint64_t bytes, std::uint64_t flow) const;
@@ -84,6 +89,8 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   model::ActivityCounter activity_;
   std::vector<std::string> notes_;
   std::vector<double> packet_latency_, transfer_latency_;
+  std::vector<TransferSample> transfers_;
+  std::function<void()> observer_;
   double hbm_bytes_ = 0;
   std::uint64_t capacity_ = 0;
   std::uint64_t reductions_ = 0;  // spreads reduction buffers over HBM rows

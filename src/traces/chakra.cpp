@@ -9,8 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <set>
 #include <sstream>
+
+#include <google/protobuf/util/json_util.h>
 
 #include "chakra_et.pb.h"
 #include "trnsim/dtype.hpp"
@@ -309,6 +312,14 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
         op.flops = static_cast<double>(*num_ops) *
                    (o.num_ops_unit == ChakraOptions::NumOpsUnit::macs ? 2.0 : 1.0);
         if (auto ts = at.get_int("tensor_size")) op.tensor_bytes = size_of(at, "tensor_size", *ts, o);
+        // A matmul ("M") is matrix work: a cube GEMM of the same FLOPs (flops keeps the exact
+        // count), not that many element operations, which would take days and gigabytes.
+        if (op.source_type == "M" && *op.flops > 0) {
+          const auto side = std::uint64_t(std::max(1.0, std::round(std::cbrt(*op.flops / 2))));
+          op.kind = OpKind::gemm;
+          op.m = op.k = op.n = side;
+          op.elements = 0;
+        }
       } else {
         op.kind = OpKind::delay;
         op.duration = Duration(static_cast<double>(node.duration_micros()) / 1e6);
@@ -478,6 +489,18 @@ std::vector<pb::Node> json_nodes(const std::string& file) {
     ids("ctrl_deps", [&](std::int64_t d) { node.add_ctrl_deps(std::uint64_t(d)); });
     ids("data_deps", [&](std::int64_t d) { node.add_data_deps(std::uint64_t(d)); });
     ids("dataDeps", [&](std::int64_t d) { node.add_data_deps(std::uint64_t(d)); });
+    // Attributes in protobuf's JSON mapping ({"name": "comm_size", "int64Val": "4096"}), as
+    // trnsim's JSON export writes them.
+    if (n.contains("attr")) {
+      if (!n["attr"].is_array()) throw TraceError(fmt::format("{}/attr: expected an array", where));
+      for (std::size_t k = 0; k < n["attr"].size(); ++k) {
+        const auto st = google::protobuf::util::JsonStringToMessage(n["attr"][k].dump(), node.add_attr());
+        if (!st.ok()) {
+          throw TraceError(fmt::format("{}/attr/{}: not a Chakra attribute: {}", where, k,
+                                       std::string(st.message())));
+        }
+      }
+    }
     if (n.contains("is_cpu_op")) {
       if (!n["is_cpu_op"].is_boolean()) {
         throw TraceError(fmt::format("{}/is_cpu_op: expected true or false", where));
@@ -763,7 +786,10 @@ A* add_attr(pb::Node& node, const std::string& name) {
   return a;
 }
 
-pb::Node to_node(const Op& op, int rank, const ChakraExportOptions& options) {
+// `groups`: the workload's process groups (an ALL_GATHER's comm_size is a rank's input: the
+// gathered bytes over the group's members, as ASTRA-sim and the reader's default read it).
+pb::Node to_node(const Op& op, int rank, const ChakraExportOptions& options,
+                 const std::map<std::string, std::vector<int>>& groups) {
   pb::Node node;
   node.set_id(op.id);
   node.set_name(op.name);
@@ -789,8 +815,12 @@ pb::Node to_node(const Op& op, int rank, const ChakraExportOptions& options) {
       if (op.tensor_bytes) {
         add_attr(node, "tensor_size")->set_uint64_val(*op.tensor_bytes);
       }
-      add_attr(node, "op_type")->set_string_val(op.source_type ? *op.source_type
-                                                               : std::string(kind_name(op.kind)));
+      // "M" marks matrix work (Chakra's matmul op_type), so that a reader without the embedded
+      // op runs a GEMM or an attention as matrix work, not as that many element operations.
+      add_attr(node, "op_type")->set_string_val(
+          op.source_type ? *op.source_type
+          : op.kind == OpKind::gemm || op.kind == OpKind::attention ? std::string("M")
+                                                                      : std::string(kind_name(op.kind)));
       break;
     case OpKind::delay:
       node.set_type(pb::COMP_NODE);
@@ -805,9 +835,12 @@ pb::Node to_node(const Op& op, int rank, const ChakraExportOptions& options) {
     case OpKind::all_reduce:
       collective(pb::ALL_REDUCE, op.bytes);
       break;
-    case OpKind::all_gather:
-      collective(pb::ALL_GATHER, op.bytes);
+    case OpKind::all_gather: {
+      const auto g = groups.find(op.group);
+      const std::uint64_t members = g == groups.end() || g->second.empty() ? 1 : g->second.size();
+      collective(pb::ALL_GATHER, op.bytes / members);
       break;
+    }
     case OpKind::reduce_scatter:
       collective(pb::REDUCE_SCATTER, op.bytes);
       break;
@@ -847,6 +880,13 @@ pb::Node to_node(const Op& op, int rank, const ChakraExportOptions& options) {
   return node;
 }
 
+// The process-group file PREFIX.json.
+void write_groups(const Workload& w, const std::string& prefix) {
+  Json groups = Json::object();
+  for (const auto& [name, members] : w.groups) groups[name] = members;
+  write_file_atomic(prefix + ".json", groups.dump(2) + "\n");
+}
+
 }  // namespace
 
 void export_chakra(const Workload& w, const std::string& prefix,
@@ -866,15 +906,45 @@ void export_chakra(const Workload& w, const std::string& prefix,
     put_varint(out, m.size());
     out += m;
     for (const Op& op : w.ranks[r].ops) {
-      const std::string s = to_node(op, r, options).SerializeAsString();
+      const std::string s = to_node(op, r, options, w.groups).SerializeAsString();
       put_varint(out, s.size());
       out += s;
     }
-    write_file_atomic(rank_file(prefix, r), options.gzip ? gzip(out) : out);
+    write_file_atomic(fmt::format("{}.{}.et", prefix, r), options.gzip ? gzip(out) : out);
   }
-  Json groups = Json::object();
-  for (const auto& [name, members] : w.groups) groups[name] = members;
-  write_file_atomic(prefix + ".json", groups.dump(2) + "\n");
+  write_groups(w, prefix);
 }
+
+void export_chakra_json(const Workload& w, const std::string& prefix,
+                        const ChakraExportOptions& options) {
+  validate(w);
+  google::protobuf::util::JsonPrintOptions jo;
+  jo.preserve_proto_field_names = false;
+  for (int r = 0; r < w.num_ranks(); ++r) {
+    Json graph = Json::array();
+    for (const Op& op : w.ranks[r].ops) {
+      const pb::Node node = to_node(op, r, options, w.groups);
+      Json n = {{"Id", node.id()}, {"Name", node.name()}, {"NodeType", int(node.type())}};
+      n["data_deps"] = Json(std::vector<std::uint64_t>(node.data_deps().begin(), node.data_deps().end()));
+      if (node.duration_micros() > 0) n["runtime"] = node.duration_micros();
+      Json attrs = Json::array();
+      for (const auto& a : node.attr()) {
+        std::string text;
+        if (!google::protobuf::util::MessageToJsonString(a, &text, jo).ok()) {
+          throw InternalError(fmt::format("Chakra JSON export: attribute {} of node {}", a.name(), op.id));
+        }
+        attrs.push_back(Json::parse(text));
+      }
+      n["attr"] = attrs;
+      graph.push_back(std::move(n));
+    }
+    const Json doc = {{"schema", "Chakra JSON form (trnsim export)"},
+                      {"trnsim_name", w.name},
+                      {"workload_graph", graph}};
+    write_file_atomic(fmt::format("{}.{}.json", prefix, r), doc.dump() + "\n");
+  }
+  write_groups(w, prefix);
+}
+
 
 }  // namespace trnsim::trace

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
@@ -244,6 +245,8 @@ TEST(FlowNetwork, RunsAreDeterministic) {
                            "/configs/racks/trn2-instance.json --trace " + TRNSIM_SOURCE_DIR +
                            "/tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast";
   const std::string da = testing::TempDir() + "flow-det-a", db = testing::TempDir() + "flow-det-b";
+  std::filesystem::remove_all(da);
+  std::filesystem::remove_all(db);
   const auto a = test::run_trnsim(base + " --out " + da, false);
   const auto b = test::run_trnsim(base + " --out " + db, false);
   ASSERT_EQ(a.code, 0) << a.out;

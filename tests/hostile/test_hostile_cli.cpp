@@ -221,7 +221,7 @@ TEST_F(Hostile, RunOutIsCompleteAndLeavesNoTemporaries) {
   const auto out = path("res");
   const auto r = trnsim::test::run_trnsim(run_args("--out " + out));
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* f : {"summary.json", "config.json", "stats.json", "ops.csv", "timeline.json"}) {
+  for (const char* f : {"report.json", "summary.csv", "host.json", "config.json", "stats.json", "ops.csv", "timeline.json"}) {
     EXPECT_TRUE(fs::is_regular_file(out + "/" + f)) << f;
   }
   std::size_t siblings = 0;

@@ -172,7 +172,8 @@ namespace {
 void fake_point(const fs::path& dir, const std::string& id, double step_ns, const std::string& status = "ok") {
   const fs::path pd = dir / "points" / id;
   write(pd / "point.json", "{}");
-  write(pd / "run" / "summary.json", Json{{"step_time_ns", step_ns}, {"energy", {{"total_j", step_ns / 10}}}}.dump());
+  write(pd / "run" / "report.json",
+        Json{{"performance", {{"step_time_ns", step_ns}}}, {"energy", {{"total_j", step_ns / 10}}}}.dump());
   write(pd / "status.json", Json{{"status", status}, {"error", status == "ok" ? "" : "trnsim: error: boom"}}.dump());
 }
 
@@ -202,7 +203,7 @@ TEST(SweepMerge, MeanAndSpreadOverSeedsAcrossShardDirectories) {
   EXPECT_EQ(m["points"][4]["error"], "trnsim: error: boom");
   EXPECT_TRUE(m["points"][0]["metrics"]["tflops_per_w"].is_null());  // not in the report: null
   const std::string csv = merged_csv(m);
-  EXPECT_EQ(csv.substr(0, csv.find('\n')).substr(0, 56), "cores,points,ok,failed,step_time_ns,step_time_ns_sd,achi");
+  EXPECT_EQ(csv.substr(0, csv.find('\n')).substr(0, 56), "cores,points,ok,failed,step_time_ns,step_time_ns_sd,flop");
   EXPECT_NE(csv.find("\n2,3,3,0,20,10,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\n4,3,2,1,100,0,"), std::string::npos) << csv;
   // A directory of another sweep is refused.
@@ -215,8 +216,8 @@ TEST(SweepMerge, MeanAndSpreadOverSeedsAcrossShardDirectories) {
 
 TEST(Compare, RunDirectoriesTableDifferenceRatioAndConfigKeys) {
   const fs::path a = fresh_dir("ca"), b = fresh_dir("cb");
-  write(a / "summary.json", R"({"step_time_ns": 200, "energy": {"total_j": 4}})");
-  write(b / "summary.json", R"({"step_time_ns": 150, "energy": {"total_j": 5}})");
+  write(a / "report.json", R"({"performance": {"step_time_ns": 200}, "energy": {"total_j": 4}})");
+  write(b / "report.json", R"({"performance": {"step_time_ns": 150}, "energy": {"total_j": 5}})");
   write(a / "config.json", R"({"chip": {"hbm": {"bandwidth": "4.9TB/s"}, "cores": 8}, "sim": {"seed": 1}})");
   write(b / "config.json", R"({"chip": {"hbm": {"bandwidth": "4.7TB/s"}, "cores": 8}})");
   const Json c = compare(a, b);
@@ -228,9 +229,9 @@ TEST(Compare, RunDirectoriesTableDifferenceRatioAndConfigKeys) {
   EXPECT_EQ(c["config_differences"][0], (Json{{"pointer", "/chip/hbm/bandwidth"}, {"a", "4.9TB/s"}, {"b", "4.7TB/s"}}));
   EXPECT_EQ(c["config_differences"][1], (Json{{"pointer", "/sim/seed"}, {"a", 1}, {"b", "(absent)"}}));
   const std::string t = compare_text(c);
-  EXPECT_NE(t.find("step_time_ns             ns        200  150  -50  0.75\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("energy_j                 J           4    5    1  1.25\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("packet_latency_p99_ns    ns          -    -    -     -\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("step_time_ns              ns        200  150  -50  0.75\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("energy_j                  J           4    5    1  1.25\n"), std::string::npos) << t;
+  EXPECT_NE(t.find("packet_latency_p99_ns     ns          -    -    -     -\n"), std::string::npos) << t;
   EXPECT_NE(t.find("configuration keys that differ: 2\n  /chip/hbm/bandwidth: 4.9TB/s -> 4.7TB/s\n"
                    "  /sim/seed: 1 -> (absent)\n"),
             std::string::npos)
@@ -243,7 +244,12 @@ TEST(Compare, RunDirectoriesTableDifferenceRatioAndConfigKeys) {
 TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
   const std::map<std::string, std::size_t> points = {{"hbm-bandwidth.json", 9}, {"link-bandwidth.json", 6},
                                                      {"switch-latency.json", 6}, {"chips-per-server.json", 4},
-                                                     {"sbuf-size.json", 6}};
+                                                     {"sbuf-size.json", 6},
+                                                     // the seeded stability sweeps (docs/results/stability.md)
+                                                     {"stability-hbm-bandwidth.json", 12},
+                                                     {"stability-link-bandwidth.json", 12},
+                                                     {"stability-sbuf-size.json", 12},
+                                                     {"stability-switch-latency.json", 25}};
   std::size_t seen = 0;
   for (const auto& e : fs::directory_iterator(kSrc + "/configs/sweeps")) {
     if (e.path().extension() != ".json") continue;
@@ -253,7 +259,9 @@ TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
     EXPECT_NO_THROW(validate(s, all)) << e.path();
     ASSERT_TRUE(points.count(e.path().filename().string())) << e.path() << " is not listed here";
     EXPECT_EQ(all.size(), points.at(e.path().filename().string())) << e.path();
-    EXPECT_EQ(s.trace, kSrc + "/traces/deepseek-v3-moe-144.json") << e.path();
+    const bool stability = e.path().filename().string().starts_with("stability-");
+    EXPECT_EQ(s.trace, kSrc + (stability ? "/traces/mixtral-moe-16.json"
+                                         : "/traces/deepseek-v3-moe-144.json")) << e.path();
   }
   EXPECT_EQ(seen, points.size());
 }

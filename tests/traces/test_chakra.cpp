@@ -213,7 +213,8 @@ TEST(ChakraShared, MoeGeneratedWithProcessGroups) {
     SCOPED_TRACE(r.rank);
     ASSERT_EQ(r.ops.size(), 190u);
     const auto k = kinds(r);
-    EXPECT_EQ(k.at(OpKind::elementwise), 140);
+    EXPECT_EQ(k.at(OpKind::elementwise), 92);
+    EXPECT_EQ(k.at(OpKind::gemm), 48);  // matmuls (op_type "M") as GEMMs of the same work
     EXPECT_EQ(k.at(OpKind::all_gather), 24);
     EXPECT_EQ(k.at(OpKind::reduce_scatter), 12);
     EXPECT_EQ(k.at(OpKind::all_to_all), 8);
@@ -617,13 +618,15 @@ TEST(ChakraExport, PlainChakraNodesCarryTheStandardMapping) {
   const Workload back = load_chakra((dir / "p").string());
   EXPECT_EQ(write_native(back), write_native(w));
 
-  // Compute ops become COMP nodes with num_ops in FLOPs: shape is lost, work is not.
+  // Compute ops become COMP nodes with num_ops in FLOPs: shape is lost, work is not. A GEMM is
+  // written as a matmul ("M") and read back as a cube GEMM of the same work.
   Workload c = rich_workload();
   export_chakra(c, (dir / "c").string(), o);
   const Workload cb = load_chakra((dir / "c").string());
   const Op& gemm = cb.ranks[0].ops[0];
-  EXPECT_EQ(gemm.kind, OpKind::elementwise);
-  EXPECT_EQ(gemm.source_type, "gemm");
+  EXPECT_EQ(gemm.kind, OpKind::gemm);
+  EXPECT_EQ(gemm.source_type, "M");
+  EXPECT_EQ(gemm.m, 81u);  // round(cbrt(64 * 128 * 32 * 2 = 524,288 MACs)) = 81
   EXPECT_EQ(gemm.flops, 2.0 * 64 * 128 * 32 * 2);
   EXPECT_DOUBLE_EQ(total_flops(cb.ranks[0]), total_flops(c.ranks[0]));
 }

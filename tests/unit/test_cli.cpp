@@ -83,7 +83,7 @@ TEST(Cli, RunWritesEveryOutputFile) {
                      "../shared/traces/astra-sim/microbenchmarks/all_gather/4npus_1MB/all_gather "
                      "--out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  for (const char* f : {"summary.json", "config.json", "stats.json", "ops.csv", "timeline.json"}) {
+  for (const char* f : {"report.json", "summary.csv", "host.json", "config.json", "stats.json", "ops.csv", "timeline.json"}) {
     EXPECT_TRUE(fs::exists(dir / f)) << f;
   }
   fs::remove_all(dir);

@@ -1,10 +1,15 @@
 // SPDX-License-Identifier: MIT
 // The report layer: turns what a run measured (run::RunData) into the files and text a user
 // reads. It formats; it never simulates, and it reads the models only through their statistics.
+// Every file and field is described in docs/report.md.
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "trnsim/config/config.hpp"
@@ -14,22 +19,70 @@ namespace trnsim::report {
 
 using Json = nlohmann::json;
 
-struct Report {
-  Json summary;          // deterministic: same inputs, same bytes
-  Json stats;            // every block's statistics by hierarchical name
-  Json timeline;         // Chrome/Perfetto trace events, one per op
-  std::string ops_csv;   // one row per op: rank, id, name, kind, start, end
-  std::string text;      // the human-readable summary
+// report.json's "schema_version": raised whenever a field changes meaning or moves.
+inline constexpr int kSchemaVersion = 1;
+
+// Where a run came from: what only the command line knows.
+struct Identity {
+  std::vector<std::string> command_line;
+  std::string config;                     // as given (a preset name or a path)
+  std::vector<std::string> config_files;  // the preset and every file it extends, in order
+  std::string trace;                      // as given (a file or a Chakra prefix)
+  std::vector<std::string> trace_files;   // the files read
+  std::string trace_sha256;               // of the bytes of trace_files, concatenated in order
+  std::uint64_t trace_bytes = 0;
 };
 
-Report make_report(const run::RunData& run);
+// The bounds of timeline.json (docs/report.md, "Timeline").
+struct TimelineOptions {
+  std::size_t max_events = 200000;  // op events beyond it are dropped, the longest kept
+  bool counters = true;             // HBM bandwidth, link utilisation and power tracks
+  std::size_t link_tracks = 16;     // with counters: a utilisation track per busiest link
+  bool flows = true;                // arrows from a collective's first to its last member
+};
 
-// count, mean, p50, p99 and max of `seconds`, in nanoseconds (nearest-rank percentiles); an empty
-// object for no values.
+struct Report {
+  Json report;               // report.json: the same bytes for the same inputs
+  Json host;                 // host.json: wall time and kernel activity (differ between runs)
+  Json stats;                // every block's statistics by hierarchical name
+  Json timeline;             // Chrome/Perfetto trace events
+  std::string ops_csv;       // one row per op
+  std::string summary_csv;   // one header and one row of headline figures
+  std::string text;          // the human-readable summary
+};
+
+Report make_report(const run::RunData& run, const Identity& identity = {},
+                   const TimelineOptions& timeline = {});
+
+// The Chrome/Perfetto trace of a run (timeline.cpp).
+Json make_timeline(const run::RunData& run, const TimelineOptions& options);
+
+// count, mean, p50, p90, p99 and max of `seconds`, in nanoseconds (nearest-rank percentiles); an
+// empty object for no values.
 Json percentiles_ns(std::vector<double> seconds);
 
-// Writes summary.json, config.json (fully resolved), stats.json, ops.csv and timeline.json into
-// `dir` (created if missing), each atomically.
+// The columns of summary.csv, the same for every run.
+extern const std::array<std::string_view, 24> kSummaryColumns;
+
+// Writes report.json, summary.csv, host.json, config.json (fully resolved), stats.json, ops.csv and
+// timeline.json into `dir` (created if missing), all together or none.
 void write_outputs(const std::string& dir, const Report& report, const config::LoadedConfig& cfg);
+
+// Nanoseconds of a simulated time through integer picoseconds, so that 8925.366 ns prints as
+// such and not as 8925.366000000002.
+double ns_of(const sc_core::sc_time& t);
+
+class Sha256 {
+ public:
+  Sha256& update(std::string_view data);
+  std::string hex() const;  // of everything given so far
+
+ private:
+  std::array<std::uint32_t, 8> h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+                                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+  std::array<unsigned char, 64> buf_{};
+  std::size_t fill_ = 0;
+  std::uint64_t length_ = 0;
+};
 
 }  // namespace trnsim::report

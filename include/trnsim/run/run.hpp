@@ -6,6 +6,7 @@
 #include <systemc>
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -18,6 +19,34 @@
 
 namespace trnsim::run {
 
+// One fabric transfer (a message) as the report needs it: latency by tier.
+struct TransferSample {
+  int src = 0, dst = 0;
+  std::uint64_t bytes = 0, packets = 0;
+  double latency_s = 0;  // issue to completion at the destination
+};
+
+// One packet delivered by the packet-level fabric: the time it spent on links, in switches and
+// relaying chips (its unloaded latency, without serialisation, which the fabric does not stamp
+// per packet) and waiting for busy outputs and credits.
+struct PacketSample {
+  int src = 0, dst = 0;
+  float hops_s = 0, queueing_s = 0;
+};
+
+// Cumulative figures at one instant of the step, for power and bandwidth over time.
+struct Sample {
+  double t_s = 0;
+  double used_chips_dynamic_j = 0;     // the chips of rank_to_chip
+  double fabric_dynamic_j = 0;
+  double hbm_bytes = 0;                // all chips
+  double fabric_wire_bytes = 0;        // over all link directions
+  std::vector<float> link_busy_s;      // per RunData::link_names entry: busy time so far
+};
+
+// At most this many samples are kept: when the budget is reached every other one is dropped and
+// the interval doubles (the figures are cumulative, so nothing is lost but resolution).
+inline constexpr std::size_t kMaxSamples = 256;
 
 // What one run measured, before any of it is formatted.
 struct RunData {
@@ -39,6 +68,16 @@ struct RunData {
   // before the run, and the ops the chips replayed from them.
   int compute_shapes_simulated = 0;
   std::uint64_t compute_ops = 0;
+  std::vector<TransferSample> transfers;    // in completion order
+  std::vector<PacketSample> packets;        // in delivery order (packet-level fabric only)
+  std::vector<int> rank_to_chip;            // chip of each rank
+  int first_tier_chips = 0;                 // chips of a server (0: no such tier)
+  std::vector<model::EnergyReport> chip_energy;  // per chip, over the step
+  model::EnergyReport fabric_energy;        // links and switches
+  std::vector<Sample> samples;              // at 0, at op or transfer ends >= sample_interval_s apart, at the end
+  std::vector<std::string> link_names;      // link directions sampled (block names)
+  double sample_interval_s = 0;             // the spacing reached (it doubles as samples are merged)
+  double fabric_capacity_bytes_per_s = 0;   // all link directions together
   // Host figures: not part of any report file (they would break byte-identical reports).
   double wall_seconds = 0;        // calibration + elaboration + simulation
   double calibration_seconds = 0;  // the op-level model's calibration (child processes)
@@ -48,12 +87,22 @@ struct RunData {
   std::map<std::string, std::uint64_t> activations_by_kind;
 };
 
+// How far a run is, for a progress line (called from the simulation, at most every few
+// hundred simulated microseconds; it must not wait).
+struct Progress {
+  double simulated_s = 0;
+  std::size_t ops_done = 0, ops_total = 0;
+  double wall_s = 0;  // since the simulation started
+};
+using ProgressFn = std::function<void(const Progress&)>;
+
 // Resolves the rack of `cfg`, builds its chips and network from the registry, replays `workload`
 // on it and collects what it measured. SystemC allows one elaboration per process: call this
 // once per process. `workload` and `cfg` must outlive the result.
 // Throws InputError for configs, topologies and traces that cannot run (and for a replay that
 // deadlocks), InternalError for broken invariants.
-RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload);
+RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
+                     const ProgressFn& progress = {});
 
 // The chip of each of `ranks` ranks under /replay/placement on a rack of `chips` chips.
 // Throws ConfigError for a bad placement file or LNC, TraceError when the ranks do not fit.

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The headline figures that sweeps and `trnsim compare` collect from each run, and where they
-// are read. This is the only place that knows the run report's layout: when the report changes
-// (issue #13), change kReportFile and the pointers here.
+// are read. This is the only place that knows the run report's layout (docs/report.md): when
+// report.json changes, change kReportFile and the pointers here.
 #pragma once
 
 #include <array>
@@ -10,7 +10,7 @@
 namespace trnsim::sweep {
 
 // The file of a run directory (`trnsim run --out DIR`) that holds the figures.
-inline constexpr std::string_view kReportFile = "summary.json";
+inline constexpr std::string_view kReportFile = "report.json";
 // The fully resolved config of a run directory (for the keys that differ in `trnsim compare`).
 inline constexpr std::string_view kConfigFile = "config.json";
 
@@ -20,17 +20,19 @@ struct Metric {
   std::string_view unit;
 };
 
-inline constexpr std::array<Metric, 11> kMetrics{{
-    {"step_time_ns", "/step_time_ns", "ns"},
-    {"achieved_pflops", "/achieved_pflops", "PFLOPS"},
-    {"fraction_of_peak", "/fraction_of_peak", "1"},
-    {"hbm_bytes_per_s", "/hbm/bytes_per_s", "B/s"},
-    {"hbm_fraction_of_peak", "/hbm/fraction_of_peak", "1"},
+inline constexpr std::array<Metric, 13> kMetrics{{
+    {"step_time_ns", "/performance/step_time_ns", "ns"},
+    {"flops_per_s", "/performance/flops_per_s", "FLOPS"},
+    {"fraction_of_peak", "/performance/tensor_fraction_of_peak", "1"},
+    {"exposed_communication_ns", "/breakdown/machine/exposed_communication_ns", "ns"},
+    {"hbm_bytes_per_s", "/memory/bytes_per_s", "B/s"},
+    {"hbm_fraction_of_peak", "/memory/fraction_of_peak", "1"},
     {"fabric_bytes", "/fabric/bytes_delivered", "B"},
-    {"packet_latency_p99_ns", "/fabric/packet_latency_ns/p99", "ns"},
-    {"transfer_latency_p99_ns", "/fabric/transfer_latency_ns/p99", "ns"},
+    {"message_latency_p99_ns", "/fabric/tiers/all/message_latency_ns/p99", "ns"},
+    {"packet_latency_p99_ns", "/fabric/tiers/all/packet_latency_ns/p99", "ns"},
     {"energy_j", "/energy/total_j", "J"},
     {"average_power_w", "/energy/average_power_w", "W"},
+    {"peak_power_w", "/energy/peak_power_w", "W"},
     {"tflops_per_w", "/energy/tflops_per_w", "TFLOPS/W"},
 }};
 

@@ -68,4 +68,9 @@ struct ChakraExportOptions {
 void export_chakra(const Workload& w, const std::string& prefix,
                    const ChakraExportOptions& options = {});
 
+// The same nodes in Chakra's JSON form: PREFIX.<rank>.json, each {"workload_graph": [...]} with
+// the node attributes in protobuf's JSON mapping under "attr", and PREFIX.json. `gzip` is ignored.
+void export_chakra_json(const Workload& w, const std::string& prefix,
+                        const ChakraExportOptions& options = {});
+
 }  // namespace trnsim::trace

@@ -76,6 +76,17 @@ constexpr auto enum_names(OpKind) {
 using trnsim::DType;
 using trnsim::dtype_bytes;
 
+// The part of a training step an op belongs to, for the report's breakdown.
+enum class Phase { forward, backward, optimizer, gradient_sync };
+
+constexpr auto enum_names(Phase) {
+  using P = Phase;
+  using S = std::string_view;
+  return std::array{std::pair{P::forward, S("forward")}, std::pair{P::backward, S("backward")},
+                    std::pair{P::optimizer, S("optimizer")},
+                    std::pair{P::gradient_sync, S("gradient_sync")}};
+}
+
 std::string_view kind_name(OpKind k);
 
 // Compute kinds run on the NeuronCore engines; collective kinds name a group; point-to-point
@@ -119,6 +130,10 @@ struct Op {
 
   // The producer's own label for the op (Chakra op_type, e.g. "M" for a matmul); informational.
   std::optional<std::string> source_type;
+  // Where the op sits in the model, for the report (infer_phase() and infer_layer() guess them
+  // from the bundled generator's names when a trace leaves them out).
+  std::optional<Phase> phase;
+  std::optional<int> layer;
 
   template <class V>
   void visit(V& v) {
@@ -129,6 +144,8 @@ struct Op {
     v.field("name", name, "label for reports");
     v.field("deps", deps, "ids of ops of this rank that must finish first");
     v.field("source_type", source_type, "the producer's label for the op (informational)");
+    v.field("phase", phase, "part of the training step, for reports");
+    v.field("layer", layer, "model layer, for reports", AtLeast{0});
     auto compute_extras = [&] {
       v.field("flops", flops, "arithmetic work as recorded by the producer", AtLeast{0});
       v.field("tensor_bytes", tensor_bytes, "tensor size as recorded by the producer");
@@ -262,6 +279,13 @@ std::vector<std::pair<std::size_t, OpId>> break_cycles(RankTrace& rank,
 // Arithmetic work of one op (conventions in docs/trace-format.md) and its sum over a rank.
 double op_flops(const Op& op);
 double total_flops(const RankTrace& rank);
+
+// The op's phase: its `phase` field, else a guess from the names of the bundled generator
+// (tools/moe_gen.py): *_grad_rs, *_grad_ar and *_param_ag are gradient_sync, *_adam optimizer,
+// names with a .dgrad, .wgrad or .bwd part backward, other l<N>. names forward. None otherwise.
+std::optional<Phase> infer_phase(const Op& op);
+// The op's layer: its `layer` field, else N of a name that starts "l<N>.". None otherwise.
+std::optional<int> infer_layer(const Op& op);
 
 // Bytes an op puts on the fabric from this rank (collectives, sends) or moves to/from HBM.
 double comm_bytes(const Op& op);

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+#include "trace_input.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "trnsim/error.hpp"
+#include "trnsim/io.hpp"
+#include "trnsim/log.hpp"
+#include "trnsim/report/report.hpp"
+#include "trnsim/dtype.hpp"
+#include "trnsim/trace/chakra.hpp"
+#include "trnsim/trace/native.hpp"
+
+namespace trnsim::cli {
+
+namespace fs = std::filesystem;
+
+bool TraceInput::chakra_options_given() const {
+  return std::any_of(chakra_options.begin(), chakra_options.end(),
+                     [](const CLI::Option* c) { return c->count() > 0; });
+}
+
+void add_chakra_options(CLI::App* sub, TraceInput& in) {
+  in.chakra_options.push_back(sub->add_option("--chakra-size-unit", in.size_unit,
+                                              "Chakra comm_size/tensor_size unit: bytes or elements")
+                                  ->check(CLI::IsMember({"bytes", "elements"})));
+  in.chakra_options.push_back(sub->add_option("--chakra-element-bytes", in.element_bytes,
+                                              "bytes per element when sizes count elements")
+                                  ->check(CLI::Range(1, 64)));
+  in.chakra_options.push_back(
+      sub->add_option("--chakra-num-ops", in.num_ops_unit, "what Chakra num_ops counts: flops or macs")
+          ->check(CLI::IsMember({"flops", "macs"})));
+  in.chakra_options.push_back(
+      sub->add_option("--chakra-all-gather-size", in.all_gather_size,
+                      "what an ALL_GATHER's comm_size is: input (each rank's, as ASTRA-sim) or "
+                      "output (the gathered result)")
+          ->check(CLI::IsMember({"input", "output"})));
+  in.chakra_options.push_back(sub->add_option("--chakra-matmul-dtype", in.matmul_dtype,
+                                              "dtype of Chakra matmuls (default: the node's dtype "
+                                              "attribute, else bf16)"));
+  in.chakra_options.push_back(sub->add_option(
+      "--process-groups", in.groups, "Chakra process-group file (default PREFIX.json when it exists)"));
+}
+
+namespace {
+
+// Collectives of 16-bit or wider data whose byte count is odd cannot be whole elements: the
+// sizes are probably element counts.
+void warn_if_element_counts(const trace::Workload& w, const std::string& prefix) {
+  std::size_t odd = 0, sized = 0;
+  for (const auto& r : w.ranks) {
+    for (const auto& op : r.ops) {
+      if (!trace::is_collective(op.kind) || op.bytes == 0 || trace::dtype_bytes(op.dtype) < 2) continue;
+      ++sized;
+      if (op.bytes % 2 != 0) ++odd;
+    }
+  }
+  if (odd > 0) {
+    logger("trace")->warn(
+        "{}: {} of {} collective sizes are an odd number of bytes for {}-byte or wider data: they "
+        "look like element counts; if so, pass --chakra-size-unit elements (and "
+        "--chakra-element-bytes)",
+        prefix, odd, sized, 2);
+  }
+}
+
+}  // namespace
+
+LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
+  const std::string path = in.path.empty() ? fallback : in.path;
+  if (path.empty()) throw TraceError("--trace: an empty file name");
+  LoadedTrace out;
+  std::error_code ec;
+  // A rank file of a Chakra set stands for its prefix: PREFIX.0.et, or PREFIX.0.json in
+  // Chakra's JSON form.
+  std::string prefix;
+  if (path.ends_with(".0.et")) {
+    prefix = path.substr(0, path.size() - 5);
+  } else if (path.ends_with(".0.json") && fs::is_regular_file(path, ec) && trace::is_chakra_json(path)) {
+    prefix = path.substr(0, path.size() - 7);
+  } else if (!fs::is_regular_file(path, ec) &&
+             (fs::exists(path + ".0.et", ec) || fs::exists(path + ".0.json", ec))) {
+    prefix = path;
+  }
+  if (!prefix.empty()) {
+    trace::ChakraOptions c;
+    c.size_unit = in.size_unit == "elements" ? trace::ChakraOptions::SizeUnit::elements
+                                             : trace::ChakraOptions::SizeUnit::bytes;
+    c.element_bytes = in.element_bytes;
+    c.num_ops_unit = in.num_ops_unit == "macs" ? trace::ChakraOptions::NumOpsUnit::macs
+                                               : trace::ChakraOptions::NumOpsUnit::flops;
+    c.all_gather_size = in.all_gather_size == "output" ? trace::ChakraOptions::AllGatherSize::output
+                                                       : trace::ChakraOptions::AllGatherSize::input;
+    if (!in.matmul_dtype.empty()) {
+      try {
+        c.matmul_dtype = parse_dtype(in.matmul_dtype);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("--chakra-matmul-dtype: {}", e.what()));
+      }
+    }
+    c.process_groups = in.groups;
+    out.workload = trace::load_chakra(prefix, c);
+    out.chakra = true;
+    out.prefix = prefix;
+    for (int r = 0; r < out.workload.num_ranks(); ++r) {
+      for (const char* ext : {".et", ".json"}) {
+        const std::string f = fmt::format("{}.{}{}", prefix, r, ext);
+        if (fs::is_regular_file(f, ec)) {
+          out.files.push_back(f);
+          break;
+        }
+      }
+    }
+    const std::string groups = in.groups.empty() ? prefix + ".json" : in.groups;
+    if (fs::is_regular_file(groups, ec)) out.files.push_back(groups);
+    if (c.size_unit == trace::ChakraOptions::SizeUnit::bytes) warn_if_element_counts(out.workload, prefix);
+  } else if (fs::is_regular_file(path, ec)) {
+    if (in.chakra_options_given()) {
+      logger("trace")->warn("--trace {} is a native trace: the --chakra-* and --process-groups "
+                            "options apply only to Chakra traces and are ignored",
+                            path);
+    }
+    out.workload = trace::load_native(path);
+    out.files.push_back(path);
+  } else {
+    throw TraceError(fmt::format(
+        "--trace {}: no such trace: expected a native trace file (.json), a Chakra prefix whose "
+        "files are {}.<rank>.et (or .json in Chakra's JSON form), or its rank-0 file {}.0.et",
+        path, path, path));
+  }
+  report::Sha256 h;
+  for (const auto& f : out.files) {
+    const std::string bytes = read_input_file(f, kMaxTraceFileBytes);
+    out.bytes += bytes.size();
+    h.update(bytes);
+  }
+  out.sha256 = h.hex();
+  return out;
+}
+
+}  // namespace trnsim::cli

@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// Reading a trace given on the command line (`run --trace`, `trace info|convert|export`): a
+// native file, a Chakra prefix, or a Chakra rank file PREFIX.0.et / PREFIX.0.json standing for
+// its prefix; with the files read and a hash of their bytes for the report.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trnsim/trace/workload.hpp"
+
+namespace trnsim::cli {
+
+struct TraceInput {
+  std::string path;
+  std::string size_unit = "bytes", num_ops_unit = "flops", groups;
+  std::string all_gather_size = "input", matmul_dtype;  // matmul_dtype "": from the trace
+  std::uint32_t element_bytes = 2;
+  std::vector<CLI::Option*> chakra_options;  // set by add_chakra_options
+  bool chakra_options_given() const;
+};
+
+// --chakra-size-unit, --chakra-element-bytes, --chakra-num-ops, --chakra-all-gather-size,
+// --chakra-matmul-dtype, --process-groups.
+void add_chakra_options(CLI::App* sub, TraceInput& in);
+
+struct LoadedTrace {
+  trace::Workload workload;
+  bool chakra = false;
+  std::string prefix;                // Chakra: the prefix the rank files share
+  std::vector<std::string> files;    // in the order read
+  std::string sha256;                // of their bytes, concatenated
+  std::uint64_t bytes = 0;
+};
+
+// `in.path`, or `fallback` when it is empty. Throws TraceError for what cannot be read.
+LoadedTrace load_trace(const TraceInput& in, const std::string& fallback);
+
+}  // namespace trnsim::cli

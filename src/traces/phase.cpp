@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// Phase and layer of an op for the report, guessed from the bundled generator's names where the
+// trace does not give them.
+#include <charconv>
+#include <string_view>
+
+#include "trnsim/trace/workload.hpp"
+
+namespace trnsim::trace {
+
+namespace {
+
+bool ends_with_any(std::string_view s, std::initializer_list<std::string_view> tails) {
+  for (auto t : tails) {
+    if (s.ends_with(t)) return true;
+  }
+  return false;
+}
+
+// N of "l<N>." at the start of `name`.
+std::optional<int> layer_prefix(std::string_view name) {
+  if (name.size() < 3 || name[0] != 'l') return std::nullopt;
+  int v = 0;
+  const auto [p, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), v);
+  if (ec != std::errc() || p == name.data() + 1 || p == name.data() + name.size() || *p != '.' ||
+      v < 0) {
+    return std::nullopt;
+  }
+  return v;
+}
+
+}  // namespace
+
+std::optional<Phase> infer_phase(const Op& op) {
+  if (op.phase) return op.phase;
+  const std::string_view n = op.name;
+  // tools/moe/build.py: l<L>.<class>_grad_rs / _grad_ar, _adam, _param_ag; backward ops carry a
+  // .dgrad, .wgrad or .bwd part (l0.m0.attn.bwd.dqk).
+  if (ends_with_any(n, {"_grad_rs", "_grad_ar", "_param_ag"})) return Phase::gradient_sync;
+  if (n.ends_with("_adam")) return Phase::optimizer;
+  if (n.find(".dgrad") != n.npos || n.find(".wgrad") != n.npos || n.find(".bwd") != n.npos) {
+    return Phase::backward;
+  }
+  if (layer_prefix(n)) return Phase::forward;
+  return std::nullopt;
+}
+
+std::optional<int> infer_layer(const Op& op) {
+  if (op.layer) return op.layer;
+  return layer_prefix(op.name);
+}
+
+}  // namespace trnsim::trace

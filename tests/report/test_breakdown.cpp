@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+// The step breakdown on a hand-built two-rank step, its parts computed by hand; and SHA-256
+// against the FIPS 180-4 examples.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "trnsim/report/breakdown.hpp"
+#include "trnsim/report/report.hpp"
+
+namespace trnsim::report {
+namespace {
+
+using sc_core::SC_US;
+using sc_core::sc_time;
+
+trace::Op op(trace::OpId id, const char* name, trace::OpKind k, std::vector<trace::OpId> deps = {}) {
+  trace::Op o;
+  o.id = id;
+  o.name = name;
+  o.kind = k;
+  o.deps = std::move(deps);
+  if (trace::is_collective(k)) {
+    o.group = "g";
+    o.bytes = 1024;
+  }
+  return o;
+}
+
+// Rank 0: gemm 0-10 us, all-reduce 4-20 us (its last member arrives at 8 us), a backward
+// element-wise op 22-25 us. Rank 1: the all-reduce 2-20 us. The step ends at 30 us.
+struct TwoRanks : ::testing::Test {
+  trace::Workload w;
+  std::vector<replay::OpRecord> recs;
+  std::vector<replay::CollectiveRecord> coll;
+  void SetUp() override {
+    w.groups["g"] = {0, 1};
+    w.ranks.resize(2);
+    w.ranks[0].rank = 0;
+    w.ranks[1].rank = 1;
+    w.ranks[0].ops = {op(1, "l0.m0.q", trace::OpKind::gemm), op(2, "l0.dense_grad_rs", trace::OpKind::all_reduce),
+                      op(3, "l1.m0.x.bwd", trace::OpKind::elementwise, {1, 2})};
+    w.ranks[1].ops = {op(1, "l0.dense_grad_rs", trace::OpKind::all_reduce)};
+    recs = {{0, 0, sc_time(0, SC_US), sc_time(10, SC_US)},
+            {0, 1, sc_time(4, SC_US), sc_time(20, SC_US)},
+            {0, 2, sc_time(22, SC_US), sc_time(25, SC_US)},
+            {1, 0, sc_time(2, SC_US), sc_time(20, SC_US)}};
+    replay::CollectiveRecord c;
+    c.group = "g";
+    c.sequence = 0;
+    c.first_arrival = sc_time(2, SC_US);
+    c.last_arrival = sc_time(8, SC_US);
+    c.end = sc_time(20, SC_US);
+    coll = {c};
+  }
+};
+
+constexpr std::uint64_t us = 1000000;  // picoseconds
+
+TEST_F(TwoRanks, PartsAddUpToTheStepForEveryRank) {
+  const Breakdown b = compute_breakdown(w, recs, coll, sc_time(30, SC_US));
+  ASSERT_EQ(b.ranks.size(), 2u);
+  // Rank 0: compute alone 0-8 (the wait for peers 4-8 is hidden by the gemm) and 22-25;
+  // overlapped 8-10; exposed 10-20; idle 20-22 and 25-30.
+  const Parts& p0 = b.ranks[0].parts;
+  EXPECT_EQ(p0.compute_ps, 11 * us);
+  EXPECT_EQ(p0.overlapped_ps, 2 * us);
+  EXPECT_EQ(p0.exposed_ps, 10 * us);
+  EXPECT_EQ(p0.waiting_ps, 7 * us);
+  EXPECT_EQ(p0.waiting_for_peers_ps, 0u);
+  // Rank 1: idle 0-2, waiting for rank 0 2-8, exposed 8-20, idle 20-30.
+  const Parts& p1 = b.ranks[1].parts;
+  EXPECT_EQ(p1.compute_ps, 0u);
+  EXPECT_EQ(p1.overlapped_ps, 0u);
+  EXPECT_EQ(p1.exposed_ps, 12 * us);
+  EXPECT_EQ(p1.waiting_ps, 18 * us);
+  EXPECT_EQ(p1.waiting_for_peers_ps, 6 * us);
+  for (const auto& r : b.ranks) EXPECT_EQ(r.parts.total_ps(), 30 * us) << "rank " << r.rank;
+}
+
+TEST_F(TwoRanks, PhasesAndLayersTakeTheirShare) {
+  const Breakdown b = compute_breakdown(w, recs, coll, sc_time(30, SC_US));
+  const auto& ph = b.ranks[0].by_phase;
+  EXPECT_DOUBLE_EQ(ph.at("forward").compute_ns, 8000);
+  EXPECT_DOUBLE_EQ(ph.at("forward").overlapped_ns, 2000);
+  EXPECT_DOUBLE_EQ(ph.at("gradient_sync").exposed_ns, 10000);
+  EXPECT_DOUBLE_EQ(ph.at("backward").compute_ns, 3000);
+  EXPECT_EQ(ph.at("backward").ops, 1u);
+  EXPECT_DOUBLE_EQ(b.ranks[0].by_layer.at(1).compute_ns, 3000);
+  EXPECT_DOUBLE_EQ(b.ranks[1].by_phase.at("gradient_sync").waiting_for_peers_ns, 6000);
+}
+
+TEST_F(TwoRanks, CriticalPathOfTheSlowestRank) {
+  const Breakdown b = compute_breakdown(w, recs, coll, sc_time(30, SC_US));
+  EXPECT_EQ(b.slowest_rank, 0);  // ends at 25 us, rank 1 at 20 us
+  ASSERT_EQ(b.critical_path.size(), 2u);
+  EXPECT_EQ(b.critical_path[0].index, 1u);  // the all-reduce: its dependency ended last (20 us)
+  EXPECT_EQ(b.critical_path[0].peers_ps, 4 * us);
+  EXPECT_EQ(b.critical_path[0].gap_ps, 4 * us);  // no dependency: from 0 to its start at 4 us
+  EXPECT_EQ(b.critical_path[1].index, 2u);
+  EXPECT_EQ(b.critical_path[1].gap_ps, 2 * us);  // 20 -> 22 us
+}
+
+TEST(Phase, InferredFromTheGeneratorsNames) {
+  auto phase = [](const char* n) {
+    trace::Op o;
+    o.name = n;
+    const auto p = trace::infer_phase(o);
+    return p ? std::string(config::enum_name(*p)) : std::string("none");
+  };
+  EXPECT_EQ(phase("l0.m0.attn"), "forward");
+  EXPECT_EQ(phase("l3.m1.experts.down.dgrad"), "backward");
+  EXPECT_EQ(phase("l0.m0.attn.bwd.dqk"), "backward");
+  EXPECT_EQ(phase("l0.expert_grad_rs"), "gradient_sync");
+  EXPECT_EQ(phase("l0.dense_param_ag"), "gradient_sync");
+  EXPECT_EQ(phase("l0.expert_adam"), "optimizer");
+  EXPECT_EQ(phase("matmul_17"), "none");
+  trace::Op o;
+  o.name = "l12.m0.q";
+  EXPECT_EQ(trace::infer_layer(o), 12);
+  o.layer = 3;  // the trace's own field wins
+  o.phase = trace::Phase::optimizer;
+  EXPECT_EQ(trace::infer_layer(o), 3);
+  EXPECT_EQ(trace::infer_phase(o), trace::Phase::optimizer);
+}
+
+TEST(Sha256, FipsExamples) {
+  EXPECT_EQ(Sha256().hex(), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  EXPECT_EQ(Sha256().update("abc").hex(),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  EXPECT_EQ(Sha256().update("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq").hex(),
+            "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  Sha256 split;  // the same bytes in two pieces
+  split.update("abcdbcdecdefdefgefghfghighij").update("hijkijkljklmklmnlmnomnopnopq");
+  EXPECT_EQ(split.hex(), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+TEST(NsOf, NoFloatNoise) {
+  EXPECT_EQ(fmt::format("{}", ns_of(sc_time(8925366, sc_core::SC_PS))), "8925.366");
+}
+
+}  // namespace
+}  // namespace trnsim::report

@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+// End to end: `trnsim run --out` on the golden 16-rank trace on the 144-chip Trn3 Gen2 rack, its
+// report.json (breakdown and energy identities), summary.csv and timeline.json structure; presets
+// by name, --version, and `trnsim trace`.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "../common/run_trnsim.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using trnsim::test::run_trnsim;
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// One run shared by the tests of this file (a run takes seconds).
+class Run : public ::testing::Test {
+ protected:
+  static inline fs::path dir;
+  static inline Json report, timeline;
+  static void SetUpTestSuite() {
+    dir = fs::temp_directory_path() / ("trnsim-report-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    // The detailed tier: its packet fabric reports per-packet latency as well as per message.
+    const auto r = run_trnsim("run --config trn3-gen2-ultraserver --trace tests/golden/inputs/golden-moe-16.json "
+                              "--set sim.fidelity=detailed --out " + dir.string());
+    ASSERT_EQ(r.code, 0) << r.out;
+    report = Json::parse(slurp(dir / "report.json"));
+    timeline = Json::parse(slurp(dir / "timeline.json"));
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir); }
+};
+
+TEST_F(Run, IdentityNamesWhatRan) {
+  const Json& id = report["identity"];
+  EXPECT_EQ(report["schema_version"], 1);
+  EXPECT_EQ(id["config"]["given"], "trn3-gen2-ultraserver");
+  ASSERT_EQ(id["config"]["files"].size(), 2u);  // the rack preset and the chip preset it extends
+  EXPECT_TRUE(id["config"]["files"][1].get<std::string>().ends_with("configs/chips/trn3.json"));
+  EXPECT_EQ(id["trace"]["sha256"].get<std::string>().size(), 64u);
+  EXPECT_EQ(id["trace"]["bytes"], fs::file_size("tests/golden/inputs/golden-moe-16.json"));
+  EXPECT_EQ(id["seed"], 1);
+  EXPECT_EQ(id["fidelity"], "detailed");
+  EXPECT_EQ(id["models"]["network"]["model"], "packet");
+  EXPECT_EQ(id["models"]["compute"]["model"], "tile");
+  EXPECT_FALSE(id["git_commit"].get<std::string>().empty());
+  EXPECT_EQ(id["command_line"][1], "run");
+}
+
+// compute + overlapped + exposed + waiting = step time, for every rank and for the machine.
+TEST_F(Run, BreakdownAddsUpToTheStepForEveryRank) {
+  const Json& b = report["breakdown"];
+  const double T = b["step_time_ns"].get<double>();
+  EXPECT_DOUBLE_EQ(T, report["performance"]["step_time_ns"].get<double>());
+  ASSERT_EQ(b["ranks"].size(), 16u);
+  auto sum = [](const Json& p) {
+    return p["compute_ns"].get<double>() + p["overlapped_ns"].get<double>() +
+           p["exposed_communication_ns"].get<double>() + p["waiting_ns"].get<double>();
+  };
+  for (const auto& r : b["ranks"]) EXPECT_NEAR(sum(r), T, 1e-6) << r["rank"];
+  EXPECT_NEAR(sum(b["machine"]), T, 1e-6);
+  // The phases of the bundled generator are all named.
+  for (const char* p : {"forward", "backward", "optimizer", "gradient_sync"}) {
+    EXPECT_TRUE(b["machine"]["by_phase"].contains(p)) << p;
+  }
+  EXPECT_FALSE(b["machine"]["by_phase"].contains("unattributed"));
+  EXPECT_GT(b["critical_path"]["ops"].size(), 0u);
+}
+
+// 16 ranks on 144 chips: the energy is that of the 16 chips (and their share of the fabric's
+// static power); the other 128 are reported apart. The chips are identical, so the static energy
+// per chip is the same for used and idle chips.
+TEST_F(Run, EnergyOverTheChipsUsed) {
+  const Json& e = report["energy"];
+  EXPECT_EQ(e["chips_used"], 16);
+  EXPECT_EQ(e["idle_chips"]["chips"], 128);
+  EXPECT_NEAR(e["components_j"]["chip_static"].get<double>() / 16,
+              e["idle_chips"]["static_j"].get<double>() / 128,
+              1e-9 * e["idle_chips"]["static_j"].get<double>());
+  EXPECT_EQ(e["idle_chips"]["dynamic_j"], 0.0);
+  double sum = 0;
+  for (const auto& [k, v] : e["components_j"].items()) sum += v.get<double>();
+  const double total = e["total_j"].get<double>();
+  EXPECT_NEAR(sum, total, 1e-9 * total);
+  const double T = report["performance"]["step_time_ns"].get<double>() * 1e-9;
+  EXPECT_NEAR(e["average_power_w"].get<double>() * T, total, 1e-9 * total);
+  // What the workload used plus what was idle is the whole rack.
+  EXPECT_NEAR(total + e["idle_chips"]["static_j"].get<double>() + e["idle_chips"]["fabric_static_j"].get<double>(),
+              e["rack_total_j"].get<double>(), 1e-9 * total);
+  EXPECT_GE(e["peak_power_w"].get<double>(), e["average_power_w"].get<double>());
+  EXPECT_NEAR(e["flops_per_j"].get<double>(), report["performance"]["flops"].get<double>() / total, 1e-6);
+}
+
+TEST_F(Run, PeakOfTheTypesRun) {
+  const Json& d = report["performance"]["by_dtype"];
+  // The golden trace runs MXFP8 GEMMs and BF16 attention: each against its own peak.
+  ASSERT_TRUE(d.contains("mxfp8"));
+  ASSERT_TRUE(d.contains("bf16"));
+  EXPECT_DOUBLE_EQ(d["mxfp8"]["peak_flops_per_s"].get<double>() / d["bf16"]["peak_flops_per_s"].get<double>(), 4.0);
+  // tokens: global_batch 16 x seq_len 512.
+  EXPECT_EQ(report["performance"]["tokens"], 8192.0);
+}
+
+TEST_F(Run, FabricKeepsMessagesAndPacketsApart) {
+  const Json& f = report["fabric"];
+  const Json& all = f["tiers"]["all"];
+  EXPECT_EQ(all["message_latency_ns"]["count"], f["messages"]);
+  EXPECT_EQ(all["packet_latency_ns"]["count"], f["packets_delivered"]);
+  EXPECT_EQ(all["message_latency_ns"]["count"].get<int>(),
+            f["tiers"]["inside_server"]["message_latency_ns"]["count"].get<int>() +
+                f["tiers"]["across_servers"]["message_latency_ns"]["count"].get<int>());
+  EXPECT_LE(all["packet_unloaded_latency_ns"]["p99"].get<double>(), all["packet_latency_ns"]["p99"].get<double>());
+  EXPECT_FALSE(f["links"]["hottest"].empty());
+}
+
+TEST_F(Run, SummaryCsvIsOneRowOfTheFixedColumns) {
+  std::istringstream in(slurp(dir / "summary.csv"));
+  std::string header, row, extra;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_FALSE(std::getline(in, extra));
+  EXPECT_TRUE(header.starts_with("rack,chip,workload,ranks,chips_used,step_time_ns,"));
+  EXPECT_EQ(std::count(header.begin(), header.end(), ','), 23);
+  EXPECT_EQ(std::count(row.begin(), row.end(), ','), 23);
+}
+
+TEST_F(Run, OpsCsvHasNoFloatNoise) {
+  const std::string csv = slurp(dir / "ops.csv");
+  EXPECT_FALSE(std::regex_search(csv, std::regex("\\.[0-9]*(0000000|9999999)[0-9]")));
+  EXPECT_NE(csv.find(",phase,layer,"), std::string::npos);
+}
+
+// The structure Perfetto's JSON importer needs: named processes and threads for every lane used,
+// complete events with args, flows in pairs, counters.
+TEST_F(Run, TimelineStructure) {
+  std::set<int> named_pids;
+  std::set<std::pair<int, int>> named_threads, used;
+  std::map<std::uint64_t, int> flows;
+  std::set<std::string> counters;
+  int complete = 0;
+  for (const auto& e : timeline["traceEvents"]) {
+    const std::string ph = e["ph"];
+    if (ph == "M") {
+      if (e["name"] == "process_name") named_pids.insert(e["pid"].get<int>());
+      if (e["name"] == "thread_name") named_threads.insert({e["pid"].get<int>(), e["tid"].get<int>()});
+      EXPECT_TRUE(e["args"].contains("name"));
+    } else if (ph == "X") {
+      ++complete;
+      used.insert({e["pid"].get<int>(), e["tid"].get<int>()});
+      EXPECT_GE(e["dur"].get<double>(), 0.0);
+      EXPECT_TRUE(e["args"].contains("kind"));
+    } else if (ph == "s" || ph == "f") {
+      flows[e["id"].get<std::uint64_t>()] += ph == "s" ? 1 : 10;
+    } else if (ph == "C") {
+      counters.insert(e["name"].get<std::string>());
+    } else {
+      ADD_FAILURE() << "unexpected phase " << ph;
+    }
+  }
+  EXPECT_EQ(complete, 1728);
+  for (const auto& [pid, tid] : used) {
+    EXPECT_TRUE(named_pids.count(pid)) << pid;
+    EXPECT_TRUE(named_threads.count({pid, tid})) << pid << "/" << tid;
+  }
+  EXPECT_FALSE(flows.empty());
+  for (const auto& [id, n] : flows) EXPECT_EQ(n, 11) << "flow " << id;
+  EXPECT_EQ(counters.size(), 3u + 16u);  // machine tracks, and one per busiest link
+}
+
+TEST(Timeline, CapKeepsTheLongestOps) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-timeline-cap-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto r = run_trnsim("run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json "
+                            "--timeline-max-events 100 --no-timeline-flows --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json t = Json::parse(slurp(dir / "timeline.json"));
+  int complete = 0, flows = 0;
+  for (const auto& e : t["traceEvents"]) {
+    complete += e["ph"] == "X";
+    flows += e["ph"] == "s";
+  }
+  EXPECT_EQ(complete, 100);
+  EXPECT_EQ(flows, 0);
+  EXPECT_EQ(t["otherData"]["ops_dropped"], 1728 - 100);
+  fs::remove_all(dir);
+}
+
+TEST(Presets, ByNameAndListed) {
+  const auto list = run_trnsim("presets");
+  ASSERT_EQ(list.code, 0) << list.out;
+  EXPECT_NE(list.out.find("trn3-gen2-ultraserver"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("chip  trn3 "), std::string::npos) << list.out;
+  const auto typo = run_trnsim("run --config trn3-gen2-ultrasrver");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.out.find("did you mean trn3-gen2-ultraserver"), std::string::npos) << typo.out;
+}
+
+TEST(Presets, ChipPresetWhereARackIsNeeded) {
+  const auto r = run_trnsim("run --config trn3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("a chip preset"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("trnsim presets"), std::string::npos) << r.out;
+}
+
+TEST(Version, NamesTheCommit) {
+  const auto r = run_trnsim("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("trnsim [0-9.]+ \\(commit ([0-9a-f]{40}|unknown)")))
+      << r.out;
+}
+
+TEST(Out, UnderAPlainFileRefusedBeforeSimulating) {
+  const fs::path file = fs::temp_directory_path() / ("trnsim-plain-" + std::to_string(::getpid()));
+  std::ofstream(file) << "x";
+  const auto r = run_trnsim("run --out " + (file / "sub").string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("cannot write results"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("wall time"), std::string::npos) << "it simulated first: " << r.out;
+  fs::remove(file);
+}
+
+// Export, read back from the rank-0 file, run: a plain Chakra export (no embedded native ops)
+// of the golden trace runs and reports the same FLOPs.
+TEST(TraceCommand, ExportInfoAndRunFromRankFile) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-trace-cli-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string prefix = (dir / "g").string();
+  const auto e = run_trnsim("trace export tests/golden/inputs/golden-moe-16.json --no-embed --out " + prefix);
+  ASSERT_EQ(e.code, 0) << e.out;
+  EXPECT_TRUE(fs::exists(prefix + ".15.et"));
+  const auto info = run_trnsim("trace info " + prefix + ".0.et");
+  ASSERT_EQ(info.code, 0) << info.out;
+  EXPECT_NE(info.out.find("16 ranks, 1728 ops"), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("format Chakra; 17 files"), std::string::npos) << info.out;
+  const auto back = run_trnsim("trace convert " + prefix + " --to native --out " + (dir / "n.json").string());
+  ASSERT_EQ(back.code, 0) << back.out;
+  const auto j = run_trnsim("trace export tests/golden/inputs/golden-moe-16.json --json --out " + (dir / "j").string());
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_TRUE(fs::exists(dir / "j.0.json"));
+  const auto r = run_trnsim("run --config trn2-instance --trace " + prefix + ".0.et --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto native = run_trnsim("run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json --json", false);
+  ASSERT_EQ(native.code, 0);
+  EXPECT_DOUBLE_EQ(Json::parse(r.out)["performance"]["flops"].get<double>(),
+                   Json::parse(native.out)["performance"]["flops"].get<double>());
+  fs::remove_all(dir);
+}
+
+}  // namespace
