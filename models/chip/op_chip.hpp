@@ -2,7 +2,7 @@
 // The op-level compute model (/chip/compute/model "op"; docs/models/fidelity.md): an op's time
 // comes from the tile model without simulating its tiles. Each distinct op of a run was run once
 // in detail on a tile chip of the same plan (src/run/calibrate.cpp); every occurrence here is
-// replayed from that profile as kOpPieces pieces. A piece reserves, on each core the op uses,
+// replayed from that profile: it takes its SBUF and PSUM footprint, then runs as kOpPieces pieces. A piece reserves, on each core the op uses,
 // every engine for its share of the op's calibrated busy time on it, and issues its share of the
 // op's HBM reads and writes to the chip's memory — the same MemoryPort the fabric uses — so
 // concurrent ops and transfers contend. A piece ends after its share of the isolated time, or

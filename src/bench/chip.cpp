@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "chip/chip.hpp"
+#include "common/driver.hpp"
 #include "internal.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
@@ -26,16 +27,7 @@ namespace {
 using nlohmann::json;
 using model::Chip;
 
-// A top-level module whose one thread runs `body` against the chip.
-struct Driver : sc_core::sc_module {
-  SC_HAS_PROCESS(Driver);
-  Driver(const sc_core::sc_module_name& n, std::function<void()> body)
-      : sc_core::sc_module(n), body_(std::move(body)) {
-    SC_THREAD(run);
-  }
-  void run() { body_(); }
-  std::function<void()> body_;
-};
+using model::Driver;
 
 // Average busy fraction of every engine of a kind over `elapsed`.
 json utilisation(Chip& chip, double elapsed) {

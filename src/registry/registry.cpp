@@ -157,12 +157,13 @@ void register_builtin_models(Registry& r) {
   r.add({Role::compute,
          "op",
          "each distinct op (kind, shape, dtype) of a run simulated once on the tile model before "
-         "the run; every occurrence replayed as 4 reservations of its cores and of the chip's "
-         "memory port, so that it contends with transfers and concurrent ops; alone it takes "
-         "exactly its tile-model time (docs/models/fidelity.md)",
+         "the run; every occurrence replayed as 2 pieces that reserve its cores' engines, SBUF and "
+         "PSUM and issue its HBM traffic to the chip's memory port, so that it contends with "
+         "transfers and concurrent ops; alone it takes exactly its tile-model time "
+         "(docs/models/fidelity.md)",
          "model::OpChip (model::OpCore)",
-         {"/chip/cores", "/chip/hbm/interleave_bytes", "/chip/hbm/stacks",
-          "/chip/hbm/capacity_per_stack"},
+         {"/chip/cores", "/chip/core/sbuf/bytes_per_partition", "/chip/core/psum/banks",
+          "/chip/hbm/interleave_bytes", "/chip/hbm/stacks", "/chip/hbm/capacity_per_stack"},
          {{"memory", "model::MemoryPort", "the chip's memory implementation"},
           {"ops", "model::ChipModel::execute", "trace ops replayed from their calibrated profile"}},
          {{"ops", model::StatUnit::count, "ops executed"},

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chip/chip.hpp"
+#include "common/driver.hpp"
 #include "common/activity.hpp"
 #include "compute_ops.hpp"
 #include "trnsim/error.hpp"
@@ -82,16 +83,6 @@ Counters counters(model::Chip& chip, const model::Block& memory) {
   return c;
 }
 
-struct Driver : sc_core::sc_module {
-  SC_HAS_PROCESS(Driver);
-  Driver(const sc_core::sc_module_name& n, std::function<void()> body)
-      : sc_core::sc_module(n), body_(std::move(body)) {
-    SC_THREAD(run);
-  }
-  void run() { body_(); }
-  std::function<void()> body_;
-};
-
 // One child: the ops of one chunk on one tile chip, one after another.
 json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::ComputeOp>& ops) {
   resolve::ChipPlan tile = plan;
@@ -104,7 +95,7 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
   if (!memory) throw InternalError("op-level calibration: the chip's memory is not a block");
   const sc_time gap(1, sc_core::SC_US);  // lets the memory's last latencies pass
   json out = json::array();
-  Driver drv("driver", [&] {
+  model::Driver drv("driver", [&] {
     for (const auto& op : ops) {
       model::OpProfile p;
       {

@@ -10,6 +10,7 @@
 
 #include "chip/chip.hpp"
 #include "common/block.hpp"
+#include "common/driver.hpp"
 #include "common/memory.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
@@ -55,15 +56,7 @@ class FixedMemory : public model::MemoryPort {
   model::Timeline tl_;
 };
 
-// Runs `body` in one SystemC thread and simulates until everything is done.
-struct Runner : sc_core::sc_module {
-  SC_HAS_PROCESS(Runner);
-  Runner(const sc_core::sc_module_name& n, std::function<void()> body)
-      : sc_core::sc_module(n), body_(std::move(body)) {
-    SC_THREAD(run);
-  }
-  void run() { body_(); }
-  std::function<void()> body_;
-};
+// Runs `body` in one SystemC thread.
+using Runner = model::Driver;
 
 }  // namespace trnsim::test

@@ -239,9 +239,11 @@ TEST_F(Hostile, RunOutUnwritableIsRefusedBeforeSimulating) {
 
 TEST_F(Hostile, SigtermDuringRunLeavesNoOutput) {
   const auto out = path("res");
-  // The bundled 16-rank golden trace runs for about a second; it is stopped well before the end.
+  // The bundled 16-rank golden trace runs for about two seconds at the detailed tier (the fast
+  // tier may finish within 0.3 s); it is stopped well before the end.
   const auto r = trnsim::test::run_trnsim("run --config " + kC +
-                                          " --trace tests/golden/inputs/golden-moe-16.json --out " +
+                                          " --trace tests/golden/inputs/golden-moe-16.json "
+                                          "--set sim.fidelity=detailed --out " +
                                           out + " & sleep 0.3; kill -TERM $!; wait");
   (void)r;
   EXPECT_FALSE(fs::exists(out));
