@@ -40,7 +40,9 @@ struct FlowNetwork::Flow {
   double bottleneck = 0;  // lowest capacity on the path, wire bytes per second
   std::uint64_t version = 0;
   std::uint64_t mark = 0;  // epoch of the recomputation that holds it
+  double old_rate = 0;   // its rate before the recomputation under way
   bool frozen = false, active = false;
+  bool drain_posted = false;  // a drain event for its current rate is in the heap
   sc_core::sc_time fixed;       // per-hop latency terms
   sc_core::sc_time ready;       // the source has read the data (memory)
   sc_core::sc_time written;     // the destination memory has taken it
@@ -399,6 +401,7 @@ void FlowNetwork::recompute() {
     fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.since));
     fl.since = now;
     fl.frozen = false;
+    fl.old_rate = fl.rate;
     for (const std::uint32_t d : fl.path) {
       dirs_[d].residual += fl.rate;
       dirs_[d].used -= fl.rate;
@@ -451,7 +454,11 @@ void FlowNetwork::recompute() {
   for (const std::uint32_t f : set) {
     Flow& fl = *flows_[f];
     if (!fl.frozen) throw InternalError("FlowNetwork: a flow left without a rate");
+    // A flow whose rate did not change keeps its drain event: the end it predicts is the same,
+    // and re-posting it for every flow of a busy link filled the event heap with stale entries.
+    if (fl.drain_posted && fl.rate == fl.old_rate) continue;
     ++fl.version;
+    fl.drain_posted = true;
     const double left_s = fl.remaining / fl.rate;
     schedule(std::max(t_now, ceil_time(now + left_s)), Kind::drained, f);
   }
