@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 
 #include "common/transfer.hpp"
 #include "trnsim/units.hpp"
@@ -27,6 +28,11 @@ struct NetworkTotals {
   std::uint64_t packets_in_flight = 0;
   std::uint64_t events = 0;  // served by links and routers
 };
+
+// What both networks do first in start(): check the request (InputError for chip ids outside
+// [0, chips) or a chip sending to itself) and make its state, issued now, holding `on_done`.
+std::shared_ptr<TransferState> new_transfer(const TransferRequest& r, std::size_t chips,
+                                            std::function<void(const TransferRecord&)> on_done);
 
 class Network {
  public:

@@ -150,20 +150,8 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
 
 TransferHandle Fabric::start(const TransferRequest& r,
                              std::function<void(const TransferRecord&)> on_done) {
-  const std::size_t chips = topo_.chip_count();
-  if (r.src.v >= chips || r.dst.v >= chips) {
-    throw InputError(fmt::format("transfer {} -> {}: chip ids must be below {}", r.src.v, r.dst.v,
-                                 chips));
-  }
-  if (r.src == r.dst) {
-    throw InputError(fmt::format("transfer {} -> {}: a chip cannot send to itself over the fabric",
-                                 r.src.v, r.dst.v));
-  }
-  auto s = std::make_shared<TransferState>();
-  s->record.request = r;
-  s->record.issued = now();
+  auto s = new_transfer(r, topo_.chip_count(), std::move(on_done));
   s->packets_total = std::max<std::uint64_t>(1, (r.bytes + packet_bytes_ - 1) / packet_bytes_);
-  s->on_done = std::move(on_done);
   s->keep_alive = s;
   ++started_;
   requested_ += r.bytes;

@@ -173,19 +173,7 @@ sc_core::sc_time FlowNetwork::memory_pass(MemoryPort* m, std::uint64_t addr, std
 
 TransferHandle FlowNetwork::start(const TransferRequest& r,
                                   std::function<void(const TransferRecord&)> on_done) {
-  const std::size_t chips = topo_.chip_count();
-  if (r.src.v >= chips || r.dst.v >= chips) {
-    throw InputError(fmt::format("transfer {} -> {}: chip ids must be below {}", r.src.v, r.dst.v,
-                                 chips));
-  }
-  if (r.src == r.dst) {
-    throw InputError(fmt::format("transfer {} -> {}: a chip cannot send to itself over the fabric",
-                                 r.src.v, r.dst.v));
-  }
-  auto s = std::make_shared<TransferState>();
-  s->record.request = r;
-  s->record.issued = sc_core::sc_time_stamp();
-  s->on_done = std::move(on_done);
+  auto s = new_transfer(r, topo_.chip_count(), std::move(on_done));
   const std::uint32_t id = new_flow();
   Flow& f = *flows_[id];
   f.t = s;

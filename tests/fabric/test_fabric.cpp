@@ -15,6 +15,7 @@
 
 #include "fabric/fabric.hpp"
 #include "../common/run_trnsim.hpp"
+#include "../common/topologies.hpp"
 #include "trnsim/error.hpp"
 
 // libsystemc's own main() needs sc_main; GoogleTest's main() is the one that runs.
@@ -24,37 +25,11 @@ namespace trnsim::model {
 namespace {
 
 using topo::ChipId;
-
-topo::NodeSpec node(const std::string& id, topo::NodeKind kind, int ports = 0,
-                    Duration latency = Duration{}) {
-  topo::NodeSpec n;
-  n.id = id;
-  n.kind = kind;
-  n.ports = ports;
-  n.latency = latency;
-  return n;
-}
-
-topo::LinkSpec link(const std::string& a, const std::string& b, double gbps, double latency_ns) {
-  topo::LinkSpec l;
-  l.a = a;
-  l.b = b;
-  l.bandwidth = Bandwidth(gbps * 1e9);
-  l.latency = Duration(latency_ns * 1e-9);
-  return l;
-}
-
-topo::Topology build(const topo::TopologySpec& spec) {
-  return topo::build_topology(spec, nullptr, topo::SpecOrigin{});
-}
-
-// Two chips joined by one 100 GB/s, 100 ns link.
-topo::Topology two_chips() {
-  topo::TopologySpec s;
-  s.nodes = {node("a", topo::NodeKind::chip), node("b", topo::NodeKind::chip)};
-  s.links = {link("a", "b", 100, 100)};
-  return build(s);
-}
+using test::build;
+using test::link;
+using test::node;
+using test::torus4x4;
+using test::two_chips;
 
 // Chips a and b feed one switch (150 ns) whose third port leads to chip c.
 topo::Topology two_into_one() {
@@ -66,28 +41,7 @@ topo::Topology two_into_one() {
   return build(s);
 }
 
-// 4x4 torus of 128 GB/s, 29 ns links, chips forwarding in 50 ns (the trn2-instance preset).
-topo::Topology torus4x4() {
-  topo::TopologySpec s;
-  topo::TorusGen t;
-  t.dims = {4, 4};
-  topo::LinkClass lc;
-  lc.bandwidth = Bandwidth(128e9);
-  lc.latency = Duration(29e-9);
-  t.dim_links = {lc, lc};
-  t.forward_latency = Duration(50e-9);
-  s.torus = t;
-  return build(s);
-}
-
-config::FabricParams params(double packet = 4096) {
-  config::FabricParams p;
-  p.packet_bytes = Bytes(packet);
-  p.flit_bytes = Bytes(256);
-  p.header_bytes = Bytes(16);
-  p.endpoint_overhead = Duration(500e-9);
-  return p;
-}
+config::FabricParams params(double packet = 4096) { return test::fabric_params(packet); }
 
 double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
 

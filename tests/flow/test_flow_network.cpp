@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../common/run_trnsim.hpp"
+#include "../common/topologies.hpp"
 #include "flow/flow_network.hpp"
 #include "trnsim/error.hpp"
 
@@ -21,37 +22,11 @@ namespace trnsim::model {
 namespace {
 
 using topo::ChipId;
-
-topo::NodeSpec node(const std::string& id, topo::NodeKind kind, int ports = 0,
-                    Duration latency = Duration{}) {
-  topo::NodeSpec n;
-  n.id = id;
-  n.kind = kind;
-  n.ports = ports;
-  n.latency = latency;
-  return n;
-}
-
-topo::LinkSpec link(const std::string& a, const std::string& b, double gbps, double latency_ns) {
-  topo::LinkSpec l;
-  l.a = a;
-  l.b = b;
-  l.bandwidth = Bandwidth(gbps * 1e9);
-  l.latency = Duration(latency_ns * 1e-9);
-  return l;
-}
-
-topo::Topology build(const topo::TopologySpec& spec) {
-  return topo::build_topology(spec, nullptr, topo::SpecOrigin{});
-}
-
-// Two chips joined by one 100 GB/s, 100 ns link.
-topo::Topology two_chips() {
-  topo::TopologySpec s;
-  s.nodes = {node("a", topo::NodeKind::chip), node("b", topo::NodeKind::chip)};
-  s.links = {link("a", "b", 100, 100)};
-  return build(s);
-}
+using test::build;
+using test::link;
+using test::node;
+using test::torus4x4;
+using test::two_chips;
 
 // The parking lot: switches s0 - s1 - s2 in a chain (150 ns each); chips a, b on s0, c on s1,
 // d, e on s2. Every link 100 GB/s, 100 ns.
@@ -67,29 +42,7 @@ topo::Topology parking_lot() {
   return build(s);
 }
 
-// 4x4 torus of 128 GB/s, 29 ns links, chips forwarding in 50 ns (the trn2-instance preset).
-topo::Topology torus4x4() {
-  topo::TopologySpec s;
-  topo::TorusGen t;
-  t.dims = {4, 4};
-  topo::LinkClass lc;
-  lc.bandwidth = Bandwidth(128e9);
-  lc.latency = Duration(29e-9);
-  t.dim_links = {lc, lc};
-  t.forward_latency = Duration(50e-9);
-  s.torus = t;
-  return build(s);
-}
-
-config::FabricParams params(double packet = 4096) {
-  config::FabricParams p;
-  p.model = "flow";
-  p.packet_bytes = Bytes(packet);
-  p.flit_bytes = Bytes(256);
-  p.header_bytes = Bytes(16);
-  p.endpoint_overhead = Duration(500e-9);
-  return p;
-}
+config::FabricParams params(double packet = 4096) { return test::fabric_params(packet, "flow"); }
 
 double ns(const sc_core::sc_time& t) { return t.to_seconds() * 1e9; }
 
