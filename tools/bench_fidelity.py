@@ -84,7 +84,7 @@ def step_rows(trnsim, racks):
     for rack in racks:
         for trace in STEP_TRACES:
             r = pair(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace", trace,
-                              "--json"], lambda j: j["step_time_ns"])
+                              "--json"], lambda j: j["performance"]["step_time_ns"])
             rows.append({"rack": rack, "case": f"step {os.path.basename(trace)}",
                          "metric": "step_time_ns", **r})
     return rows

@@ -66,9 +66,10 @@ def run_main_job(trnsim, extra):
         "activations_per_s": float(m["rate"]),
         "delta_cycles": int(m["delta"]),
         "peak_memory_mib": peak_kib / 1024 if peak_kib > before else None,
-        "models": summary.get("fidelity"),
-        "fraction_of_peak": summary.get("fraction_of_peak"),
-        "step_time_ns": summary["step_time_ns"],
+        # `trnsim run --json` prints report.json (docs/report.md).
+        "models": summary["identity"].get("models"),
+        "fraction_of_peak": summary["performance"].get("tensor_fraction_of_peak"),
+        "step_time_ns": summary["performance"]["step_time_ns"],
         "workload": summary["workload"]["name"] if "workload" in summary else None,
     }
 
