@@ -9,10 +9,15 @@
    one chip (two GEMMs without dependencies), the op-level time's error against the tile time.
 2. The step traces/mixtral-moe-16.json on configs/racks/trn3-gen2-ultraserver.json at both
    compute models: step time, its difference, wall time and process activations.
+3. `--part grid`: the size grids (src/run/calibrate.cpp). A chain of MoE expert GEMMs of
+   DeepSeek-V3's shapes and of expert activations, at rows and element counts between and above
+   the grid's points, one after another on one chip; each op's op-level time (interpolated, or
+   extrapolated above the cap) against its tile time.
 
 Wall times vary with the machine and its load: benchmark output, never test assertions.
 """
 import argparse
+import csv
 import importlib.util
 import json
 import os
@@ -42,6 +47,48 @@ def gemm_trace(m, k, n, copies):
             "ranks": 1, "groups": {}, "rank_ops": [{"rank": 0, "ops": ops}]}
 
 
+# MoE expert ops of the DeepSeek-V3 step (tools/moe_gen.py): rows (tokens an EP rank's experts
+# receive) and activation elements follow the routing, so a step has thousands of sizes.
+GRID_GEMMS = [(7168, 4096), (2048, 7168)]
+GRID_ROWS = [2100, 2900, 3500, 5000, 7000, 9000, 12000, 15000, 20000, 30000, 45000, 57596]
+GRID_ELEMENTS = [8_400_000, 11_000_000, 15_000_000, 21_000_000, 30_000_000, 41_000_000,
+                 60_000_000, 80_000_000, 100_000_000, 117_956_608]
+
+
+def grid_trace():
+    ops = []
+    for k, n in GRID_GEMMS:
+        for m in GRID_ROWS:
+            ops.append({"op": "gemm", "m": m, "k": k, "n": n, "dtype": "mxfp8",
+                        "name": f"gemm m={m} k={k} n={n}"})
+    for e in GRID_ELEMENTS:
+        ops.append({"op": "activation", "elements": e, "dtype": "bf16", "name": f"activation {e}"})
+    for i, o in enumerate(ops):
+        o["id"] = i
+        if i:
+            o["deps"] = [i - 1]
+    return {"format": "trnsim-trace", "version": 1, "name": "size-grid", "ranks": 1,
+            "groups": {}, "rank_ops": [{"rank": 0, "ops": ops}]}
+
+
+def op_times(trnsim, trace, model, out_dir):
+    """Duration of each op by name, from the run's ops.csv."""
+    bench_run.run_main_job(trnsim, ["--config", RACK, "--trace", trace, "--out", out_dir,
+                                    "--set", f"chip.compute.model={model}"])
+    with open(os.path.join(out_dir, "ops.csv")) as f:
+        return {r["name"]: float(r["duration_ns"]) for r in csv.DictReader(f)}
+
+
+def grid_part(trnsim):
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "grid.json")
+        with open(path, "w") as f:
+            json.dump(grid_trace(), f)
+        t = {mdl: op_times(trnsim, path, mdl, os.path.join(tmp, mdl)) for mdl in ("tile", "op")}
+    return [{"op": name, "tile_ns": t["tile"][name], "op_ns": t["op"][name],
+             "error": t["op"][name] / t["tile"][name] - 1} for name in t["tile"]]
+
+
 def run(trnsim, trace, model):
     r = bench_run.run_main_job(trnsim, ["--config", RACK, "--trace", trace,
                                         "--set", f"chip.compute.model={model}"])
@@ -54,7 +101,19 @@ def main():
     ap.add_argument("--max-side", type=int, default=16384,
                     help="skip sweep shapes with more work than max-side^3")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--part", choices=["all", "grid"], default="all",
+                    help="grid: only the size grids' interpolation error")
     a = ap.parse_args()
+    if a.part == "grid":
+        rows = grid_part(a.trnsim)
+        if a.json:
+            print(json.dumps(rows, indent=1))
+            return
+        print("| op | tile (us) | op-level (us) | error |")
+        print("|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['op']} | {r['tile_ns']/1e3:.2f} | {r['op_ns']/1e3:.2f} | {100*r['error']:+.2f} % |")
+        return
     out = {"shapes": [], "step": {}}
     with tempfile.TemporaryDirectory() as tmp:
         for (m, k, n) in sweep_shapes(a.max_side):

@@ -46,9 +46,25 @@ std::string op_key(const ComputeOp& op) {
 }
 
 std::string grid_key(const ComputeOp& op) {
-  const auto* e = std::get_if<ElementOp>(&op);
-  if (!e) return "";
-  return fmt::format("{} inputs={} {}", to_string(e->kind), e->inputs, to_string(e->dtype));
+  if (const auto* e = std::get_if<ElementOp>(&op)) {
+    return fmt::format("{} inputs={} {}", to_string(e->kind), e->inputs, to_string(e->dtype));
+  }
+  if (const auto* g = std::get_if<GemmOp>(&op)) {
+    return fmt::format("gemm k={} n={} batch={} {}", g->k, g->n, g->batch, to_string(g->dtype));
+  }
+  return "";
+}
+
+std::uint64_t grid_size(const ComputeOp& op) {
+  if (const auto* e = std::get_if<ElementOp>(&op)) return e->elements;
+  if (const auto* g = std::get_if<GemmOp>(&op)) return g->m;
+  return 0;
+}
+
+ComputeOp with_grid_size(ComputeOp op, std::uint64_t size) {
+  if (auto* e = std::get_if<ElementOp>(&op)) e->elements = size;
+  if (auto* g = std::get_if<GemmOp>(&op)) g->m = size;
+  return op;
 }
 
 namespace {
@@ -82,20 +98,21 @@ OpProfile interpolate(const OpProfile& a, const OpProfile& b, double w) {
 
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
   if (auto it = t.exact.find(op_key(op)); it != t.exact.end()) return &it->second;
-  const auto* e = std::get_if<ElementOp>(&op);
-  if (!e) return nullptr;
-  const auto g = t.grids.find(grid_key(op));
+  const std::string key = grid_key(op);
+  if (key.empty()) return nullptr;
+  const auto g = t.grids.find(key);
   if (g == t.grids.end() || g->second.empty()) return nullptr;
   const auto& pts = g->second;
-  const auto hi = std::lower_bound(pts.begin(), pts.end(), e->elements,
+  const std::uint64_t size = grid_size(op);
+  const auto hi = std::lower_bound(pts.begin(), pts.end(), size,
                                    [](const auto& p, std::uint64_t x) { return p.first < x; });
-  if (hi != pts.end() && hi->first == e->elements) return &hi->second;
+  if (hi != pts.end() && hi->first == size) return &hi->second;
   if (hi == pts.begin() || pts.size() < 2) return nullptr;
-  // Between two points; above the last (a reduction larger than the trace's collectives
-  // suggested), on the line through the last two.
+  // Between two points; above the last (a size beyond the grid's calibrated cap), on the line
+  // through the last two.
   const auto top = hi == pts.end() ? hi - 1 : hi;
   const auto lo = top - 1;
-  const double w = (double(e->elements) - double(lo->first)) / double(top->first - lo->first);
+  const double w = (double(size) - double(lo->first)) / double(top->first - lo->first);
   scratch = interpolate(lo->second, top->second, w);
   return &scratch;
 }

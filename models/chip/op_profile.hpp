@@ -53,12 +53,13 @@ struct PieceBytes {
 };
 PieceBytes slice_bytes(const OpProfile& p, int i);
 
-// The calibrated profiles of one chip plan: exact shapes, and grids of element counts for
-// element-wise ops whose sizes the trace does not list (the reductions of collectives).
+// The calibrated profiles of one chip plan: exact shapes, and grids of sizes (element counts,
+// GEMM rows) for ops of one kind whose sizes vary too much to calibrate each (MoE expert GEMMs,
+// whose rows follow the routing).
 struct OpTable {
   std::map<std::string, OpProfile> exact;  // by op_key()
-  // By grid_key(): profiles at increasing element counts; an op between two points is
-  // interpolated linearly in its element count.
+  // By grid_key(): profiles at increasing sizes; an op between two points is interpolated
+  // linearly in its size, above the last on the line through the last two.
   std::map<std::string, std::vector<std::pair<std::uint64_t, OpProfile>>> grids;
   double static_power_w = 0;  // of the tile chip without its memory
   int shapes_simulated = 0;   // exact shapes plus grid points
@@ -66,8 +67,11 @@ struct OpTable {
 
 // "gemm m=.. k=.. n=.. batch=.. bf16" and so on: equal keys, equal lowering.
 std::string op_key(const ComputeOp& op);
-// An element-wise op's key without its element count ("" for other ops).
+// The key of an op's size grid: an element-wise op without its element count, a GEMM without
+// its rows m ("" for other ops). grid_size() is that count; with_grid_size() the op at another.
 std::string grid_key(const ComputeOp& op);
+std::uint64_t grid_size(const ComputeOp& op);
+ComputeOp with_grid_size(ComputeOp op, std::uint64_t size);
 // The profile of `op` in `t`: the exact one, else interpolated on its grid; null when neither
 // covers it.
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "chip/chip.hpp"
@@ -193,44 +194,84 @@ std::vector<std::uint64_t> grid_sizes(std::uint64_t max_elements) {
   return g;
 }
 
+std::vector<std::uint64_t> grid_points(std::uint64_t unit, std::uint64_t lo, std::uint64_t hi,
+                                       std::uint64_t cap) {
+  std::vector<std::uint64_t> all;
+  const std::uint64_t top = std::max(std::min(hi, cap), unit * 2);
+  for (std::uint64_t g : grid_sizes((top + unit - 1) / unit)) all.push_back(g * unit);
+  // From the last point at or below `lo` (two points at least, for the line above the cap).
+  std::size_t first = 0;
+  while (first + 1 < all.size() && all[first + 1] <= lo) ++first;
+  first = std::min(first, all.size() - 2);
+  return {all.begin() + std::ptrdiff_t(first), all.end()};
+}
+
+namespace {
+
+// A grid key with more distinct sizes than this in the trace is calibrated on a grid of sizes
+// instead of at each size (MoE expert GEMMs and activations, whose sizes follow the routing:
+// thousands of distinct rows in a realistic step). docs/models/fidelity.md measures the error.
+constexpr std::size_t kMaxExactSizes = 8;
+// Grids: GEMM rows in multiples of the 128 partitions, up to 16,384 rows; element counts up to
+// 2^25. Above its cap a size is on the line through the last two points (the time of a large
+// GEMM or element-wise op grows linearly in its rows or elements: measured in fidelity.md).
+constexpr std::uint64_t kGemmRowUnit = 128, kGemmRowCap = 16384;
+constexpr std::uint64_t kElementCap = 1ULL << 25;
+
+}  // namespace
+
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
                                                          const trace::Workload& w, int parallel) {
   std::vector<std::string> notes;  // the rack notes the same substitutions when it runs them
-  std::vector<model::ComputeOp> exact;
-  // Reductions of collectives run on the collective DMA engines (Rack::reduce), not on the
-  // compute model: no grid of them is calibrated today; the grid machinery stays for ops whose
-  // sizes vary (OpTable::grids).
-  std::map<std::string, std::pair<model::ComputeOp, std::uint64_t>> grids;
+  std::vector<model::ComputeOp> ops;
+  struct Sizes {
+    model::ComputeOp op;
+    std::set<std::uint64_t> sizes;
+  };
+  std::map<std::string, Sizes> by_grid;
   for (const auto& rank : w.ranks) {
     for (const auto& op : rank.ops) {
       if (trace::is_compute(op.kind) || op.kind == trace::OpKind::mem_load ||
           op.kind == trace::OpKind::mem_store) {
-        if (auto c = to_compute_op(op, plan.params, notes)) exact.push_back(*c);
+        if (auto c = to_compute_op(op, plan.params, notes)) {
+          ops.push_back(*c);
+          if (const std::string key = model::grid_key(*c); !key.empty()) {
+            auto& s = by_grid.try_emplace(key, Sizes{*c, {}}).first->second;
+            s.sizes.insert(model::grid_size(*c));
+          }
+        }
       }
     }
   }
-  const std::size_t occurrences = exact.size();
-  std::vector<model::ComputeOp> all = exact;
-  for (const auto& [key, g] : grids) {
-    for (std::uint64_t n : grid_sizes(g.second)) {
-      auto op = std::get<model::ElementOp>(g.first);
-      op.elements = n;
-      all.push_back(op);
-    }
+  // Reductions of collectives run on the collective DMA engines (Rack::reduce), not on the
+  // compute model; only the trace's own ops are calibrated.
+  std::map<std::string, std::vector<std::uint64_t>> grids;
+  for (const auto& [key, s] : by_grid) {
+    if (s.sizes.size() <= kMaxExactSizes) continue;
+    const bool gemm = std::holds_alternative<model::GemmOp>(s.op);
+    grids[key] = grid_points(gemm ? kGemmRowUnit : 1, *s.sizes.begin(), *s.sizes.rbegin(),
+                             gemm ? kGemmRowCap : kElementCap);
+  }
+  std::vector<model::ComputeOp> all;
+  for (const auto& op : ops) {
+    if (!grids.count(model::grid_key(op))) all.push_back(op);
+  }
+  for (const auto& [key, pts] : grids) {
+    for (std::uint64_t n : pts) all.push_back(model::with_grid_size(by_grid.at(key).op, n));
   }
   auto table = std::make_shared<model::OpTable>();
   table->exact = calibrate_ops(plan, all, parallel, &table->static_power_w);
   table->shapes_simulated = int(table->exact.size());
-  for (const auto& [key, g] : grids) {
-    auto& pts = table->grids[key];
-    for (std::uint64_t n : grid_sizes(g.second)) {
-      auto op = std::get<model::ElementOp>(g.first);
-      op.elements = n;
-      pts.emplace_back(n, table->exact.at(model::op_key(op)));
+  for (const auto& [key, pts] : grids) {
+    auto& out = table->grids[key];
+    for (std::uint64_t n : pts) {
+      out.emplace_back(n, table->exact.at(model::op_key(model::with_grid_size(by_grid.at(key).op, n))));
     }
   }
-  logger("run")->info("op-level compute: {} distinct ops simulated for {} trace ops and {} "
-                      "reduction grids", table->shapes_simulated, occurrences, grids.size());
+  // A grid point that is also one of the trace's sizes stays in `exact` and is found there.
+  logger("run")->info("op-level compute: {} distinct ops simulated for {} trace ops, {} of the "
+                      "ops' kinds on a grid of sizes", table->shapes_simulated, ops.size(),
+                      grids.size());
   return table;
 }
 

@@ -30,13 +30,18 @@ std::map<std::string, model::OpProfile> calibrate_ops(const resolve::ChipPlan& p
                                                       const std::vector<model::ComputeOp>& ops,
                                                       int parallel, double* static_power_w = nullptr);
 
-// Sizes of the grid an element-wise op family is calibrated on: 1, 2, 3, 4, 6, 8, 12, ... (2^i and
+// Sizes of a calibration grid: 1, 2, 3, 4, 6, 8, 12, ... (2^i and
 // 3 * 2^(i-1)), up to the first >= `max_elements`.
 std::vector<std::uint64_t> grid_sizes(std::uint64_t max_elements);
+// The grid a kind of op is calibrated on when its sizes are many: multiples of `unit` on
+// grid_sizes(), from the last point at or below `lo` to the first at or above min(hi, cap), at
+// least two points.
+std::vector<std::uint64_t> grid_points(std::uint64_t unit, std::uint64_t lo, std::uint64_t hi,
+                                       std::uint64_t cap);
 
-// The table the op-level chips of a run of `w` on `plan` replay from: the exact profile of every
-// compute op of the trace, and a grid per reduction type of its all-reduce and reduce-scatter ops
-// (their sizes come from the collective plans at run time).
+// The table the op-level chips of a run of `w` on `plan` replay from: the exact profile of each
+// distinct compute op of the trace, except for kinds of op with many sizes (grid_key()), which are
+// calibrated on grid_points() and interpolated.
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
                                                          const trace::Workload& w, int parallel);
 

@@ -169,6 +169,24 @@ TEST(OpCompute, GridSizesAndInterpolation) {
   mid.elements = 2;  // below the grid
   EXPECT_EQ(model::find_profile(t, mid, scratch), nullptr);
   EXPECT_EQ(model::find_profile(t, GemmOp{1, 1, 1, Dtype::bf16, 1}, scratch), nullptr);
+  // A GEMM's grid is over its rows m, for one (k, n, batch, dtype).
+  const GemmOp g{0, 64, 32, Dtype::fp8, 1};
+  t.grids[model::grid_key(g)] = {{128, lo}, {256, hi}};
+  EXPECT_EQ(model::find_profile(t, GemmOp{160, 64, 32, Dtype::fp8, 1}, scratch)->time_ps, 1250);
+  EXPECT_EQ(model::find_profile(t, GemmOp{160, 64, 33, Dtype::fp8, 1}, scratch), nullptr);
+}
+
+TEST(OpCompute, GridPoints) {
+  // Multiples of 128 on 1, 2, 3, 4, 6, 8, 12, 16, ..., from the last at or below 300 (256) to
+  // the first at or above 1000 (1024).
+  EXPECT_EQ(grid_points(128, 300, 1000, 16384),
+            (std::vector<std::uint64_t>{256, 384, 512, 768, 1024}));
+  // Capped: sizes above 1000 are extrapolated from the last two points.
+  EXPECT_EQ(grid_points(128, 300, 50000, 1000),
+            (std::vector<std::uint64_t>{256, 384, 512, 768, 1024}));
+  // Every size above the cap: still two points.
+  EXPECT_EQ(grid_points(128, 20000, 50000, 1000), (std::vector<std::uint64_t>{768, 1024}));
+  EXPECT_EQ(grid_points(1, 5, 5, 1 << 20), (std::vector<std::uint64_t>{4, 6}));
 }
 
 }  // namespace
