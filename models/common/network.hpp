@@ -46,6 +46,11 @@ class Network {
   virtual Bandwidth injection_bandwidth(topo::ChipId c) const = 0;
   // The largest payload one unit of the model carries (a packet; a whole message for flows).
   virtual std::uint64_t message_unit_bytes() const = 0;
+  // Charges a transfer's bytes and energy to the links and nodes of its route without
+  // simulating it (fast-forward, replay/engine.hpp). The default charges nothing: a network that
+  // cannot says so through charges_accounted().
+  virtual void account(const TransferRequest& r) { (void)r; }
+  virtual bool charges_accounted() const { return false; }
 
 };
 

@@ -171,19 +171,13 @@ sc_core::sc_time FlowNetwork::memory_pass(MemoryPort* m, std::uint64_t addr, std
   return done;
 }
 
-TransferHandle FlowNetwork::start(const TransferRequest& r,
-                                  std::function<void(const TransferRecord&)> on_done) {
-  auto s = new_transfer(r, topo_.chip_count(), std::move(on_done));
-  const std::uint32_t id = new_flow();
-  Flow& f = *flows_[id];
-  f.t = s;
+void FlowNetwork::trace(const TransferRequest& r, Flow& f) const {
   // The packets the packet fabric would cut: whole flits, each with its header.
   const std::uint64_t pb = plan_.packet_bytes, fb = plan_.flit_bytes, hb = plan_.header_bytes;
   const std::uint64_t full = r.bytes / pb, rest = r.bytes % pb;
   const auto flits = [&](std::uint64_t payload) { return (payload + hb + fb - 1) / fb; };
   double wire = double(full) * double(flits(pb) * fb);
   if (rest > 0 || full == 0) wire += double(flits(rest) * fb);
-  s->packets_total = full + (rest > 0 || full == 0 ? 1 : 0);
   f.wire = f.remaining = wire;
   // The route the packet fabric's per-flow hashing takes.
   topo::NodeId at = topo_.chip_node(r.src);
@@ -212,11 +206,48 @@ TransferHandle FlowNetwork::start(const TransferRequest& r,
     }
   }
   f.fixed = fixed;
+}
+
+TransferHandle FlowNetwork::start(const TransferRequest& r,
+                                  std::function<void(const TransferRecord&)> on_done) {
+  auto s = new_transfer(r, topo_.chip_count(), std::move(on_done));
+  const std::uint32_t id = new_flow();
+  Flow& f = *flows_[id];
+  f.t = s;
+  trace(r, f);
+  s->packets_total = r.bytes / plan_.packet_bytes +
+                     (r.bytes % plan_.packet_bytes > 0 || r.bytes < plan_.packet_bytes ? 1 : 0);
   f.pos.assign(f.path.size(), 0);
   ++started_;
   requested_ += r.bytes;
   schedule(sc_core::sc_time_stamp() + overhead_, Kind::activate, id);
   return TransferHandle(std::move(s));
+}
+
+void FlowNetwork::charge(const Flow& f, std::uint64_t bytes) {
+  for (const std::uint32_t d : f.path) {
+    FlowLinkDirection& b = *dirs_[d].block;
+    b.s_bytes_ += double(bytes);
+    b.s_wire_ += f.wire;
+    b.s_busy_ += f.wire / dirs_[d].capacity;
+    b.s_flows_ += 1;
+    b.add_energy("link", energy(b.dyn_, Bytes(f.wire)));
+  }
+  for (const topo::NodeId n : f.via) {
+    FlowNode* node = nodes_[n.v].get();
+    if (!node) continue;
+    node->s_bytes_ += double(bytes);
+    node->add_energy(node->category_, energy(node->energy_, Bytes(f.wire)));
+  }
+  wire_ += f.wire * double(f.path.size());
+}
+
+void FlowNetwork::account(const TransferRequest& r) {
+  if (r.src == r.dst || r.bytes == 0) return;
+  Flow f;
+  trace(r, f);
+  charge(f, r.bytes);
+  accounted_ += r.bytes;
 }
 
 void FlowNetwork::fire() {
@@ -287,22 +318,7 @@ void FlowNetwork::detach(std::uint32_t id) {
 void FlowNetwork::drained(std::uint32_t id) {
   Flow& f = *flows_[id];
   const auto& req = f.t->record.request;
-  // Statistics and energy of the wire bytes, per hop.
-  for (const std::uint32_t d : f.path) {
-    FlowLinkDirection& b = *dirs_[d].block;
-    b.s_bytes_ += double(req.bytes);
-    b.s_wire_ += f.wire;
-    b.s_busy_ += f.wire / dirs_[d].capacity;
-    b.s_flows_ += 1;
-    b.add_energy("link", energy(b.dyn_, Bytes(f.wire)));
-  }
-  for (const topo::NodeId n : f.via) {
-    FlowNode* node = nodes_[n.v].get();
-    if (!node) continue;
-    node->s_bytes_ += double(req.bytes);
-    node->add_energy(node->category_, energy(node->energy_, Bytes(f.wire)));
-  }
-  wire_ += f.wire * double(f.path.size());
+  charge(f, req.bytes);  // statistics and energy of the wire bytes, per hop
   detach(id);
   f.remaining = 0;
   for (const std::uint32_t d : f.path) changed_.push_back(d);

@@ -76,6 +76,8 @@ class FlowNetwork : public Block, public Network {
   NetworkTotals totals() const override;
   Bandwidth injection_bandwidth(topo::ChipId c) const override;
   std::uint64_t message_unit_bytes() const override { return ~std::uint64_t(0); }
+  void account(const TransferRequest& r) override;
+  bool charges_accounted() const override { return true; }
 
   // Current rate of the flow of a transfer in flight, in payload bytes per second (tests).
   double rate_of(const TransferHandle& h) const;
@@ -106,6 +108,10 @@ class FlowNetwork : public Block, public Network {
     }
   };
 
+  // The wire bytes, route and fixed terms of a request, into `f`.
+  void trace(const TransferRequest& r, Flow& f) const;
+  // A flow's bytes and energy on every link direction and node of its path.
+  void charge(const Flow& f, std::uint64_t bytes);
   void schedule(const sc_core::sc_time& t, Kind k, std::uint32_t flow);
   void fire();
   void activate(std::uint32_t f);
@@ -139,6 +145,7 @@ class FlowNetwork : public Block, public Network {
   std::uint64_t started_ = 0, completed_ = 0, requested_ = 0, delivered_ = 0, injected_ = 0;
   std::uint64_t packets_ = 0, events_ = 0, recomputations_ = 0, max_flows_ = 0, active_ = 0;
   double wire_ = 0;
+  std::uint64_t accounted_ = 0;  // payload bytes charged by account()
   Stat& s_transfers_;
   Stat& s_bytes_;
   Stat& s_recomputations_;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <deque>
 #include <exception>
 #include <map>
@@ -77,6 +78,20 @@ struct Replay::Impl {
     sc_event never;  // waited on by members of a collective that some member never reaches
     // Sends waiting for their destination member to join, per destination member.
     std::vector<std::vector<std::pair<int, std::uint64_t>>> waiting;  // (source member, bytes)
+    // Fast-forward: decided by the first member to arrive, followed by every member.
+    enum class Mode { undecided, simulated, fast } mode = Mode::undecided;
+    const Instance* counterpart = nullptr;  // the earlier micro-batch's instance it repeats
+    int arrivals = 0;
+    sc_event all_arrived;
+  };
+  // Fast-forward: a rank's ops of one (phase, micro-batch).
+  struct Unit {
+    std::vector<std::size_t> ops;  // op indices, in trace order
+    int previous = -1;             // the unit of the previous micro-batch it repeats, or -1
+    std::size_t done = 0;
+    bool started = false, fast = false;
+    sc_time first_start, last_end;
+    bool complete() const { return done == ops.size(); }
   };
   struct Mailbox {
     int delivered = 0;
@@ -95,6 +110,11 @@ struct Replay::Impl {
   const trace::Workload& w;
   Machine& machine;
   config::ReplayParams params;
+  FastForward ff;
+  FastForwardStats ffs;
+  std::vector<std::vector<Unit>> units;         // [rank]
+  std::vector<std::vector<int>> unit_of;        // [rank][op]: its unit, -1 for none
+  std::vector<std::vector<std::size_t>> position;  // [rank][op]: its index within its unit
   std::vector<int> chip_of;
   std::vector<std::vector<OpState>> state;  // [rank][op index]
   std::vector<std::unique_ptr<Instance>> instances;
@@ -117,8 +137,9 @@ struct Replay::Impl {
     }
   }
 
-  Impl(const trace::Workload& wl, Machine& m, const config::ReplayParams& p, std::vector<int> map)
-      : w(wl), machine(m), params(p), chip_of(std::move(map)) {
+  Impl(const trace::Workload& wl, Machine& m, const config::ReplayParams& p, std::vector<int> map,
+       FastForward f)
+      : w(wl), machine(m), params(p), ff(f), chip_of(std::move(map)) {
     const int nr = w.num_ranks();
     if (chip_of.empty()) {
       if (nr > machine.chip_count()) {
@@ -138,6 +159,11 @@ struct Replay::Impl {
       }
     }
     state.resize(std::size_t(nr));
+    if (ff.enabled) {
+      units.resize(std::size_t(nr));
+      unit_of.resize(std::size_t(nr));
+      position.resize(std::size_t(nr));
+    }
     std::map<std::pair<std::string, int>, Instance*> by_key;
     std::map<std::string, int> next_seq_unused;
     for (int r = 0; r < nr; ++r) {
@@ -153,6 +179,7 @@ struct Replay::Impl {
           st[it->second].dependents.push_back(i);
         }
       }
+      if (ff.enabled) find_units(r, index);
       // Collectives match by their order in the rank's topological order (docs/trace-format.md).
       std::map<std::string, int> seq;
       std::map<std::tuple<int, int, std::int64_t>, int> recv_seq;
@@ -220,6 +247,139 @@ struct Replay::Impl {
     }
   }
 
+  // Fast-forward: the units of rank r and which repeat the previous micro-batch's.
+  void find_units(int r, const std::unordered_map<trace::OpId, std::size_t>& index) {
+    const auto& ops = w.ranks[std::size_t(r)].ops;
+    auto& us = units[std::size_t(r)];
+    auto& uo = unit_of[std::size_t(r)];
+    auto& pos = position[std::size_t(r)];
+    uo.assign(ops.size(), -1);
+    pos.assign(ops.size(), 0);
+    std::map<std::pair<int, int>, int> by_key;  // (phase, micro-batch) -> unit
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const auto phase = trace::infer_phase(ops[i]);
+      const auto mb = trace::infer_micro_batch(ops[i]);
+      if (!phase || !mb || (*phase != trace::Phase::forward && *phase != trace::Phase::backward)) {
+        continue;
+      }
+      auto [it, fresh] = by_key.try_emplace({int(*phase), *mb}, int(us.size()));
+      if (fresh) us.emplace_back();
+      uo[i] = it->second;
+      pos[i] = us[std::size_t(it->second)].ops.size();
+      us[std::size_t(it->second)].ops.push_back(i);
+    }
+    ffs.units += us.size();
+    // Keys in order: a unit's predecessor is the one before it of the same phase.
+    const std::pair<int, int>* last = nullptr;
+    int last_unit = -1;
+    for (const auto& [key, u] : by_key) {
+      if (last && last->first == key.first && repeats(r, index, us[std::size_t(last_unit)],
+                                                        us[std::size_t(u)])) {
+        us[std::size_t(u)].previous = last_unit;
+        ffs.repeating_units++;
+      }
+      last = &key;
+      last_unit = u;
+    }
+  }
+
+  bool close(double a, double b) const {
+    return std::abs(a - b) <= ff.size_tolerance * std::max(std::abs(a), std::abs(b));
+  }
+
+  // Whether unit b of rank r repeats unit a: ops that match one to one, with the same
+  // dependencies within the unit and as many outside it.
+  bool repeats(int r, const std::unordered_map<trace::OpId, std::size_t>& index, const Unit& a,
+               const Unit& b) const {
+    if (a.ops.size() != b.ops.size()) return false;
+    const auto& ops = w.ranks[std::size_t(r)].ops;
+    const auto& uo = unit_of[std::size_t(r)];
+    const auto& pos = position[std::size_t(r)];
+    auto deps = [&](std::size_t i) {
+      std::vector<std::size_t> inside;
+      std::size_t outside = 0;
+      for (trace::OpId d : ops[i].deps) {
+        const auto it = index.find(d);
+        if (it == index.end()) continue;
+        if (uo[it->second] == uo[i]) {
+          inside.push_back(pos[it->second]);
+        } else {
+          ++outside;
+        }
+      }
+      std::sort(inside.begin(), inside.end());
+      return std::pair{inside, outside};
+    };
+    for (std::size_t j = 0; j < a.ops.size(); ++j) {
+      const trace::Op& x = ops[a.ops[j]];
+      const trace::Op& y = ops[b.ops[j]];
+      if (x.kind != y.kind || x.group != y.group || x.peer != y.peer || x.dtype != y.dtype ||
+          x.root != y.root || !close(trace::op_flops(x), trace::op_flops(y)) ||
+          !close(trace::comm_bytes(x), trace::comm_bytes(y)) ||
+          !close(double(x.elements), double(y.elements)) || deps(a.ops[j]) != deps(b.ops[j])) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // Decided when the unit's first op starts: fast when the two repetitions before it have
+  // finished and took times within the tolerance of each other.
+  void decide(int r, Unit& u) {
+    if (u.previous < 0) return;
+    const Unit& p = units[std::size_t(r)][std::size_t(u.previous)];
+    if (!p.complete() || p.previous < 0) return;
+    const Unit& pp = units[std::size_t(r)][std::size_t(p.previous)];
+    if (!pp.complete()) return;
+    const double a = (p.last_end - p.first_start).to_seconds();
+    const double b = (pp.last_end - pp.first_start).to_seconds();
+    u.fast = std::abs(a - b) <= ff.tolerance * std::max(a, b);
+    if (u.fast) ffs.units_fast_forwarded++;
+  }
+
+  // The op of the previous micro-batch that op i of rank r repeats, when its unit is fast.
+  const OpState* counterpart(int r, std::size_t i) const {
+    if (!ff.enabled) return nullptr;
+    const int u = unit_of[std::size_t(r)][i];
+    if (u < 0) return nullptr;
+    const Unit& unit = units[std::size_t(r)][std::size_t(u)];
+    if (!unit.fast) return nullptr;
+    const Unit& p = units[std::size_t(r)][std::size_t(unit.previous)];
+    return &state[std::size_t(r)][p.ops[position[std::size_t(r)][i]]];
+  }
+
+  // A fast-forwarded collective: its members meet, then take the time the counterpart took from
+  // its last arrival to its end; each member's sends are charged to the links.
+  void run_fast_collective(Instance& inst, int me, int chip) {
+    const std::size_t m = std::size_t(me);
+    const std::size_t n = inst.ranks.size();
+    if (inst.arrivals == 0) inst.rec.first_arrival = sc_core::sc_time_stamp();
+    inst.arrived[m] = true;
+    inst.rec.last_arrival = sc_core::sc_time_stamp();
+    if (++inst.arrivals == int(n)) inst.all_arrived.notify(sc_core::SC_ZERO_TIME);
+    while (inst.arrivals < int(n)) model::wait_counted(activity_, inst.all_arrived);
+    const sc_time end =
+        inst.rec.last_arrival + (inst.counterpart->rec.end - inst.counterpart->rec.last_arrival);
+    if (end > sc_core::sc_time_stamp()) model::wait_counted(activity_, end - sc_core::sc_time_stamp());
+    for (const Step& step : inst.schedule.members[m]) {
+      for (const Transfer& t : step.sends) {
+        machine.account_transfer(chip, chip_of[std::size_t(inst.ranks[std::size_t(t.peer)])],
+                                 t.bytes, mix(inst.id, std::uint64_t(me) << 32 | std::uint64_t(t.peer)));
+        ffs.transfers_accounted++;
+        ffs.bytes_accounted += double(t.bytes);
+      }
+    }
+    ffs.ops_fast_forwarded++;
+    inst.finished++;
+    inst.rec.end = end;
+    inst.rec.breakdown = inst.counterpart->rec.breakdown;
+    inst.rec.fast_forwarded = true;
+    if (inst.finished == int(n)) {
+      coll_records.push_back(inst.rec);
+      ffs.collectives_fast_forwarded++;
+    }
+  }
+
   // Ops become ready in run_op(); only the dispatcher spawns them, so every op process is a
   // child of one long-lived process and its stack is freed when it ends (a process that spawned
   // children would be kept alive by them).
@@ -267,6 +427,16 @@ struct Replay::Impl {
     s.started = true;
     s.start = sc_core::sc_time_stamp();
     const int chip = chip_of[std::size_t(r)];
+    Unit* unit = nullptr;
+    if (ff.enabled && unit_of[std::size_t(r)][i] >= 0) {
+      unit = &units[std::size_t(r)][std::size_t(unit_of[std::size_t(r)][i])];
+      if (!unit->started) {
+        unit->started = true;
+        unit->first_start = s.start;
+        decide(r, *unit);
+      }
+    }
+    const OpState* same = counterpart(r, i);
     if (log_->should_log(spdlog::level::trace)) {
       log_->trace("{} ns: rank {} (chip {}) starts op {} {} '{}'", s.start.to_seconds() * 1e9, r,
                   chip, op.id, trace::kind_name(op.kind), op.name);
@@ -277,8 +447,19 @@ struct Replay::Impl {
     } else if (op.kind == OpKind::delay) {
       if (op.duration.si > 0) model::wait_counted(activity_, to_sc(op.duration));
     } else if (op.kind == OpKind::send) {
-      machine.transfer(chip, chip_of.at(std::size_t(op.peer)), op.bytes,
-                       mix(std::uint64_t(r) << 32 | std::uint64_t(op.peer), std::uint64_t(op.tag)));
+      const int to = chip_of.at(std::size_t(op.peer));
+      if (same) {
+        if (same->end > same->start) model::wait_counted(activity_, same->end - same->start);
+        machine.account_transfer(
+            chip, to, op.bytes,
+            mix(std::uint64_t(r) << 32 | std::uint64_t(op.peer), std::uint64_t(op.tag)));
+        ffs.ops_fast_forwarded++;
+        ffs.transfers_accounted++;
+        ffs.bytes_accounted += double(op.bytes);
+      } else {
+        machine.transfer(chip, to, op.bytes,
+                         mix(std::uint64_t(r) << 32 | std::uint64_t(op.peer), std::uint64_t(op.tag)));
+      }
       auto& box = mail[{r, op.peer, op.tag}];
       box.delivered++;
       box.ev.notify(sc_core::SC_ZERO_TIME);
@@ -286,11 +467,26 @@ struct Replay::Impl {
       auto& box = mail[{op.peer, r, op.tag}];
       while (box.delivered <= s.p2p_seq) model::wait_counted(activity_, box.ev);
     } else if (s.instance) {
-      run_collective(*s.instance, s.member, chip);
+      Instance& inst = *s.instance;
+      if (inst.mode == Instance::Mode::undecided) {
+        const Instance* c = same ? same->instance : nullptr;
+        const bool fast = c && c->finished == int(c->ranks.size()) && !inst.schedule.members.empty();
+        inst.mode = fast ? Instance::Mode::fast : Instance::Mode::simulated;
+        inst.counterpart = fast ? c : nullptr;
+      }
+      if (inst.mode == Instance::Mode::fast) {
+        run_fast_collective(inst, s.member, chip);
+      } else {
+        run_collective(inst, s.member, chip);
+      }
     }
     s.finished = true;
     s.end = sc_core::sc_time_stamp();
     if (s.end > last_end) last_end = s.end;
+    if (unit) {
+      unit->done++;
+      if (s.end > unit->last_end) unit->last_end = s.end;
+    }
     records.push_back({r, i, s.start, s.end});
     for (std::size_t d : s.dependents) {
       if (--state[std::size_t(r)][d].pending == 0) spawn(r, d);
@@ -437,9 +633,10 @@ struct Replay::Impl {
 
 Replay::Replay(const sc_core::sc_module_name& name, const trace::Workload& workload,
                Machine& machine, const config::ReplayParams& params,
-               std::vector<int> rank_to_chip)
+               std::vector<int> rank_to_chip, FastForward fast_forward)
     : sc_core::sc_module(name),
-      impl_(std::make_unique<Impl>(workload, machine, params, std::move(rank_to_chip))) {
+      impl_(std::make_unique<Impl>(workload, machine, params, std::move(rank_to_chip),
+                                   fast_forward)) {
   SC_HAS_PROCESS(Replay);
   SC_THREAD(start);
 }
@@ -451,5 +648,6 @@ void Replay::check_finished() const { impl_->check_finished(); }
 const std::vector<OpRecord>& Replay::records() const { return impl_->records; }
 const std::vector<CollectiveRecord>& Replay::collectives() const { return impl_->coll_records; }
 sc_core::sc_time Replay::makespan() const { return impl_->last_end; }
+FastForwardStats Replay::fast_forward_stats() const { return impl_->ffs; }
 
 }  // namespace trnsim::replay

@@ -160,6 +160,22 @@ Json identity_json(const run::RunData& d, const Identity& id) {
     j["models"]["compute"]["reuse_rate"] =
         ops > 0 ? 1.0 - double(d.compute_shapes_simulated) / ops : 0.0;
   }
+  // What fast-forward extrapolated: units are (rank, phase, micro-batch); a fast-forwarded
+  // unit's sends and collectives were timed from the previous micro-batch's.
+  {
+    const auto& f = d.fast_forward_stats;
+    j["fast_forward"] = {{"enabled", d.fast_forward},
+                         {"tolerance", cfg.sim.fast_forward_tolerance},
+                         {"size_tolerance", cfg.sim.fast_forward_size_tolerance},
+                         {"units", f.units},
+                         {"repeating_units", f.repeating_units},
+                         {"units_fast_forwarded", f.units_fast_forwarded},
+                         {"ops_fast_forwarded", f.ops_fast_forwarded},
+                         {"collectives_fast_forwarded", f.collectives_fast_forwarded},
+                         {"transfers_charged", f.transfers_accounted},
+                         {"bytes_charged", f.bytes_accounted},
+                         {"network_charges_links", d.fast_forward_charges_links}};
+  }
   // Wall time differs between identical runs: it is in host.json, so this file stays
   // byte-identical for the same inputs.
   j["wall_time"] = "host.json";
@@ -578,6 +594,14 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                    models["network"]["model"].get<std::string>(),
                    models["compute"]["model"].get<std::string>(),
                    models["memory"]["model"].get<std::string>());
+  if (const Json& ff = id["fast_forward"]; ff["enabled"].get<bool>()) {
+    t += fmt::format("  fast-forward         {} of {} micro-batch units timed from the one before "
+                     "({} collectives; {:.3g} GB charged to the links{})\n",
+                     ff["units_fast_forwarded"].get<std::uint64_t>(), ff["units"].get<std::uint64_t>(),
+                     ff["collectives_fast_forwarded"].get<std::uint64_t>(),
+                     ff["bytes_charged"].get<double>() / 1e9,
+                     ff["network_charges_links"].get<bool>() ? "" : ": not by this network");
+  }
   t += fmt::format("  step time            {:.3f} ms (slowest rank {})\n", T / 1e6,
                    b["critical_path"]["rank"].get<int>());
   t += fmt::format("  step breakdown       mean over ranks: compute {:.1f} %, overlapped {:.1f} %, "

@@ -183,8 +183,9 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                            {&loaded.provenance, "/rack/topology", config::memory_budget(cfg.sim)});
   FabricPlan fabric = resolve_fabric(loaded, topology, true);
   const int local = topology.first_tier_chips();
-  return RackPlan{std::move(chip), std::move(topology), std::move(fabric), local,
-                  fidelity_of(cfg, config::Fidelity::fast)};
+  const config::Fidelity fid = fidelity_of(cfg, config::Fidelity::fast);
+  return RackPlan{std::move(chip), std::move(topology), std::move(fabric), local, fid,
+                  cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast)};
 }
 
 void check(const config::LoadedConfig& loaded) {

@@ -212,4 +212,8 @@ void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t f
                  });
 }
 
+void Rack::account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
+  if (src != dst) network_->account(request(src, dst, bytes, flow));
+}
+
 }  // namespace trnsim::run

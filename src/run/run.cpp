@@ -122,7 +122,9 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   const std::vector<int> rank_chip =
       place_ranks(loaded, w.num_ranks(), plan.topology.chip_count());
   Rack rack("rack", plan, cfg.replay, registry, &loaded.provenance, calibration);
-  replay::Replay replay("replay", w, rack, cfg.replay, rank_chip);
+  replay::FastForward ff{plan.fast_forward, cfg.sim.fast_forward_tolerance,
+                         cfg.sim.fast_forward_size_tolerance};
+  replay::Replay replay("replay", w, rack, cfg.replay, rank_chip, ff);
   // Samples of cumulative energy and traffic, taken when an op or transfer completes at least
   // `interval` after the last one (a sampling process of its own would add timed events, and
   // their order among simultaneous events moves results).
@@ -212,6 +214,9 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
     d.activations += n;
   }
   d.records = replay.records();
+  d.fast_forward = plan.fast_forward;
+  d.fast_forward_stats = replay.fast_forward_stats();
+  d.fast_forward_charges_links = rack.network().charges_accounted();
   d.collectives = replay.collectives();
   d.stats = model::collect_stats(Duration(d.end.to_seconds()));
   d.energy = model::collect_energy(Duration(d.end.to_seconds()));

@@ -17,17 +17,20 @@ bool ends_with_any(std::string_view s, std::initializer_list<std::string_view> t
   return false;
 }
 
-// N of "l<N>." at the start of `name`.
-std::optional<int> layer_prefix(std::string_view name) {
-  if (name.size() < 3 || name[0] != 'l') return std::nullopt;
+// N of "<letter><N>." at the start of `name`; `rest` is what follows the dot.
+std::optional<int> number_prefix(std::string_view name, char letter, std::string_view* rest = nullptr) {
+  if (name.size() < 3 || name[0] != letter) return std::nullopt;
   int v = 0;
   const auto [p, ec] = std::from_chars(name.data() + 1, name.data() + name.size(), v);
   if (ec != std::errc() || p == name.data() + 1 || p == name.data() + name.size() || *p != '.' ||
       v < 0) {
     return std::nullopt;
   }
+  if (rest) *rest = name.substr(std::size_t(p + 1 - name.data()));
   return v;
 }
+
+std::optional<int> layer_prefix(std::string_view name) { return number_prefix(name, 'l'); }
 
 }  // namespace
 
@@ -48,6 +51,13 @@ std::optional<Phase> infer_phase(const Op& op) {
 std::optional<int> infer_layer(const Op& op) {
   if (op.layer) return op.layer;
   return layer_prefix(op.name);
+}
+
+std::optional<int> infer_micro_batch(const Op& op) {
+  if (op.micro_batch) return op.micro_batch;
+  std::string_view rest;
+  if (!number_prefix(op.name, 'l', &rest)) return std::nullopt;
+  return number_prefix(rest, 'm');
 }
 
 }  // namespace trnsim::trace

@@ -2,11 +2,13 @@
 // The replay engine on a machine simple enough to compute by hand: each chip has one egress port
 // of bandwidth B and a fixed latency L per transfer; compute takes flops / rate.
 // Each TEST elaborates one SystemC simulation (CTest runs each in its own process).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <systemc>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "trnsim/replay/engine.hpp"
@@ -389,4 +391,82 @@ TEST(Replay, ReductionsOfPiecesOverlapTheirArrival) {
   const auto& b = replay.collectives()[0].breakdown;
   EXPECT_NEAR(b.wire_s * 1e9, 41000.0, 1e-3);
   EXPECT_NEAR(b.reduce_s * 1e9, 15000.0, 1e-3);
+}
+
+namespace {
+
+// SimpleMachine that counts what fast-forward charged instead of simulating.
+class ChargingMachine : public SimpleMachine {
+ public:
+  using SimpleMachine::SimpleMachine;
+  void account_transfer(int, int, std::uint64_t bytes, std::uint64_t) override {
+    ++charged;
+    charged_bytes += double(bytes);
+  }
+  int charged = 0;
+  double charged_bytes = 0;
+};
+
+// Two ranks, `mbs` forward micro-batches of one layer: a GEMM of 2 GFLOP (2 ms at 1 TFLOP/s),
+// then an all-reduce of ar_bytes(mb), the next micro-batch after it.
+trace::Workload micro_batches(int mbs, const std::function<std::uint64_t(int)>& ar_bytes) {
+  auto w = world(2);
+  for (int r = 0; r < 2; ++r) {
+    auto& ops = w.ranks[std::size_t(r)].ops;
+    for (int mb = 0; mb < mbs; ++mb) {
+      const trace::OpId id = trace::OpId(2 * mb);
+      trace::Op g = gemm(id, 1000, 1000, 1000, mb ? std::vector<trace::OpId>{id - 1}
+                                                   : std::vector<trace::OpId>{});
+      g.name = fmt::format("l0.m{}.gemm", mb);
+      trace::Op a = coll(id + 1, OpKind::all_reduce, "world", ar_bytes(mb), {id});
+      a.name = fmt::format("l0.m{}.ar", mb);
+      ops.push_back(g);
+      ops.push_back(a);
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
+// Micro-batch 0 has no predecessor and micro-batch 1 depends on it (one dependency more outside
+// the unit), so 2..5 repeat the one before; 1 and 2 are steady, so 3, 4 and 5 are
+// fast-forwarded: their all-reduces take the 12 us that micro-batch 2's took from its last
+// arrival (2 ring steps of 500 KB at 100 GB/s plus 1 us), and their 4 sends each are charged.
+// Makespan 6 x (2 ms + 12 us) as without fast-forward, with 3 x 4 transfers fewer simulated.
+TEST(Replay, FastForwardTimesRepeatedMicroBatchesFromTheOnesBefore) {
+  auto w = micro_batches(6, [](int) { return 1'000'000; });
+  ChargingMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", w, m, forced(CollectiveAlgorithm::ring), {}, FastForward{true, 0.02, 0.1});
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 6 * (2e6 + 12e3), 1e-3);
+  const FastForwardStats f = replay.fast_forward_stats();
+  EXPECT_EQ(f.units, 12u);
+  EXPECT_EQ(f.repeating_units, 8u);
+  EXPECT_EQ(f.units_fast_forwarded, 6u);
+  EXPECT_EQ(f.collectives_fast_forwarded, 3u);
+  EXPECT_EQ(f.ops_fast_forwarded, 6u);  // 3 all-reduces x 2 members
+  EXPECT_EQ(m.charged, 12);
+  EXPECT_DOUBLE_EQ(m.charged_bytes, 12 * 500'000.0);
+  EXPECT_EQ(m.transfers, 3 * 4);
+  int fast = 0;
+  for (const auto& c : replay.collectives()) fast += c.fast_forwarded;
+  EXPECT_EQ(fast, 3);
+}
+
+// All-reduces alternating between 1 MB and 2 MB: no micro-batch repeats the one before within
+// the 10 % size tolerance, so everything is simulated.
+TEST(Replay, FastForwardNeedsMatchingSizes) {
+  auto w = micro_batches(6, [](int mb) { return mb % 2 ? 2'000'000 : 1'000'000; });
+  ChargingMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", w, m, forced(CollectiveAlgorithm::ring), {}, FastForward{true, 0.02, 0.1});
+  sc_core::sc_start();
+  replay.check_finished();
+  const FastForwardStats f = replay.fast_forward_stats();
+  EXPECT_EQ(f.units, 12u);
+  EXPECT_EQ(f.repeating_units, 0u);
+  EXPECT_EQ(f.units_fast_forwarded, 0u);
+  EXPECT_EQ(m.charged, 0);
+  EXPECT_EQ(m.transfers, 6 * 4);
 }

@@ -42,6 +42,11 @@ struct SimParams {
   // Unset: fast for `trnsim run`, detailed for the microbenchmarks (which measure the detailed
   // models). /rack/fabric/model and /chip/compute/model, when set, win over it.
   std::optional<Fidelity> fidelity;
+  // Fast-forward of repeated micro-batches (replay::FastForward); unset: on at the fast
+  // fidelity, off at the detailed one.
+  std::optional<bool> fast_forward;
+  double fast_forward_tolerance = 0.02;
+  double fast_forward_size_tolerance = 0.10;
   int compute_granularity = 1;
   Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
   template <class V>
@@ -50,6 +55,15 @@ struct SimParams {
     v.field("fidelity", fidelity,
             "fast (flow network, op-level compute) or detailed (packet network, tile compute), "
             "for the parts whose model is not set; default: fast for run, detailed for bench");
+    v.field("fast_forward", fast_forward,
+            "time the communication of repeated micro-batches from earlier ones once steady "
+            "(docs/models/fidelity.md); default: on at fast fidelity, off at detailed");
+    v.field("fast_forward_tolerance", fast_forward_tolerance,
+            "steady: two repetitions in a row within this fraction of each other", InRange{0, 1});
+    v.field("fast_forward_size_tolerance", fast_forward_size_tolerance,
+            "a micro-batch repeats the previous one when every op's sizes are within this "
+            "fraction",
+            InRange{0, 1});
     v.field("compute_granularity", compute_granularity,
             "chip model event granularity: matmuls per instruction and DMA windows per wake-up "
             "(1 = fine; see docs/models/chip.md)",

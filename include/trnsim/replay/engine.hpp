@@ -44,6 +44,11 @@ class Machine {
   // and every SystemC thread costs a stack.
   virtual void start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                               std::function<void()> done);
+  // Charges the statistics (link bytes, energy) of a transfer that fast-forward did not
+  // simulate, without taking simulated time. The default charges nothing.
+  virtual void account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
+    (void)src, (void)dst, (void)bytes, (void)flow;
+  }
   // Where the members of a collective run (their chips, `chips[i]` for member i) and the shape
   // of the machine between them, for topology-aware collectives. The default knows only the
   // chips.
@@ -76,6 +81,7 @@ struct CollectiveRecord {
   std::uint64_t wire_bytes = 0;   // bytes all members put on the fabric
   int rings = 0;                  // rings run at once (ring family)
   sc_core::sc_time first_arrival, last_arrival, end;
+  bool fast_forwarded = false;  // timed from an earlier micro-batch's instance, not simulated
   // Where the member that finished last spent its time, from its arrival to its end (they add
   // up to it): launch and descriptor generation (fixed runtime costs), waiting for the
   // semaphore handshakes, waiting for data, and reducing what arrived (not overlapped with the
@@ -85,12 +91,38 @@ struct CollectiveRecord {
   } breakdown;
 };
 
+// Fast-forward of repeated micro-batches (docs/models/fidelity.md#fast-forward). A rank's ops of
+// one (phase, micro-batch) are a unit; a unit repeats the one of the previous micro-batch when
+// their ops match one to one (kind, group, peer, dtype, dependencies within the unit) with
+// sizes within `size_tolerance`. Once two repetitions in a row took times within `tolerance` of
+// each other, the next repetition's communication is not simulated: a collective waits for its
+// members and then the time its counterpart took from the last arrival; a send takes its
+// counterpart's time. Their bytes are charged to the links (Machine::account_transfer). Compute
+// ops always run on the chip model.
+struct FastForward {
+  bool enabled = false;
+  double tolerance = 0.02;
+  double size_tolerance = 0.10;
+};
+
+// What fast-forward did, for the report.
+struct FastForwardStats {
+  std::uint64_t units = 0;               // (rank, phase, micro-batch) units of the trace
+  std::uint64_t repeating_units = 0;     // units that repeat the previous micro-batch's
+  std::uint64_t units_fast_forwarded = 0;
+  std::uint64_t ops_fast_forwarded = 0;  // sends and collective memberships timed, not simulated
+  std::uint64_t collectives_fast_forwarded = 0;
+  std::uint64_t transfers_accounted = 0;
+  double bytes_accounted = 0;
+};
+
 class Replay : public sc_core::sc_module {
  public:
   // `rank_to_chip[r]` is the chip of rank r (identity when empty). Throws TraceError when the
   // workload has more ranks than the machine has chips.
   Replay(const sc_core::sc_module_name& name, const trace::Workload& workload, Machine& machine,
-         const config::ReplayParams& params, std::vector<int> rank_to_chip = {});
+         const config::ReplayParams& params, std::vector<int> rank_to_chip = {},
+         FastForward fast_forward = {});
   ~Replay() override;
 
   // After sc_start() returned: throws ReplayError naming the ops, groups and ranks that never
@@ -100,6 +132,7 @@ class Replay : public sc_core::sc_module {
   const std::vector<OpRecord>& records() const;
   const std::vector<CollectiveRecord>& collectives() const;
   sc_core::sc_time makespan() const;
+  FastForwardStats fast_forward_stats() const;
 
  private:
   struct Impl;

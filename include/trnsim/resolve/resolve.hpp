@@ -52,6 +52,7 @@ struct RackPlan {
   FabricPlan fabric;
   int local_size = 0;  // chips of the first tier (server, leaf, torus plane): hierarchical collectives
   config::Fidelity fidelity = config::Fidelity::fast;  // what filled the unset model names
+  bool fast_forward = false;  // /sim/fast_forward, or the fidelity's default
 };
 
 // What a chip is resolved for: a single-chip benchmark uses the chip preset as written; a whole

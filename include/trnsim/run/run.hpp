@@ -55,6 +55,9 @@ struct RunData {
   std::size_t chips = 0;                    // of the rack
   std::string memory_model, network_model, compute_model;  // registry names
   std::string fidelity;  // /sim/fidelity as it applied: "fast" | "detailed"
+  bool fast_forward = false;                  // /sim/fast_forward as it applied
+  replay::FastForwardStats fast_forward_stats;
+  bool fast_forward_charges_links = false;    // the network charged the skipped transfers
   sc_core::sc_time end;                     // the step's makespan
   std::vector<replay::OpRecord> records;
   std::vector<replay::CollectiveRecord> collectives;

@@ -134,6 +134,9 @@ struct Op {
   // from the bundled generator's names when a trace leaves them out).
   std::optional<Phase> phase;
   std::optional<int> layer;
+  // The micro-batch the op works on, for fast-forward of repeated micro-batches (infer_micro_batch()
+  // guesses it from the bundled generator's names).
+  std::optional<int> micro_batch;
 
   template <class V>
   void visit(V& v) {
@@ -146,6 +149,8 @@ struct Op {
     v.field("source_type", source_type, "the producer's label for the op (informational)");
     v.field("phase", phase, "part of the training step, for reports");
     v.field("layer", layer, "model layer, for reports", AtLeast{0});
+    v.field("micro_batch", micro_batch, "micro-batch, for fast-forward of repeated micro-batches",
+            AtLeast{0});
     auto compute_extras = [&] {
       v.field("flops", flops, "arithmetic work as recorded by the producer", AtLeast{0});
       v.field("tensor_bytes", tensor_bytes, "tensor size as recorded by the producer");
@@ -286,6 +291,8 @@ double total_flops(const RankTrace& rank);
 std::optional<Phase> infer_phase(const Op& op);
 // The op's layer: its `layer` field, else N of a name that starts "l<N>.". None otherwise.
 std::optional<int> infer_layer(const Op& op);
+// The op's micro-batch: its `micro_batch` field, else M of a name that starts "l<N>.m<M>.".
+std::optional<int> infer_micro_batch(const Op& op);
 
 // Bytes an op puts on the fabric from this rank (collectives, sends) or moves to/from HBM.
 double comm_bytes(const Op& op);
