@@ -51,6 +51,9 @@ class Network {
   // cannot says so through charges_accounted().
   virtual void account(const TransferRequest& r) { (void)r; }
   virtual bool charges_accounted() const { return false; }
+  // Whether start() honours TransferRequest::pieces > 1 (the flow network: one flow with the
+  // share of that many, instead of a flow per piece); others need one request per piece.
+  virtual bool merges_pieces() const { return false; }
 
 };
 

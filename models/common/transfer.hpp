@@ -20,6 +20,9 @@ struct TransferRequest {
   std::uint64_t bytes = 0;  // 0: a bare completion message (one header-only packet)
   std::uint64_t flow = 0;   // packets of one flow id share a path (per-flow spreading)
   std::uint64_t src_addr = 0, dst_addr = 0;  // HBM addresses, used when memories are attached
+  // The transfer stands for this many equal pieces of `bytes` sent together on one route: they
+  // share links as that many flows would (Network::merges_pieces(); 1 elsewhere).
+  std::uint32_t pieces = 1;
 };
 
 // Where the time of one packet went, summed over its hops. `serialisation` is what remains of

@@ -38,6 +38,7 @@ struct FlowNetwork::Flow {
   double rate = 0;       // wire bytes per second
   double since = 0;      // time (s) `remaining` was last brought up to date
   double bottleneck = 0;  // lowest capacity on the path, wire bytes per second
+  double weight = 1;      // pieces it stands for: its max-min share counts that many times
   std::uint64_t version = 0;
   std::uint64_t mark = 0;  // epoch of the recomputation that holds it
   double old_rate = 0;   // its rate before the recomputation under way
@@ -214,6 +215,7 @@ TransferHandle FlowNetwork::start(const TransferRequest& r,
   const std::uint32_t id = new_flow();
   Flow& f = *flows_[id];
   f.t = s;
+  f.weight = double(std::max<std::uint32_t>(1, r.pieces));
   trace(r, f);
   s->packets_total = r.bytes / plan_.packet_bytes +
                      (r.bytes % plan_.packet_bytes > 0 || r.bytes < plan_.packet_bytes ? 1 : 0);
@@ -399,6 +401,7 @@ void FlowNetwork::recompute() {
     Dir& dir = dirs_[d];
     dir.residual = dir.capacity - dir.used;
     dir.unfrozen = 0;
+    dir.unfrozen_weight = 0;
   }
   for (const std::uint32_t f : set) {
     Flow& fl = *flows_[f];
@@ -410,6 +413,7 @@ void FlowNetwork::recompute() {
       dirs_[d].residual += fl.rate;
       dirs_[d].used -= fl.rate;
       ++dirs_[d].unfrozen;
+      dirs_[d].unfrozen_weight += fl.weight;
     }
   }
   // (share, direction), smallest first; ties by direction id.
@@ -420,7 +424,8 @@ void FlowNetwork::recompute() {
     heap.emplace_back(sh, d);
     std::push_heap(heap.begin(), heap.end(), later);
   };
-  auto share = [&](const Dir& d) { return std::max(0.0, d.residual) / double(d.unfrozen); };
+  // Per piece: a flow of weight w gets w shares.
+  auto share = [&](const Dir& d) { return std::max(0.0, d.residual) / d.unfrozen_weight; };
   for (const std::uint32_t d : dirs) {
     if (dirs_[d].unfrozen > 0) push(share(dirs_[d]), d);
   }
@@ -443,13 +448,14 @@ void FlowNetwork::recompute() {
     for (const std::uint32_t f : fix) {
       Flow& fl = *flows_[f];
       fl.frozen = true;
-      fl.rate = rate;
+      fl.rate = rate * fl.weight;
       --left;
       for (const std::uint32_t e : fl.path) {
         Dir& o = dirs_[e];
-        o.residual -= rate;
-        o.used += rate;
+        o.residual -= fl.rate;
+        o.used += fl.rate;
         --o.unfrozen;
+        o.unfrozen_weight -= fl.weight;
         if (o.unfrozen > 0 && e != d) push(share(o), e);
       }
     }

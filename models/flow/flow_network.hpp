@@ -78,6 +78,7 @@ class FlowNetwork : public Block, public Network {
   std::uint64_t message_unit_bytes() const override { return ~std::uint64_t(0); }
   void account(const TransferRequest& r) override;
   bool charges_accounted() const override { return true; }
+  bool merges_pieces() const override { return true; }
 
   // Current rate of the flow of a transfer in flight, in payload bytes per second (tests).
   double rate_of(const TransferHandle& h) const;
@@ -95,6 +96,7 @@ class FlowNetwork : public Block, public Network {
     std::uint64_t seen = 0;  // epoch marks of a recomputation
     double residual = 0;
     int unfrozen = 0;
+    double unfrozen_weight = 0;  // pieces of the unfrozen flows
   };
   enum class Kind : std::uint8_t { activate, drained, complete };
   struct Event {

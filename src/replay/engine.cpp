@@ -77,7 +77,12 @@ struct Replay::Impl {
     CollectiveRecord rec;
     sc_event never;  // waited on by members of a collective that some member never reaches
     // Sends waiting for their destination member to join, per destination member.
-    std::vector<std::vector<std::pair<int, std::uint64_t>>> waiting;  // (source member, bytes)
+    struct Waiting {
+      int from;
+      std::uint64_t bytes;
+      int pieces;
+    };
+    std::vector<std::vector<Waiting>> waiting;
     // Fast-forward: decided by the first member to arrive, followed by every member.
     enum class Mode { undecided, simulated, fast } mode = Mode::undecided;
     const Instance* counterpart = nullptr;  // the earlier micro-batch's instance it repeats
@@ -503,7 +508,7 @@ struct Replay::Impl {
     inst.rec.last_arrival = now;
     // Sends that were waiting for this member to join go out now.
     auto waiting = std::move(inst.waiting[m]);
-    for (const auto& [src, bytes] : waiting) send(inst, src, me, bytes);
+    for (const auto& ws : waiting) send(inst, ws.from, me, ws.bytes, ws.pieces);
     if (inst.schedule.members.empty()) {
       model::wait_counted(activity_, inst.never);  // unplanned: a member never reaches it; reported after the run
       return;
@@ -521,12 +526,20 @@ struct Replay::Impl {
         model::wait_counted(activity_, sc_time(step.descriptor_s, sc_core::SC_SEC));
         b.descriptor_s += step.descriptor_s;
       }
-      for (const Transfer& t : step.sends) {
-        inst.outstanding[m]++;
+      // Consecutive pieces to one peer go as one transfer where the machine merges them.
+      const bool merge = machine.merges_pieces();
+      for (std::size_t k = 0; k < step.sends.size();) {
+        const Transfer& t = step.sends[k];
+        std::size_t e = k + 1;
+        std::uint64_t bytes = t.bytes;
+        while (merge && e < step.sends.size() && step.sends[e].peer == t.peer) bytes += step.sends[e++].bytes;
+        const int pieces = int(e - k);
+        k = e;
+        inst.outstanding[m] += pieces;
         if (inst.arrived[std::size_t(t.peer)]) {
-          send(inst, me, t.peer, t.bytes);
+          send(inst, me, t.peer, bytes, pieces);
         } else {
-          inst.waiting[std::size_t(t.peer)].emplace_back(me, t.bytes);
+          inst.waiting[std::size_t(t.peer)].push_back({me, bytes, pieces});
         }
       }
       // Each received piece is reduced as soon as it is there, while later pieces arrive; the
@@ -561,20 +574,24 @@ struct Replay::Impl {
     if (inst.finished == int(inst.ranks.size())) coll_records.push_back(inst.rec);
   }
 
-  // One send of a collective step from member `from` to member `to` (which has joined): the
-  // delivery is counted at `to` when the data has arrived.
-  void send(Instance& inst, int from, int to, std::uint64_t bytes) {
+  // One send (`pieces` pieces, `bytes` in all) of a collective step from member `from` to member
+  // `to` (which has joined): the deliveries are counted at `to` when the data has arrived.
+  void send(Instance& inst, int from, int to, std::uint64_t bytes, int pieces) {
     const int src_chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
     const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(to)])];
-    machine.start_transfer(
-        src_chip, dst_chip, bytes, mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(to)),
-        [&inst, from, to] {
-          inst.delivered[std::size_t(to)][from]++;
-          inst.delivery[std::size_t(to)]->notify(sc_core::SC_ZERO_TIME);
-          if (--inst.outstanding[std::size_t(from)] == 0) {
-            inst.sent[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
-          }
-        });
+    auto done = [&inst, from, to, pieces] {
+      inst.delivered[std::size_t(to)][from] += pieces;
+      inst.delivery[std::size_t(to)]->notify(sc_core::SC_ZERO_TIME);
+      if ((inst.outstanding[std::size_t(from)] -= pieces) == 0) {
+        inst.sent[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
+      }
+    };
+    const std::uint64_t flow = mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(to));
+    if (pieces > 1) {
+      machine.start_pieces(src_chip, dst_chip, bytes, std::uint32_t(pieces), flow, std::move(done));
+    } else {
+      machine.start_transfer(src_chip, dst_chip, bytes, flow, std::move(done));
+    }
   }
 
   std::string describe_op(int r, std::size_t i) const {

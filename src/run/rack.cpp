@@ -212,6 +212,20 @@ void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t f
                  });
 }
 
+void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces,
+                        std::uint64_t flow, std::function<void()> done) {
+  if (src == dst) {
+    at(local_copy_done(src, bytes, flow), std::move(done));
+    return;
+  }
+  model::TransferRequest r = request(src, dst, bytes, flow);
+  r.pieces = pieces;
+  network_->start(r, [this, done = std::move(done)](const model::TransferRecord& rec) {
+    record(rec);
+    done();
+  });
+}
+
 void Rack::account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
   if (src != dst) network_->account(request(src, dst, bytes, flow));
 }

@@ -41,6 +41,9 @@ class Rack : public sc_core::sc_module, public replay::Machine {
                       std::function<void()> done) override;
   replay::GroupLayout layout(const std::vector<int>& chips) const override;
   void account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) override;
+  bool merges_pieces() const override { return network_->merges_pieces(); }
+  void start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces, std::uint64_t flow,
+                    std::function<void()> done) override;
 
   model::ChipModel& chip(int i) { return *chips_.at(std::size_t(i)); }
   model::Network& network() { return *network_; }

@@ -88,6 +88,32 @@ TEST(FlowNetwork, TwoFlowsSharingALinkGetHalfEach) {
   EXPECT_EQ(f.max_flows(), 2u);
 }
 
+// A request of two pieces (128 packets) is one flow with the share of two: against a flow of
+// one piece (64 packets) it gets 2/3 of the link and the other 1/3; each piece drains at the
+// other's rate, so both end together: 278,528 wire bytes at 33.3 GB/s = 8,355.84 ns.
+TEST(FlowNetwork, AFlowOfTwoPiecesTakesTwoShares) {
+  const auto topo = two_chips();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
+  TransferHandle h1, h2;
+  double r1 = 0, r2 = 0;
+  sc_core::sc_spawn([&] {
+    TransferRequest two{ChipId{0}, ChipId{1}, 128 * 4096, 1, 0, 0};
+    two.pieces = 2;
+    h1 = f.start(two);
+    h2 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 2, 0, 0});
+    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
+    r1 = f.rate_of(h1);
+    r2 = f.rate_of(h2);
+  });
+  sc_core::sc_start();
+  ASSERT_TRUE(h1.done() && h2.done());
+  EXPECT_NEAR(r1, 100e9 * 2 / 3 * 4096 / 4352, 1);
+  EXPECT_NEAR(r2, 100e9 / 3 * 4096 / 4352, 1);
+  EXPECT_NEAR(ns(h1.record().completed), 500 + 8355.84 + 100 + 500, 1e-3);
+  EXPECT_NEAR(ns(h2.record().completed), 500 + 8355.84 + 100 + 500, 1e-3);
+  EXPECT_TRUE(f.merges_pieces());
+}
+
 // A flow of 32 packets (139,264 wire bytes) and one of 96 (417,792) start together. Both run at
 // 50 GB/s until the short one drains at 2,785.28 ns; at that instant the long one takes the
 // whole link for its remaining 278,528 B: 2,785.28 ns more.

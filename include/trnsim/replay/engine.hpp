@@ -44,6 +44,16 @@ class Machine {
   // and every SystemC thread costs a stack.
   virtual void start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                               std::function<void()> done);
+  // Whether start_pieces() sends several pieces to one destination as one transfer (a
+  // flow-level network, where pieces started together share links alike anyway).
+  virtual bool merges_pieces() const { return false; }
+  // `pieces` pieces, `bytes` in all, from `src` to `dst` started together; `done` runs once
+  // when all have arrived. Called only when merges_pieces().
+  virtual void start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces,
+                            std::uint64_t flow, std::function<void()> done) {
+    (void)pieces;
+    start_transfer(src, dst, bytes, flow, std::move(done));
+  }
   // Charges the statistics (link bytes, energy) of a transfer that fast-forward did not
   // simulate, without taking simulated time. The default charges nothing.
   virtual void account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
