@@ -248,7 +248,7 @@ TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
                                                      // the seeded stability sweeps (docs/results/stability.md)
                                                      {"stability-hbm-bandwidth.json", 12},
                                                      {"stability-link-bandwidth.json", 12},
-                                                     {"stability-sbuf-size.json", 12},
+                                                     {"stability-sbuf-size.json", 20},
                                                      {"stability-switch-latency.json", 25}};
   std::size_t seen = 0;
   for (const auto& e : fs::directory_iterator(kSrc + "/configs/sweeps")) {
