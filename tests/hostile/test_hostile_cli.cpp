@@ -2,6 +2,7 @@
 // The examples of issue #14 end to end: each is exit 2 with a message naming the file (or --set,
 // or the option) and the JSON pointer and what was expected; none crashes, wraps or hangs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -213,7 +214,19 @@ TEST_F(Hostile, DevicesAndDirectoriesAsInputs) {
   const auto c = write("z.json", R"({"extends": "/dev/zero"})");
   expect_refused("config " + c, "/dev/zero: cannot read: a character device, expected a regular file");
   expect_refused("config " + dir_.string(), dir_.string() + ": cannot read: a directory");
-  expect_refused("run --config " + kC + " --trace /dev/zero", "--trace /dev/zero: no such trace");
+  const std::string expected = ": expected a native trace file (.json), a Chakra prefix";
+  expect_refused("run --config " + kC + " --trace /dev/zero",
+                 "--trace /dev/zero: cannot read: a character device, expected a regular file" +
+                     expected);
+  expect_refused("run --config " + kC + " --trace " + dir_.string(),
+                 "--trace " + dir_.string() + ": cannot read: a directory, expected a regular file" +
+                     expected);
+  const auto fifo = path("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_refused("run --config " + kC + " --trace " + fifo,  // and does not block on the FIFO
+                 "--trace " + fifo + ": cannot read: a FIFO, expected a regular file" + expected);
+  expect_refused("run --config " + kC + " --trace " + path("none.json"),
+                 "--trace " + path("none.json") + ": no such trace: expected a native trace file");
 }
 
 // ---- half-written results -----------------------------------------------------------------------
