@@ -198,6 +198,23 @@ TEST_F(Hostile, RouteTablesBeyondTheBudget) {
                  "memory budget of 0.1 GB (/sim/memory_budget)");
 }
 
+TEST_F(Hostile, WorkBeyondTheBudgetsIsRefusedBeforeTheRun) {
+  // A 1 PiB all-reduce on 2 ranks is 2^31 pieces of 1 MiB per member (1.1 TB of schedule).
+  std::string big = two_ranks();
+  for (std::size_t at = big.find(R"("bytes": 4096)"); at != std::string::npos;
+       at = big.find(R"("bytes": 4096)")) {
+    big.replace(at, 13, R"("bytes": 1125899906842624)");
+  }
+  const auto t = write("big.json", big);
+  expect_refused("run --config " + kC + " --trace " + t,
+                 "workload two: the run needs about 1.1e+03 GB of memory (4 ops: ");
+  expect_refused("run --config " + kC + " --trace " + t, "(/sim/memory_budget)");
+  expect_refused(run_args("--set sim.work_budget=100"),
+                 "workload two: the run needs about ");
+  expect_refused(run_args("--set sim.work_budget=100"),
+                 "more than the work budget of 100 events (/sim/work_budget)");
+}
+
 TEST_F(Hostile, ParallelLinkCount) {
   expect_refused("config " + kC + " --set rack.topology.torus.dim_links.0.count=1000000000",
                  "/rack/topology/torus/dim_links/0/count: expected an integer in [1, 1024], got "
