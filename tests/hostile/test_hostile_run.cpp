@@ -230,5 +230,4 @@ TEST(HostileEstimate, BoundsTheMessagesARunSends) {
   EXPECT_LE(sent, double(e.messages));
   EXPECT_GE(sent, double(e.messages) / 4) << "the bound is loose";
   EXPECT_GT(sent, 1000);
-  std::printf("messages: %.0f sent, %llu estimated\n", sent, (unsigned long long)e.messages);
 }
