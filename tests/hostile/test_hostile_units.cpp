@@ -186,15 +186,24 @@ TEST(HostileTrace, NativeRanksWithoutEntriesAllocateNothing) {
   EXPECT_EQ(msg, "t.json:/rank_ops: no entry for rank 1");
 }
 
+namespace {
+
+// A gzip bomb: `mib` MiB of zeros, written in 1 MiB blocks at level 9.
+bool write_gzipped_zeros(const std::string& path, int mib) {
+  gzFile gz = gzopen(path.c_str(), "wb9");
+  if (!gz) return false;
+  const std::string block(1 << 20, '\0');
+  for (int i = 0; i < mib; ++i) gzwrite(gz, block.data(), unsigned(block.size()));
+  return gzclose(gz) == Z_OK;
+}
+
+}  // namespace
+
 TEST(HostileTrace, GzipBombIsRefusedByItsInflatedSize) {
   // 64 MiB of zeros compress to 64 kB; with a 1 MiB limit the reader stops after 1 MiB.
   TempDir d;
   const auto path = d.path("bomb.0.et");
-  gzFile gz = gzopen(path.c_str(), "wb9");
-  ASSERT_NE(gz, nullptr);
-  const std::string block(1 << 20, '\0');
-  for (int i = 0; i < 64; ++i) gzwrite(gz, block.data(), unsigned(block.size()));
-  gzclose(gz);
+  ASSERT_TRUE(write_gzipped_zeros(path, 64));
   ASSERT_LT(fs::file_size(path), 1u << 20);
   trace::ChakraOptions o;
   o.max_file_bytes = 1 << 20;
@@ -219,11 +228,7 @@ TEST(HostileTrace, InflateLimitIsTheLeastOfLimitBudgetAndRatio) {
 TEST(HostileTrace, GzipBombIsRefusedEarlyByItsRatio) {
   TempDir d;
   const auto chakra = d.path("bomb.0.et");
-  gzFile gz = gzopen(chakra.c_str(), "wb9");
-  ASSERT_NE(gz, nullptr);
-  const std::string block(1 << 20, '\0');
-  for (int i = 0; i < 320; ++i) gzwrite(gz, block.data(), unsigned(block.size()));
-  gzclose(gz);
+  ASSERT_TRUE(write_gzipped_zeros(chakra, 320));
   const std::uint64_t packed = fs::file_size(chakra);
   ASSERT_GT(packed, 300000u);  // deflate's ratio on zeros is about 1030:1
   ASSERT_LT(packed, 360000u);
