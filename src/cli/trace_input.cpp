@@ -125,6 +125,13 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
     }
     out.workload = trace::load_native(path);
     out.files.push_back(path);
+  } else if (fs::exists(fs::symlink_status(path, ec))) {
+    // There is something of that name that cannot be read as a trace: a directory, a device
+    // (/dev/zero), a FIFO, a socket or a broken or looping symlink. Name what it is.
+    throw TraceError(fmt::format(
+        "--trace {}: cannot read: {}: expected a native trace file (.json), a Chakra prefix whose "
+        "files are {}.<rank>.et (or .json in Chakra's JSON form), or its rank-0 file {}.0.et",
+        path, input_file_problem(path, kMaxTraceFileBytes), path, path));
   } else {
     throw TraceError(fmt::format(
         "--trace {}: no such trace: expected a native trace file (.json), a Chakra prefix whose "

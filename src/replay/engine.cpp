@@ -34,26 +34,50 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 
 }  // namespace
 
-void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
-                             std::function<void()> done) {
+struct Machine::Helpers {
+  std::deque<std::function<void()>> waiting;
+  std::size_t live = 0, peak = 0;
+};
+
+// A helper thread runs its job, then whatever waited for a free helper meanwhile.
+void Machine::on_helper(std::function<void()> job) {
+  if (!helpers_) helpers_ = std::make_shared<Helpers>();
+  Helpers& h = *helpers_;
+  if (h.live == kMaxHelperProcesses) {
+    h.waiting.push_back(std::move(job));
+    return;
+  }
+  h.peak = std::max(h.peak, ++h.live);
   sc_core::sc_spawn_options opt;
   sc_core::sc_spawn(
-      [this, src, dst, bytes, flow, done = std::move(done)] {
-        transfer(src, dst, bytes, flow);
-        done();
+      [&h, job = std::move(job)] {
+        job();
+        while (!h.waiting.empty()) {
+          auto next = std::move(h.waiting.front());
+          h.waiting.pop_front();
+          next();
+        }
+        --h.live;
       },
       nullptr, &opt);
 }
 
+std::size_t Machine::peak_helper_processes() const { return helpers_ ? helpers_->peak : 0; }
+
+void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
+                             std::function<void()> done) {
+  on_helper([this, src, dst, bytes, flow, done = std::move(done)] {
+    transfer(src, dst, bytes, flow);
+    done();
+  });
+}
+
 void Machine::start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
                            std::function<void()> done) {
-  sc_core::sc_spawn_options opt;
-  sc_core::sc_spawn(
-      [this, chip, bytes, dtype, done = std::move(done)] {
-        reduce(chip, bytes, dtype);
-        done();
-      },
-      nullptr, &opt);
+  on_helper([this, chip, bytes, dtype, done = std::move(done)] {
+    reduce(chip, bytes, dtype);
+    done();
+  });
 }
 
 struct Replay::Impl {
@@ -395,7 +419,7 @@ struct Replay::Impl {
   // ops wait in `ready` without one. No bundled trace comes near it, so below it the spawn order,
   // and every result, is what it was without the bound.
   static constexpr std::size_t kMaxLiveOps = 4096;
-  std::size_t live_ops = 0;
+  std::size_t live_ops = 0, peak_live_ops = 0;
 
   void spawn(int r, std::size_t i) {
     ready.emplace_back(r, i);
@@ -412,7 +436,7 @@ struct Replay::Impl {
       while (!ready.empty() && live_ops < kMaxLiveOps) {
         const auto [r, i] = ready.front();
         ready.pop_front();
-        ++live_ops;
+        peak_live_ops = std::max(peak_live_ops, ++live_ops);
         sc_core::sc_spawn_options opt;
         sc_core::sc_spawn(
             [this, r = r, i = i] {
@@ -666,5 +690,6 @@ const std::vector<OpRecord>& Replay::records() const { return impl_->records; }
 const std::vector<CollectiveRecord>& Replay::collectives() const { return impl_->coll_records; }
 sc_core::sc_time Replay::makespan() const { return impl_->last_end; }
 FastForwardStats Replay::fast_forward_stats() const { return impl_->ffs; }
+std::size_t Replay::peak_live_ops() const { return impl_->peak_live_ops; }
 
 }  // namespace trnsim::replay

@@ -18,6 +18,7 @@
 #include "trnsim/io.hpp"
 #include "trnsim/log.hpp"
 #include "trnsim/resolve/resolve.hpp"
+#include "trnsim/run/estimate.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::run {
@@ -109,6 +110,12 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   log->info("{}: {} chips, workload {} ({} ranks)", cfg.rack->name, plan.topology.chip_count(),
             w.name, w.num_ranks());
 
+  const std::vector<int> rank_chip =
+      place_ranks(loaded, w.num_ranks(), plan.topology.chip_count());
+  // Before anything is built or calibrated: refuse what would not fit.
+  check_estimate(estimate_work(w, plan, cfg.replay), cfg.sim,
+                 fmt::format("workload {}", w.name.empty() ? "(unnamed)" : w.name));
+
   const auto t0 = std::chrono::steady_clock::now();
   // The op-level model's calibration elaborates tile chips in child processes: before the rack.
   std::shared_ptr<const model::OpTable> calibration;
@@ -119,8 +126,6 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   }
   const auto tc = std::chrono::steady_clock::now();
   model::Simulation sim;
-  const std::vector<int> rank_chip =
-      place_ranks(loaded, w.num_ranks(), plan.topology.chip_count());
   Rack rack("rack", plan, cfg.replay, registry, &loaded.provenance, calibration);
   replay::FastForward ff{plan.fast_forward, cfg.sim.fast_forward_tolerance,
                          cfg.sim.fast_forward_size_tolerance};
@@ -242,6 +247,8 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.sample_interval_s = interval.to_seconds();
   for (const auto& l : plan.topology.links()) d.fabric_capacity_bytes_per_s += 2 * l.bandwidth.si;
   d.rank_to_chip = rank_chip;
+  d.peak_op_processes = replay.peak_live_ops();
+  d.peak_helper_processes = rack.peak_helper_processes();
   d.first_tier_chips = plan.topology.first_tier_chips();
   for (int c = 0; c < rack.chip_count(); ++c) {
     d.chip_energy.push_back(model::collect_energy(Duration(d.end.to_seconds()), &rack.chip(c)));

@@ -19,8 +19,10 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace trnsim;
   namespace fs = std::filesystem;
-  static const fs::path dir = fs::temp_directory_path() / ("trnsim-fuzz-chakra-" +
-                                                           std::to_string(::getpid()));
+  // In memory (tmpfs) where there is one: the reader takes a file, written anew for each input.
+  static const fs::path dir =
+      (fs::is_directory("/dev/shm") ? fs::path("/dev/shm") : fs::temp_directory_path()) /
+      ("trnsim-fuzz-chakra-" + std::to_string(::getpid()));
   fs::create_directories(dir);
   const std::string prefix = (dir / "t").string();
   fs::remove(prefix + ".0.et");

@@ -2,6 +2,7 @@
 // The examples of issue #14 end to end: each is exit 2 with a message naming the file (or --set,
 // or the option) and the JSON pointer and what was expected; none crashes, wraps or hangs.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -197,6 +198,23 @@ TEST_F(Hostile, RouteTablesBeyondTheBudget) {
                  "memory budget of 0.1 GB (/sim/memory_budget)");
 }
 
+TEST_F(Hostile, WorkBeyondTheBudgetsIsRefusedBeforeTheRun) {
+  // A 1 PiB all-reduce on 2 ranks is 2^31 pieces of 1 MiB per member (1.1 TB of schedule).
+  std::string big = two_ranks();
+  for (std::size_t at = big.find(R"("bytes": 4096)"); at != std::string::npos;
+       at = big.find(R"("bytes": 4096)")) {
+    big.replace(at, 13, R"("bytes": 1125899906842624)");
+  }
+  const auto t = write("big.json", big);
+  expect_refused("run --config " + kC + " --trace " + t,
+                 "workload two: the run needs about 1.1e+03 GB of memory (4 ops: ");
+  expect_refused("run --config " + kC + " --trace " + t, "(/sim/memory_budget)");
+  expect_refused(run_args("--set sim.work_budget=100"),
+                 "workload two: the run needs about ");
+  expect_refused(run_args("--set sim.work_budget=100"),
+                 "more than the work budget of 100 events (/sim/work_budget)");
+}
+
 TEST_F(Hostile, ParallelLinkCount) {
   expect_refused("config " + kC + " --set rack.topology.torus.dim_links.0.count=1000000000",
                  "/rack/topology/torus/dim_links/0/count: expected an integer in [1, 1024], got "
@@ -213,7 +231,19 @@ TEST_F(Hostile, DevicesAndDirectoriesAsInputs) {
   const auto c = write("z.json", R"({"extends": "/dev/zero"})");
   expect_refused("config " + c, "/dev/zero: cannot read: a character device, expected a regular file");
   expect_refused("config " + dir_.string(), dir_.string() + ": cannot read: a directory");
-  expect_refused("run --config " + kC + " --trace /dev/zero", "--trace /dev/zero: no such trace");
+  const std::string expected = ": expected a native trace file (.json), a Chakra prefix";
+  expect_refused("run --config " + kC + " --trace /dev/zero",
+                 "--trace /dev/zero: cannot read: a character device, expected a regular file" +
+                     expected);
+  expect_refused("run --config " + kC + " --trace " + dir_.string(),
+                 "--trace " + dir_.string() + ": cannot read: a directory, expected a regular file" +
+                     expected);
+  const auto fifo = path("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_refused("run --config " + kC + " --trace " + fifo,  // and does not block on the FIFO
+                 "--trace " + fifo + ": cannot read: a FIFO, expected a regular file" + expected);
+  expect_refused("run --config " + kC + " --trace " + path("none.json"),
+                 "--trace " + path("none.json") + ": no such trace: expected a native trace file");
 }
 
 // ---- half-written results -----------------------------------------------------------------------

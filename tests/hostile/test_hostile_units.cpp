@@ -2,6 +2,8 @@
 // Library-level hostile inputs: integer parsing without wrapping, constraints given together, the
 // checked JSON parser (duplicate keys, depth, 1e400), bounded reads and atomic result directories.
 #include <gtest/gtest.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -12,6 +14,7 @@
 #include "trnsim/config/config.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/trace/chakra.hpp"
+#include "trnsim/trace/gzip.hpp"
 #include "trnsim/trace/native.hpp"
 
 using namespace trnsim;
@@ -183,20 +186,67 @@ TEST(HostileTrace, NativeRanksWithoutEntriesAllocateNothing) {
   EXPECT_EQ(msg, "t.json:/rank_ops: no entry for rank 1");
 }
 
+namespace {
+
+// A gzip bomb: `mib` MiB of zeros, written in 1 MiB blocks at level 9.
+bool write_gzipped_zeros(const std::string& path, int mib) {
+  gzFile gz = gzopen(path.c_str(), "wb9");
+  if (!gz) return false;
+  const std::string block(1 << 20, '\0');
+  for (int i = 0; i < mib; ++i) gzwrite(gz, block.data(), unsigned(block.size()));
+  return gzclose(gz) == Z_OK;
+}
+
+}  // namespace
+
 TEST(HostileTrace, GzipBombIsRefusedByItsInflatedSize) {
   // 64 MiB of zeros compress to 64 kB; with a 1 MiB limit the reader stops after 1 MiB.
   TempDir d;
   const auto path = d.path("bomb.0.et");
-  gzFile gz = gzopen(path.c_str(), "wb9");
-  ASSERT_NE(gz, nullptr);
-  const std::string block(1 << 20, '\0');
-  for (int i = 0; i < 64; ++i) gzwrite(gz, block.data(), unsigned(block.size()));
-  gzclose(gz);
+  ASSERT_TRUE(write_gzipped_zeros(path, 64));
   ASSERT_LT(fs::file_size(path), 1u << 20);
   trace::ChakraOptions o;
   o.max_file_bytes = 1 << 20;
   const auto msg = error_of([&] { trace::load_chakra(d.path("bomb"), o); });
   EXPECT_EQ(msg, path + ": decompresses to more than 1048576 bytes, the most a trace file may have");
+}
+
+TEST(HostileTrace, InflateLimitIsTheLeastOfLimitBudgetAndRatio) {
+  const std::uint64_t gib4 = std::uint64_t(4) << 30;
+  // A small file may always inflate to 64 MiB; a larger one to 256 times its size.
+  EXPECT_EQ(trace::inflate_limit(1000, gib4).bytes, std::uint64_t(64) << 20);
+  EXPECT_EQ(trace::inflate_limit(std::uint64_t(1) << 20, gib4).bytes, std::uint64_t(256) << 20);
+  // The caller's limit when it is lower; never more than the memory budget.
+  EXPECT_EQ(trace::inflate_limit(std::uint64_t(1) << 20, 1 << 20).bytes, std::uint64_t(1) << 20);
+  EXPECT_EQ(trace::inflate_limit(std::uint64_t(1) << 30, UINT64_MAX).bytes,
+            default_memory_budget());
+  EXPECT_EQ(trace::inflate_limit(UINT64_MAX, gib4).bytes, std::min(gib4, default_memory_budget()));
+}
+
+// 320 MiB of zeros gzipped: with the default 4 GiB limit, both readers stop at 256 times the
+// compressed size (about 84 MB, above the 64 MiB floor) instead of inflating it all.
+TEST(HostileTrace, GzipBombIsRefusedEarlyByItsRatio) {
+  TempDir d;
+  const auto chakra = d.path("bomb.0.et");
+  ASSERT_TRUE(write_gzipped_zeros(chakra, 320));
+  const std::uint64_t packed = fs::file_size(chakra);
+  ASSERT_GT(packed, 300000u);  // deflate's ratio on zeros is about 1030:1
+  ASSERT_LT(packed, 360000u);
+  const std::uint64_t most = 256 * packed;  // above the 64 MiB floor
+  const std::string why = fmt::format(
+      ": decompresses to more than {} bytes, 256 times its {} compressed bytes or 64 MiB, "
+      "whichever is more: refused as a gzip bomb (traces compress far less)",
+      most, packed);
+  rusage before{}, after{};
+  ::getrusage(RUSAGE_SELF, &before);
+  EXPECT_EQ(error_of([&] { trace::load_chakra(d.path("bomb"), {}); }), chakra + why);
+  const auto native = d.path("bomb.json.gz");
+  fs::copy_file(chakra, native);
+  EXPECT_EQ(error_of([&] { trace::load_native(native); }), native + why);
+  ::getrusage(RUSAGE_SELF, &after);
+  // What was held: the output up to the limit, in a string that grows by doubling (the 320 MiB
+  // of the whole bomb would be over this).
+  EXPECT_LT(after.ru_maxrss - before.ru_maxrss, 200 * 1024) << "kB";
 }
 
 TEST(HostileOutputDir, CommitIsAllOrNothingAndNamesTheReason) {

@@ -49,6 +49,7 @@ struct SimParams {
   double fast_forward_size_tolerance = 0.10;
   int compute_granularity = 1;
   Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
+  std::uint64_t work_budget = 0;  // simulation events; 0: run::kDefaultWorkBudget
   template <class V>
   void visit(V& v) {
     v.field("seed", seed, "seed of every random choice of a run");
@@ -69,9 +70,13 @@ struct SimParams {
             "(1 = fine; see docs/models/chip.md)",
             AtLeast{1});
     v.field("memory_budget", memory_budget,
-            "most memory that work estimated from the inputs may take (route tables); a larger "
-            "estimate is refused before the run (0: a quarter of the machine's memory)",
+            "most memory that work estimated from the inputs may take (route tables, per-op "
+            "state, collective schedules, statistics); a larger estimate is refused before the "
+            "run (0: a quarter of the machine's memory)",
             AtLeast{0});
+    v.field("work_budget", work_budget,
+            "most simulation events a run's inputs may be estimated to need; a larger estimate is "
+            "refused before the run (0: 10^12, about a day of simulation)");
   }
 };
 

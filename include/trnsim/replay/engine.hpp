@@ -67,6 +67,18 @@ class Machine {
     g.chip = chips;
     return g;
   }
+
+  // The default start_transfer and start_reduce run on helper threads, at most
+  // kMaxHelperProcesses alive at once (each has a stack); further work waits in order and runs
+  // on the first helper to finish, so it starts later than it would have.
+  static constexpr std::size_t kMaxHelperProcesses = 4096;
+  // The most helper threads that were alive at once (0 for a machine that overrides both).
+  std::size_t peak_helper_processes() const;
+
+ private:
+  struct Helpers;
+  std::shared_ptr<Helpers> helpers_;
+  void on_helper(std::function<void()> job);
 };
 
 // An op that did not finish because its peers never arrived: the replay's deadlock report.
@@ -143,6 +155,8 @@ class Replay : public sc_core::sc_module {
   const std::vector<CollectiveRecord>& collectives() const;
   sc_core::sc_time makespan() const;
   FastForwardStats fast_forward_stats() const;
+  // The most op processes that were alive at once (at most 4,096).
+  std::size_t peak_live_ops() const;
 
  private:
   struct Impl;

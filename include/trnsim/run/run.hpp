@@ -74,6 +74,10 @@ struct RunData {
   std::vector<TransferSample> transfers;    // in completion order
   std::vector<PacketSample> packets;        // in delivery order (packet-level fabric only)
   std::vector<int> rank_to_chip;            // chip of each rank
+  // Processes with a stack of their own alive at once: op processes of the replay (at most
+  // 4,096) and helper threads of the machine (0: the rack starts transfers and reductions
+  // without one).
+  std::size_t peak_op_processes = 0, peak_helper_processes = 0;
   int first_tier_chips = 0;                 // chips of a server (0: no such tier)
   std::vector<model::EnergyReport> chip_energy;  // per chip, over the step
   model::EnergyReport fabric_energy;        // links and switches

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // gzip for trace files: both readers accept gzip-compressed files (found by their magic bytes),
-// and the Chakra exporter can write them. Decompression is bounded, so a gzip bomb is refused.
+// and the Chakra exporter can write them. Decompression is bounded, so a gzip bomb is refused early.
 #pragma once
 
 #include <cstdint>
@@ -9,7 +9,15 @@
 namespace trnsim::trace {
 
 bool is_gzip(const std::string& data);
-// Throws TraceError naming `path` when the data is corrupt or inflates to more than `limit`.
+// The most `compressed_bytes` of gzip may inflate to: `limit`, the default memory budget or
+// 256 times the compressed size (at least 64 MiB), whichever is least, and why.
+struct InflateLimit {
+  std::uint64_t bytes = 0;
+  std::string why;
+};
+InflateLimit inflate_limit(std::uint64_t compressed_bytes, std::uint64_t limit);
+// Throws TraceError naming `path` when the data is corrupt or would inflate to more than
+// inflate_limit(): checked as it inflates, so a gzip bomb is refused holding at most that much.
 std::string gunzip(const std::string& in, const std::string& path, std::uint64_t limit);
 std::string gzip(const std::string& in);
 

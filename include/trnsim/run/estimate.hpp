@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: MIT
+// What a run will cost, estimated from its inputs before anything is built: the memory of the
+// replay's per-op state, collective schedules and statistics, the simulation events, and a lower
+// bound of the step's end. Cheap (one pass over the ops, no planning) and conservative: each
+// figure is an upper bound of what the run takes (the end time a lower bound), so a run that
+// would exhaust memory, run for days or overflow the kernel's clock is refused before it starts.
+// docs/configuration.md §6.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trnsim/config/config.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/trace/workload.hpp"
+
+namespace trnsim::run {
+
+// Bytes counted per unit (upper bounds of what the replay, the rack and the report keep).
+inline constexpr double kBytesPerOp = 1024;       // replay state and records, report rows
+inline constexpr double kBytesPerDependency = 16;  // the dependents list, both directions
+inline constexpr double kBytesPerMessage = 256;    // schedule entries at both ends, statistics
+inline constexpr double kBytesPerPacket = 32;      // one delivered-packet sample (packet fabric)
+// Of each live op process's stack (SystemC's 256 KiB), what its calls touch: the rest is never
+// brought into memory.
+inline constexpr double kStackBytesTouched = 64 * 1024;
+// Simulation events (process activations) counted per unit.
+inline constexpr double kEventsPerOp = 16;
+inline constexpr double kEventsPerMessage = 16;      // flow network: start, rate changes, end
+inline constexpr double kEventsPerPacketHop = 4;     // packet network: link, router, credit
+inline constexpr double kEventsPerInstruction = 4;   // tile compute model
+inline constexpr double kEventsPerDmaPacket = 2;
+// /sim/work_budget when it is 0: about a day of simulation at the kernel's usual rate.
+inline constexpr double kDefaultWorkBudget = 1e12;
+
+struct WorkEstimate {
+  std::uint64_t ops = 0, dependencies = 0;
+  std::uint64_t messages = 0;  // collective pieces and sends, upper bound
+  double packets = 0;          // on the packet fabric (0 on the flow network)
+  std::uint64_t live_processes = 0;  // op processes alive at once (the replay's bound)
+  double op_bytes = 0, message_bytes = 0, packet_bytes = 0, process_bytes = 0;
+  double events = 0;
+  double end_s = 0;    // lower bound of the step's end: the longest chain of one rank
+  int end_rank = 0;    // whose chain that is
+  double memory_bytes() const { return op_bytes + message_bytes + packet_bytes + process_bytes; }
+};
+
+// The estimate of replaying `w` on `plan` with `replay`.
+WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
+                           const config::ReplayParams& replay);
+
+// Throws TraceError naming the workload `what`, the figure exceeded and the setting that bounds
+// it (/sim/memory_budget, /sim/work_budget, or the kernel's time range) when `e` does not fit.
+void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what);
+
+// /sim/work_budget in events, kDefaultWorkBudget when it is 0.
+double work_budget(const config::SimParams& sim);
+
+}  // namespace trnsim::run

@@ -1,0 +1,189 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/run/estimate.hpp"
+
+#include <systemc>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::run {
+
+using trace::OpKind;
+
+namespace {
+
+double ceil_log2(double n) { return n <= 1 ? 0 : std::ceil(std::log2(n)); }
+
+// Upper bounds for one member of a collective on `n` members of `bytes` (the trace's size),
+// whatever algorithm runs: the messages of its data steps before they are cut into pieces, and
+// the bytes it sends. The ring family sends 2(n-1)/n of the data (reduce-scatter then
+// all-gather) on each of at most `rings` rings, 2 (n-1) messages per ring; mesh, halving-
+// doubling, hierarchical and dimension-ordered torus plans stay within 4 n messages and 2 B.
+struct MemberBound {
+  double messages = 0, bytes = 0;
+};
+
+MemberBound member_bound(const trace::Op& op, double n, double rings) {
+  const double b = double(op.bytes);
+  switch (op.kind) {
+    case OpKind::all_reduce:
+    case OpKind::all_gather:
+    case OpKind::reduce_scatter:
+      return {std::max(rings, 2.0) * 2 * n, 2 * b};
+    case OpKind::all_to_all: return {n, b};
+    case OpKind::all_to_all_v: {
+      double sum = 0;
+      for (auto s : op.send_bytes) sum += double(s);
+      return {n, sum};
+    }
+    // A chain of pieces, a binomial tree or the root sending to all: every member but the root
+    // receives the data once, so the members send n B together.
+    case OpKind::broadcast: return {n + 2 * ceil_log2(n), b};
+    case OpKind::barrier: return {ceil_log2(n), 0};
+    default: return {};
+  }
+}
+
+// Peak MAC rate of a chip over its data types: compute takes at least flops / (2 x this).
+double peak_macs_per_s(const config::ChipParams& p) {
+  const auto& t = p.core.tensor;
+  const auto& r = t.macs_per_pe_cycle;
+  const double rate = std::max({r.fp32, r.bf16, r.fp16, r.fp8, r.mxfp8, r.mxfp4});
+  return double(p.cores) * double(t.rows) * double(t.cols) * rate * t.clock.si;
+}
+
+std::string gb(double bytes) { return fmt::format("{:.3g} GB", bytes / 1e9); }
+
+}  // namespace
+
+WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
+                           const config::ReplayParams& replay) {
+  WorkEstimate e;
+  const auto& chip = plan.chip.params;
+  const bool packets = plan.fabric.model == "packet";
+  const double packet_bytes = double(std::max<std::uint64_t>(1, plan.fabric.packet_bytes));
+  const double hops = double(plan.fabric.diameter) + 1;
+  const double chunk = std::max(1.0, std::floor(replay.collectives.chunk_bytes.si));
+  const double dma_packet = std::max(1.0, chip.core.dma.packet_bytes.si);
+  // Rings that run at once: both directions of up to half a chip's links' worth of cycles.
+  double degree = 2;
+  if (!plan.topology.torus_dims().empty() || plan.topology.first_tier_chips() == 0) {
+    std::vector<double> links(plan.topology.chip_count(), 0);
+    for (const auto& l : plan.topology.links()) {
+      const auto& a = plan.topology.node(l.a);
+      const auto& b = plan.topology.node(l.b);
+      if (!a.chip || !b.chip || a.chip == b.chip) continue;
+      degree = std::max({degree, ++links[a.chip->v], ++links[b.chip->v]});
+    }
+  }
+  // An instruction of the tile model: a matmul of rows x cols x moving_free_max MACs, or a
+  // vector instruction over rows partitions of moving_free_max elements.
+  const auto& tensor = chip.core.tensor;
+  const double per_instruction = double(tensor.rows) * double(tensor.moving_free_max);
+  const bool tile = plan.chip.compute_model == "tile";
+  const double peak = peak_macs_per_s(chip);
+
+  double messages = 0;
+  for (const auto& rank : w.ranks) {
+    e.ops += rank.ops.size();
+    for (const auto& op : rank.ops) {
+      e.dependencies += op.deps.size();
+      e.events += kEventsPerOp;
+      double sent = 0, msgs = 0;
+      if (trace::is_collective(op.kind)) {
+        const auto g = w.groups.find(op.group);
+        const double n = g == w.groups.end() ? 1 : double(g->second.size());
+        if (n <= 1 && op.kind != OpKind::all_to_all_v) continue;
+        const MemberBound m = member_bound(op, n, degree);
+        // Cut into pieces, a message of b bytes is at most b / chunk_bytes + 1 of them; a step
+        // has one handshake per peer it receives from, at most one per data message.
+        msgs = 2 * m.messages + std::ceil(m.bytes / chunk);
+        sent = m.bytes;
+      } else if (op.kind == OpKind::send) {
+        msgs = 1;
+        sent = double(op.bytes);
+      } else if (op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
+        e.events += kEventsPerDmaPacket * std::ceil(double(op.bytes) / dma_packet);
+      } else if (tile && trace::is_compute(op.kind)) {
+        const double flops = trace::op_flops(op);
+        const double macs_per =
+            op.kind == OpKind::gemm || op.kind == OpKind::attention ? 2 * double(tensor.cols) : 1;
+        e.events += kEventsPerInstruction *
+                    std::ceil(flops / (per_instruction * macs_per) / double(plan.chip.granularity));
+      }
+      messages += msgs;
+      if (packets) {
+        const double p = std::ceil(sent / packet_bytes) + msgs;
+        e.packets += p;
+        e.events += kEventsPerPacketHop * hops * p;
+      } else {
+        e.events += kEventsPerMessage * msgs;
+      }
+    }
+    // The longest chain of this rank: delays as written, compute at the chip's peak.
+    std::vector<double> done(rank.ops.size(), 0);
+    const auto index = trace::index_by_id(rank);
+    for (std::size_t i : trace::topological_order(rank)) {
+      const trace::Op& op = rank.ops[i];
+      double start = 0;
+      for (trace::OpId d : op.deps) {
+        const auto it = index.find(d);
+        if (it != index.end()) start = std::max(start, done[it->second]);
+      }
+      double t = 0;
+      if (op.kind == OpKind::delay) t = op.duration.si;
+      if (trace::is_compute(op.kind) && peak > 0) t = trace::op_flops(op) / (2 * peak);
+      done[i] = start + t;
+      if (done[i] > e.end_s) {
+        e.end_s = done[i];
+        e.end_rank = rank.rank;
+      }
+    }
+  }
+  e.messages = std::uint64_t(std::min(messages, 1.8e19));
+  e.live_processes = std::min<std::uint64_t>(e.ops, 4096);
+  e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerDependency * double(e.dependencies);
+  e.message_bytes = kBytesPerMessage * messages;
+  e.packet_bytes = kBytesPerPacket * e.packets;
+  e.process_bytes =
+      double(e.live_processes) *
+      std::min(kStackBytesTouched, double(sc_core::SC_DEFAULT_STACK_SIZE));
+  return e;
+}
+
+double work_budget(const config::SimParams& sim) {
+  return sim.work_budget > 0 ? double(sim.work_budget) : kDefaultWorkBudget;
+}
+
+void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what) {
+  const double budget = double(config::memory_budget(sim));
+  if (e.memory_bytes() > budget) {
+    throw TraceError(fmt::format(
+        "{}: the run needs about {} of memory ({} ops: {}; {:.4g} collective pieces and sends: "
+        "{}; {:.4g} packets: {}; {} op processes: {}), more than the memory budget of {} "
+        "(/sim/memory_budget)",
+        what, gb(e.memory_bytes()), e.ops, gb(e.op_bytes), double(e.messages),
+        gb(e.message_bytes), e.packets, gb(e.packet_bytes), e.live_processes,
+        gb(e.process_bytes), gb(budget)));
+  }
+  if (e.events > work_budget(sim)) {
+    throw TraceError(fmt::format(
+        "{}: the run needs about {:.3g} simulation events ({} ops, {:.4g} collective pieces and "
+        "sends, {:.4g} packets), more than the work budget of {:.3g} events (/sim/work_budget)",
+        what, e.events, e.ops, double(e.messages), e.packets, work_budget(sim)));
+  }
+  const double max_s = sc_core::sc_max_time().to_seconds();
+  if (e.end_s >= max_s) {
+    throw TraceError(fmt::format(
+        "{}: rank {}'s longest chain of ops alone takes at least {:.4g} s (its delays, and its "
+        "compute at the chip's peak rate), beyond the {:.4g} s the simulation kernel can count at "
+        "its 1 ps resolution",
+        what, e.end_rank, e.end_s, max_s));
+  }
+}
+
+}  // namespace trnsim::run

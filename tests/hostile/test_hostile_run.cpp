@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: MIT
+// Work estimated before a run (run::estimate_work, hand-computed), and the bound on processes
+// with stacks of their own: op processes of the replay and helper threads of a machine.
+// Each TEST elaborates at most one SystemC simulation (CTest runs each in its own process).
+#include <gtest/gtest.h>
+
+#include <systemc>
+
+#include <string>
+
+#include "trnsim/config/config.hpp"
+#include "trnsim/replay/engine.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/run/estimate.hpp"
+#include "trnsim/run/run.hpp"
+
+using namespace trnsim;
+using trace::OpKind;
+
+namespace {
+
+const std::string kInstance = std::string(TRNSIM_SOURCE_DIR) + "/configs/racks/trn2-instance.json";
+
+trace::Op op_of(trace::OpId id, OpKind kind, std::vector<trace::OpId> deps = {}) {
+  trace::Op o;
+  o.id = id;
+  o.kind = kind;
+  o.deps = std::move(deps);
+  return o;
+}
+
+// `ranks` ranks on group "world", each running `ops(rank)`.
+template <class F>
+trace::Workload world(int ranks, F ops) {
+  trace::Workload w;
+  w.name = "t";
+  w.ranks.resize(std::size_t(ranks));
+  for (int r = 0; r < ranks; ++r) {
+    w.ranks[std::size_t(r)].rank = r;
+    w.ranks[std::size_t(r)].ops = ops(r);
+    w.groups["world"].push_back(r);
+  }
+  return w;
+}
+
+// On each of 2 ranks: a 1024^3 GEMM, then an all-reduce of `bytes` after it.
+trace::Workload gemm_then_all_reduce(std::uint64_t bytes) {
+  return world(2, [&](int) {
+    auto g = op_of(0, OpKind::gemm);
+    g.m = g.k = g.n = 1024;
+    auto a = op_of(1, OpKind::all_reduce, {0});
+    a.group = "world";
+    a.bytes = bytes;
+    return std::vector<trace::Op>{g, a};
+  });
+}
+
+}  // namespace
+
+TEST(HostileEstimate, FiguresOfASmallRunByHand) {
+  const auto loaded = config::load_config(kInstance);
+  const auto plan = resolve::resolve_rack(loaded);  // fast: flow network, op-level compute
+  ASSERT_EQ(plan.fabric.model, "flow");
+  const auto e = run::estimate_work(gemm_then_all_reduce(8 << 20), plan, loaded.config.replay);
+  EXPECT_EQ(e.ops, 4u);
+  EXPECT_EQ(e.dependencies, 2u);
+  // The all-reduce on 2 members, per member: the 4x4 torus gives a chip 4 links, so at most 4
+  // rings of 2 (n - 1) messages: 4 x 2 x 2 = 16 data messages; as many handshakes, plus
+  // 2 x 8 MiB / 1 MiB pieces = 48; 96 for both members.
+  EXPECT_EQ(e.messages, 96u);
+  EXPECT_EQ(e.packets, 0);  // flow network
+  EXPECT_EQ(e.events, 4 * 16 + 96 * 16);
+  EXPECT_EQ(e.op_bytes, 4 * 1024 + 2 * 16);
+  EXPECT_EQ(e.message_bytes, 96 * 256);
+  EXPECT_EQ(e.process_bytes, 4.0 * 64 * 1024);  // 64 KiB of each op process's stack
+  // The GEMM at trn2's peak: 2 x 1024^3 flops / (2 x 8 cores x 128 x 128 x 2 fp8 MACs x 2.4 GHz).
+  EXPECT_NEAR(e.end_s, 1073741824.0 / (8 * 128 * 128 * 2 * 2.4e9), 1e-12);
+}
+
+TEST(HostileEstimate, PacketFabricCountsPacketsAndHops) {
+  const auto loaded = config::load_config(kInstance, {"sim.fidelity=detailed"});
+  const auto plan = resolve::resolve_rack(loaded);
+  ASSERT_EQ(plan.fabric.model, "packet");
+  auto w = world(2, [](int r) {
+    auto s = op_of(0, r == 0 ? OpKind::send : OpKind::recv);
+    s.peer = 1 - r;
+    s.bytes = 1 << 20;
+    return std::vector<trace::Op>{s};
+  });
+  const auto e = run::estimate_work(w, plan, loaded.config.replay);
+  // One send of 1 MiB: its packets plus one for a partial last packet.
+  const double packets = std::ceil(double(1 << 20) / double(plan.fabric.packet_bytes)) + 1;
+  EXPECT_EQ(e.messages, 1u);
+  EXPECT_EQ(e.packets, packets);
+  EXPECT_EQ(e.events, 2 * 16 + 4 * (plan.fabric.diameter + 1) * packets);
+  EXPECT_EQ(e.packet_bytes, 32 * packets);
+}
+
+TEST(HostileEstimate, EachBudgetNamesItsSetting) {
+  const auto loaded = config::load_config(kInstance);
+  const auto plan = resolve::resolve_rack(loaded);
+  auto message = [&](const trace::Workload& w, config::SimParams sim) {
+    try {
+      run::check_estimate(run::estimate_work(w, plan, loaded.config.replay), sim, "workload t");
+    } catch (const TraceError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  config::SimParams sim;
+  EXPECT_EQ(message(gemm_then_all_reduce(8 << 20), sim), "");
+  // A 1 PiB all-reduce: 2 x (32 + 2^31) pieces of 256 B, 1.1 TB.
+  const std::string big = message(gemm_then_all_reduce(std::uint64_t(1) << 50), sim);
+  EXPECT_NE(big.find("workload t: the run needs about 1.1e+03 GB of memory (4 ops: 4.13e-06 GB; "
+                     "4.295e+09 collective pieces and sends: 1.1e+03 GB; 0 packets: 0 GB; 4 op "
+                     "processes: "),
+            std::string::npos)
+      << big;
+  EXPECT_NE(big.find("(/sim/memory_budget)"), std::string::npos) << big;
+  sim.work_budget = 1500;
+  EXPECT_EQ(message(gemm_then_all_reduce(8 << 20), sim),
+            "workload t: the run needs about 1.6e+03 simulation events (4 ops, 96 collective "
+            "pieces and sends, 0 packets), more than the work budget of 1.5e+03 events "
+            "(/sim/work_budget)");
+  // 19 chained delays of 10^6 s: 1.9e7 s, past 2^64 ps = 1.845e7 s.
+  auto delays = world(1, [](int) {
+    std::vector<trace::Op> ops;
+    for (trace::OpId i = 0; i < 19; ++i) {
+      ops.push_back(op_of(i, OpKind::delay, i ? std::vector<trace::OpId>{i - 1} : std::vector<trace::OpId>{}));
+      ops.back().duration = Duration(1e6);
+    }
+    return ops;
+  });
+  EXPECT_EQ(message(delays, {}),
+            "workload t: rank 0's longest chain of ops alone takes at least 1.9e+07 s (its delays, "
+            "and its compute at the chip's peak rate), beyond the 1.845e+07 s the simulation "
+            "kernel can count at its 1 ps resolution");
+  // Side by side, the same delays are no chain.
+  for (auto& op : delays.ranks[0].ops) op.deps.clear();
+  EXPECT_EQ(message(delays, {}), "");
+}
+
+// A machine that uses the default start_transfer and start_reduce (a helper thread each):
+// every transfer takes 1 us on a link of its own.
+class HelperMachine : public replay::Machine {
+ public:
+  int chip_count() const override { return 8; }
+  void compute(int, const trace::Op&) override {}
+  void reduce(int, std::uint64_t, trace::DType) override {}
+  void transfer(int, int, std::uint64_t bytes, std::uint64_t) override {
+    sc_core::wait(1, sc_core::SC_US);
+    ++transfers;
+    moved += bytes;
+  }
+  std::uint64_t transfers = 0, moved = 0;
+};
+
+TEST(HostileProcesses, HelperThreadsOfManyLargeCollectivesAreBounded) {
+  // 520 independent 16 MiB ring all-reduces on 8 ranks: 4,160 ops ready at once, and 2 pieces
+  // of 1 MiB in every step of every member (8,320 sends at the start).
+  constexpr int kColl = 520;
+  auto w = world(8, [](int) {
+    std::vector<trace::Op> ops;
+    for (int i = 0; i < kColl; ++i) {
+      ops.push_back(op_of(trace::OpId(i), OpKind::all_reduce));
+      ops.back().group = "world";
+      ops.back().bytes = 16 << 20;
+    }
+    return ops;
+  });
+  config::ReplayParams p;
+  p.collectives.algorithm = config::CollectiveAlgorithm::ring;
+  p.collectives.sync_bytes = Bytes(0);
+  HelperMachine m;
+  replay::Replay replay("replay", w, m, p);
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_EQ(replay.records().size(), 8u * kColl);
+  // Ring all-reduce on 8 members: 2 x 7 steps of 16 MiB / 8 = 2 MiB, 2 pieces each: 28 pieces
+  // per member and collective.
+  EXPECT_EQ(m.transfers, std::uint64_t(kColl) * 8 * 28);
+  EXPECT_EQ(m.moved, std::uint64_t(kColl) * 8 * 14 * (2 << 20));
+  EXPECT_EQ(replay.peak_live_ops(), 4096u);  // the bound was reached, and held
+  EXPECT_EQ(m.peak_helper_processes(), replay::Machine::kMaxHelperProcesses);
+}
+
+TEST(HostileProcesses, TheRackRunsCollectivesWithoutHelperThreads) {
+  // 2,050 independent 1 MiB all-reduces on 2 ranks of the trn2 instance (4,100 ops).
+  const auto loaded = config::load_config(kInstance);
+  auto w = world(2, [](int) {
+    std::vector<trace::Op> ops;
+    for (int i = 0; i < 2050; ++i) {
+      ops.push_back(op_of(trace::OpId(i), OpKind::all_reduce));
+      ops.back().group = "world";
+      ops.back().bytes = 1 << 20;
+    }
+    return ops;
+  });
+  const auto d = run::run_workload(loaded, w);
+  EXPECT_EQ(d.records.size(), 4100u);
+  EXPECT_EQ(d.collectives.size(), 2050u);
+  EXPECT_EQ(d.peak_op_processes, 4096u);
+  EXPECT_EQ(d.peak_helper_processes, 0u);
+}
+
+TEST(HostileEstimate, BoundsTheMessagesARunSends) {
+  // Every collective kind at a small and a large size, and a send, on 8 ranks of the instance.
+  const auto loaded = config::load_config(kInstance);
+  const auto plan = resolve::resolve_rack(loaded);
+  auto w = world(8, [](int r) {
+    std::vector<trace::Op> ops;
+    trace::OpId id = 0;
+    for (OpKind k : {OpKind::all_reduce, OpKind::all_gather, OpKind::reduce_scatter,
+                     OpKind::all_to_all, OpKind::broadcast, OpKind::barrier}) {
+      for (std::uint64_t bytes : {std::uint64_t(64) << 10, std::uint64_t(48) << 20}) {
+        ops.push_back(op_of(id, k, id ? std::vector<trace::OpId>{id - 1} : std::vector<trace::OpId>{}));
+        ops.back().group = "world";
+        ops.back().bytes = k == OpKind::barrier ? 0 : bytes;
+        ++id;
+      }
+    }
+    ops.push_back(op_of(id, r % 2 ? OpKind::recv : OpKind::send, {id - 1}));
+    ops.back().peer = r ^ 1;
+    ops.back().bytes = 3 << 20;
+    return ops;
+  });
+  const auto e = run::estimate_work(w, plan, loaded.config.replay);
+  const auto d = run::run_workload(loaded, w);
+  const double sent = double(d.network.transfers_started);  // one rank per chip: no local copies
+  EXPECT_LE(sent, double(e.messages));
+  EXPECT_GE(sent, double(e.messages) / 4) << "the bound is loose";
+  EXPECT_GT(sent, 1000);
+}
