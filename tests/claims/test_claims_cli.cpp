@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "../common/files.hpp"
 #include "../common/run_trnsim.hpp"
 
 namespace fs = std::filesystem;
@@ -22,24 +23,20 @@ namespace {
 const std::string kSrc = TRNSIM_SOURCE_DIR;
 const std::string kSmall = kSrc + "/tests/claims/inputs/small.json";
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("trnsim-test-claims-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+std::string read(const fs::path& p) { return trnsim::test::read_text(p); }
+fs::path fresh_dir(const std::string& name) { return trnsim::test::fresh_dir("claims", name); }
 
 std::size_t count(const std::string& s, const std::string& what) {
   std::size_t n = 0;
   for (auto at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
   return n;
+}
+
+// small.json with absolute configuration paths, to be changed and written elsewhere.
+Json small_file() {
+  Json f = Json::parse(read(kSmall));
+  for (auto& [name, c] : f["configs"].items()) c = kSrc + "/configs/racks/" + fs::path(c.get<std::string>()).filename().string();
+  return f;
 }
 
 std::string attr(const std::string& name, std::size_t n) { return name + "=\"" + std::to_string(n) + "\""; }
@@ -133,9 +130,8 @@ TEST(ClaimsCli, ADeliberatelyChangedBaselineFails) {
 
 TEST(ClaimsCli, AFailingClaimFailsTheRun) {
   const fs::path dir = fresh_dir("fail");
-  Json f = Json::parse(read(kSmall));
+  Json f = small_file();
   f["claims"][0]["claimed"] = 2.5;  // 144 / 64 = 2.25
-  for (auto& [name, c] : f["configs"].items()) c = kSrc + "/configs/racks/" + fs::path(c.get<std::string>()).filename().string();
   std::ofstream(dir / "f.json") << f.dump();
   const auto r = run_trnsim("claims " + (dir / "f.json").string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.code, 3) << r.out;
@@ -147,18 +143,16 @@ TEST(ClaimsCli, AFailingClaimFailsTheRun) {
 
 TEST(ClaimsCli, BadClaimsFilesAreExitCode2) {
   const fs::path dir = fresh_dir("bad");
-  Json f = Json::parse(read(kSmall));
+  Json f = small_file();
   f["claims"][1]["metric"]["numerator"][0]["value"] = "/no_such_figure";
-  for (auto& [name, c] : f["configs"].items()) c = kSrc + "/configs/racks/" + fs::path(c.get<std::string>()).filename().string();
   std::ofstream(dir / "pointer.json") << f.dump();
   auto r = run_trnsim("claims " + (dir / "pointer.json").string() + " --out " + (dir / "o1").string());
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("pointer.json:/claims/1/metric/numerator/0/value: measurement gemm-trn3"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(dir / "o1/results.json"));
 
-  f = Json::parse(read(kSmall));
+  f = small_file();
   f["runs"]["topo-trn2"]["args"] = {"topo", "{config}", "--no-such-option", "--json"};
-  for (auto& [name, c] : f["configs"].items()) c = kSrc + "/configs/racks/" + fs::path(c.get<std::string>()).filename().string();
   std::ofstream(dir / "args.json") << f.dump();
   r = run_trnsim("claims " + (dir / "args.json").string() + " --out " + (dir / "o2").string());
   EXPECT_EQ(r.code, 2) << r.out;
