@@ -44,11 +44,13 @@ std::vector<std::string> read_strings(const Reader& r, const Json& obj, const st
   const std::string p = json_pointer_append(ptr, key);
   if (!obj.contains(key)) r.fail(p, "missing: expected an array of strings");
   const Json& a = obj[key];
-  if (!a.is_array() || a.empty()) r.fail(p, fmt::format("expected a non-empty array of strings, got {}", a.dump()));
+  if (!a.is_array() || a.empty())
+    r.fail(p, fmt::format("expected a non-empty array of strings, got {}", a.dump()));
   std::vector<std::string> out;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (!a[i].is_string() || a[i].get<std::string>().empty()) {
-      r.fail(fmt::format("{}/{}", p, i), fmt::format("expected a non-empty string, got {}", a[i].dump()));
+      r.fail(fmt::format("{}/{}", p, i),
+             fmt::format("expected a non-empty string, got {}", a[i].dump()));
     }
     out.push_back(a[i].get<std::string>());
   }
@@ -60,7 +62,8 @@ std::vector<std::string> read_args(const Reader& r, const Json& obj, const std::
   auto args = read_strings(r, obj, ptr, key);
   const std::string p = json_pointer_append(ptr, key);
   if (std::find(kCommands.begin(), kCommands.end(), args[0]) == kCommands.end()) {
-    r.fail(p + "/0", fmt::format("expected one of \"{}\", got \"{}\"", fmt::join(kCommands, "\", \""), args[0]));
+    r.fail(p + "/0", fmt::format("expected one of \"{}\", got \"{}\"",
+                                 fmt::join(kCommands, "\", \""), args[0]));
   }
   if (std::find(args.begin(), args.end(), "--json") == args.end()) {
     r.fail(p, "expected \"--json\" among the arguments: a measurement prints one JSON object");
@@ -86,7 +89,8 @@ std::vector<Term> read_terms(const Reader& r, const Json& m, const std::string& 
                              const std::string& key, const ClaimsFile& f) {
   const std::string p = json_pointer_append(ptr, key);
   if (!m.contains(key)) return {};
-  if (!m[key].is_array()) r.fail(p, fmt::format("expected an array of terms, got {}", m[key].dump()));
+  if (!m[key].is_array())
+    r.fail(p, fmt::format("expected an array of terms, got {}", m[key].dump()));
   std::vector<Term> out;
   for (std::size_t i = 0; i < m[key].size(); ++i) {
     const std::string tp = fmt::format("{}/{}", p, i);
@@ -100,7 +104,8 @@ std::vector<Term> read_terms(const Reader& r, const Json& m, const std::string& 
       if (!term.pointer.starts_with("/")) throw std::invalid_argument("does not start with /");
       (void)Json::json_pointer(term.pointer);
     } catch (const std::exception&) {
-      r.fail(tp + "/value", fmt::format("expected a JSON pointer into the run's output, got \"{}\"", term.pointer));
+      r.fail(tp + "/value", fmt::format("expected a JSON pointer into the run's output, got \"{}\"",
+                                        term.pointer));
     }
     out.push_back(term);
   }
@@ -108,9 +113,10 @@ std::vector<Term> read_terms(const Reader& r, const Json& m, const std::string& 
 }
 
 Claim read_claim(const Reader& r, const Json& j, const std::string& ptr, const ClaimsFile& f) {
-  r.check_keys(j, ptr, {"id", "title", "claim", "baseline", "candidate", "kind", "check", "claimed",
-                        "tolerance", "regression_tolerance", "metric", "sources", "known_gap",
-                        "note", "quick"});
+  r.check_keys(
+      j, ptr,
+      {"id", "title", "claim", "baseline", "candidate", "kind", "check", "claimed", "tolerance",
+       "regression_tolerance", "metric", "sources", "known_gap", "note", "quick"});
   Claim c;
   c.pointer = ptr;
   c.id = r.string(j, ptr, "id", true);
@@ -124,13 +130,18 @@ Claim read_claim(const Reader& r, const Json& j, const std::string& ptr, const C
     (std::string(side) == "baseline" ? c.baseline : c.candidate) = v;
   }
   const std::string kind = j.contains("kind") ? r.string(j, ptr, "kind", true) : "check";
-  if (kind == "projection") c.kind = Kind::projection;
-  else if (kind != "check") r.fail(ptr + "/kind", fmt::format("expected \"check\" or \"projection\", got \"{}\"", kind));
+  if (kind == "projection")
+    c.kind = Kind::projection;
+  else if (kind != "check")
+    r.fail(ptr + "/kind", fmt::format("expected \"check\" or \"projection\", got \"{}\"", kind));
   const std::string check = j.contains("check") ? r.string(j, ptr, "check", true) : "equal";
-  if (check == "at_most") c.check = Check::at_most;
-  else if (check == "at_least") c.check = Check::at_least;
+  if (check == "at_most")
+    c.check = Check::at_most;
+  else if (check == "at_least")
+    c.check = Check::at_least;
   else if (check != "equal") {
-    r.fail(ptr + "/check", fmt::format("expected \"equal\", \"at_most\" or \"at_least\", got \"{}\"", check));
+    r.fail(ptr + "/check",
+           fmt::format("expected \"equal\", \"at_most\" or \"at_least\", got \"{}\"", check));
   }
   if (c.kind == Kind::check || j.contains("claimed")) c.claimed = r.number(j, ptr, "claimed");
   if (c.kind == Kind::check) {
@@ -160,7 +171,8 @@ Claim read_claim(const Reader& r, const Json& j, const std::string& ptr, const C
   c.known_gap = r.string(j, ptr, "known_gap", false);
   c.note = r.string(j, ptr, "note", false);
   if (j.contains("quick")) {
-    if (!j["quick"].is_boolean()) r.fail(ptr + "/quick", fmt::format("expected true or false, got {}", j["quick"].dump()));
+    if (!j["quick"].is_boolean())
+      r.fail(ptr + "/quick", fmt::format("expected true or false, got {}", j["quick"].dump()));
     c.quick = j["quick"].get<bool>();
   }
   return c;
@@ -186,9 +198,12 @@ std::string formula(const Metric& m) {
 
 const char* check_name(Check c) {
   switch (c) {
-    case Check::equal: return "equal";
-    case Check::at_most: return "at_most";
-    case Check::at_least: return "at_least";
+    case Check::equal:
+      return "equal";
+    case Check::at_most:
+      return "at_most";
+    case Check::at_least:
+      return "at_least";
   }
   return "?";
 }
@@ -201,19 +216,26 @@ Json Tolerance::to_json() const { return {{"relative", relative}, {"absolute", a
 
 const char* verdict_name(Verdict v) {
   switch (v) {
-    case Verdict::pass: return "pass";
-    case Verdict::fail: return "fail";
-    case Verdict::known_gap: return "known gap";
-    case Verdict::projection: return "projection";
+    case Verdict::pass:
+      return "pass";
+    case Verdict::fail:
+      return "fail";
+    case Verdict::known_gap:
+      return "known gap";
+    case Verdict::projection:
+      return "projection";
   }
   return "?";
 }
 
 ClaimsFile parse_claims(const Json& j, const std::string& path) {
   const Reader r(path);
-  r.check_keys(j, "", {"format", "name", "description", "configs", "runs", "regression_tolerance", "claims"});
+  r.check_keys(
+      j, "",
+      {"format", "name", "description", "configs", "runs", "regression_tolerance", "claims"});
   if (!j.contains("format") || j["format"] != kFormat) {
-    r.fail("/format", fmt::format("expected {}, got {}", kFormat, j.value("format", Json()).dump()));
+    r.fail("/format",
+           fmt::format("expected {}, got {}", kFormat, j.value("format", Json()).dump()));
   }
   ClaimsFile f;
   f.path = path;
@@ -246,7 +268,8 @@ ClaimsFile parse_claims(const Json& j, const std::string& path) {
   for (std::size_t i = 0; i < j["claims"].size(); ++i) {
     const std::string ptr = fmt::format("/claims/{}", i);
     Claim c = read_claim(r, j["claims"][i], ptr, f);
-    if (!ids.insert(c.id).second) r.fail(ptr + "/id", fmt::format("\"{}\" is the id of an earlier claim", c.id));
+    if (!ids.insert(c.id).second)
+      r.fail(ptr + "/id", fmt::format("\"{}\" is the id of an earlier claim", c.id));
     f.claims.push_back(std::move(c));
   }
   return f;
@@ -284,8 +307,10 @@ std::vector<std::string> run_args(const ClaimsFile& f, const Run& r, bool quick)
   std::vector<std::string> out = quick && r.quick_args ? *r.quick_args : r.args;
   const std::string config = (fs::path(f.dir) / f.configs.at(r.config)).lexically_normal().string();
   for (auto& a : out) {
-    for (const auto& [key, value] : {std::pair<std::string, std::string>{"{config}", config}, {"{dir}", f.dir}}) {
-      for (std::size_t at = a.find(key); at != std::string::npos; at = a.find(key, at + value.size())) {
+    for (const auto& [key, value] :
+         {std::pair<std::string, std::string>{"{config}", config}, {"{dir}", f.dir}}) {
+      for (std::size_t at = a.find(key); at != std::string::npos;
+           at = a.find(key, at + value.size())) {
         a.replace(at, key.size(), value);
       }
     }
@@ -298,9 +323,15 @@ Verdict judge(const Claim& c, double measured) {
   const double claimed = c.claimed.value_or(0), band = c.tolerance.of(claimed);
   bool ok = false;
   switch (c.check) {
-    case Check::equal: ok = std::fabs(measured - claimed) <= band; break;
-    case Check::at_most: ok = measured <= claimed + band; break;
-    case Check::at_least: ok = measured >= claimed - band; break;
+    case Check::equal:
+      ok = std::fabs(measured - claimed) <= band;
+      break;
+    case Check::at_most:
+      ok = measured <= claimed + band;
+      break;
+    case Check::at_least:
+      ok = measured >= claimed - band;
+      break;
   }
   if (ok) return Verdict::pass;
   return c.known_gap.empty() ? Verdict::fail : Verdict::known_gap;
@@ -349,23 +380,29 @@ Json evaluate(const ClaimsFile& f, const std::map<std::string, RunResult>& runs,
         } catch (const Json::exception&) {
         }
         if (!found.is_number()) {
-          r.fail(fmt::format("{}/metric/{}/{}/value", c->pointer, over ? "denominator" : "numerator", i),
+          r.fail(fmt::format("{}/metric/{}/{}/value", c->pointer,
+                             over ? "denominator" : "numerator", i),
                  fmt::format("measurement {} (trnsim {}) printed no number at {} (got {})", t.run,
-                             fmt::join(run.args, " "), t.pointer, found.is_null() ? "null or nothing" : found.dump()));
+                             fmt::join(run.args, " "), t.pointer,
+                             found.is_null() ? "null or nothing" : found.dump()));
         }
         const double x = found.get<double>();
-        row["inputs"].push_back({{"run", t.run}, {"value", t.pointer}, {"number", x},
+        row["inputs"].push_back({{"run", t.run},
+                                 {"value", t.pointer},
+                                 {"number", x},
                                  {"side", over ? "denominator" : "numerator"}});
         value = over ? value / x : value * x;
       }
     }
     Verdict v = Verdict::fail;
-    if (error.empty() && !std::isfinite(value)) error = "the metric is not a finite number (a zero denominator)";
+    if (error.empty() && !std::isfinite(value))
+      error = "the metric is not a finite number (a zero denominator)";
     if (error.empty()) {
       row["measured"] = value;
       v = judge(*c, value);
       if (v == Verdict::pass && !c->known_gap.empty()) {
-        row["detail"] = "within tolerance: the known gap no longer applies; remove it from the claims file";
+        row["detail"] =
+            "within tolerance: the known gap no longer applies; remove it from the claims file";
       }
     } else {
       row["detail"] = error;
@@ -380,14 +417,17 @@ Json evaluate(const ClaimsFile& f, const std::map<std::string, RunResult>& runs,
     if (!run.output) run_j[name]["error"] = run.error;
   }
   return {{"kind", kResultsKind}, {"format", kFormat}, {"file", f.path}, {"name", f.name},
-          {"quick", quick}, {"rows", rows}, {"runs", run_j}, {"summary", counts}};
+          {"quick", quick},       {"rows", rows},      {"runs", run_j},  {"summary", counts}};
 }
 
 bool compare_baseline(Json& results, const Json& baseline, const std::string& origin) {
   const Reader r(origin);
-  if (!baseline.is_object() || baseline.value("kind", Json()) != kResultsKind || !baseline.contains("rows") ||
-      !baseline["rows"].is_array()) {
-    r.fail("/kind", fmt::format("not a `trnsim claims` results file (expected \"kind\": \"{}\" and \"rows\")", kResultsKind));
+  if (!baseline.is_object() || baseline.value("kind", Json()) != kResultsKind ||
+      !baseline.contains("rows") || !baseline["rows"].is_array()) {
+    r.fail(
+        "/kind",
+        fmt::format("not a `trnsim claims` results file (expected \"kind\": \"{}\" and \"rows\")",
+                    kResultsKind));
   }
   if (baseline.value("quick", Json()) != results["quick"]) {
     r.fail("/quick", fmt::format("the baseline was {} a --quick run and this one is {}: their "
@@ -398,9 +438,10 @@ bool compare_baseline(Json& results, const Json& baseline, const std::string& or
   std::map<std::string, const Json*> old;
   for (std::size_t i = 0; i < baseline["rows"].size(); ++i) {
     const Json& row = baseline["rows"][i];
-    if (!row.is_object() || !row.contains("id") || !row["id"].is_string() || !row.contains("measured") ||
-        !(row["measured"].is_number() || row["measured"].is_null())) {
-      r.fail(fmt::format("/rows/{}", i), "expected an object with \"id\" and \"measured\" (a number or null)");
+    if (!row.is_object() || !row.contains("id") || !row["id"].is_string() ||
+        !row.contains("measured") || !(row["measured"].is_number() || row["measured"].is_null())) {
+      r.fail(fmt::format("/rows/{}", i),
+             "expected an object with \"id\" and \"measured\" (a number or null)");
     }
     old[row["id"].get<std::string>()] = &row;
   }
@@ -471,21 +512,35 @@ std::string xml(const std::string& s) {
   std::string o;
   for (const char ch : s) {
     switch (ch) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      case '\n': o += "&#10;"; break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      case '\n':
+        o += "&#10;";
+        break;
       default:
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t') o += ' ';
-        else o += ch;
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t')
+          o += ' ';
+        else
+          o += ch;
     }
   }
   return o;
 }
 
 std::string measured_text(const Json& row) {
-  return row["measured"].is_null() ? std::string("-") : num(row["measured"].get<double>()) + " " + row["unit"].get<std::string>();
+  return row["measured"].is_null()
+             ? std::string("-")
+             : num(row["measured"].get<double>()) + " " + row["unit"].get<std::string>();
 }
 
 }  // namespace
@@ -493,17 +548,21 @@ std::string measured_text(const Json& row) {
 std::string table_text(const Json& results) {
   std::string out = fmt::format("claims {}{}\n", results["name"].get<std::string>(),
                                 results["quick"].get<bool>() ? " (--quick: the reduced set)" : "");
-  out += fmt::format("{:<34} {:>18} {:>16} {:>14}  {}\n", "claim", "claimed", "measured", "tolerance", "verdict");
+  out += fmt::format("{:<34} {:>18} {:>16} {:>14}  {}\n", "claim", "claimed", "measured",
+                     "tolerance", "verdict");
   std::string notes;
   for (const Json& row : results["rows"]) {
     std::string verdict = row["verdict"];
     if (verdict == "projection") verdict = "PROJECTION";
-    out += fmt::format("{:<34} {:>18} {:>16} {:>14}  {}\n", row["id"].get<std::string>(), claimed_text(row),
-                       measured_text(row), tolerance_text(row), verdict);
+    out += fmt::format("{:<34} {:>18} {:>16} {:>14}  {}\n", row["id"].get<std::string>(),
+                       claimed_text(row), measured_text(row), tolerance_text(row), verdict);
     if (row.contains("known_gap") && row["verdict"] == "known gap") {
-      notes += fmt::format("  {}: known gap: {}\n", row["id"].get<std::string>(), row["known_gap"].get<std::string>());
+      notes += fmt::format("  {}: known gap: {}\n", row["id"].get<std::string>(),
+                           row["known_gap"].get<std::string>());
     }
-    if (row.contains("detail")) notes += fmt::format("  {}: {}\n", row["id"].get<std::string>(), row["detail"].get<std::string>());
+    if (row.contains("detail"))
+      notes +=
+          fmt::format("  {}: {}\n", row["id"].get<std::string>(), row["detail"].get<std::string>());
     if (row["verdict"] == "projection") {
       notes += fmt::format("  {}: projection, not a check: {}\n", row["id"].get<std::string>(),
                            row.value("note", row["metric"].get<std::string>()));
@@ -511,20 +570,24 @@ std::string table_text(const Json& results) {
   }
   out += notes;
   const Json& s = results["summary"];
-  out += fmt::format("{} pass, {} fail, {} known gap, {} projection\n", s["pass"].get<int>(), s["fail"].get<int>(),
-                     s["known gap"].get<int>(), s["projection"].get<int>());
+  out += fmt::format("{} pass, {} fail, {} known gap, {} projection\n", s["pass"].get<int>(),
+                     s["fail"].get<int>(), s["known gap"].get<int>(), s["projection"].get<int>());
   if (results.contains("baseline")) {
     const Json& b = results["baseline"];
     for (const Json& e : b["rows"]) {
       if (e["status"] != "regressed" && e["status"] != "new") continue;
       out += fmt::format("  baseline {}: {} (was {}, now {}{})\n", e["id"].get<std::string>(),
-                         e["status"].get<std::string>(), e.value("baseline", Json()).dump(), e["measured"].dump(),
-                         e.contains("allowed") ? fmt::format(", allowed change {}", num(e["allowed"].get<double>())) : "");
+                         e["status"].get<std::string>(), e.value("baseline", Json()).dump(),
+                         e["measured"].dump(),
+                         e.contains("allowed")
+                             ? fmt::format(", allowed change {}", num(e["allowed"].get<double>()))
+                             : "");
     }
     out += fmt::format("against {}: {} of {} metrics moved beyond their tolerance\n",
                        b["file"].get<std::string>(), b["regressed"].get<int>(), b["rows"].size());
   }
-  if (results.contains("wall_s")) out += fmt::format("wall time {:.1f} s\n", results["wall_s"].get<double>());
+  if (results.contains("wall_s"))
+    out += fmt::format("wall time {:.1f} s\n", results["wall_s"].get<double>());
   return out;
 }
 
@@ -535,30 +598,34 @@ std::string junit_xml(const Json& results) {
   for (const Json& row : results["rows"]) {
     ++tests;
     const std::string v = row["verdict"];
-    const std::string summary = fmt::format("{}: claimed {}, measured {}, tolerance {}; metric: {}; formula: {}",
-                                            row["claim"].get<std::string>(), claimed_text(row), measured_text(row),
-                                            tolerance_text(row), row["metric"].get<std::string>(),
-                                            row["formula"].get<std::string>());
-    cases += fmt::format("    <testcase classname=\"claims.{}\" name=\"{}\" time=\"0\">\n", xml(name),
-                         xml(row["id"].get<std::string>()));
+    const std::string summary = fmt::format(
+        "{}: claimed {}, measured {}, tolerance {}; metric: {}; formula: {}",
+        row["claim"].get<std::string>(), claimed_text(row), measured_text(row), tolerance_text(row),
+        row["metric"].get<std::string>(), row["formula"].get<std::string>());
+    cases += fmt::format("    <testcase classname=\"claims.{}\" name=\"{}\" time=\"0\">\n",
+                         xml(name), xml(row["id"].get<std::string>()));
     if (v == "fail") {
       ++failures;
-      cases += fmt::format("      <failure type=\"claim\" message=\"{}\"/>\n",
-                           xml(row.contains("detail") ? row["detail"].get<std::string>() : summary));
+      cases +=
+          fmt::format("      <failure type=\"claim\" message=\"{}\"/>\n",
+                      xml(row.contains("detail") ? row["detail"].get<std::string>() : summary));
     } else if (v == "known gap") {
       ++skipped;
-      cases += fmt::format("      <skipped message=\"known gap: {}\"/>\n", xml(row["known_gap"].get<std::string>()));
+      cases += fmt::format("      <skipped message=\"known gap: {}\"/>\n",
+                           xml(row["known_gap"].get<std::string>()));
     } else if (v == "projection") {
       ++skipped;
-      cases += fmt::format("      <skipped message=\"projection, not a check: measured {}\"/>\n", xml(measured_text(row)));
+      cases += fmt::format("      <skipped message=\"projection, not a check: measured {}\"/>\n",
+                           xml(measured_text(row)));
     }
     cases += fmt::format("      <system-out>{}</system-out>\n    </testcase>\n", xml(summary));
   }
   if (results.contains("baseline")) {
     for (const Json& e : results["baseline"]["rows"]) {
       ++tests;
-      cases += fmt::format("    <testcase classname=\"claims.{}.baseline\" name=\"{}\" time=\"0\">\n", xml(name),
-                           xml(e["id"].get<std::string>()));
+      cases +=
+          fmt::format("    <testcase classname=\"claims.{}.baseline\" name=\"{}\" time=\"0\">\n",
+                      xml(name), xml(e["id"].get<std::string>()));
       if (e["status"] == "regressed") {
         ++failures;
         cases += fmt::format("      <failure type=\"regression\" message=\"was {}, now {}\"/>\n",
@@ -570,8 +637,10 @@ std::string junit_xml(const Json& results) {
   const double wall = results.value("wall_s", 0.0);
   return fmt::format(
       "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-      "<testsuites name=\"trnsim claims\" tests=\"{0}\" failures=\"{1}\" skipped=\"{2}\" time=\"{3:.3f}\">\n"
-      "  <testsuite name=\"{4}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\" time=\"{3:.3f}\">\n"
+      "<testsuites name=\"trnsim claims\" tests=\"{0}\" failures=\"{1}\" skipped=\"{2}\" "
+      "time=\"{3:.3f}\">\n"
+      "  <testsuite name=\"{4}\" tests=\"{0}\" failures=\"{1}\" errors=\"0\" skipped=\"{2}\" "
+      "time=\"{3:.3f}\">\n"
       "{5}  </testsuite>\n</testsuites>\n",
       tests, failures, skipped, wall, xml(name), cases);
 }

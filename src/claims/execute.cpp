@@ -21,7 +21,8 @@ std::map<std::string, RunResult> execute(const ClaimsFile& f, bool quick, const 
   const std::vector<std::string> names = needed_runs(f, quick);
   std::error_code ec;
   fs::create_directories(o.log_dir, ec);
-  if (ec) throw ClaimsError(fmt::format("{}: cannot create directory: {}", o.log_dir, ec.message()));
+  if (ec)
+    throw ClaimsError(fmt::format("{}: cannot create directory: {}", o.log_dir, ec.message()));
   std::vector<std::function<std::string()>> jobs;
   for (const auto& name : names) {
     std::vector<std::string> argv{o.trnsim};
@@ -31,7 +32,8 @@ std::map<std::string, RunResult> execute(const ClaimsFile& f, bool quick, const 
     jobs.emplace_back([argv, log] {
       const auto t0 = std::chrono::steady_clock::now();
       const sweep::detail::Captured c = sweep::detail::capture(argv, log);
-      const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      const double wall =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return fmt::format("{} {} {:.6f}\n", c.code, c.status, wall) + c.out;
     });
   }
@@ -44,19 +46,21 @@ std::map<std::string, RunResult> execute(const ClaimsFile& f, bool quick, const 
     const std::string& t = texts[i];
     const std::size_t eol = t.find('\n');
     int code = -1, status = 0;
-    if (eol == std::string::npos || std::sscanf(t.c_str(), "%d %d %lf", &code, &status, &r.wall_s) != 3) {
+    if (eol == std::string::npos ||
+        std::sscanf(t.c_str(), "%d %d %lf", &code, &status, &r.wall_s) != 3) {
       throw InternalError(fmt::format("measurement {}: malformed result from its child", name));
     }
     const std::string log = o.log_dir + "/" + name + ".log";
     const std::string command = fmt::format("trnsim {}", fmt::join(r.args, " "));
     if (code == 2) {
-      throw ClaimsError(fmt::format("{}:/runs/{}: `{}` rejected its input: {}", f.path, name, command,
-                                    sweep::detail::error_of(log)));
+      throw ClaimsError(fmt::format("{}:/runs/{}: `{}` rejected its input: {}", f.path, name,
+                                    command, sweep::detail::error_of(log)));
     }
     if (code != 0) {
-      r.error = fmt::format("`{}` ended with {}: {} (log {})", command,
-                            code < 0 ? sweep::detail::describe_status(status) : fmt::format("exit code {}", code),
-                            sweep::detail::error_of(log), log);
+      r.error = fmt::format(
+          "`{}` ended with {}: {} (log {})", command,
+          code < 0 ? sweep::detail::describe_status(status) : fmt::format("exit code {}", code),
+          sweep::detail::error_of(log), log);
     } else {
       try {
         r.output = Json::parse(t.substr(eol + 1));

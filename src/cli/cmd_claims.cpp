@@ -23,13 +23,19 @@ void register_claims_command(CLI::App& app, Registry& reg) {
   };
   auto o = std::make_shared<Opts>();
   auto* sub = app.add_subcommand(
-      "claims", "check AWS's claims (a claims file, docs/claims.md): table, results.json, junit.xml");
-  sub->add_option("FILE", o->file, "claims file, e.g. configs/claims/trn3-vs-trn2.json")->required();
+      "claims",
+      "check AWS's claims (a claims file, docs/claims.md): table, results.json, junit.xml");
+  sub->add_option("FILE", o->file, "claims file, e.g. configs/claims/trn3-vs-trn2.json")
+      ->required();
   sub->add_flag("--quick", o->quick, "only the claims marked quick, on their reduced measurements");
-  sub->add_option("--baseline", o->baseline,
-                  "a previous results.json: fail when a metric moved beyond its regression tolerance");
-  sub->add_option("--out", o->out, "directory for results.json, junit.xml and logs/")->capture_default_str();
-  sub->add_option("-j,--jobs", o->jobs, "measurements at once")->check(CLI::Range(1, 256))->capture_default_str();
+  sub->add_option(
+      "--baseline", o->baseline,
+      "a previous results.json: fail when a metric moved beyond its regression tolerance");
+  sub->add_option("--out", o->out, "directory for results.json, junit.xml and logs/")
+      ->capture_default_str();
+  sub->add_option("-j,--jobs", o->jobs, "measurements at once")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   sub->add_flag("--json", o->json, "print results.json instead of the table");
   reg.add(sub, [o]() {
     const auto t0 = std::chrono::steady_clock::now();
@@ -52,13 +58,15 @@ void register_claims_command(CLI::App& app, Registry& reg) {
     const auto runs = claims::execute(f, o->quick, eo);
     claims::Json results = claims::evaluate(f, runs, o->quick);
     if (!o->baseline.empty()) claims::compare_baseline(results, baseline, o->baseline);
-    results["wall_s"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    results["wall_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_file_atomic(o->out + "/results.json", results.dump(2) + "\n");
     write_file_atomic(o->out + "/junit.xml", claims::junit_xml(results));
     if (o->json) {
       fmt::print("{}\n", results.dump(2));
     } else {
-      fmt::print("{}results: {}/results.json, {}/junit.xml\n", claims::table_text(results), o->out, o->out);
+      fmt::print("{}results: {}/results.json, {}/junit.xml\n", claims::table_text(results), o->out,
+                 o->out);
     }
     return claims::failed(results) ? claims::kExitFailed : 0;
   });

@@ -125,7 +125,8 @@ TEST(Claims, AFailedMeasurementFailsItsClaims) {
   const Json r = evaluate(f, runs, false);
   EXPECT_TRUE(r["rows"][0]["measured"].is_null());
   EXPECT_EQ(r["rows"][0]["verdict"], "fail");
-  EXPECT_NE(r["rows"][0]["detail"].get<std::string>().find("killed by signal 9"), std::string::npos);
+  EXPECT_NE(r["rows"][0]["detail"].get<std::string>().find("killed by signal 9"),
+            std::string::npos);
 }
 
 TEST(Claims, AMissingNumberNamesTheTerm) {
@@ -145,36 +146,47 @@ TEST(Claims, AMissingNumberNamesTheTerm) {
 TEST(Claims, ParseErrorsNameTheFileAndPointer) {
   Json j = one_claim();
   j["claims"][0]["tolernce"] = 1;
-  EXPECT_NE(error_of(j).find("claims.json:/claims/0/tolernce: unknown key \"tolernce\" (did you mean \"tolerance\"?)"),
-            std::string::npos) << error_of(j);
+  EXPECT_NE(
+      error_of(j).find(
+          "claims.json:/claims/0/tolernce: unknown key \"tolernce\" (did you mean \"tolerance\"?)"),
+      std::string::npos)
+      << error_of(j);
   j = one_claim();
   j["claims"][0]["metric"]["numerator"][1]["run"] = "topo-c";
-  EXPECT_NE(error_of(j).find("claims.json:/claims/0/metric/numerator/1/run: \"topo-c\" is not a name of /runs"),
-            std::string::npos) << error_of(j);
+  EXPECT_NE(error_of(j).find(
+                "claims.json:/claims/0/metric/numerator/1/run: \"topo-c\" is not a name of /runs"),
+            std::string::npos)
+      << error_of(j);
   j = one_claim();
   j["runs"]["topo-a"]["args"] = {"topo", "{config}"};
-  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/args: expected \"--json\""), std::string::npos) << error_of(j);
+  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/args: expected \"--json\""),
+            std::string::npos)
+      << error_of(j);
   j = one_claim();
   j["runs"]["topo-a"]["args"][0] = "claims";
-  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/args/0: expected one of"), std::string::npos) << error_of(j);
+  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/args/0: expected one of"), std::string::npos)
+      << error_of(j);
   j = one_claim();
   j["runs"]["topo-a"]["config"] = "c";
-  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/config: \"c\" is not a name of /configs"), std::string::npos);
+  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/config: \"c\" is not a name of /configs"),
+            std::string::npos);
   j = one_claim();
   j["claims"][0].erase("tolerance");
   EXPECT_NE(error_of(j).find("claims.json:/claims/0/tolerance: missing"), std::string::npos);
   j = one_claim();
   j["claims"][0]["metric"]["numerator"][0]["value"] = "achieved_tflops";
-  EXPECT_NE(error_of(j).find("claims.json:/claims/0/metric/numerator/0/value: expected a JSON pointer"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(j).find("claims.json:/claims/0/metric/numerator/0/value: expected a JSON pointer"),
+      std::string::npos);
   j = one_claim();
   j["claims"].push_back(j["claims"][0]);
   EXPECT_NE(error_of(j).find("claims.json:/claims/1/id: \"compute\" is the id of an earlier claim"),
             std::string::npos);
   j = one_claim();
   j["claims"][0]["kind"] = "projection";
-  EXPECT_NE(error_of(j).find("claims.json:/claims/0/tolerance: a projection is reported, not checked"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of(j).find("claims.json:/claims/0/tolerance: a projection is reported, not checked"),
+      std::string::npos);
 }
 
 TEST(Claims, QuickSelectsClaimsAndTheirArguments) {
@@ -188,9 +200,11 @@ TEST(Claims, QuickSelectsClaimsAndTheirArguments) {
   const ClaimsFile f = parse_claims(j, "/tmp/c/claims.json");
   EXPECT_EQ(selected_claims(f, true).size(), 1u);
   EXPECT_EQ(selected_claims(f, false).size(), 2u);
-  EXPECT_EQ(needed_runs(f, true), (std::vector<std::string>{"gemm-a", "gemm-b", "topo-a", "topo-b"}));
+  EXPECT_EQ(needed_runs(f, true),
+            (std::vector<std::string>{"gemm-a", "gemm-b", "topo-a", "topo-b"}));
   EXPECT_EQ(run_args(f, f.runs.at("gemm-b"), true),
-            (std::vector<std::string>{"bench", "gemm", "--m", "128", "--config", "/tmp/c/b.json", "--json"}));
+            (std::vector<std::string>{"bench", "gemm", "--m", "128", "--config", "/tmp/c/b.json",
+                                      "--json"}));
   EXPECT_EQ(run_args(f, f.runs.at("gemm-b"), false),
             (std::vector<std::string>{"bench", "gemm", "--config", "/tmp/c/b.json", "--json"}));
   EXPECT_EQ(run_args(f, f.runs.at("topo-b"), false),
@@ -199,7 +213,7 @@ TEST(Claims, QuickSelectsClaimsAndTheirArguments) {
 
 TEST(Claims, BaselineFailsBeyondTheRegressionTolerance) {
   const ClaimsFile f = parse_claims(one_claim(), "claims.json");  // default tolerance 1 %
-  const Json before = evaluate(f, outputs(1000, 2000), false);     // 4.5
+  const Json before = evaluate(f, outputs(1000, 2000), false);    // 4.5
   Json same = evaluate(f, outputs(1000, 2000), false);
   EXPECT_FALSE(compare_baseline(same, before, "old.json"));
   EXPECT_EQ(same["baseline"]["rows"][0]["status"], "same");
@@ -218,7 +232,8 @@ TEST(Claims, BaselineFailsBeyondTheRegressionTolerance) {
   EXPECT_TRUE(failed(moved));
   const std::string junit = junit_xml(moved);
   EXPECT_NE(junit.find("tests=\"2\" failures=\"1\" skipped=\"0\""), std::string::npos) << junit;
-  EXPECT_NE(junit.find("<testcase classname=\"claims.t.baseline\" name=\"compute\""), std::string::npos);
+  EXPECT_NE(junit.find("<testcase classname=\"claims.t.baseline\" name=\"compute\""),
+            std::string::npos);
   EXPECT_NE(junit.find("<failure type=\"regression\""), std::string::npos);
 }
 
@@ -245,8 +260,12 @@ TEST(Claims, JunitCountsKnownGapsAndProjectionsAsSkipped) {
   EXPECT_FALSE(failed(r));
   const std::string x = junit_xml(r);
   EXPECT_NE(x.find("tests=\"2\" failures=\"0\" skipped=\"2\""), std::string::npos) << x;
-  EXPECT_NE(x.find("<skipped message=\"known gap: a &lt;reason&gt; &amp; more\"/>"), std::string::npos) << x;
-  EXPECT_NE(x.find("<skipped message=\"projection, not a check: measured 2.25 x\"/>"), std::string::npos) << x;
+  EXPECT_NE(x.find("<skipped message=\"known gap: a &lt;reason&gt; &amp; more\"/>"),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("<skipped message=\"projection, not a check: measured 2.25 x\"/>"),
+            std::string::npos)
+      << x;
 }
 
 }  // namespace

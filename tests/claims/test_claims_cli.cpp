@@ -35,11 +35,14 @@ std::size_t count(const std::string& s, const std::string& what) {
 // small.json with absolute configuration paths, to be changed and written elsewhere.
 Json small_file() {
   Json f = Json::parse(read(kSmall));
-  for (auto& [name, c] : f["configs"].items()) c = kSrc + "/configs/racks/" + fs::path(c.get<std::string>()).filename().string();
+  for (auto& [name, c] : f["configs"].items())
+    c = kSrc + "/configs/racks/" + fs::path(c.get<std::string>()).filename().string();
   return f;
 }
 
-std::string attr(const std::string& name, std::size_t n) { return name + "=\"" + std::to_string(n) + "\""; }
+std::string attr(const std::string& name, std::size_t n) {
+  return name + "=\"" + std::to_string(n) + "\"";
+}
 
 TEST(ClaimsCli, QuickRunOfTheShippedClaimsFile) {
   const fs::path dir = fresh_dir("quick");
@@ -57,7 +60,8 @@ TEST(ClaimsCli, QuickRunOfTheShippedClaimsFile) {
     if (!c.value("quick", false)) continue;
     want.push_back(c["id"]);
     for (const char* side : {"numerator", "denominator"}) {
-      for (const Json& t : c["metric"].value(side, Json::array())) runs_read.insert(t["run"].get<std::string>());
+      for (const Json& t : c["metric"].value(side, Json::array()))
+        runs_read.insert(t["run"].get<std::string>());
     }
   }
   ASSERT_EQ(res["rows"].size(), want.size());
@@ -75,7 +79,8 @@ TEST(ClaimsCli, QuickRunOfTheShippedClaimsFile) {
       EXPECT_TRUE(v == "known gap" || v == "pass") << want[i] << ": " << v;
       skipped += v == "known gap";
     } else {
-      EXPECT_EQ(v, "pass") << want[i] << " measured " << row["measured"] << ", claimed " << row["claimed"];
+      EXPECT_EQ(v, "pass") << want[i] << " measured " << row["measured"] << ", claimed "
+                           << row["claimed"];
     }
     EXPECT_NE(r.out.find(want[i]), std::string::npos) << want[i];
   }
@@ -101,7 +106,8 @@ TEST(ClaimsCli, ADeliberatelyChangedBaselineFails) {
   auto r = run_trnsim("claims " + kSmall + " --out " + (dir / "a").string());
   ASSERT_EQ(r.code, 0) << r.out;
   // The same results as the baseline: nothing moved.
-  r = run_trnsim("claims " + kSmall + " --out " + (dir / "b").string() + " --baseline " + (dir / "a/results.json").string());
+  r = run_trnsim("claims " + kSmall + " --out " + (dir / "b").string() + " --baseline " +
+                 (dir / "a/results.json").string());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("0 of 4 metrics moved beyond their tolerance"), std::string::npos) << r.out;
 
@@ -112,20 +118,25 @@ TEST(ClaimsCli, ADeliberatelyChangedBaselineFails) {
     if (row["id"] == "gemm-achieved") row["measured"] = row["measured"].get<double>() * 1.05;
   }
   std::ofstream(dir / "changed.json") << base.dump(2);
-  r = run_trnsim("claims " + kSmall + " --out " + (dir / "c").string() + " --baseline " + (dir / "changed.json").string());
+  r = run_trnsim("claims " + kSmall + " --out " + (dir / "c").string() + " --baseline " +
+                 (dir / "changed.json").string());
   EXPECT_EQ(r.code, 3) << r.out;
   EXPECT_NE(r.out.find("baseline gemm-achieved: regressed"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("1 of 4 metrics moved beyond their tolerance"), std::string::npos) << r.out;
   const Json res = Json::parse(read(dir / "c/results.json"));
   EXPECT_EQ(res["baseline"]["regressed"], 1);
   const std::string junit = read(dir / "c/junit.xml");
-  EXPECT_NE(junit.find("<testcase classname=\"claims.small.baseline\" name=\"gemm-achieved\""), std::string::npos);
+  EXPECT_NE(junit.find("<testcase classname=\"claims.small.baseline\" name=\"gemm-achieved\""),
+            std::string::npos);
   EXPECT_EQ(count(junit, "<failure type=\"regression\""), 1u) << junit;
 
   // A baseline of the other mode is refused before anything runs.
-  r = run_trnsim("claims " + kSmall + " --quick --out " + (dir / "d").string() + " --baseline " + (dir / "a/results.json").string());
+  r = run_trnsim("claims " + kSmall + " --quick --out " + (dir / "d").string() + " --baseline " +
+                 (dir / "a/results.json").string());
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("/results.json:/quick: the baseline was not a --quick run"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("/results.json:/quick: the baseline was not a --quick run"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(ClaimsCli, AFailingClaimFailsTheRun) {
@@ -133,7 +144,8 @@ TEST(ClaimsCli, AFailingClaimFailsTheRun) {
   Json f = small_file();
   f["claims"][0]["claimed"] = 2.5;  // 144 / 64 = 2.25
   std::ofstream(dir / "f.json") << f.dump();
-  const auto r = run_trnsim("claims " + (dir / "f.json").string() + " --out " + (dir / "out").string());
+  const auto r =
+      run_trnsim("claims " + (dir / "f.json").string() + " --out " + (dir / "out").string());
   EXPECT_EQ(r.code, 3) << r.out;
   EXPECT_NE(r.out.find("1 pass, 1 fail, 1 known gap, 1 projection"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("cluster: known gap: one UltraServer only"), std::string::npos) << r.out;
@@ -146,9 +158,12 @@ TEST(ClaimsCli, BadClaimsFilesAreExitCode2) {
   Json f = small_file();
   f["claims"][1]["metric"]["numerator"][0]["value"] = "/no_such_figure";
   std::ofstream(dir / "pointer.json") << f.dump();
-  auto r = run_trnsim("claims " + (dir / "pointer.json").string() + " --out " + (dir / "o1").string());
+  auto r =
+      run_trnsim("claims " + (dir / "pointer.json").string() + " --out " + (dir / "o1").string());
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("pointer.json:/claims/1/metric/numerator/0/value: measurement gemm-trn3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pointer.json:/claims/1/metric/numerator/0/value: measurement gemm-trn3"),
+            std::string::npos)
+      << r.out;
   EXPECT_FALSE(fs::exists(dir / "o1/results.json"));
 
   f = small_file();

@@ -62,33 +62,33 @@ struct Claim {
   std::string baseline, candidate;  // configuration names
   Kind kind = Kind::check;
   Check check = Check::equal;
-  std::optional<double> claimed;    // a check's claimed value; a projection's target, if any
-  Tolerance tolerance;              // of the claim
+  std::optional<double> claimed;        // a check's claimed value; a projection's target, if any
+  Tolerance tolerance;                  // of the claim
   std::optional<Tolerance> regression;  // against --baseline; the file's default when unset
   Metric metric;
   std::vector<std::string> sources;  // keys of ../shared/specs/trainium.md
   std::string known_gap;             // reason; empty: none
   std::string note;
-  bool quick = false;                // part of the --quick set
-  std::string pointer;               // "/claims/3", for errors
+  bool quick = false;   // part of the --quick set
+  std::string pointer;  // "/claims/3", for errors
 };
 
 // One measurement: a trnsim command whose standard output is one JSON object. In `args`,
 // "{config}" stands for the configuration's file and "{dir}" for the claims file's directory.
 struct Run {
   std::string name;
-  std::string config;               // a name of ClaimsFile::configs
+  std::string config;  // a name of ClaimsFile::configs
   std::vector<std::string> args;
   std::optional<std::vector<std::string>> quick_args;  // instead of args under --quick
 };
 
 struct ClaimsFile {
-  std::string path, dir;             // as given; its directory
+  std::string path, dir;  // as given; its directory
   std::string name, description;
   std::map<std::string, std::string> configs;  // name -> file (relative to dir)
   std::map<std::string, Run> runs;
   std::vector<Claim> claims;
-  Tolerance regression{0.01, 0};     // default band against --baseline
+  Tolerance regression{0.01, 0};  // default band against --baseline
 };
 
 // Parses a claims file; ClaimsError naming the file and the JSON pointer of the first problem.
@@ -106,7 +106,7 @@ struct RunResult {
   std::vector<std::string> args;
   double wall_s = 0;
   std::optional<Json> output;
-  std::string error;                 // when there is no output
+  std::string error;  // when there is no output
 };
 
 struct ExecOptions {

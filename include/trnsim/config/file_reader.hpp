@@ -28,7 +28,8 @@ class FileReader {
   }
 
   // Rejects keys not in `known`, suggesting the nearest.
-  void check_keys(const Json& obj, const std::string& ptr, const std::vector<std::string>& known) const {
+  void check_keys(const Json& obj, const std::string& ptr,
+                  const std::vector<std::string>& known) const {
     if (!obj.is_object()) fail(ptr, fmt::format("expected an object, got {}", obj.dump()));
     for (const auto& [k, v] : obj.items()) {
       if (std::find(known.begin(), known.end(), k) != known.end()) continue;
