@@ -11,6 +11,13 @@ python3 tools/moe_gen.py --model deepseek-v3 --ranks 144 --tp 1 --ep 16 --pp 1 \
   --routing zipf:0.8 --seed 1 --dtype mxfp8 --expert-gemms grouped \
   --name deepseek-v3-moe-144 -o traces/deepseek-v3-moe-144.json
 
+# The same MoE step on 64 ranks: fills a Trn2 UltraServer, so `trnsim claims` places one trace on
+# both racks (configs/claims/trn3-vs-trn2.json, docs/claims.md).
+python3 tools/moe_gen.py --model deepseek-v3 --ranks 64 --tp 1 --ep 16 --pp 1 \
+  --layers 1 --dense-layers 0 --seq-len 256 --micro-batches 1 \
+  --routing zipf:0.8 --seed 1 --dtype mxfp8 --expert-gemms grouped \
+  --name deepseek-v3-moe-64 -o traces/deepseek-v3-moe-64.json
+
 # Small trace for tests: the layout of the third-party Mixtral trace (DP2 x TP2 x EP4).
 python3 tools/moe_gen.py --model mixtral-8x7b --tp 2 --ep 4 --dp 2 --pp 1 \
   --layers 2 --seq-len 4096 --global-batch 8 --micro-batches 1 \

@@ -47,6 +47,7 @@ int run(int argc, char** argv) {
   register_compare_command(app, reg);
   register_presets_command(app, reg);
   register_trace_command(app, reg);
+  register_claims_command(app, reg);
 
   try {
     app.parse(argc, argv);

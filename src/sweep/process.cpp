@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <sstream>
 
+#include "files.hpp"
 #include "trnsim/sweep/sweep.hpp"
 
 namespace trnsim::sweep::detail {
@@ -25,7 +27,7 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
 }
 
 // In the child, after fork: only async-signal-safe calls until exec.
-[[noreturn]] void exec_child(const std::vector<char*>& args, int out_fd, pid_t parent) {
+[[noreturn]] void exec_child(const std::vector<char*>& args, int out_fd, int err_fd, pid_t parent) {
   // A sweep killed outright (SIGKILL, a lost Slurm node) must not leave orphaned runs writing
   // into point directories that a resume is about to clean.
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -33,7 +35,7 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
   const int in = ::open("/dev/null", O_RDONLY);
   if (in >= 0) ::dup2(in, 0);
   ::dup2(out_fd, 1);
-  ::dup2(out_fd, 2);
+  ::dup2(err_fd, 2);
   // The sweep's own SIGINT/SIGTERM handlers must not carry over.
   ::signal(SIGINT, SIG_DFL);
   ::signal(SIGTERM, SIG_DFL);
@@ -55,25 +57,35 @@ pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
     ::close(fd);
     throw SweepError(fmt::format("cannot start {}: fork failed: {}", argv[0], std::strerror(errno)));
   }
-  if (pid == 0) exec_child(args, fd, self);
+  if (pid == 0) exec_child(args, fd, fd, self);
   ::close(fd);
   return pid;
 }
 
-Captured capture(const std::vector<std::string>& argv) {
+Captured capture(const std::vector<std::string>& argv, const std::string& err_log) {
   Captured c;
+  int err = -1;
+  if (!err_log.empty()) {
+    err = ::open(err_log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (err < 0) throw SweepError(fmt::format("{}: cannot write: {}", err_log, std::strerror(errno)));
+  }
   int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) return c;
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    if (err >= 0) ::close(err);
+    return c;
+  }
   auto args = c_argv(argv);
   const pid_t self = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fds[0]);
     ::close(fds[1]);
+    if (err >= 0) ::close(err);
     return c;
   }
-  if (pid == 0) exec_child(args, fds[1], self);
+  if (pid == 0) exec_child(args, fds[1], err >= 0 ? err : fds[1], self);
   ::close(fds[1]);
+  if (err >= 0) ::close(err);
   char buf[4096];
   for (;;) {
     const ssize_t n = ::read(fds[0], buf, sizeof buf);
@@ -86,7 +98,21 @@ Captured capture(const std::vector<std::string>& argv) {
   }
   c.code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   if (c.code == 127) c.code = -1;  // exec failed: the command is not installed
+  c.status = st;
   return c;
+}
+
+std::string error_of(const std::string& log) {
+  std::istringstream in(read_text(log));
+  std::string line, last, err;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    last = line;
+    if (line.starts_with("trnsim: error:") || line.starts_with("trnsim: internal error:")) err = line;
+  }
+  std::string e = err.empty() ? last : err;
+  if (e.size() > 1000) e = e.substr(0, 1000) + "...";
+  return e;
 }
 
 std::string describe_status(int st) {

@@ -180,20 +180,6 @@ class ShardLock {
   int fd_ = -1;
 };
 
-// The error of a failed run: its last "trnsim: error:" line, else its last line.
-std::string error_of(const std::string& log) {
-  std::istringstream in(read_text(log));
-  std::string line, last, err;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    last = line;
-    if (line.starts_with("trnsim: error:") || line.starts_with("trnsim: internal error:")) err = line;
-  }
-  std::string e = err.empty() ? last : err;
-  if (e.size() > 1000) e = e.substr(0, 1000) + "...";
-  return e;
-}
-
 std::string duration_text(double s) {
   if (s < 60) return fmt::format("{:.0f}s", s);
   if (s < 3600) return fmt::format("{}m{:02}s", int(s) / 60, int(s) % 60);
@@ -304,7 +290,7 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o) {
     } else {
       status["status"] = "failed";
       status["exit"] = detail::describe_status(st);
-      status["error"] = error_of(pd + "/run.log");
+      status["error"] = detail::error_of(pd + "/run.log");
       // A run killed by a signal (out of memory, a killed worker) may succeed on resume.
       status["retry"] = WIFSIGNALED(st);
       ++sum.failed;

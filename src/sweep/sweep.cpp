@@ -16,6 +16,7 @@
 
 #include "files.hpp"
 #include "trnsim/config/config.hpp"
+#include "trnsim/config/file_reader.hpp"
 #include "trnsim/sweep/filter.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -38,61 +39,7 @@ namespace {
 // millions of runs.
 constexpr std::size_t kMaxPoints = 100000;
 
-class Reader {
- public:
-  Reader(std::string origin) : origin_(std::move(origin)) {}
-
-  [[noreturn]] void fail(const std::string& ptr, const std::string& what) const {
-    throw SweepError(fmt::format("{}:{}: {}", origin_, ptr.empty() ? "/" : ptr, what));
-  }
-
-  // Rejects keys not in `known`, suggesting the nearest.
-  void check_keys(const Json& obj, const std::string& ptr, const std::vector<std::string>& known) const {
-    if (!obj.is_object()) fail(ptr, fmt::format("expected an object, got {}", obj.dump()));
-    for (const auto& [k, v] : obj.items()) {
-      if (std::find(known.begin(), known.end(), k) != known.end()) continue;
-      const std::string near = config::nearest_key(k, known);
-      fail(config::json_pointer_append(ptr, k),
-           fmt::format("unknown key \"{}\"{}; expected one of \"{}\"", k,
-                       near.empty() ? "" : fmt::format(" (did you mean \"{}\"?)", near),
-                       fmt::join(known, "\", \"")));
-    }
-  }
-  std::string string(const Json& obj, const std::string& ptr, const std::string& key,
-                     bool required) const {
-    const std::string p = config::json_pointer_append(ptr, key);
-    if (!obj.contains(key)) {
-      if (required) fail(p, "missing: expected a string");
-      return "";
-    }
-    if (!obj[key].is_string() || obj[key].get<std::string>().empty()) {
-      fail(p, fmt::format("expected a non-empty string, got {}", obj[key].dump()));
-    }
-    return obj[key].get<std::string>();
-  }
-  double number(const Json& obj, const std::string& ptr, const std::string& key) const {
-    const std::string p = config::json_pointer_append(ptr, key);
-    if (!obj.contains(key)) fail(p, "missing: expected a number");
-    if (!obj[key].is_number()) fail(p, fmt::format("expected a number, got {}", obj[key].dump()));
-    const double v = obj[key].get<double>();
-    if (!std::isfinite(v)) fail(p, "expected a finite number");
-    return v;
-  }
-  std::size_t count(const Json& obj, const std::string& ptr, const std::string& key) const {
-    const std::string p = config::json_pointer_append(ptr, key);
-    if (!obj.contains(key)) fail(p, "missing: expected an integer >= 1");
-    if (!obj[key].is_number_integer() || obj[key].get<std::int64_t>() < 1 ||
-        obj[key].get<std::int64_t>() > std::int64_t(kMaxPoints)) {
-      fail(p, fmt::format("expected an integer from 1 to {}, got {}", kMaxPoints, obj[key].dump()));
-    }
-    return obj[key].get<std::size_t>();
-  }
-
-  const std::string& origin() const { return origin_; }
-
- private:
-  std::string origin_;
-};
+using Reader = config::FileReader<SweepError>;
 
 // A number as the shortest text that reads back the same: 128, 0.5, 1e-05.
 std::string number_text(double v) {
@@ -137,7 +84,7 @@ std::vector<Json> read_range(const Reader& r, const Json& range, const std::stri
     // from + i*step (not repeated addition), so 0.1 steps do not drift.
     for (std::size_t i = 0; i < std::size_t(n); ++i) xs.push_back(from + double(i) * step);
   } else {
-    const std::size_t n = r.count(range, ptr, "count");
+    const std::size_t n = r.count(range, ptr, "count", kMaxPoints);
     if (scale == "log" && (from <= 0 || to <= 0)) r.fail(ptr, "a log range needs from > 0 and to > 0");
     for (std::size_t i = 0; i < n; ++i) {
       const double f = n == 1 ? 0.0 : double(i) / double(n - 1);
@@ -161,7 +108,7 @@ std::vector<Json> read_samples(const Reader& r, const Json& s, const std::string
   r.check_keys(s, ptr, {"distribution", "min", "max", "mean", "stddev", "count", "seed",
                         "integer", "digits"});
   const std::string dist = r.string(s, ptr, "distribution", true);
-  const std::size_t n = r.count(s, ptr, "count");
+  const std::size_t n = r.count(s, ptr, "count", kMaxPoints);
   if (!s.contains("seed") || !s["seed"].is_number_unsigned()) {
     r.fail(ptr + "/seed", "missing: expected an integer >= 0 (samples are reproducible)");
   }

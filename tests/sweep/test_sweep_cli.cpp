@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "../common/files.hpp"
 #include "../common/run_trnsim.hpp"
 
 namespace fs = std::filesystem;
@@ -24,19 +25,8 @@ namespace {
 
 const std::string kSrc = TRNSIM_SOURCE_DIR;
 
-std::string read(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-fs::path fresh_dir(const std::string& name) {
-  const fs::path d = fs::temp_directory_path() / ("trnsim-test-sweepcli-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+std::string read(const fs::path& p) { return trnsim::test::read_text(p); }
+fs::path fresh_dir(const std::string& name) { return trnsim::test::fresh_dir("sweepcli", name); }
 
 // Six points of the 16-rank golden workload on the Trn2 instance.
 fs::path write_sweep(const fs::path& dir, const std::string& path = "chip.hbm.bandwidth") {

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// `trnsim claims` (docs/claims.md): a claims file names configurations, the measurements to run
+// on them (each a `trnsim bench|run|topo ... --json` command, run once however many claims read
+// it) and the claims, each a metric computed from those measurements' JSON, a claimed value, a
+// tolerance and its sources. This library parses the file, judges the measured values, compares
+// them with a previous run's results and writes the table, results JSON and JUnit XML. No
+// SystemC here: every measurement is its own trnsim process.
+#pragma once
+
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trnsim/error.hpp"
+
+namespace trnsim::claims {
+
+using Json = nlohmann::json;
+
+// A bad claims file, results file or option: exit code 2.
+class ClaimsError : public InputError {
+ public:
+  using InputError::InputError;
+};
+
+// The exit code of `trnsim claims` when a claim fails or a metric moved beyond its tolerance
+// from the baseline (0 success, 1 internal error and 2 bad input as everywhere).
+inline constexpr int kExitFailed = 3;
+
+// A band around a value: `relative` x |value| + `absolute`.
+struct Tolerance {
+  double relative = 0;
+  double absolute = 0;
+  double of(double value) const;
+  Json to_json() const;
+};
+
+// One factor of a metric: the number at `pointer` in the JSON a measurement printed.
+struct Term {
+  std::string run;
+  std::string pointer;
+};
+
+// metric = scale x product(numerator) / product(denominator)
+struct Metric {
+  std::string description;
+  std::string unit;
+  std::vector<Term> numerator, denominator;
+  double scale = 1;
+};
+
+enum class Check { equal, at_most, at_least };
+enum class Kind { check, projection };
+enum class Verdict { pass, fail, known_gap, projection };
+const char* verdict_name(Verdict v);  // "pass", "fail", "known gap", "projection"
+
+struct Claim {
+  std::string id, title;
+  std::string statement;            // the claim as published
+  std::string baseline, candidate;  // configuration names
+  Kind kind = Kind::check;
+  Check check = Check::equal;
+  std::optional<double> claimed;        // a check's claimed value; a projection's target, if any
+  Tolerance tolerance;                  // of the claim
+  std::optional<Tolerance> regression;  // against --baseline; the file's default when unset
+  Metric metric;
+  std::vector<std::string> sources;  // keys of ../shared/specs/trainium.md
+  std::string known_gap;             // reason; empty: none
+  std::string note;
+  bool quick = false;   // part of the --quick set
+  std::string pointer;  // "/claims/3", for errors
+};
+
+// One measurement: a trnsim command whose standard output is one JSON object. In `args`,
+// "{config}" stands for the configuration's file and "{dir}" for the claims file's directory.
+struct Run {
+  std::string name;
+  std::string config;  // a name of ClaimsFile::configs
+  std::vector<std::string> args;
+  std::optional<std::vector<std::string>> quick_args;  // instead of args under --quick
+};
+
+struct ClaimsFile {
+  std::string path, dir;  // as given; its directory
+  std::string name, description;
+  std::map<std::string, std::string> configs;  // name -> file (relative to dir)
+  std::map<std::string, Run> runs;
+  std::vector<Claim> claims;
+  Tolerance regression{0.01, 0};  // default band against --baseline
+};
+
+// Parses a claims file; ClaimsError naming the file and the JSON pointer of the first problem.
+ClaimsFile parse_claims(const Json& j, const std::string& path);
+ClaimsFile load_claims(const std::string& path);
+
+// The claims of a run (all, or the --quick set) and the measurements they read, by name.
+std::vector<const Claim*> selected_claims(const ClaimsFile& f, bool quick);
+std::vector<std::string> needed_runs(const ClaimsFile& f, bool quick);
+// The command line of a measurement, after `trnsim`.
+std::vector<std::string> run_args(const ClaimsFile& f, const Run& r, bool quick);
+
+// What a measurement gave: its JSON, or why it has none.
+struct RunResult {
+  std::vector<std::string> args;
+  double wall_s = 0;
+  std::optional<Json> output;
+  std::string error;  // when there is no output
+};
+
+struct ExecOptions {
+  std::string trnsim;   // the executable that runs the measurements
+  int jobs = 2;         // measurements at once
+  std::string log_dir;  // each measurement's standard error: <log_dir>/<run>.log
+};
+// Runs the measurements the selected claims read, each once, each as its own trnsim process
+// (SystemC allows one simulation per process), at most `jobs` at a time. A measurement that
+// rejects its input (exit code 2) is a ClaimsError naming the claims file and the run; one that
+// fails otherwise is recorded, and the claims that read it fail.
+std::map<std::string, RunResult> execute(const ClaimsFile& f, bool quick, const ExecOptions& o);
+
+// Pass or fail of `measured` against a claim's check and tolerance (projections: projection; a
+// failed check with a known gap: known gap).
+Verdict judge(const Claim& c, double measured);
+
+// The results of a claims run: one row per selected claim (claim, claimed, measured, tolerance,
+// verdict, the numbers the metric read), the measurements' command lines and wall times.
+// A metric that reads a pointer the measurement's JSON lacks is a ClaimsError naming the claims
+// file and the term's pointer.
+Json evaluate(const ClaimsFile& f, const std::map<std::string, RunResult>& runs, bool quick);
+
+// Compares every row's measured value of `results` with that of `baseline` (a previous results
+// file, read from `origin`): a change beyond the row's regression tolerance fails. Adds
+// results["baseline"] and returns whether anything regressed. ClaimsError when `baseline` is not
+// a results file or was made with another --quick setting.
+bool compare_baseline(Json& results, const Json& baseline, const std::string& origin);
+
+// Whether anything failed: a claim's verdict or a baseline comparison.
+bool failed(const Json& results);
+
+std::string table_text(const Json& results);
+std::string junit_xml(const Json& results);
+
+}  // namespace trnsim::claims

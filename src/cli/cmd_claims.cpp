@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: MIT
+// `trnsim claims FILE`: runs what each claim of a claims file needs (docs/claims.md), prints the
+// table, writes results.json and junit.xml, and exits with kExitFailed when a claim fails or,
+// with --baseline, a metric moved beyond its tolerance.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <memory>
+
+#include "commands.hpp"
+#include "trnsim/claims/claims.hpp"
+#include "trnsim/config/schema.hpp"
+#include "trnsim/io.hpp"
+#include "trnsim/sweep/runner.hpp"
+
+namespace trnsim::cli {
+
+void register_claims_command(CLI::App& app, Registry& reg) {
+  struct Opts {
+    std::string file, out = "out/claims", baseline;
+    bool quick = false, json = false;
+    int jobs = 2;
+  };
+  auto o = std::make_shared<Opts>();
+  auto* sub = app.add_subcommand(
+      "claims",
+      "check AWS's claims (a claims file, docs/claims.md): table, results.json, junit.xml");
+  sub->add_option("FILE", o->file, "claims file, e.g. configs/claims/trn3-vs-trn2.json")
+      ->required();
+  sub->add_flag("--quick", o->quick, "only the claims marked quick, on their reduced measurements");
+  sub->add_option(
+      "--baseline", o->baseline,
+      "a previous results.json: fail when a metric moved beyond its regression tolerance");
+  sub->add_option("--out", o->out, "directory for results.json, junit.xml and logs/")
+      ->capture_default_str();
+  sub->add_option("-j,--jobs", o->jobs, "measurements at once")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  sub->add_flag("--json", o->json, "print results.json instead of the table");
+  reg.add(sub, [o]() {
+    const auto t0 = std::chrono::steady_clock::now();
+    const claims::ClaimsFile f = claims::load_claims(o->file);
+    // Read the baseline before running anything: a bad one must not cost a full run.
+    claims::Json baseline;
+    if (!o->baseline.empty()) {
+      std::string text;
+      try {
+        text = read_input_file(o->baseline, kMaxConfigFileBytes);
+      } catch (const InputError& e) {
+        throw claims::ClaimsError(fmt::format("--baseline {}", e.what()));
+      }
+      baseline = config::parse_json<claims::ClaimsError>(text, o->baseline);
+    }
+    claims::ExecOptions eo;
+    eo.trnsim = sweep::self_executable();
+    eo.jobs = o->jobs;
+    eo.log_dir = o->out + "/logs";
+    const auto runs = claims::execute(f, o->quick, eo);
+    claims::Json results = claims::evaluate(f, runs, o->quick);
+    if (!o->baseline.empty()) claims::compare_baseline(results, baseline, o->baseline);
+    results["wall_s"] =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    write_file_atomic(o->out + "/results.json", results.dump(2) + "\n");
+    write_file_atomic(o->out + "/junit.xml", claims::junit_xml(results));
+    if (o->json) {
+      fmt::print("{}\n", results.dump(2));
+    } else {
+      fmt::print("{}results: {}/results.json, {}/junit.xml\n", claims::table_text(results), o->out,
+                 o->out);
+    }
+    return claims::failed(results) ? claims::kExitFailed : 0;
+  });
+}
+
+}  // namespace trnsim::cli

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: MIT
+// The claims library without processes: parsing errors name the file and pointer, metrics and
+// verdicts on hand-computed numbers, the baseline comparison, the JUnit counts.
+#include <gtest/gtest.h>
+
+#include "trnsim/claims/claims.hpp"
+
+namespace trnsim::claims {
+namespace {
+
+// Two configurations, four measurements and one claim: the UltraServer ratio of
+// (gemm-b TFLOPS x chips-b) / (gemm-a TFLOPS x chips-a), claimed 4.4 +- 5 %.
+Json one_claim() {
+  return Json::parse(R"({
+    "format": 1, "name": "t",
+    "configs": {"a": "a.json", "b": "b.json"},
+    "runs": {
+      "gemm-a": {"config": "a", "args": ["bench", "gemm", "--config", "{config}", "--json"]},
+      "gemm-b": {"config": "b", "args": ["bench", "gemm", "--config", "{config}", "--json"],
+                 "quick_args": ["bench", "gemm", "--m", "128", "--config", "{config}", "--json"]},
+      "topo-a": {"config": "a", "args": ["topo", "{config}", "--json"]},
+      "topo-b": {"config": "b", "args": ["topo", "{dir}/x/{config}", "--json"]}
+    },
+    "claims": [{
+      "id": "compute", "title": "compute", "claim": "4.4x", "baseline": "a", "candidate": "b",
+      "metric": {"description": "d", "unit": "x",
+                 "numerator": [{"run": "gemm-b", "value": "/achieved_tflops"}, {"run": "topo-b", "value": "/chips"}],
+                 "denominator": [{"run": "gemm-a", "value": "/achieved_tflops"}, {"run": "topo-a", "value": "/chips"}]},
+      "claimed": 4.4, "tolerance": {"relative": 0.05}, "sources": ["AIW"], "quick": true
+    }]
+  })");
+}
+
+std::map<std::string, RunResult> outputs(double tflops_a, double tflops_b) {
+  std::map<std::string, RunResult> r;
+  r["gemm-a"].output = Json{{"achieved_tflops", tflops_a}};
+  r["gemm-b"].output = Json{{"achieved_tflops", tflops_b}};
+  r["topo-a"].output = Json{{"chips", 64}};
+  r["topo-b"].output = Json{{"chips", 144}};
+  return r;
+}
+
+std::string error_of(const Json& j) {
+  try {
+    parse_claims(j, "claims.json");
+  } catch (const ClaimsError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Claims, JudgeEqualAtMostAtLeastAndKnownGap) {
+  Claim c;
+  c.claimed = 4.4;
+  c.tolerance = {0.05, 0};  // band 0.22: [4.18, 4.62]
+  EXPECT_EQ(judge(c, 4.32), Verdict::pass);
+  EXPECT_EQ(judge(c, 4.19), Verdict::pass);
+  EXPECT_EQ(judge(c, 4.17), Verdict::fail);
+  EXPECT_EQ(judge(c, 4.63), Verdict::fail);
+  c.known_gap = "why";
+  EXPECT_EQ(judge(c, 0.70), Verdict::known_gap);
+  EXPECT_EQ(judge(c, 4.4), Verdict::pass);  // a closed gap passes
+
+  Claim at_most;
+  at_most.check = Check::at_most;
+  at_most.claimed = 10000;
+  at_most.tolerance = {0, 0};
+  EXPECT_EQ(judge(at_most, 1959.8), Verdict::pass);
+  EXPECT_EQ(judge(at_most, 10000), Verdict::pass);
+  EXPECT_EQ(judge(at_most, 10000.5), Verdict::fail);
+
+  Claim at_least;
+  at_least.check = Check::at_least;
+  at_least.claimed = 1e6;
+  at_least.tolerance = {0, 10};
+  EXPECT_EQ(judge(at_least, 999990), Verdict::pass);
+  EXPECT_EQ(judge(at_least, 144), Verdict::fail);
+
+  Claim p;
+  p.kind = Kind::projection;
+  EXPECT_EQ(judge(p, 123), Verdict::projection);
+}
+
+TEST(Claims, MetricIsTheProductRatioOfTheTerms) {
+  const ClaimsFile f = parse_claims(one_claim(), "claims.json");
+  // 2000 x 144 / (1000 x 64) = 4.5, within 4.4 +- 0.22.
+  Json r = evaluate(f, outputs(1000, 2000), false);
+  ASSERT_EQ(r["rows"].size(), 1u);
+  EXPECT_DOUBLE_EQ(r["rows"][0]["measured"].get<double>(), 4.5);
+  EXPECT_EQ(r["rows"][0]["verdict"], "pass");
+  EXPECT_DOUBLE_EQ(r["rows"][0]["band"].get<double>(), 0.22);
+  EXPECT_EQ(r["rows"][0]["formula"],
+            "gemm-b:/achieved_tflops x topo-b:/chips / (gemm-a:/achieved_tflops x topo-a:/chips)");
+  EXPECT_EQ(r["summary"]["pass"], 1);
+  EXPECT_FALSE(failed(r));
+  // 1900 x 144 / (1000 x 64) = 4.275: within. 1800 x 144 / (1000 x 64) = 4.05: not.
+  EXPECT_EQ(evaluate(f, outputs(1000, 1900), false)["rows"][0]["verdict"], "pass");
+  r = evaluate(f, outputs(1000, 1800), false);
+  EXPECT_DOUBLE_EQ(r["rows"][0]["measured"].get<double>(), 4.05);
+  EXPECT_EQ(r["rows"][0]["verdict"], "fail");
+  EXPECT_TRUE(failed(r));
+  EXPECT_EQ(r["summary"]["fail"], 1);
+}
+
+TEST(Claims, ScaleAndProjection) {
+  Json j = one_claim();
+  j["claims"][0]["kind"] = "projection";
+  j["claims"][0].erase("tolerance");
+  j["claims"][0].erase("claimed");
+  j["claims"][0]["metric"]["scale"] = 0.001;
+  const ClaimsFile f = parse_claims(j, "claims.json");
+  const Json r = evaluate(f, outputs(1000, 2000), false);
+  EXPECT_DOUBLE_EQ(r["rows"][0]["measured"].get<double>(), 0.0045);
+  EXPECT_EQ(r["rows"][0]["verdict"], "projection");
+  EXPECT_TRUE(r["rows"][0]["claimed"].is_null());
+  EXPECT_FALSE(failed(r));
+  EXPECT_NE(table_text(r).find("PROJECTION"), std::string::npos);
+}
+
+TEST(Claims, AFailedMeasurementFailsItsClaims) {
+  const ClaimsFile f = parse_claims(one_claim(), "claims.json");
+  auto runs = outputs(1000, 2000);
+  runs["gemm-b"].output.reset();
+  runs["gemm-b"].error = "killed by signal 9";
+  const Json r = evaluate(f, runs, false);
+  EXPECT_TRUE(r["rows"][0]["measured"].is_null());
+  EXPECT_EQ(r["rows"][0]["verdict"], "fail");
+  EXPECT_NE(r["rows"][0]["detail"].get<std::string>().find("killed by signal 9"),
+            std::string::npos);
+}
+
+TEST(Claims, AMissingNumberNamesTheTerm) {
+  const ClaimsFile f = parse_claims(one_claim(), "claims.json");
+  auto runs = outputs(1000, 2000);
+  runs["topo-a"].output = Json{{"chips", "sixty-four"}};
+  try {
+    evaluate(f, runs, false);
+    FAIL() << "no error";
+  } catch (const ClaimsError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("claims.json:/claims/0/metric/denominator/1/value:"), std::string::npos) << m;
+    EXPECT_NE(m.find("printed no number at /chips"), std::string::npos) << m;
+  }
+}
+
+TEST(Claims, ParseErrorsNameTheFileAndPointer) {
+  Json j = one_claim();
+  j["claims"][0]["tolernce"] = 1;
+  EXPECT_NE(
+      error_of(j).find(
+          "claims.json:/claims/0/tolernce: unknown key \"tolernce\" (did you mean \"tolerance\"?)"),
+      std::string::npos)
+      << error_of(j);
+  j = one_claim();
+  j["claims"][0]["metric"]["numerator"][1]["run"] = "topo-c";
+  EXPECT_NE(error_of(j).find(
+                "claims.json:/claims/0/metric/numerator/1/run: \"topo-c\" is not a name of /runs"),
+            std::string::npos)
+      << error_of(j);
+  j = one_claim();
+  j["runs"]["topo-a"]["args"] = {"topo", "{config}"};
+  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/args: expected \"--json\""),
+            std::string::npos)
+      << error_of(j);
+  j = one_claim();
+  j["runs"]["topo-a"]["args"][0] = "claims";
+  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/args/0: expected one of"), std::string::npos)
+      << error_of(j);
+  j = one_claim();
+  j["runs"]["topo-a"]["config"] = "c";
+  EXPECT_NE(error_of(j).find("claims.json:/runs/topo-a/config: \"c\" is not a name of /configs"),
+            std::string::npos);
+  j = one_claim();
+  j["claims"][0].erase("tolerance");
+  EXPECT_NE(error_of(j).find("claims.json:/claims/0/tolerance: missing"), std::string::npos);
+  j = one_claim();
+  j["claims"][0]["metric"]["numerator"][0]["value"] = "achieved_tflops";
+  EXPECT_NE(
+      error_of(j).find("claims.json:/claims/0/metric/numerator/0/value: expected a JSON pointer"),
+      std::string::npos);
+  j = one_claim();
+  j["claims"].push_back(j["claims"][0]);
+  EXPECT_NE(error_of(j).find("claims.json:/claims/1/id: \"compute\" is the id of an earlier claim"),
+            std::string::npos);
+  j = one_claim();
+  j["claims"][0]["kind"] = "projection";
+  EXPECT_NE(
+      error_of(j).find("claims.json:/claims/0/tolerance: a projection is reported, not checked"),
+      std::string::npos);
+}
+
+TEST(Claims, QuickSelectsClaimsAndTheirArguments) {
+  Json j = one_claim();
+  Json second = j["claims"][0];
+  second["id"] = "chips";
+  second["quick"] = false;
+  second["metric"]["numerator"] = Json::array({{{"run", "topo-b"}, {"value", "/chips"}}});
+  second["metric"].erase("denominator");
+  j["claims"].push_back(second);
+  const ClaimsFile f = parse_claims(j, "/tmp/c/claims.json");
+  EXPECT_EQ(selected_claims(f, true).size(), 1u);
+  EXPECT_EQ(selected_claims(f, false).size(), 2u);
+  EXPECT_EQ(needed_runs(f, true),
+            (std::vector<std::string>{"gemm-a", "gemm-b", "topo-a", "topo-b"}));
+  EXPECT_EQ(run_args(f, f.runs.at("gemm-b"), true),
+            (std::vector<std::string>{"bench", "gemm", "--m", "128", "--config", "/tmp/c/b.json",
+                                      "--json"}));
+  EXPECT_EQ(run_args(f, f.runs.at("gemm-b"), false),
+            (std::vector<std::string>{"bench", "gemm", "--config", "/tmp/c/b.json", "--json"}));
+  EXPECT_EQ(run_args(f, f.runs.at("topo-b"), false),
+            (std::vector<std::string>{"topo", "/tmp/c/x//tmp/c/b.json", "--json"}));
+}
+
+TEST(Claims, BaselineFailsBeyondTheRegressionTolerance) {
+  const ClaimsFile f = parse_claims(one_claim(), "claims.json");  // default tolerance 1 %
+  const Json before = evaluate(f, outputs(1000, 2000), false);    // 4.5
+  Json same = evaluate(f, outputs(1000, 2000), false);
+  EXPECT_FALSE(compare_baseline(same, before, "old.json"));
+  EXPECT_EQ(same["baseline"]["rows"][0]["status"], "same");
+  EXPECT_FALSE(failed(same));
+  // 2010 -> 4.5225: +0.5 %, within 1 % (allowed 0.045).
+  Json within = evaluate(f, outputs(1000, 2010), false);
+  EXPECT_FALSE(compare_baseline(within, before, "old.json"));
+  EXPECT_EQ(within["baseline"]["rows"][0]["status"], "within");
+  EXPECT_DOUBLE_EQ(within["baseline"]["rows"][0]["allowed"].get<double>(), 0.045);
+  // 2040 -> 4.59: +2 %, still a passing claim, but a regression of the model.
+  Json moved = evaluate(f, outputs(1000, 2040), false);
+  EXPECT_EQ(moved["rows"][0]["verdict"], "pass");
+  EXPECT_TRUE(compare_baseline(moved, before, "old.json"));
+  EXPECT_EQ(moved["baseline"]["rows"][0]["status"], "regressed");
+  EXPECT_EQ(moved["baseline"]["regressed"], 1);
+  EXPECT_TRUE(failed(moved));
+  const std::string junit = junit_xml(moved);
+  EXPECT_NE(junit.find("tests=\"2\" failures=\"1\" skipped=\"0\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<testcase classname=\"claims.t.baseline\" name=\"compute\""),
+            std::string::npos);
+  EXPECT_NE(junit.find("<failure type=\"regression\""), std::string::npos);
+}
+
+TEST(Claims, BaselineMustBeAResultsFileOfTheSameMode) {
+  const ClaimsFile f = parse_claims(one_claim(), "claims.json");
+  const Json quick = evaluate(f, outputs(1000, 2000), true);
+  Json full = evaluate(f, outputs(1000, 2000), false);
+  EXPECT_THROW(compare_baseline(full, quick, "old.json"), ClaimsError);
+  EXPECT_THROW(compare_baseline(full, Json{{"rows", Json::array()}}, "old.json"), ClaimsError);
+}
+
+TEST(Claims, JunitCountsKnownGapsAndProjectionsAsSkipped) {
+  Json j = one_claim();
+  j["claims"][0]["known_gap"] = "a <reason> & more";
+  Json p = one_claim()["claims"][0];
+  p["id"] = "p";
+  p["kind"] = "projection";
+  p.erase("tolerance");
+  j["claims"].push_back(p);
+  const ClaimsFile f = parse_claims(j, "claims.json");
+  const Json r = evaluate(f, outputs(1000, 1000), false);  // 2.25: a known gap
+  EXPECT_EQ(r["rows"][0]["verdict"], "known gap");
+  EXPECT_EQ(r["rows"][1]["verdict"], "projection");
+  EXPECT_FALSE(failed(r));
+  const std::string x = junit_xml(r);
+  EXPECT_NE(x.find("tests=\"2\" failures=\"0\" skipped=\"2\""), std::string::npos) << x;
+  EXPECT_NE(x.find("<skipped message=\"known gap: a &lt;reason&gt; &amp; more\"/>"),
+            std::string::npos)
+      << x;
+  EXPECT_NE(x.find("<skipped message=\"projection, not a check: measured 2.25 x\"/>"),
+            std::string::npos)
+      << x;
+}
+
+}  // namespace
+}  // namespace trnsim::claims
