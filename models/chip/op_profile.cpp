@@ -45,25 +45,35 @@ std::string op_key(const ComputeOp& op) {
       op);
 }
 
-std::string grid_key(const ComputeOp& op) {
+int grid_dims(const ComputeOp& op) {
+  if (std::holds_alternative<ElementOp>(op)) return 1;
+  if (std::holds_alternative<GemmOp>(op)) return 3;
+  return 0;
+}
+
+std::string grid_key(const ComputeOp& op, int dim) {
   if (const auto* e = std::get_if<ElementOp>(&op)) {
     return fmt::format("{} inputs={} {}", to_string(e->kind), e->inputs, to_string(e->dtype));
   }
   if (const auto* g = std::get_if<GemmOp>(&op)) {
-    return fmt::format("gemm k={} n={} batch={} {}", g->k, g->n, g->batch, to_string(g->dtype));
+    const std::uint64_t d[3] = {g->m, g->k, g->n};
+    static constexpr const char* names[3] = {"m", "k", "n"};
+    const int a = (dim + 1) % 3, b = (dim + 2) % 3;
+    return fmt::format("gemm over {}: {}={} {}={} batch={} {}", names[dim], names[a], d[a],
+                       names[b], d[b], g->batch, to_string(g->dtype));
   }
   return "";
 }
 
-std::uint64_t grid_size(const ComputeOp& op) {
+std::uint64_t grid_size(const ComputeOp& op, int dim) {
   if (const auto* e = std::get_if<ElementOp>(&op)) return e->elements;
-  if (const auto* g = std::get_if<GemmOp>(&op)) return g->m;
+  if (const auto* g = std::get_if<GemmOp>(&op)) return dim == 0 ? g->m : dim == 1 ? g->k : g->n;
   return 0;
 }
 
-ComputeOp with_grid_size(ComputeOp op, std::uint64_t size) {
+ComputeOp with_grid_size(ComputeOp op, std::uint64_t size, int dim) {
   if (auto* e = std::get_if<ElementOp>(&op)) e->elements = size;
-  if (auto* g = std::get_if<GemmOp>(&op)) g->m = size;
+  if (auto* g = std::get_if<GemmOp>(&op)) (dim == 0 ? g->m : dim == 1 ? g->k : g->n) = size;
   return op;
 }
 
@@ -98,12 +108,17 @@ OpProfile interpolate(const OpProfile& a, const OpProfile& b, double w) {
 
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
   if (auto it = t.exact.find(op_key(op)); it != t.exact.end()) return &it->second;
-  const std::string key = grid_key(op);
-  if (key.empty()) return nullptr;
-  const auto g = t.grids.find(key);
-  if (g == t.grids.end() || g->second.empty()) return nullptr;
-  const auto& pts = g->second;
-  const std::uint64_t size = grid_size(op);
+  // The first of the op's grids (m, k, n for a GEMM) that the table has.
+  const std::vector<std::pair<std::uint64_t, OpProfile>>* found = nullptr;
+  std::uint64_t size = 0;
+  for (int dim = 0; dim < grid_dims(op) && !found; ++dim) {
+    const auto g = t.grids.find(grid_key(op, dim));
+    if (g == t.grids.end() || g->second.empty()) continue;
+    found = &g->second;
+    size = grid_size(op, dim);
+  }
+  if (!found) return nullptr;
+  const auto& pts = *found;
   const auto hi = std::lower_bound(pts.begin(), pts.end(), size,
                                    [](const auto& p, std::uint64_t x) { return p.first < x; });
   if (hi != pts.end() && hi->first == size) return &hi->second;

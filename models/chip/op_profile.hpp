@@ -67,13 +67,15 @@ struct OpTable {
 
 // "gemm m=.. k=.. n=.. batch=.. bf16" and so on: equal keys, equal lowering.
 std::string op_key(const ComputeOp& op);
-// The key of an op's size grid: an element-wise op without its element count, a GEMM without
-// its rows m ("" for other ops). grid_size() is that count; with_grid_size() the op at another.
-std::string grid_key(const ComputeOp& op);
-std::uint64_t grid_size(const ComputeOp& op);
-ComputeOp with_grid_size(ComputeOp op, std::uint64_t size);
-// The profile of `op` in `t`: the exact one, else interpolated on its grid; null when neither
-// covers it.
+// Size grids: an element-wise op has one (its element count), a GEMM three (m, k or n varying,
+// the other two fixed: expert GEMMs vary in m, their weight gradients in k). grid_key() is the op
+// without the size along `dim`, grid_size() that size, with_grid_size() the op at another.
+int grid_dims(const ComputeOp& op);
+std::string grid_key(const ComputeOp& op, int dim = 0);
+std::uint64_t grid_size(const ComputeOp& op, int dim = 0);
+ComputeOp with_grid_size(ComputeOp op, std::uint64_t size, int dim = 0);
+// The profile of `op` in `t`: the exact one, else interpolated on the first of its grids the
+// table has; null when none covers it.
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch);
 
 }  // namespace trnsim::model

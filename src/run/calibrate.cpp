@@ -212,9 +212,9 @@ namespace {
 // instead of at each size (MoE expert GEMMs and activations, whose sizes follow the routing:
 // thousands of distinct rows in a realistic step). docs/models/fidelity.md measures the error.
 constexpr std::size_t kMaxExactSizes = 8;
-// Grids: GEMM rows in multiples of the 128 partitions, up to 16,384 rows; element counts up to
-// 2^25. Above its cap a size is on the line through the last two points (the time of a large
-// GEMM or element-wise op grows linearly in its rows or elements: measured in fidelity.md).
+// Grids: a GEMM dimension in multiples of the 128 partitions, up to 16,384; element counts up
+// to 2^25. Above its cap a size is on the line through the last two points (the time of a large
+// GEMM or element-wise op grows about linearly in that size: measured in fidelity.md).
 constexpr std::uint64_t kGemmRowUnit = 128, kGemmRowCap = 16384;
 constexpr std::uint64_t kElementCap = 1ULL << 25;
 
@@ -226,6 +226,7 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   std::vector<model::ComputeOp> ops;
   struct Sizes {
     model::ComputeOp op;
+    int dim = 0;
     std::set<std::uint64_t> sizes;
   };
   std::map<std::string, Sizes> by_grid;
@@ -235,9 +236,9 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
           op.kind == trace::OpKind::mem_store) {
         if (auto c = to_compute_op(op, plan.params, notes)) {
           ops.push_back(*c);
-          if (const std::string key = model::grid_key(*c); !key.empty()) {
-            auto& s = by_grid.try_emplace(key, Sizes{*c, {}}).first->second;
-            s.sizes.insert(model::grid_size(*c));
+          for (int dim = 0; dim < model::grid_dims(*c); ++dim) {
+            auto& s = by_grid.try_emplace(model::grid_key(*c, dim), Sizes{*c, dim, {}}).first->second;
+            s.sizes.insert(model::grid_size(*c, dim));
           }
         }
       }
@@ -252,20 +253,29 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
     grids[key] = grid_points(gemm ? kGemmRowUnit : 1, *s.sizes.begin(), *s.sizes.rbegin(),
                              gemm ? kGemmRowCap : kElementCap);
   }
+  // An op on a grid is found there (the first of its grids, as find_profile looks).
+  auto on_grid = [&](const model::ComputeOp& op) {
+    for (int dim = 0; dim < model::grid_dims(op); ++dim) {
+      if (grids.count(model::grid_key(op, dim))) return true;
+    }
+    return false;
+  };
   std::vector<model::ComputeOp> all;
   for (const auto& op : ops) {
-    if (!grids.count(model::grid_key(op))) all.push_back(op);
+    if (!on_grid(op)) all.push_back(op);
   }
   for (const auto& [key, pts] : grids) {
-    for (std::uint64_t n : pts) all.push_back(model::with_grid_size(by_grid.at(key).op, n));
+    const Sizes& s = by_grid.at(key);
+    for (std::uint64_t n : pts) all.push_back(model::with_grid_size(s.op, n, s.dim));
   }
   auto table = std::make_shared<model::OpTable>();
   table->exact = calibrate_ops(plan, all, parallel, &table->static_power_w);
   table->shapes_simulated = int(table->exact.size());
   for (const auto& [key, pts] : grids) {
+    const Sizes& s = by_grid.at(key);
     auto& out = table->grids[key];
     for (std::uint64_t n : pts) {
-      out.emplace_back(n, table->exact.at(model::op_key(model::with_grid_size(by_grid.at(key).op, n))));
+      out.emplace_back(n, table->exact.at(model::op_key(model::with_grid_size(s.op, n, s.dim))));
     }
   }
   // A grid point that is also one of the trace's sizes stays in `exact` and is found there.

@@ -174,6 +174,12 @@ TEST(OpCompute, GridSizesAndInterpolation) {
   t.grids[model::grid_key(g)] = {{128, lo}, {256, hi}};
   EXPECT_EQ(model::find_profile(t, GemmOp{160, 64, 32, Dtype::fp8, 1}, scratch)->time_ps, 1250);
   EXPECT_EQ(model::find_profile(t, GemmOp{160, 64, 33, Dtype::fp8, 1}, scratch), nullptr);
+  // A weight-gradient GEMM varies in k (tokens): its grid is over k for one (m, n).
+  const GemmOp wg{64, 0, 32, Dtype::fp8, 1};
+  t.grids[model::grid_key(wg, 1)] = {{1024, lo}, {2048, hi}};
+  EXPECT_EQ(model::find_profile(t, GemmOp{64, 1536, 32, Dtype::fp8, 1}, scratch)->time_ps, 1500);
+  EXPECT_EQ(model::grid_size(GemmOp{64, 1536, 32, Dtype::fp8, 1}, 1), 1536u);
+  EXPECT_EQ(std::get<GemmOp>(model::with_grid_size(wg, 512, 2)).n, 512u);
 }
 
 TEST(OpCompute, GridPoints) {
