@@ -5,7 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# Default workload of `trnsim run` on the 144-chip Trn3 Gen2 UltraServer.
+# Default workload of `trnsim run` on the 144-chip Trn3 Gen2 UltraServer: a whole DeepSeek-V3
+# step (about 2 minutes; compressed without a timestamp, so the file is byte-identical).
+python3 tools/moe_gen.py --model deepseek-v3 --ranks 144 --tp 1 --ep 16 --pp 9 \
+  --seq-len 4096 --micro-batches 8 --routing zipf:0.5 --seed 1 --dtype mxfp8 \
+  --expert-gemms grouped --name deepseek-v3-step-144 -q -o traces/deepseek-v3-step-144.json
+gzip -n -9 -f traces/deepseek-v3-step-144.json
+
+# One MoE layer of it on 144 ranks, for sweeps and tests that need seconds.
 python3 tools/moe_gen.py --model deepseek-v3 --ranks 144 --tp 1 --ep 16 --pp 1 \
   --layers 1 --dense-layers 0 --seq-len 256 --micro-batches 1 \
   --routing zipf:0.8 --seed 1 --dtype mxfp8 --expert-gemms grouped \

@@ -22,7 +22,8 @@ namespace trnsim::cli {
 
 namespace {
 
-inline constexpr const char* kDefaultTrace = "traces/deepseek-v3-moe-144.json";
+// A whole DeepSeek-V3 training step (61 layers, 8 micro-batches, docs/moe-generator.md).
+inline constexpr const char* kDefaultTrace = "traces/deepseek-v3-step-144.json.gz";
 
 struct RunOpts {
   BenchOptions common;

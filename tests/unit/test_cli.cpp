@@ -125,7 +125,7 @@ TEST(Cli, RunWithMissingTraceIsBadInput) {
 }
 
 TEST(Cli, RunWithMoreRanksThanChipsIsBadInput) {
-  const auto r = run("run --config configs/racks/trn2-instance.json");  // 144-rank default trace
+  const auto r = run("run --config configs/racks/trn2-instance.json --trace traces/deepseek-v3-moe-144.json");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("144 ranks but the rack has 16 chips"), std::string::npos) << r.out;
 }

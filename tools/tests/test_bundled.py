@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
 """The committed traces/ files: valid, small, and what tools/regen-traces.sh produces."""
 
+import gzip
 import json
 import os
 import re
@@ -43,6 +44,22 @@ class BundledTest(unittest.TestCase):
         self.assertEqual((md["model"], md["routing"], md["seed"]),
                          ("deepseek-v3", args[args.index("--routing") + 1], 1))
         self.assertEqual(md["parallelism"]["ep"] * md["parallelism"]["dp"], 144)
+
+    def test_default_step(self):
+        """The default of `trnsim run`: a whole DeepSeek-V3 step, gzipped (docs/moe-generator.md)."""
+        path = os.path.join(TRACES, "deepseek-v3-step-144.json.gz")
+        self.assertLess(os.path.getsize(path), 8 * 2**20)
+        with gzip.open(path, "rt") as f:
+            t = json.load(f)
+        self.assertEqual(t["ranks"], 144)
+        md = t["metadata"]
+        self.assertEqual((md["model"], md["layers"], md["dense_layers"], md["micro_batches"],
+                          md["seq_len"]), ("deepseek-v3", 61, 3, 8, 4096))
+        p = md["parallelism"]
+        self.assertEqual((p["tp"], p["ep"], p["pp"]), (1, 16, 9))
+        args = regen_command("deepseek-v3-step-144.json")
+        self.assertEqual(md["routing"], args[args.index("--routing") + 1])
+        self.assertEqual(sum(len(r["ops"]) for r in t["rank_ops"]), 467984)
 
     def test_small_trace_is_reproducible(self):
         name = "mixtral-moe-16.json"
