@@ -64,27 +64,40 @@ TEST(FlowNetwork, OneMessageOverOneLink) {
   EXPECT_EQ(r.last_packet.hops, 1);
 }
 
+// Two requests started together from chip 0 to chip 1 of two_chips(): their rates 1 us later
+// and their completion times.
+struct Pair {
+  double r1 = 0, r2 = 0, end1 = 0, end2 = 0;
+};
+Pair run_pair(FlowNetwork& f, const TransferRequest& a, const TransferRequest& b) {
+  TransferHandle h1, h2;
+  Pair p;
+  sc_core::sc_spawn([&] {
+    h1 = f.start(a);
+    h2 = f.start(b);
+    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
+    p.r1 = f.rate_of(h1);
+    p.r2 = f.rate_of(h2);
+  });
+  sc_core::sc_start();
+  EXPECT_TRUE(h1.done() && h2.done());
+  p.end1 = ns(h1.record().completed);
+  p.end2 = ns(h2.record().completed);
+  return p;
+}
+
 // Two flows of 64 packets of 4096 B (64 x 17 flits x 256 B = 278,528 B on the wire each) share
 // the link: 50 GB/s each, both drain after 5,570.56 ns.
 TEST(FlowNetwork, TwoFlowsSharingALinkGetHalfEach) {
   const auto topo = two_chips();
   FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
-  TransferHandle h1, h2;
-  double r1 = 0, r2 = 0;
-  sc_core::sc_spawn([&] {
-    h1 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 1, 0, 0});
-    h2 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 2, 0, 0});
-    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
-    r1 = f.rate_of(h1);
-    r2 = f.rate_of(h2);
-  });
-  sc_core::sc_start();
-  ASSERT_TRUE(h1.done() && h2.done());
+  const Pair p = run_pair(f, {ChipId{0}, ChipId{1}, 64 * 4096, 1, 0, 0},
+                          {ChipId{0}, ChipId{1}, 64 * 4096, 2, 0, 0});
   // Payload rate: 50 GB/s x 4096 / 4352.
-  EXPECT_NEAR(r1, 50e9 * 4096 / 4352, 1);
-  EXPECT_NEAR(r2, 50e9 * 4096 / 4352, 1);
-  EXPECT_NEAR(ns(h1.record().completed), 500 + 5570.56 + 100 + 500, 1e-3);
-  EXPECT_NEAR(ns(h2.record().completed), 500 + 5570.56 + 100 + 500, 1e-3);
+  EXPECT_NEAR(p.r1, 50e9 * 4096 / 4352, 1);
+  EXPECT_NEAR(p.r2, 50e9 * 4096 / 4352, 1);
+  EXPECT_NEAR(p.end1, 500 + 5570.56 + 100 + 500, 1e-3);
+  EXPECT_NEAR(p.end2, 500 + 5570.56 + 100 + 500, 1e-3);
   EXPECT_EQ(f.max_flows(), 2u);
 }
 
@@ -94,23 +107,13 @@ TEST(FlowNetwork, TwoFlowsSharingALinkGetHalfEach) {
 TEST(FlowNetwork, AFlowOfTwoPiecesTakesTwoShares) {
   const auto topo = two_chips();
   FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
-  TransferHandle h1, h2;
-  double r1 = 0, r2 = 0;
-  sc_core::sc_spawn([&] {
-    TransferRequest two{ChipId{0}, ChipId{1}, 128 * 4096, 1, 0, 0};
-    two.pieces = 2;
-    h1 = f.start(two);
-    h2 = f.start({ChipId{0}, ChipId{1}, 64 * 4096, 2, 0, 0});
-    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
-    r1 = f.rate_of(h1);
-    r2 = f.rate_of(h2);
-  });
-  sc_core::sc_start();
-  ASSERT_TRUE(h1.done() && h2.done());
-  EXPECT_NEAR(r1, 100e9 * 2 / 3 * 4096 / 4352, 1);
-  EXPECT_NEAR(r2, 100e9 / 3 * 4096 / 4352, 1);
-  EXPECT_NEAR(ns(h1.record().completed), 500 + 8355.84 + 100 + 500, 1e-3);
-  EXPECT_NEAR(ns(h2.record().completed), 500 + 8355.84 + 100 + 500, 1e-3);
+  TransferRequest two{ChipId{0}, ChipId{1}, 128 * 4096, 1, 0, 0};
+  two.pieces = 2;
+  const Pair p = run_pair(f, two, {ChipId{0}, ChipId{1}, 64 * 4096, 2, 0, 0});
+  EXPECT_NEAR(p.r1, 100e9 * 2 / 3 * 4096 / 4352, 1);
+  EXPECT_NEAR(p.r2, 100e9 / 3 * 4096 / 4352, 1);
+  EXPECT_NEAR(p.end1, 500 + 8355.84 + 100 + 500, 1e-3);
+  EXPECT_NEAR(p.end2, 500 + 8355.84 + 100 + 500, 1e-3);
   EXPECT_TRUE(f.merges_pieces());
 }
 
