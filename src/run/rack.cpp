@@ -201,15 +201,7 @@ void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
 
 void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                           std::function<void()> done) {
-  if (src == dst) {
-    at(local_copy_done(src, bytes, flow), std::move(done));
-    return;
-  }
-  network_->start(request(src, dst, bytes, flow),
-                 [this, done = std::move(done)](const model::TransferRecord& rec) {
-                   record(rec);
-                   done();
-                 });
+  start_pieces(src, dst, bytes, 1, flow, std::move(done));
 }
 
 void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces,
