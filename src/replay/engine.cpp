@@ -34,8 +34,12 @@ std::uint64_t mix(std::uint64_t a, std::uint64_t b) {
 
 }  // namespace
 
+// Work waiting for a free helper: a vector taken from `next` on (a deque's destructor builds
+// iterators on the stack, which AddressSanitizer misreads after SystemC's stack switches when a
+// machine is destroyed with blocked threads).
 struct Machine::Helpers {
-  std::deque<std::function<void()>> waiting;
+  std::vector<std::function<void()>> waiting;
+  std::size_t next = 0;
   std::size_t live = 0, peak = 0;
 };
 
@@ -49,15 +53,21 @@ void Machine::on_helper(std::function<void()> job) {
   }
   h.peak = std::max(h.peak, ++h.live);
   sc_core::sc_spawn_options opt;
+  // Each helper holds the pool: a helper still blocked when the machine is destroyed (a
+  // collective some member never reached) must not find it gone.
   sc_core::sc_spawn(
-      [&h, job = std::move(job)] {
+      [pool = helpers_, job = std::move(job)] {
+        Helpers& hp = *pool;
         job();
-        while (!h.waiting.empty()) {
-          auto next = std::move(h.waiting.front());
-          h.waiting.pop_front();
-          next();
+        while (hp.next < hp.waiting.size()) {
+          auto work = std::move(hp.waiting[hp.next++]);
+          if (hp.next == hp.waiting.size()) {
+            hp.waiting.clear();
+            hp.next = 0;
+          }
+          work();
         }
-        --h.live;
+        --hp.live;
       },
       nullptr, &opt);
 }
