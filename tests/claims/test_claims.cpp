@@ -3,6 +3,8 @@
 // verdicts on hand-computed numbers, the baseline comparison, the JUnit counts.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "trnsim/claims/claims.hpp"
 
 namespace trnsim::claims {
@@ -197,18 +199,20 @@ TEST(Claims, QuickSelectsClaimsAndTheirArguments) {
   second["metric"]["numerator"] = Json::array({{{"run", "topo-b"}, {"value", "/chips"}}});
   second["metric"].erase("denominator");
   j["claims"].push_back(second);
-  const ClaimsFile f = parse_claims(j, "/tmp/c/claims.json");
+  // The file's folder, made absolute by the parser (it need not exist).
+  const std::string dir = std::filesystem::absolute("claims-dir").string();
+  const ClaimsFile f = parse_claims(j, dir + "/claims.json");
   EXPECT_EQ(selected_claims(f, true).size(), 1u);
   EXPECT_EQ(selected_claims(f, false).size(), 2u);
   EXPECT_EQ(needed_runs(f, true),
             (std::vector<std::string>{"gemm-a", "gemm-b", "topo-a", "topo-b"}));
   EXPECT_EQ(run_args(f, f.runs.at("gemm-b"), true),
-            (std::vector<std::string>{"bench", "gemm", "--m", "128", "--config", "/tmp/c/b.json",
+            (std::vector<std::string>{"bench", "gemm", "--m", "128", "--config", dir + "/b.json",
                                       "--json"}));
   EXPECT_EQ(run_args(f, f.runs.at("gemm-b"), false),
-            (std::vector<std::string>{"bench", "gemm", "--config", "/tmp/c/b.json", "--json"}));
+            (std::vector<std::string>{"bench", "gemm", "--config", dir + "/b.json", "--json"}));
   EXPECT_EQ(run_args(f, f.runs.at("topo-b"), false),
-            (std::vector<std::string>{"topo", "/tmp/c/x//tmp/c/b.json", "--json"}));
+            (std::vector<std::string>{"topo", dir + "/x/" + dir + "/b.json", "--json"}));
 }
 
 TEST(Claims, BaselineFailsBeyondTheRegressionTolerance) {
