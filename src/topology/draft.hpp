@@ -67,6 +67,9 @@ Draft generate_folded_clos(const FoldedClosGen& g, const config::ChipParams* chi
 Draft read_explicit(const TopologySpec& spec, const config::ChipParams* chip,
                     const ErrorSink& err);
 
+// Checks `draft` as build_topology() checks an expanded spec, and routes it.
+Topology build_from_draft(Draft draft, const config::ChipParams* chip, const SpecOrigin& origin);
+
 // Fills the route tables of `t` (nodes, links and incidence already set).
 class RouteBuilder {
  public:

@@ -54,10 +54,13 @@ class TopologyBuilder {
  public:
   TopologyBuilder(const TopologySpec& spec, const config::ChipParams* chip,
                   const SpecOrigin& origin)
-      : spec_(spec), chip_(chip), origin_(origin), err_(origin) {}
+      : spec_(&spec), chip_(chip), origin_(origin), err_(origin) {}
+  // From a graph already expanded (a cluster of racks): checked and routed alike.
+  TopologyBuilder(Draft draft, const config::ChipParams* chip, const SpecOrigin& origin)
+      : chip_(chip), origin_(origin), err_(origin), draft_(std::move(draft)), given_(true) {}
 
   Topology build() {
-    draft_ = expand();
+    if (!given_) draft_ = expand();
     check_nodes();
     check_links();
     assign_ports();
@@ -71,7 +74,7 @@ class TopologyBuilder {
   }
 
  private:
-  Draft expand() const { return expand_spec(spec_, chip_, err_); }
+  Draft expand() const { return expand_spec(*spec_, chip_, err_); }
 
   std::string describe(const DraftLink& l, std::size_t i) const {
     return fmt::format("link {} ({} - {})", i, draft_.nodes[l.a].node.name,
@@ -267,7 +270,7 @@ class TopologyBuilder {
     }
   }
 
-  const TopologySpec& spec_;
+  const TopologySpec* spec_ = nullptr;
   // Route tables hold, per node and destination chip, a distance, an offset and at least one
   // next hop (4 B each): a 32x32x32 torus needs 12.9 GB. Refused before it is allocated.
   void check_route_memory(const Topology& t) const {
@@ -287,11 +290,16 @@ class TopologyBuilder {
   const SpecOrigin& origin_;
   ErrorSink err_;
   Draft draft_;
+  bool given_ = false;
 };
 
 Topology build_topology(const TopologySpec& spec, const config::ChipParams* chip,
                         const SpecOrigin& origin) {
   return TopologyBuilder(spec, chip, origin).build();
+}
+
+Topology build_from_draft(Draft draft, const config::ChipParams* chip, const SpecOrigin& origin) {
+  return TopologyBuilder(std::move(draft), chip, origin).build();
 }
 
 }  // namespace trnsim::topo

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "trnsim/config/chip_params.hpp"
+#include "trnsim/config/cluster_params.hpp"
 #include "trnsim/config/fabric_params.hpp"
 #include "trnsim/config/replay_params.hpp"
 #include "trnsim/config/schema.hpp"
@@ -90,6 +91,7 @@ struct Config {
   std::optional<RackParams> rack;
   SimParams sim{};
   ReplayParams replay{};
+  std::optional<ClusterParams> cluster;
   template <class V>
   void visit(V& v) {
     v.field("name", name, "preset name");
@@ -98,6 +100,7 @@ struct Config {
     v.field("rack", rack, "the rack: topology of chips, switches and links");
     v.field("sim", sim, "simulation settings");
     v.field("replay", replay, "workload replay: collectives");
+    v.field("cluster", cluster, "UltraServers joined by the scale-out network (docs/scaling.md)");
   }
 };
 

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// The /cluster section: many UltraServers (copies of /rack) joined by a scale-out network of EFA
+// NICs and a multi-tier Clos of switches (docs/scaling.md). The workload is one data-parallel
+// replica per UltraServer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "trnsim/config/schema.hpp"
+#include "trnsim/units.hpp"
+
+namespace trnsim::config {
+
+// One tier of the scale-out Clos. Tier 1 is the leaf, whose down ports take the chips' NICs;
+// a tier-k switch's down ports take tier-(k-1) switches. `ports` splits into down and up ports
+// by the oversubscription (down : up); the top tier has no up ports.
+struct ScaleOutTier {
+  std::string name;
+  int ports = 64;
+  double oversubscription = 1;  // down : up bandwidth below this tier's switches
+  Duration latency{};           // switch traversal
+  Bandwidth up_bandwidth{};     // each link to the next tier, per direction (not for the top tier)
+  Duration up_latency{};        // that link's latency
+  template <class V>
+  void visit(V& v) {
+    v.field("name", name, "tier name (leaf, spine, core)", Required{});
+    v.field("ports", ports, "switch radix", InRange{2, 1 << 16});
+    v.field("oversubscription", oversubscription,
+            "down : up ratio of each switch's ports (1: non-blocking; ignored at the top tier)",
+            InRange{1, 64});
+    v.field("latency", latency, "switch traversal latency", Required{}, AtLeast{0});
+    v.field("up_bandwidth", up_bandwidth,
+            "bandwidth per direction of each link to the next tier (default: the NIC's)",
+            AtLeast{0});
+    v.field("up_latency", up_latency, "latency of each link to the next tier", AtLeast{0});
+  }
+};
+
+struct ScaleOutParams {
+  Bandwidth nic_bandwidth = Bandwidth(25e9);  // EFA: 200 Gb/s per chip, per direction
+  Duration nic_latency = Duration(0);         // NIC, host path and cable to the leaf, one way
+  bool rail_optimized = true;
+  std::vector<ScaleOutTier> tiers;
+  template <class V>
+  void visit(V& v) {
+    v.field("nic_bandwidth", nic_bandwidth, "EFA bandwidth per chip, per direction", Positive{});
+    v.field("nic_latency", nic_latency,
+            "one-way latency from a chip's HBM through its NIC to the leaf switch", AtLeast{0});
+    v.field("rail_optimized", rail_optimized,
+            "chip c of every UltraServer on the leaves of rail c (else consecutive chips share "
+            "a leaf)");
+    v.field("tiers", tiers, "switch tiers from the leaf up", Required{});
+  }
+};
+
+struct ClusterParams {
+  int ultraservers = 1;
+  // Simulate one UltraServer for all (their trace and placement are alike) when true; every
+  // UltraServer otherwise.
+  bool fold = true;
+  ScaleOutParams scale_out{};
+  // Groups of the trace that span the UltraServers (data-parallel gradient groups): a group
+  // whose name is one of these prefixes followed by digits. The trace is one replica.
+  std::vector<std::string> replica_groups{"dp", "edp"};
+  template <class V>
+  void visit(V& v) {
+    v.field("ultraservers", ultraservers, "UltraServers in the cluster, one data-parallel "
+            "replica each", InRange{1, 1 << 24});
+    v.field("fold", fold,
+            "simulate one UltraServer for all alike ones (symmetry folding, docs/scaling.md)");
+    v.field("scale_out", scale_out, "the EFA network between UltraServers", Required{});
+    v.field("replica_groups", replica_groups,
+            "trace group-name prefixes whose collectives span the UltraServers");
+  }
+};
+
+}  // namespace trnsim::config
