@@ -172,7 +172,7 @@ sc_core::sc_time FlowNetwork::memory_pass(MemoryPort* m, std::uint64_t addr, std
   return done;
 }
 
-void FlowNetwork::trace(const TransferRequest& r, Flow& f) const {
+void FlowNetwork::wire_of(const TransferRequest& r, Flow& f) const {
   // The packets the packet fabric would cut: whole flits, each with its header.
   const std::uint64_t pb = plan_.packet_bytes, fb = plan_.flit_bytes, hb = plan_.header_bytes;
   const std::uint64_t full = r.bytes / pb, rest = r.bytes % pb;
@@ -180,6 +180,29 @@ void FlowNetwork::trace(const TransferRequest& r, Flow& f) const {
   double wire = double(full) * double(flits(pb) * fb);
   if (rest > 0 || full == 0) wire += double(flits(rest) * fb);
   f.wire = f.remaining = wire;
+}
+
+void FlowNetwork::terms_of(Flow& f) const {
+  f.bottleneck = std::numeric_limits<double>::infinity();
+  sc_core::sc_time fixed = sc_core::SC_ZERO_TIME;
+  for (std::size_t h = 0; h < f.path.size(); ++h) {
+    const Dir& dir = dirs_[f.path[h]];
+    f.bottleneck = std::min(f.bottleneck, dir.capacity);
+    f.link += dir.latency;
+    fixed += dir.latency;
+    if (h > 0) fixed += dir.flit_time;  // cut-through: one flit per extra hop
+  }
+  for (const topo::NodeId at : f.via) {
+    const auto& node = topo_.node(at);
+    const sc_core::sc_time pass = to_sc(node.latency);
+    fixed += pass;
+    (node.kind == topo::NodeKind::chip ? f.forwarding : f.switching) += pass;
+  }
+  f.fixed = fixed;
+}
+
+void FlowNetwork::trace(const TransferRequest& r, Flow& f) const {
+  wire_of(r, f);
   // The route the packet fabric's per-flow hashing takes.
   topo::NodeId at = topo_.chip_node(r.src);
   const topo::NodeId end = topo_.chip_node(r.dst);
@@ -217,13 +240,41 @@ TransferHandle FlowNetwork::start(const TransferRequest& r,
   f.t = s;
   f.weight = double(std::max<std::uint32_t>(1, r.pieces));
   trace(r, f);
+  return launch(id);
+}
+
+TransferHandle FlowNetwork::start_on_path(const TransferRequest& r, const topo::DirectedPath& p,
+                                          std::function<void(const TransferRecord&)> on_done) {
+  if (r.src.v >= topo_.chip_count() || r.dst.v >= topo_.chip_count() || p.dirs.empty()) {
+    throw InternalError(fmt::format("start_on_path: transfer {} -> {} on a path of {} links",
+                                    r.src.v, r.dst.v, p.dirs.size()));
+  }
+  auto s = std::make_shared<TransferState>();
+  s->record.request = r;
+  s->record.issued = sc_core::sc_time_stamp();
+  s->on_done = std::move(on_done);
+  const std::uint32_t id = new_flow();
+  Flow& f = *flows_[id];
+  f.t = s;
+  f.weight = double(std::max<std::uint32_t>(1, r.pieces));
+  wire_of(r, f);
+  f.path = p.dirs;
+  f.via = p.via;
+  terms_of(f);
+  return launch(id);
+}
+
+TransferHandle FlowNetwork::launch(std::uint32_t id) {
+  Flow& f = *flows_[id];
+  const std::shared_ptr<TransferState>& s = f.t;
+  const TransferRequest& r = s->record.request;
   s->packets_total = r.bytes / plan_.packet_bytes +
                      (r.bytes % plan_.packet_bytes > 0 || r.bytes < plan_.packet_bytes ? 1 : 0);
   f.pos.assign(f.path.size(), 0);
   ++started_;
   requested_ += r.bytes;
   schedule(sc_core::sc_time_stamp() + overhead_, Kind::activate, id);
-  return TransferHandle(std::move(s));
+  return TransferHandle(s);
 }
 
 void FlowNetwork::charge(const Flow& f, std::uint64_t bytes) {

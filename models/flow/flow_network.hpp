@@ -29,6 +29,7 @@
 #include "common/network.hpp"
 #include "common/transfer.hpp"
 #include "trnsim/resolve/resolve.hpp"
+#include "trnsim/topology/cluster.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::model {
@@ -77,6 +78,10 @@ class FlowNetwork : public Block, public Network {
   Bandwidth injection_bandwidth(topo::ChipId c) const override;
   std::uint64_t message_unit_bytes() const override { return ~std::uint64_t(0); }
   void account(const TransferRequest& r) override;
+  // A transfer on an explicit path, which may end where it began (a folded scale-out transfer,
+  // topo::FoldedScaleOut): the flow crosses `p.dirs` and passes through `p.via`.
+  TransferHandle start_on_path(const TransferRequest& r, const topo::DirectedPath& p,
+                               std::function<void(const TransferRecord&)> on_done = {});
   bool charges_accounted() const override { return true; }
   bool merges_pieces() const override { return true; }
 
@@ -112,6 +117,9 @@ class FlowNetwork : public Block, public Network {
 
   // The wire bytes, route and fixed terms of a request, into `f`.
   void trace(const TransferRequest& r, Flow& f) const;
+  void wire_of(const TransferRequest& r, Flow& f) const;  // wire bytes of the request
+  void terms_of(Flow& f) const;  // bottleneck and fixed terms of f.path and f.via
+  TransferHandle launch(std::uint32_t flow);  // a traced flow: activated after the overhead
   // A flow's bytes and energy on every link direction and node of its path.
   void charge(const Flow& f, std::uint64_t bytes);
   void schedule(const sc_core::sc_time& t, Kind k, std::uint32_t flow);
