@@ -350,6 +350,59 @@ class Planner {
     sch_.members.assign(std::size_t(n_), {});
   }
 
+  // Member 0 of `replicas` alike members, one per replica (plan_folded).
+  Schedule run_folded(int replicas) {
+    sch_.algorithm = A::rdh;
+    if (replicas > 1) {
+      auto& me = sch_.members[0];
+      int m = 1;
+      while (m * 2 <= replicas) m *= 2;
+      const bool extra = m < replicas;  // this member takes an extra replica's data (distance m)
+      const std::uint64_t S = op_.bytes;
+      const OpKind k = op_.kind;
+      // Data-sized pre-step: the extra replica's input arrives and is reduced (gathered).
+      const std::uint64_t shard = split(S, m)[0];
+      if (extra) {
+        Step s;
+        if (k == OpKind::all_gather) {
+          add_recv(s, -m, split(S, replicas)[std::size_t(m)], false);
+        } else {
+          add_recv(s, -m, S, true);
+        }
+        me.push_back(std::move(s));
+      }
+      std::uint64_t cur = k == OpKind::all_gather ? shard : S;
+      if (k != OpKind::all_gather) {
+        for (int half = m / 2; half >= 1; half /= 2) {
+          const std::uint64_t keep = cur / 2;
+          Step s;
+          add_send(s, -half, cur - keep);  // the lower member keeps the first half
+          add_recv(s, -half, keep, true);
+          me.push_back(std::move(s));
+          cur = keep;
+        }
+      }
+      if (k != OpKind::reduce_scatter) {
+        for (int d = 1; d < m; d *= 2) {
+          Step s;
+          add_send(s, -d, cur);
+          add_recv(s, -d, cur, false);
+          me.push_back(std::move(s));
+          cur *= 2;
+        }
+      }
+      if (extra) {
+        Step s;
+        add_send(s, -m, k == OpKind::reduce_scatter ? split(S, replicas)[std::size_t(m)] : S);
+        me.push_back(std::move(s));
+      }
+    }
+    chunk();
+    handshake();
+    costs();
+    return std::move(sch_);
+  }
+
   Schedule run() {
     sch_.algorithm = choose_algorithm(op_, n_, p_, layout_, &sch_.notes);
     if (n_ == 1 && op_.kind != OpKind::all_to_all_v) return std::move(sch_);
@@ -889,6 +942,16 @@ Schedule plan_collective(const std::vector<const trace::Op*>& ops, int root_memb
     throw InternalError("plan_collective: layout.chip does not have one chip per member");
   }
   return Planner(ops, root_member, params, layout).run();
+}
+
+Schedule plan_folded(const trace::Op& op, int replicas, const config::CollectiveParams& params) {
+  if (op.kind != OpKind::all_reduce && op.kind != OpKind::reduce_scatter &&
+      op.kind != OpKind::all_gather) {
+    throw InternalError(fmt::format("plan_folded: {} is not folded", trace::kind_name(op.kind)));
+  }
+  const std::vector<const trace::Op*> ops{&op};
+  const GroupLayout none;
+  return Planner(ops, 0, params, none).run_folded(replicas);
 }
 
 std::vector<std::uint64_t> bytes_sent(const Schedule& s) {

@@ -82,6 +82,15 @@ void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_
   });
 }
 
+void Machine::start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
+                                     std::uint32_t pieces, std::uint64_t flow,
+                                     std::function<void()> done) {
+  (void)bytes, (void)pieces, (void)flow, (void)done;
+  throw InternalError(fmt::format("transfer {} -> {} to the replica {} away: this machine has no "
+                                  "folded scale-out network",
+                                  src, dst, distance));
+}
+
 void Machine::start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
                            std::function<void()> done) {
   on_helper([this, chip, bytes, dtype, done = std::move(done)] {
@@ -150,6 +159,7 @@ struct Replay::Impl {
   Machine& machine;
   config::ReplayParams params;
   FastForward ff;
+  ScaleOutGroups scale_out;
   FastForwardStats ffs;
   std::vector<std::vector<Unit>> units;         // [rank]
   std::vector<std::vector<int>> unit_of;        // [rank][op]: its unit, -1 for none
@@ -177,8 +187,8 @@ struct Replay::Impl {
   }
 
   Impl(const trace::Workload& wl, Machine& m, const config::ReplayParams& p, std::vector<int> map,
-       FastForward f)
-      : w(wl), machine(m), params(p), ff(f), chip_of(std::move(map)) {
+       FastForward f, ScaleOutGroups so)
+      : w(wl), machine(m), params(p), ff(f), scale_out(std::move(so)), chip_of(std::move(map)) {
     const int nr = w.num_ranks();
     if (chip_of.empty()) {
       if (nr > machine.chip_count()) {
@@ -275,8 +285,21 @@ struct Replay::Impl {
       }
       std::vector<int> chips;
       for (int r : inst->ranks) chips.push_back(chip_of[std::size_t(r)]);
-      inst->schedule = plan_collective(inst->ops, root_member, params.collectives,
-                                       machine.layout(chips));
+      if (const auto fo = scale_out.folded.find(inst->rec.group); fo != scale_out.folded.end()) {
+        if (inst->ops.size() != 1) {
+          throw InternalError(fmt::format("folded group {} has {} members here", fo->first,
+                                          inst->ops.size()));
+        }
+        inst->schedule = plan_folded(op, fo->second, params.collectives);
+        inst->rec.members = fo->second;
+      } else if (scale_out.unfolded.count(inst->rec.group)) {
+        config::CollectiveParams cp = params.collectives;
+        cp.algorithm = CollectiveAlgorithm::rdh;
+        inst->schedule = plan_collective(inst->ops, root_member, cp, machine.layout(chips));
+      } else {
+        inst->schedule = plan_collective(inst->ops, root_member, params.collectives,
+                                         machine.layout(chips));
+      }
       for (const auto& note : inst->schedule.notes) {
         if (warned.insert(note).second) log_->warn("{}", note);
       }
@@ -402,6 +425,7 @@ struct Replay::Impl {
     if (end > sc_core::sc_time_stamp()) model::wait_counted(activity_, end - sc_core::sc_time_stamp());
     for (const Step& step : inst.schedule.members[m]) {
       for (const Transfer& t : step.sends) {
+        if (t.peer < 0) continue;  // the scale-out network of folded replicas charges nothing here
         machine.account_transfer(chip, chip_of[std::size_t(inst.ranks[std::size_t(t.peer)])],
                                  t.bytes, mix(inst.id, std::uint64_t(me) << 32 | std::uint64_t(t.peer)));
         ffs.transfers_accounted++;
@@ -428,7 +452,12 @@ struct Replay::Impl {
   // process's mappings ("(E518) stack setup failed"). Beyond this many live op processes, ready
   // ops wait in `ready` without one. No bundled trace comes near it, so below it the spawn order,
   // and every result, is what it was without the bound.
-  static constexpr std::size_t kMaxLiveOps = 4096;
+  // Every rank may hold a few ops that wait on other ranks (receives, collectives) at once, so
+  // the bound grows with the ranks (16 each: a whole cluster of 1,152 ranks replays unfolded),
+  // and stays far below the kernel's mappings (two per process, 65,530 by default).
+  static constexpr std::size_t kMinLiveOps = 4096, kMaxLiveOpsCap = 24576;
+  const std::size_t max_live_ops =
+      std::clamp<std::size_t>(16 * std::size_t(w.num_ranks()), kMinLiveOps, kMaxLiveOpsCap);
   std::size_t live_ops = 0, peak_live_ops = 0;
 
   void spawn(int r, std::size_t i) {
@@ -443,7 +472,7 @@ struct Replay::Impl {
       }
     }
     for (;;) {
-      while (!ready.empty() && live_ops < kMaxLiveOps) {
+      while (!ready.empty() && live_ops < max_live_ops) {
         const auto [r, i] = ready.front();
         ready.pop_front();
         peak_live_ops = std::max(peak_live_ops, ++live_ops);
@@ -452,7 +481,7 @@ struct Replay::Impl {
             [this, r = r, i = i] {
               guarded([&] { run_op(r, i); });
               // Only an op that found every process slot taken waits for this one to end.
-              if (live_ops-- == kMaxLiveOps && !ready.empty()) ready_ev.notify(sc_core::SC_ZERO_TIME);
+              if (live_ops-- == max_live_ops && !ready.empty()) ready_ev.notify(sc_core::SC_ZERO_TIME);
             },
             nullptr, &opt);
       }
@@ -549,6 +578,7 @@ struct Replay::Impl {
     }
     const trace::DType dtype = inst.ops[m]->dtype;
     std::map<int, int> expected;  // cumulative messages expected from each source
+    std::map<int, int> mirror_base;  // folded replicas: messages counted before this step
     CollectiveRecord::Breakdown b;
     auto since = [](const sc_time& t0) { return (sc_core::sc_time_stamp() - t0).to_seconds(); };
     for (const Step& step : inst.schedule.members[m]) {
@@ -570,7 +600,9 @@ struct Replay::Impl {
         const int pieces = int(e - k);
         k = e;
         inst.outstanding[m] += pieces;
-        if (inst.arrived[std::size_t(t.peer)]) {
+        if (t.peer < 0) {
+          mirror_send(inst, me, t.peer, bytes, pieces);
+        } else if (inst.arrived[std::size_t(t.peer)]) {
           send(inst, me, t.peer, bytes, pieces);
         } else {
           inst.waiting[std::size_t(t.peer)].push_back({me, bytes, pieces});
@@ -580,8 +612,22 @@ struct Replay::Impl {
       // step ends when its reductions have.
       int reducing = 0;
       sc_event reduced;
+      // Folded replicas: what the replica -peer away sends here arrives with our send to it (the
+      // k-th piece received with the k-th piece sent). A receive from a replica this step sends
+      // nothing to has no send of ours to stand for it: its data is moved on its own.
+      std::map<int, int> mirror_pieces, mirror_k;
+      for (const Transfer& t : step.sends) {
+        if (t.peer < 0) ++mirror_pieces[t.peer];
+      }
       for (const Transfer& t : step.recvs) {
-        const int need = ++expected[t.peer];
+        if (t.peer >= 0 || step_sends_to(step, t.peer)) continue;
+        ++mirror_pieces[t.peer];
+        mirror_send(inst, me, t.peer, t.bytes, 1, false);
+      }
+      for (const Transfer& t : step.recvs) {
+        const int need = t.peer < 0
+                             ? mirror_base[t.peer] + std::min(++mirror_k[t.peer], mirror_pieces[t.peer])
+                             : ++expected[t.peer];
         const sc_time w0 = sc_core::sc_time_stamp();
         while (inst.delivered[m][t.peer] < need) model::wait_counted(activity_, *inst.delivery[m]);
         (step.kind == StepKind::sync ? b.sync_s : b.wire_s) += since(w0);
@@ -595,6 +641,7 @@ struct Replay::Impl {
       const sc_time r0 = sc_core::sc_time_stamp();
       while (reducing > 0) model::wait_counted(activity_, reduced);
       b.reduce_s += since(r0);
+      for (const auto& [peer, n] : mirror_pieces) mirror_base[peer] += n;
     }
     const sc_time w0 = sc_core::sc_time_stamp();
     while (inst.outstanding[m] > 0) model::wait_counted(activity_, *inst.sent[m]);
@@ -628,6 +675,30 @@ struct Replay::Impl {
     }
   }
 
+  static bool step_sends_to(const Step& step, int peer) {
+    return std::any_of(step.sends.begin(), step.sends.end(),
+                       [&](const Transfer& x) { return x.peer == peer; });
+  }
+
+  // A send of member `from` to the folded replica -`peer` away: by symmetry, its arrival is
+  // also the arrival of what that replica sends to `from` (counted as delivered from `peer`).
+  // `outgoing` false: only the arrival is counted (a receive with no send of ours).
+  void mirror_send(Instance& inst, int from, int peer, std::uint64_t bytes, int pieces,
+                   bool outgoing = true) {
+    const int chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
+    auto done = [&inst, from, peer, pieces, outgoing] {
+      inst.delivered[std::size_t(from)][peer] += pieces;
+      inst.delivery[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
+      if (outgoing && (inst.outstanding[std::size_t(from)] -= pieces) == 0) {
+        inst.sent[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
+      }
+    };
+    const std::uint64_t flow =
+        mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(std::uint32_t(peer)) | (outgoing ? 0 : 1ull << 63));
+    machine.start_replica_transfer(chip, chip, -peer, bytes, std::uint32_t(pieces), flow,
+                                   std::move(done));
+  }
+
   std::string describe_op(int r, std::size_t i) const {
     const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
     return fmt::format("rank {} op {}{} ({})", r, op.id,
@@ -648,7 +719,7 @@ struct Replay::Impl {
         if (!s.started && s.pending == 0) {
           problems.push_back(fmt::format("{} is ready but waits for one of the {} op processes, "
                                          "all blocked",
-                                         describe_op(r, i), kMaxLiveOps));
+                                         describe_op(r, i), max_live_ops));
           continue;
         }
         if (!s.started) continue;  // blocked behind an unfinished dependency
@@ -684,10 +755,11 @@ struct Replay::Impl {
 
 Replay::Replay(const sc_core::sc_module_name& name, const trace::Workload& workload,
                Machine& machine, const config::ReplayParams& params,
-               std::vector<int> rank_to_chip, FastForward fast_forward)
+               std::vector<int> rank_to_chip, FastForward fast_forward,
+               ScaleOutGroups scale_out)
     : sc_core::sc_module(name),
       impl_(std::make_unique<Impl>(workload, machine, params, std::move(rank_to_chip),
-                                   fast_forward)) {
+                                   fast_forward, std::move(scale_out))) {
   SC_HAS_PROCESS(Replay);
   SC_THREAD(start);
 }

@@ -22,7 +22,7 @@ namespace trnsim::replay {
 using config::CollectiveAlgorithm;
 
 struct Transfer {
-  int peer = 0;  // member index within the group
+  int peer = 0;  // member index within the group; < 0: the replica -peer away (plan_folded)
   std::uint64_t bytes = 0;
   bool reduce = false;  // a receive combined with local data as soon as it has arrived
 };
@@ -84,6 +84,15 @@ CollectiveAlgorithm choose_algorithm(const trace::Op& op, int n,
 // index of a broadcast root.
 Schedule plan_collective(const std::vector<const trace::Op*>& ops, int root_member,
                          const config::CollectiveParams& params, const GroupLayout& layout = {});
+
+// The steps of one member of a collective whose group has one member in each of `replicas`
+// alike data-parallel replicas (symmetry folding, docs/scaling.md): recursive halving-doubling
+// as plan_collective plans it for `replicas` members (the same launch, descriptor and handshake
+// costs), seen from member 0. A transfer's `peer` is minus the replica distance. When `replicas`
+// is not a power of two, the member is one that also takes the data of an extra replica before
+// and returns its result after (the slowest member). Only all_reduce, reduce_scatter and
+// all_gather.
+Schedule plan_folded(const trace::Op& op, int replicas, const config::CollectiveParams& params);
 
 // A one-hop cycle through the member chips of `layout` (member indices; members sharing a chip
 // are consecutive), or empty when none was found within the search bound.

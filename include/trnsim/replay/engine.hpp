@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,14 @@ class Machine {
     (void)pieces;
     start_transfer(src, dst, bytes, flow, std::move(done));
   }
+  // Moves `bytes` (`pieces` pieces) from chip `src` of this data-parallel replica to chip `dst`
+  // of the replica `distance` away over the scale-out network, when the replicas are folded
+  // into this one (docs/scaling.md); `done` runs when the data has arrived. By symmetry the same
+  // links carry what the replica `distance` the other way sends here. The default throws: a
+  // machine without a folded scale-out network has no other replicas.
+  virtual void start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
+                                      std::uint32_t pieces, std::uint64_t flow,
+                                      std::function<void()> done);
   // Charges the statistics (link bytes, energy) of a transfer that fast-forward did not
   // simulate, without taking simulated time. The default charges nothing.
   virtual void account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
@@ -138,13 +147,21 @@ struct FastForwardStats {
   double bytes_accounted = 0;
 };
 
+// Groups whose collectives cross the scale-out network between UltraServers (docs/scaling.md).
+// They run recursive halving-doubling. A folded group has only this replica's member and
+// stands for `replicas` members, one per replica; the other replicas are not simulated.
+struct ScaleOutGroups {
+  std::map<std::string, int> folded;  // group -> replicas
+  std::set<std::string> unfolded;     // groups whose members are all simulated
+};
+
 class Replay : public sc_core::sc_module {
  public:
   // `rank_to_chip[r]` is the chip of rank r (identity when empty). Throws TraceError when the
   // workload has more ranks than the machine has chips.
   Replay(const sc_core::sc_module_name& name, const trace::Workload& workload, Machine& machine,
          const config::ReplayParams& params, std::vector<int> rank_to_chip = {},
-         FastForward fast_forward = {});
+         FastForward fast_forward = {}, ScaleOutGroups scale_out = {});
   ~Replay() override;
 
   // After sc_start() returned: throws ReplayError naming the ops, groups and ranks that never
@@ -155,7 +172,7 @@ class Replay : public sc_core::sc_module {
   const std::vector<CollectiveRecord>& collectives() const;
   sc_core::sc_time makespan() const;
   FastForwardStats fast_forward_stats() const;
-  // The most op processes that were alive at once (at most 4,096).
+  // The most op processes that were alive at once (at most 16 per rank, 4,096 to 24,576).
   std::size_t peak_live_ops() const;
 
  private:
