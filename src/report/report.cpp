@@ -176,6 +176,19 @@ Json identity_json(const run::RunData& d, const Identity& id) {
                          {"bytes_charged", f.bytes_accounted},
                          {"network_charges_links", d.fast_forward_charges_links}};
   }
+  // A cluster: how many UltraServers the run stands for and how many it simulated (folded: one,
+  // each of its ranks standing for one rank per UltraServer); its scale-out network is
+  // flow-level (docs/scaling.md).
+  if (d.cluster_ultraservers > 0) {
+    const std::size_t per = d.chips / std::size_t(std::max(1, d.cluster_simulated_ultraservers));
+    j["cluster"] = {{"ultraservers", d.cluster_ultraservers},
+                    {"chips", std::uint64_t(per) * std::uint64_t(d.cluster_ultraservers)},
+                    {"simulated_ultraservers", d.cluster_simulated_ultraservers},
+                    {"folded", d.cluster_simulated_ultraservers < d.cluster_ultraservers},
+                    {"ranks_per_simulated_rank",
+                     d.cluster_ultraservers / std::max(1, d.cluster_simulated_ultraservers)},
+                    {"scale_out", {{"model", "flow"}, {"tiers", d.cluster_tiers}}}};
+  }
   // Wall time differs between identical runs: it is in host.json, so this file stays
   // byte-identical for the same inputs.
   j["wall_time"] = "host.json";
@@ -645,6 +658,20 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   if (!p["tokens_per_s"].is_null()) {
     t += fmt::format("  tokens               {:.0f} per step, {} tokens/s\n", p["tokens"].get<double>(),
                      fmt_si(p["tokens_per_s"].get<double>(), ""));
+  }
+  if (id.contains("cluster")) {
+    const Json& c = id["cluster"];
+    const int n = c["ultraservers"].get<int>(), sim = c["simulated_ultraservers"].get<int>();
+    t += fmt::format("  cluster              {} UltraServers, {} chips; {} simulated{}; scale-out "
+                     "flow-level, {} tiers; {} over the cluster\n",
+                     n, c["chips"].get<std::uint64_t>(), sim,
+                     c["folded"].get<bool>()
+                         ? fmt::format(" (folded: each rank stands for {})",
+                                       c["ranks_per_simulated_rank"].get<int>())
+                         : "",
+                     c["scale_out"]["tiers"].get<int>(),
+                     fmt_si(p["flops_per_s"].get<double>() * double(n) / double(std::max(1, sim)),
+                            "FLOPS"));
   }
   const Json& h = s["memory"];
   t += fmt::format("  HBM                  read {}/s, write {}/s = {:.1f} % of peak{}\n",

@@ -178,14 +178,36 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                                   loaded.path, cfg.chip ? "/rack" : "/chip"));
   }
   ChipPlan chip = resolve_chip(loaded, ChipUse::replay);
-  topo::Topology topology =
-      topo::build_topology(cfg.rack->topology, &*cfg.chip,
-                           {&loaded.provenance, "/rack/topology", config::memory_budget(cfg.sim)});
+  const topo::SpecOrigin origin{&loaded.provenance, "/rack/topology",
+                                config::memory_budget(cfg.sim)};
+  topo::Topology topology = topo::build_topology(cfg.rack->topology, &*cfg.chip, origin);
+  std::shared_ptr<const topo::ScaleOut> scale_out;
+  std::shared_ptr<const topo::FoldedScaleOut> folded;
+  std::shared_ptr<const topo::Topology> scale_out_topology;
+  if (cfg.cluster) {
+    scale_out = std::make_shared<const topo::ScaleOut>(
+        cfg.cluster->scale_out, cfg.cluster->ultraservers, int(topology.chip_count()), origin);
+    if (cfg.cluster->fold || cfg.cluster->ultraservers == 1) {
+      folded = std::make_shared<const topo::FoldedScaleOut>(*scale_out);
+    } else {
+      topo::SpecOrigin whole = origin;
+      whole.pointer = "";
+      scale_out_topology =
+          std::make_shared<const topo::Topology>(topo::build_scale_out_topology(*scale_out, whole));
+    }
+  }
   FabricPlan fabric = resolve_fabric(loaded, topology, true);
   const int local = topology.first_tier_chips();
   const config::Fidelity fid = fidelity_of(cfg, config::Fidelity::fast);
-  return RackPlan{std::move(chip), std::move(topology), std::move(fabric), local, fid,
-                  cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast)};
+  return RackPlan{std::move(chip),
+                  std::move(topology),
+                  std::move(fabric),
+                  local,
+                  fid,
+                  cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast),
+                  std::move(scale_out),
+                  std::move(folded),
+                  std::move(scale_out_topology)};
 }
 
 void check(const config::LoadedConfig& loaded) {

@@ -145,7 +145,9 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
     }
   }
   e.messages = std::uint64_t(std::min(messages, 1.8e19));
-  e.live_processes = std::min<std::uint64_t>(e.ops, 4096);
+  // The replay's bound on live op processes (16 per rank, 4,096 to 24,576).
+  e.live_processes = std::min<std::uint64_t>(
+      e.ops, std::clamp<std::uint64_t>(16 * std::uint64_t(w.num_ranks()), 4096, 24576));
   e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerDependency * double(e.dependencies);
   e.message_bytes = kBytesPerMessage * messages;
   e.packet_bytes = kBytesPerPacket * e.packets;

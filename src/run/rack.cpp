@@ -8,6 +8,7 @@
 
 #include "common/activity.hpp"
 #include "compute_ops.hpp"
+#include "flow/flow_network.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::run {
@@ -16,8 +17,12 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
            const config::ReplayParams& replay, const registry::Registry& registry,
            const config::Provenance* prov, std::shared_ptr<const model::OpTable> calibration)
     : sc_core::sc_module(name), chip_params_(plan.chip.params) {
+  // An unfolded cluster has every UltraServer, each with its own fabric on the same topology.
+  per_us_ = plan.topology.chip_count();
+  const std::size_t copies =
+      plan.scale_out && !plan.folded ? std::size_t(plan.scale_out->ultraservers()) : 1;
   std::vector<model::MemoryPort*> memories;
-  for (std::size_t c = 0; c < plan.topology.chip_count(); ++c) {
+  for (std::size_t c = 0; c < per_us_ * copies; ++c) {
     chips_.push_back(
         registry::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip, prov, nullptr,
                             calibration));
@@ -27,7 +32,25 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
     }
     memories.push_back(&chips_.back()->memory());
   }
-  network_ = registry::make_network(registry, "fabric", plan.topology, plan.fabric, memories, prov);
+  for (std::size_t u = 0; u < copies; ++u) {
+    const std::vector<model::MemoryPort*> mine(memories.begin() + std::ptrdiff_t(u * per_us_),
+                                               memories.begin() + std::ptrdiff_t((u + 1) * per_us_));
+    const std::string net_name = u == 0 ? std::string("fabric") : fmt::format("fabric_us{}", u);
+    networks_.push_back(
+        registry::make_network(registry, net_name.c_str(), plan.topology, plan.fabric, mine, prov));
+  }
+  network_ = networks_.front().get();
+  // The scale-out network (docs/scaling.md), always flow-level: as one replica sees it when
+  // folded, the whole of it otherwise.
+  if (plan.folded) {
+    folded_ = plan.folded;
+    scale_out_ = std::make_unique<model::FlowNetwork>("scale_out", folded_->topology(), plan.fabric,
+                                                      memories);
+  } else if (plan.scale_out_topology) {
+    scale_out_topology_ = plan.scale_out_topology;
+    scale_out_ = std::make_unique<model::FlowNetwork>("scale_out", *scale_out_topology_,
+                                                      plan.fabric, memories);
+  }
   const auto& hbm = plan.chip.params.hbm;
   capacity_ = std::uint64_t(hbm.capacity_per_stack.si) * std::uint64_t(hbm.stacks);
 
@@ -41,13 +64,16 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
   shape_.switched = switched;
   shape_.tier_chips = switched ? t.first_tier_chips() : 0;
   if (!switched) {
-    shape_.neighbours.resize(t.chip_count());
-    for (const auto& l : t.links()) {
-      const auto& a = t.node(l.a);
-      const auto& b = t.node(l.b);
-      if (!a.chip || !b.chip || a.chip == b.chip) continue;
-      shape_.neighbours[a.chip->v].push_back(int(b.chip->v));
-      shape_.neighbours[b.chip->v].push_back(int(a.chip->v));
+    shape_.neighbours.resize(t.chip_count() * copies);
+    for (std::size_t u = 0; u < copies; ++u) {
+      const int off = int(u * per_us_);
+      for (const auto& l : t.links()) {
+        const auto& a = t.node(l.a);
+        const auto& b = t.node(l.b);
+        if (!a.chip || !b.chip || a.chip == b.chip) continue;
+        shape_.neighbours[std::size_t(off) + a.chip->v].push_back(off + int(b.chip->v));
+        shape_.neighbours[std::size_t(off) + b.chip->v].push_back(off + int(a.chip->v));
+      }
     }
     for (auto& nb : shape_.neighbours) {
       std::sort(nb.begin(), nb.end());
@@ -59,12 +85,14 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
                             ? std::min(replay.collectives.collective_dma_cores, cp.cores)
                             : cp.cores;
   coll_dma_rate_ = double(dma_cores) * double(cp.core.dma.engines) * cp.core.dma.engine_bandwidth.si;
-  coll_dma_free_.assign(t.chip_count(), sc_core::SC_ZERO_TIME);
+  coll_dma_free_.assign(chips_.size(), sc_core::SC_ZERO_TIME);
   SC_HAS_PROCESS(Rack);
   SC_METHOD(fire);
   sensitive << timer_ev_;
   dont_initialize();
 }
+
+Rack::~Rack() = default;
 
 replay::GroupLayout Rack::layout(const std::vector<int>& chips) const {
   replay::GroupLayout g = shape_;
@@ -178,11 +206,32 @@ model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,
   return r;
 }
 
-void Rack::record(const model::TransferRecord& rec) {
+model::Network& Rack::route(model::TransferRequest& r) const {
+  const std::size_t su = r.src.v / per_us_, du = r.dst.v / per_us_;
+  if (su != du) {
+    if (!scale_out_topology_) {
+      throw InternalError(fmt::format("transfer {} -> {} between UltraServers without a scale-out "
+                                      "network",
+                                      r.src.v, r.dst.v));
+    }
+    return *scale_out_;  // global chip ids
+  }
+  r.src = topo::ChipId{std::uint32_t(r.src.v % per_us_)};
+  r.dst = topo::ChipId{std::uint32_t(r.dst.v % per_us_)};
+  return *networks_[su];
+}
+
+std::vector<model::Network*> Rack::networks() const {
+  std::vector<model::Network*> out;
+  for (const auto& n : networks_) out.push_back(n.get());
+  if (scale_out_) out.push_back(scale_out_.get());
+  return out;
+}
+
+void Rack::record(const model::TransferRecord& rec, int src, int dst) {
   transfer_latency_.push_back(rec.latency().si);
   packet_latency_.push_back(rec.last_packet.total.si);
-  transfers_.push_back({int(rec.request.src.v), int(rec.request.dst.v), rec.request.bytes,
-                        rec.packets, rec.latency().si});
+  transfers_.push_back({src, dst, rec.request.bytes, rec.packets, rec.latency().si});
   hbm_bytes_ += 2.0 * double(rec.request.bytes);  // read at the source, written at the destination
   if (observer_) observer_();
 }
@@ -194,9 +243,11 @@ void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
     if (done > now) model::wait_counted(activity_, done - now);
     return;
   }
-  const model::TransferHandle h = network_->start(request(src, dst, bytes, flow));
+  model::TransferRequest r = request(src, dst, bytes, flow);
+  model::Network& net = route(r);
+  const model::TransferHandle h = net.start(r);
   if (!h.done()) model::wait_counted(activity_, h.done_event());
-  record(h.record());
+  record(h.record(), src, dst);
 }
 
 void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
@@ -212,14 +263,32 @@ void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pie
   }
   model::TransferRequest r = request(src, dst, bytes, flow);
   r.pieces = pieces;
-  network_->start(r, [this, done = std::move(done)](const model::TransferRecord& rec) {
-    record(rec);
+  route(r).start(r, [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
+    record(rec, src, dst);
     done();
   });
 }
 
+void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
+                                  std::uint32_t pieces, std::uint64_t flow,
+                                  std::function<void()> done) {
+  if (!scale_out_) {
+    Machine::start_replica_transfer(src, dst, distance, bytes, pieces, flow, std::move(done));
+    return;
+  }
+  model::TransferRequest r = request(src, dst, bytes, flow);
+  r.pieces = pieces;
+  scale_out_->start_on_path(r, folded_->path(src, distance, dst),
+                            [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
+                              record(rec, src, dst);
+                              done();
+                            });
+}
+
 void Rack::account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
-  if (src != dst) network_->account(request(src, dst, bytes, flow));
+  if (src == dst) return;
+  model::TransferRequest r = request(src, dst, bytes, flow);
+  route(r).account(r);
 }
 
 }  // namespace trnsim::run

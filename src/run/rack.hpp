@@ -20,6 +20,10 @@
 #include "trnsim/run/run.hpp"
 #include "trnsim/topology/topology.hpp"
 
+namespace trnsim::model {
+class FlowNetwork;
+}
+
 namespace trnsim::run {
 
 class Rack : public sc_core::sc_module, public replay::Machine {
@@ -30,6 +34,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
        const config::ReplayParams& replay, const registry::Registry& registry,
        const config::Provenance* prov = nullptr,
        std::shared_ptr<const model::OpTable> calibration = nullptr);
+  ~Rack() override;
 
   int chip_count() const override { return int(chips_.size()); }
   void compute(int chip, const trace::Op& op) override;
@@ -42,11 +47,16 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   replay::GroupLayout layout(const std::vector<int>& chips) const override;
   void account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) override;
   bool merges_pieces() const override { return network_->merges_pieces(); }
+  void start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
+                              std::uint32_t pieces, std::uint64_t flow,
+                              std::function<void()> done) override;
   void start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces, std::uint64_t flow,
                     std::function<void()> done) override;
 
   model::ChipModel& chip(int i) { return *chips_.at(std::size_t(i)); }
+  // The first UltraServer's fabric; networks(): every UltraServer's, then the scale-out network.
   model::Network& network() { return *network_; }
+  std::vector<model::Network*> networks() const;
 
   // Substitutions made because the chip lacks a data type ("mxfp8 ran as fp8"), for the report.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -61,7 +71,10 @@ class Rack : public sc_core::sc_module, public replay::Machine {
 
  private:
   model::TransferRequest request(int src, int dst, std::uint64_t bytes, std::uint64_t flow) const;
-  void record(const model::TransferRecord& rec);
+  void record(const model::TransferRecord& rec, int src, int dst);
+  // The network between two chips (global ids): their UltraServer's fabric, with the request's
+  // ids made local to it, or the scale-out network between UltraServers.
+  model::Network& route(model::TransferRequest& r) const;
   // When a copy of `bytes` within chip `c` (ranks on one chip: HBM to HBM on the collective DMA
   // engines, never the fabric) is done, reserving the engines and the memory from now.
   sc_core::sc_time local_copy_done(int c, std::uint64_t bytes, std::uint64_t flow);
@@ -83,7 +96,13 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   config::ChipParams chip_params_;
   std::vector<std::unique_ptr<model::ChipModel>> chips_;
   std::vector<std::unique_ptr<Slots>> slots_;
-  std::unique_ptr<model::Network> network_;
+  std::vector<std::unique_ptr<model::Network>> networks_;  // one per simulated UltraServer
+  model::Network* network_ = nullptr;
+  std::size_t per_us_ = 0;  // chips per UltraServer
+  // Folded clusters: the scale-out network one replica sees (plan.folded), flow-level.
+  std::shared_ptr<const topo::FoldedScaleOut> folded_;
+  std::shared_ptr<const topo::Topology> scale_out_topology_;  // unfolded clusters
+  std::unique_ptr<model::FlowNetwork> scale_out_;
   replay::GroupLayout shape_;  // the rack's shape for collectives (no member chips)
   // Per chip: when its collective DMA engines are next free, and their bandwidth (bytes/s read).
   std::vector<sc_core::sc_time> coll_dma_free_;

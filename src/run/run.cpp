@@ -18,6 +18,7 @@
 #include "trnsim/io.hpp"
 #include "trnsim/log.hpp"
 #include "trnsim/resolve/resolve.hpp"
+#include "trnsim/run/cluster.hpp"
 #include "trnsim/run/estimate.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -100,10 +101,41 @@ std::vector<int> read_placement(const std::string& file, const std::string& conf
   return out;
 }
 
-RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& w,
+namespace {
+
+// The SystemC object of a network (each implementation is a module).
+const sc_core::sc_object* as_object(const model::Network* n) {
+  const auto* o = dynamic_cast<const sc_core::sc_object*>(n);
+  if (!o) throw InternalError("a network that is not a SystemC object");
+  return o;
+}
+
+void add_totals(model::NetworkTotals& a, const model::NetworkTotals& b) {
+  a.transfers_started += b.transfers_started;
+  a.transfers_completed += b.transfers_completed;
+  a.bytes_requested += b.bytes_requested;
+  a.bytes_injected += b.bytes_injected;
+  a.bytes_delivered += b.bytes_delivered;
+  a.packets_injected += b.packets_injected;
+  a.packets_delivered += b.packets_delivered;
+  a.wire_bytes += b.wire_bytes;
+  a.credit_stall_ns += b.credit_stall_ns;
+  a.packets_in_flight += b.packets_in_flight;
+  a.events += b.events;
+}
+
+}  // namespace
+
+RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& given,
                      const ProgressFn& progress) {
   const config::Config& cfg = loaded.config;
   const resolve::RackPlan plan = resolve::resolve_rack(loaded);
+  // A cluster replays the trace as one data-parallel replica per UltraServer (docs/scaling.md).
+  std::shared_ptr<const ClusterWorkload> cluster;
+  if (cfg.cluster) {
+    cluster = std::make_shared<const ClusterWorkload>(make_cluster_workload(given, *cfg.cluster));
+  }
+  const trace::Workload& w = cluster ? cluster->workload : given;
   registry::Registry registry;
   registry::register_builtin_models(registry);
   auto log = logger("run");
@@ -111,7 +143,11 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
             w.name, w.num_ranks());
 
   const std::vector<int> rank_chip =
-      place_ranks(loaded, w.num_ranks(), plan.topology.chip_count());
+      cluster ? cluster_placement(*cluster,
+                                  place_ranks(loaded, cluster->ranks_per_replica,
+                                              std::size_t(plan.scale_out->chips_per_ultraserver())),
+                                  plan.scale_out->chips_per_ultraserver())
+              : place_ranks(loaded, w.num_ranks(), plan.topology.chip_count());
   // Before anything is built or calibrated: refuse what would not fit.
   check_estimate(estimate_work(w, plan, cfg.replay), cfg.sim,
                  fmt::format("workload {}", w.name.empty() ? "(unnamed)" : w.name));
@@ -127,9 +163,11 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   const auto tc = std::chrono::steady_clock::now();
   model::Simulation sim;
   Rack rack("rack", plan, cfg.replay, registry, &loaded.provenance, calibration);
+  const std::vector<model::Network*> nets = rack.networks();
   replay::FastForward ff{plan.fast_forward, cfg.sim.fast_forward_tolerance,
                          cfg.sim.fast_forward_size_tolerance};
-  replay::Replay replay("replay", w, rack, cfg.replay, rank_chip, ff);
+  replay::Replay replay("replay", w, rack, cfg.replay, rank_chip, ff,
+                        cluster ? cluster->scale_out : replay::ScaleOutGroups{});
   // Samples of cumulative energy and traffic, taken when an op or transfer completes at least
   // `interval` after the last one (a sampling process of its own would add timed events, and
   // their order among simultaneous events moves results).
@@ -160,11 +198,11 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
     s.t_s = sc_core::sc_time_stamp().to_seconds();
     const Duration now(s.t_s);
     for (int c : used) s.used_chips_dynamic_j += model::collect_energy(now, &rack.chip(c)).dynamic.si;
-    if (const sc_core::sc_object* fabric = sc_core::sc_find_object("rack.fabric")) {
-      s.fabric_dynamic_j = model::collect_energy(now, fabric).dynamic.si;
+    for (const model::Network* net : nets) {
+      s.fabric_dynamic_j += model::collect_energy(now, as_object(net)).dynamic.si;
+      s.fabric_wire_bytes += net->totals().wire_bytes;
     }
     s.hbm_bytes = rack.hbm_bytes();
-    s.fabric_wire_bytes = rack.network().totals().wire_bytes;
     for (const model::Stat* st : link_busy) s.link_busy_s.push_back(float(st->value));
     samples.push_back(std::move(s));
     if (progress) {
@@ -175,7 +213,9 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
     }
   };
   std::vector<PacketSample> packets;
-  if (auto* fabric = dynamic_cast<model::Fabric*>(&rack.network())) {
+  for (model::Network* net : nets) {
+    auto* fabric = dynamic_cast<model::Fabric*>(net);
+    if (!fabric) continue;
     fabric->set_delivery_observer([&](const model::Packet& p) {
       const auto& req = p.transfer->record.request;
       packets.push_back({int(req.src.v), int(req.dst.v),
@@ -202,13 +242,19 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   RunData d;
   d.config = &cfg;
   d.workload = &w;
-  d.chips = plan.topology.chip_count();
+  if (cluster) {
+    d.cluster = cluster;
+    d.cluster_ultraservers = cluster->replicas;
+    d.cluster_simulated_ultraservers = cluster->simulated_replicas;
+    d.cluster_tiers = plan.scale_out->tiers();
+  }
+  d.chips = std::size_t(rack.chip_count());
   d.memory_model = plan.chip.memory_model;
   d.network_model = plan.fabric.model;
   d.compute_model = plan.chip.compute_model;
   d.fidelity = std::string(config::enum_name(plan.fidelity));
   d.end = replay.makespan();
-  rack.network().finish(d.end);
+  for (model::Network* net : nets) net->finish(d.end);
   for (int c = 0; c < rack.chip_count(); ++c) rack.chip(c).account_until(d.end);
   d.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   d.simulation_seconds = std::chrono::duration<double>(t2 - t1).count();
@@ -225,7 +271,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.collectives = replay.collectives();
   d.stats = model::collect_stats(Duration(d.end.to_seconds()));
   d.energy = model::collect_energy(Duration(d.end.to_seconds()));
-  d.network = rack.network().totals();
+  for (const model::Network* net : nets) add_totals(d.network, net->totals());
   d.transfer_latencies = rack.transfer_latencies();
   d.packet_latencies = rack.packet_latencies();
   d.hbm_bytes = rack.hbm_bytes();
@@ -253,8 +299,11 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   for (int c = 0; c < rack.chip_count(); ++c) {
     d.chip_energy.push_back(model::collect_energy(Duration(d.end.to_seconds()), &rack.chip(c)));
   }
-  if (const sc_core::sc_object* fabric = sc_core::sc_find_object("rack.fabric")) {
-    d.fabric_energy = model::collect_energy(Duration(d.end.to_seconds()), fabric);
+  for (const model::Network* net : nets) {
+    const auto e = model::collect_energy(Duration(d.end.to_seconds()), as_object(net));
+    d.fabric_energy.dynamic = d.fabric_energy.dynamic + e.dynamic;
+    d.fabric_energy.static_ = d.fabric_energy.static_ + e.static_;
+    for (const auto& [k, j] : e.by_category_joules) d.fabric_energy.by_category_joules[k] += j;
   }
   log->info("step {:.3f} ms simulated in {:.2f} s", d.end.to_seconds() * 1e3, d.wall_seconds);
   return d;

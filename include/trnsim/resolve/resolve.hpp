@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "trnsim/config/config.hpp"
 #include "trnsim/resolve/hbm_geometry.hpp"
 #include "trnsim/resolve/where.hpp"
+#include "trnsim/topology/cluster.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::resolve {
@@ -53,6 +55,12 @@ struct RackPlan {
   int local_size = 0;  // chips of the first tier (server, leaf, torus plane): hierarchical collectives
   config::Fidelity fidelity = config::Fidelity::fast;  // what filled the unset model names
   bool fast_forward = false;  // /sim/fast_forward, or the fidelity's default
+  // The cluster (/cluster), when there is one: its scale-out network by rule and, when folded,
+  // the network one replica sees; unfolded, the whole scale-out network (every chip's NIC and
+  // every switch). `topology` stays one UltraServer's: each UltraServer has its own fabric.
+  std::shared_ptr<const topo::ScaleOut> scale_out;
+  std::shared_ptr<const topo::FoldedScaleOut> folded;
+  std::shared_ptr<const topo::Topology> scale_out_topology;
 };
 
 // What a chip is resolved for: a single-chip benchmark uses the chip preset as written; a whole

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -51,7 +52,12 @@ inline constexpr std::size_t kMaxSamples = 256;
 // What one run measured, before any of it is formatted.
 struct RunData {
   const config::Config* config = nullptr;  // as loaded (the chip's peaks, names)
-  const trace::Workload* workload = nullptr;
+  const trace::Workload* workload = nullptr;  // as replayed (a cluster's: its levels split)
+  // A cluster (/cluster): the workload it replayed (held here), its UltraServers, how many of
+  // them were simulated (1 when folded: each simulated rank stands for all its replicas), and
+  // the tiers of its scale-out network.
+  std::shared_ptr<const void> cluster;
+  int cluster_ultraservers = 0, cluster_simulated_ultraservers = 0, cluster_tiers = 0;
   std::size_t chips = 0;                    // of the rack
   std::string memory_model, network_model, compute_model;  // registry names
   std::string fidelity;  // /sim/fidelity as it applied: "fast" | "detailed"
