@@ -409,8 +409,10 @@ class RankBuilder:
 
     def sync_plan(self, layer):
         c = self.c
-        return [("dense", self.lay.dp_group(c), self.lay.ep * self.lay.dp, self.dense_params(layer)),
-                ("expert", self.lay.edp_group(c), self.lay.dp, self.expert_params(layer))]
+        n = self.lay.replicas   # the groups also span the other UltraServers' replicas
+        return [("dense", self.lay.dp_group(c), self.lay.ep * self.lay.dp * n,
+                 self.dense_params(layer)),
+                ("expert", self.lay.edp_group(c), self.lay.dp * n, self.expert_params(layer))]
 
     def build(self):
         cfg, lay, c = self.cfg, self.lay, self.c

@@ -33,6 +33,10 @@ def make_parser():
     p.add_argument("--ranks", type=int, help="total ranks; DP is derived when --dp is omitted")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel degree (default 1)")
     p.add_argument("--ep", type=int, default=1, help="expert-parallel degree (default 1)")
+    p.add_argument("--replicas", type=int, default=1,
+                   help="data-parallel copies of this layout across UltraServers (trnsim "
+                        "/cluster/ultraservers): the trace is one copy, its gradient groups span "
+                        "all (default 1)")
     p.add_argument("--dp", type=int, help="expert-data-parallel degree: replicas of each expert "
                    "(attention/dense parts are data-parallel over EP*DP)")
     p.add_argument("--pp", type=int, default=1, help="pipeline stages (default 1)")
@@ -64,7 +68,7 @@ def _positive(name, value):
 def build_config(a):
     """Checks the arguments against each other and the model; returns (Config, layout)."""
     for name in ("ranks", "tp", "ep", "dp", "pp", "micro_batches", "seq_len", "global_batch",
-                 "layers", "top_k"):
+                 "layers", "top_k", "replicas"):
         _positive("--" + name.replace("_", "-"), getattr(a, name))
     for opt, val in (("--dtype", a.dtype), ("--comm-dtype", a.comm_dtype)):
         if val not in DTYPE_BYTES:
@@ -91,7 +95,7 @@ def build_config(a):
         dp = a.dp
         if a.ranks is not None and a.ranks != fixed * dp:
             raise UsageError("--ranks", f"{a.ranks} != TP*EP*DP*PP = {fixed * dp}")
-    lay = Layout(tp=a.tp, ep=a.ep, dp=dp, pp=a.pp)
+    lay = Layout(tp=a.tp, ep=a.ep, dp=dp, pp=a.pp, replicas=a.replicas)
     if model["experts"] % a.ep:
         raise UsageError("--ep", f"the {model['experts']} experts of {model['name']} are not "
                                  f"divisible by EP = {a.ep}")
@@ -139,7 +143,8 @@ def metadata(cfg, gb, st):
         "model": cfg.model["name"],
         "parallelism": {"tp": lay.tp, "ep": lay.ep, "dp": lay.dp, "pp": lay.pp,
                         "dense_dp": lay.ep * lay.dp,
-                        "rank_formula": "((pp*DP + dp)*EP + ep)*TP + tp"},
+                        "rank_formula": "((pp*DP + dp)*EP + ep)*TP + tp",
+                        **({"replicas": lay.replicas} if lay.replicas > 1 else {})},
         "layers": cfg.layers, "dense_layers": cfg.dense_layers,
         "seq_len": cfg.seq_len, "global_batch": gb, "micro_batches": cfg.micro_batches,
         "tokens_per_microbatch_per_replica": cfg.tokens,

@@ -7,7 +7,8 @@ Each (pp, dp, ep) is a data replica of pipeline stage pp: it runs its own micro-
 Attention, router, shared-expert and dense-FFN weights are TP-sharded and replicated over the
 EP*DP replicas of a stage (group "dp<i>", size EP*DP). Routed experts are sharded over EP
 (experts / EP per member, contiguous ids) and TP (each expert's FFN width split over TP), and
-replicated over DP (group "edp<i>", size DP).
+replicated over DP (group "edp<i>", size DP). With `replicas` > 1 the dp and edp groups also
+span that many copies of the layout on other UltraServers (only this copy's members are listed).
 """
 
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ class Layout:
     ep: int
     dp: int
     pp: int
+    # Data-parallel replicas of the whole layout across UltraServers (trnsim /cluster): the trace
+    # is one of them; the gradient groups dp* and edp* span them all.
+    replicas: int = 1
 
     @property
     def ranks(self):
@@ -60,8 +64,8 @@ class Layout:
         out = {"world": list(range(self.ranks))}
         kinds = (("tp", self.tp_group, self.tp), ("ep", self.ep_group, self.ep),
                  ("dp", self.dp_group, self.ep * self.dp), ("edp", self.edp_group, self.dp))
-        for _, namer, size in kinds:
-            if size <= 1:
+        for kind, namer, size in kinds:
+            if size * (self.replicas if kind in ("dp", "edp") else 1) <= 1:
                 continue
             members = {}
             for r in range(self.ranks):
