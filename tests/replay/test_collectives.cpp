@@ -418,3 +418,65 @@ TEST(Collectives, MembersSharingAChipAreConsecutiveOnTheRing) {
   }
   EXPECT_EQ(off_chip, 16);
 }
+
+namespace {
+
+// Folding (docs/scaling.md): one member of N alike replicas plans what member 0 of the whole
+// group does, runtime costs and handshakes included; its peers are replica distances. (Sizes that
+// N does not divide differ by a few bytes: folded, the partner's share is taken to be one's own.)
+TEST(FoldedCollectives, RdhIsMemberZeroOfTheWholeGroup) {
+  config::CollectiveParams p;  // default costs: launch, descriptors, semaphore handshakes
+  p.algorithm = CollectiveAlgorithm::rdh;
+  for (const OpKind k : {OpKind::all_reduce, OpKind::reduce_scatter, OpKind::all_gather}) {
+    for (const int n : {2, 4, 8, 16}) {
+      const Group g(k, n, 96 * 1024 * 1024);
+      const Schedule whole = plan_collective(g.ptrs, 0, p);
+      const Schedule one = plan_folded(g.ops[0], n, p);
+      ASSERT_EQ(one.members.size(), 1u);
+      const auto& a = whole.members[0];
+      const auto& b = one.members[0];
+      ASSERT_EQ(a.size(), b.size()) << trace::kind_name(k) << " on " << n;
+      for (std::size_t s = 0; s < a.size(); ++s) {
+        EXPECT_EQ(a[s].kind, b[s].kind);
+        EXPECT_DOUBLE_EQ(a[s].launch_s, b[s].launch_s);
+        EXPECT_DOUBLE_EQ(a[s].descriptor_s, b[s].descriptor_s);
+        ASSERT_EQ(a[s].sends.size(), b[s].sends.size());
+        ASSERT_EQ(a[s].recvs.size(), b[s].recvs.size());
+        for (std::size_t i = 0; i < a[s].sends.size(); ++i) {
+          EXPECT_EQ(-a[s].sends[i].peer, b[s].sends[i].peer);
+          EXPECT_EQ(a[s].sends[i].bytes, b[s].sends[i].bytes);
+        }
+        for (std::size_t i = 0; i < a[s].recvs.size(); ++i) {
+          EXPECT_EQ(-a[s].recvs[i].peer, b[s].recvs[i].peer);
+          EXPECT_EQ(a[s].recvs[i].bytes, b[s].recvs[i].bytes);
+          EXPECT_EQ(a[s].recvs[i].reduce, b[s].recvs[i].reduce);
+        }
+      }
+    }
+  }
+}
+
+// 6 replicas: the member also takes the data of the extra replica 4 away before the
+// halving-doubling among 4 and returns the result after it.
+TEST(FoldedCollectives, OffPowersOfTwoTheMemberServesAnExtraReplica) {
+  const Group g(OpKind::all_reduce, 1, 1200);
+  const Schedule s = plan_folded(g.ops[0], 6, forced(CollectiveAlgorithm::rdh));
+  const auto& st = s.members.at(0);
+  ASSERT_EQ(st.size(), 6u);
+  auto one = [](const std::vector<Transfer>& ts) {
+    return ts.size() == 1 ? std::pair{ts[0].peer, ts[0].bytes} : std::pair{0, std::uint64_t(0)};
+  };
+  EXPECT_TRUE(st[0].sends.empty());
+  EXPECT_EQ(one(st[0].recvs), (std::pair{-4, std::uint64_t(1200)}));
+  EXPECT_TRUE(st[0].recvs[0].reduce);
+  EXPECT_EQ(one(st[1].sends), (std::pair{-2, std::uint64_t(600)}));
+  EXPECT_EQ(one(st[1].recvs), (std::pair{-2, std::uint64_t(600)}));
+  EXPECT_EQ(one(st[2].sends), (std::pair{-1, std::uint64_t(300)}));
+  EXPECT_EQ(one(st[3].sends), (std::pair{-1, std::uint64_t(300)}));  // doubling, nearest first
+  EXPECT_FALSE(st[3].recvs[0].reduce);
+  EXPECT_EQ(one(st[4].sends), (std::pair{-2, std::uint64_t(600)}));
+  EXPECT_EQ(one(st[5].sends), (std::pair{-4, std::uint64_t(1200)}));
+  EXPECT_TRUE(st[5].recvs.empty());
+}
+
+}  // namespace

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: MIT
+// Clusters of UltraServers (docs/scaling.md): how a replica's collectives across UltraServers
+// split into levels, the unfolded expansion and its placement (by hand), and end to end: a
+// hierarchical all-reduce on two UltraServers timed against its bytes and links, and folding
+// against the unfolded run.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "../common/files.hpp"
+#include "../common/run_trnsim.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/run/cluster.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using trnsim::run::ClusterWorkload;
+using trnsim::run::make_cluster_workload;
+using trnsim::trace::Op;
+using trnsim::trace::OpKind;
+
+Op op(trnsim::trace::OpId id, OpKind k, std::string group, std::uint64_t bytes,
+      std::vector<trnsim::trace::OpId> deps = {}) {
+  Op o;
+  o.id = id;
+  o.kind = k;
+  o.name = "op" + std::to_string(id);
+  o.group = std::move(group);
+  o.bytes = bytes;
+  o.deps = std::move(deps);
+  return o;
+}
+
+// Two ranks: an all-reduce over dp0 (both), an all-gather over each rank's edp group (itself),
+// a send from rank 0 to rank 1.
+trnsim::trace::Workload replica() {
+  trnsim::trace::Workload w;
+  w.name = "replica";
+  w.groups = {{"dp0", {0, 1}}, {"edp0", {0}}, {"edp1", {1}}, {"ep0", {0, 1}}};
+  for (int r = 0; r < 2; ++r) {
+    trnsim::trace::RankTrace rt;
+    rt.rank = r;
+    rt.ops.push_back(op(7, OpKind::all_reduce, "dp0", 1001));
+    rt.ops.push_back(op(9, OpKind::all_gather, r == 0 ? "edp0" : "edp1", 600, {7}));
+    Op p = op(11, r == 0 ? OpKind::send : OpKind::recv, "", 64, {9});
+    p.peer = 1 - r;
+    rt.ops.push_back(p);
+    w.ranks.push_back(std::move(rt));
+  }
+  return w;
+}
+
+trnsim::config::ClusterParams cluster(int n, bool fold) {
+  trnsim::config::ClusterParams c;
+  c.ultraservers = n;
+  c.fold = fold;
+  return c;
+}
+
+TEST(ClusterWorkload, CollectivesAcrossUltraServersSplitIntoLevels) {
+  const ClusterWorkload cw = make_cluster_workload(replica(), cluster(4, true));
+  ASSERT_EQ(cw.workload.num_ranks(), 2);
+  EXPECT_EQ(cw.collectives_split, 4);
+  const auto& ops = cw.workload.ranks[1].ops;
+  // all-reduce of 1001 B over 2 local members: reduce-scatter, all-reduce of member 1's chunk
+  // (500 B: 1001 = 501 + 500) across the 4 replicas, all-gather; the last keeps the id 7.
+  ASSERT_EQ(ops.size(), 5u);
+  EXPECT_EQ(ops[0].kind, OpKind::reduce_scatter);
+  EXPECT_EQ(ops[0].group, "dp0");
+  EXPECT_EQ(ops[0].bytes, 1001u);
+  EXPECT_EQ(ops[1].kind, OpKind::all_reduce);
+  EXPECT_EQ(ops[1].group, "dp0.x1");
+  EXPECT_EQ(ops[1].bytes, 500u);
+  EXPECT_EQ(ops[1].deps, std::vector<trnsim::trace::OpId>{ops[0].id});
+  EXPECT_EQ(ops[2].kind, OpKind::all_gather);
+  EXPECT_EQ(ops[2].bytes, 1001u);
+  EXPECT_EQ(ops[2].id, 7u);
+  EXPECT_EQ(ops[0].id, 12u);  // new ids above the rank's largest
+  // The all-gather over a one-member group: only the level across replicas, of all 600 B.
+  EXPECT_EQ(ops[3].group, "edp1.x0");
+  EXPECT_EQ(ops[3].bytes, 600u);
+  EXPECT_EQ(ops[3].id, 9u);
+  EXPECT_EQ(cw.workload.ranks[0].ops[1].bytes, 501u);  // member 0's chunk
+  // Folded: the groups across replicas have this replica's member and stand for 4.
+  EXPECT_EQ(cw.workload.groups.at("dp0.x1"), std::vector<int>{1});
+  EXPECT_EQ(cw.scale_out.folded.at("dp0.x1"), 4);
+  EXPECT_EQ(cw.scale_out.folded.size(), 4u);  // dp0.x0, dp0.x1, edp0.x0, edp1.x0
+}
+
+TEST(ClusterWorkload, UnfoldedEveryReplicaHasItsRanksAndTheCrossGroupsJoinThem) {
+  const ClusterWorkload cw = make_cluster_workload(replica(), cluster(3, false));
+  ASSERT_EQ(cw.workload.num_ranks(), 6);
+  EXPECT_EQ(cw.simulated_replicas, 3);
+  EXPECT_EQ(cw.workload.groups.at("dp0@2"), (std::vector<int>{4, 5}));
+  EXPECT_EQ(cw.workload.groups.at("dp0.x1"), (std::vector<int>{1, 3, 5}));
+  EXPECT_TRUE(cw.scale_out.unfolded.count("edp0.x0"));
+  EXPECT_TRUE(cw.scale_out.folded.empty());
+  const auto& r4 = cw.workload.ranks[4].ops;  // replica 2, rank 0
+  EXPECT_EQ(r4[0].group, "dp0@2");
+  EXPECT_EQ(r4[1].group, "dp0.x0");
+  EXPECT_EQ(r4.back().peer, 5);
+  // Rank r of replica u on chip u * chips + (its chip within the UltraServer).
+  EXPECT_EQ(trnsim::run::cluster_placement(cw, {10, 11}, 144),
+            (std::vector<int>{10, 11, 154, 155, 298, 299}));
+}
+
+TEST(ClusterWorkload, OnlyReductionsAndGathersCrossUltraServers) {
+  auto w = replica();
+  w.ranks[0].ops[0].kind = OpKind::all_to_all;
+  try {
+    make_cluster_workload(w, cluster(2, true));
+    FAIL() << "an all_to_all across UltraServers was accepted";
+  } catch (const trnsim::WorkloadError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 0 op 7 (\"op7\"): all_to_all on group \"dp0\""),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_TRUE(trnsim::run::is_replica_group("edp12", {"dp", "edp"}));
+  EXPECT_FALSE(trnsim::run::is_replica_group("ep12", {"dp", "edp"}));
+  EXPECT_FALSE(trnsim::run::is_replica_group("dp", {"dp"}));
+}
+
+TEST(ClusterWorkload, ATraceMadeForOtherReplicasIsRefused) {
+  auto w = replica();
+  w.metadata = {{"parallelism", {{"replicas", 8}}}};
+  EXPECT_THROW(make_cluster_workload(w, cluster(2, true)), trnsim::WorkloadError);
+  EXPECT_NO_THROW(make_cluster_workload(w, cluster(8, true)));
+}
+
+// ---- end to end -------------------------------------------------------------------------------
+
+// Two ranks of one server of a Trn3 Gen2 UltraServer: one all-reduce of 256 MiB over both.
+std::string two_rank_trace(const fs::path& dir) {
+  nlohmann::json t = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "ar-256m"}, {"ranks", 2},
+                      {"groups", {{"dp0", {0, 1}}}}};
+  for (int r = 0; r < 2; ++r) {
+    t["rank_ops"].push_back({{"rank", r},
+                             {"ops", {{{"id", 0}, {"name", "grad"}, {"op", "all_reduce"},
+                                       {"group", "dp0"}, {"bytes", 268435456}, {"dtype", "bf16"}}}}});
+  }
+  const fs::path p = dir / "ar.json";
+  std::ofstream(p) << t.dump();
+  return p.string();
+}
+
+struct OpTimes {
+  std::map<std::string, double> ns;  // rank 0's ops by name: duration
+  double step_ms = 0;
+};
+
+OpTimes run(const std::string& trace, const fs::path& out, const std::string& extra) {
+  const auto r = trnsim::test::run_trnsim("run --config configs/clusters/trn3-gen2-ultracluster.json "
+                                          "--trace " + trace + " --out " + out.string() + " " + extra);
+  EXPECT_EQ(r.code, 0) << r.out;
+  OpTimes t;
+  std::istringstream csv(trnsim::test::read_text(out / "ops.csv"));
+  std::string line;
+  std::getline(csv, line);  // rank,id,name,kind,phase,layer,start_ns,end_ns,duration_ns,flops
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    if (f.size() >= 9 && f[0] == "0") t.ns[f[2]] = std::stod(f[8]);
+  }
+  const auto s = nlohmann::json::parse(trnsim::test::read_text(out / "report.json"));
+  t.step_ms = s["performance"]["step_time_ns"].get<double>() / 1e6;
+  return t;
+}
+
+TEST(ClusterRun, HierarchicalAllReduceOnTwoUltraServersByHand) {
+  const fs::path dir = trnsim::test::fresh_dir("cluster", "hier");
+  const OpTimes t = run(two_rank_trace(dir), dir / "out", "");
+  // Local reduce-scatter over the server's switch: each chip sends 128 MiB on its 256 GB/s link.
+  ASSERT_TRUE(t.ns.count("grad.local_rs"));
+  EXPECT_GT(t.ns.at("grad.local_rs"), 134217728 / 256e9 * 1e9);
+  EXPECT_LT(t.ns.at("grad.local_rs"), 1.5 * 134217728 / 256e9 * 1e9);
+  // Across the 2 UltraServers, chip 0's 128 MiB chunk: halving then doubling, 64 MiB each way per
+  // step on its 25 GB/s NIC (the receive shares nothing with the send: the other direction).
+  ASSERT_TRUE(t.ns.count("grad.cross"));
+  const double wire = 2 * 67108864 / 25e9 * 1e9;
+  EXPECT_GT(t.ns.at("grad.cross"), wire);
+  EXPECT_LT(t.ns.at("grad.cross"), 1.1 * wire);
+  ASSERT_TRUE(t.ns.count("grad.local_ag"));  // the local all-gather, which keeps the op's id
+  EXPECT_GT(t.ns.at("grad.local_ag"), 134217728 / 256e9 * 1e9);
+  EXPECT_LT(t.ns.at("grad.local_ag"), 1.5 * 134217728 / 256e9 * 1e9);
+  fs::remove_all(dir);
+}
+
+TEST(ClusterRun, FoldedAgreesWithUnfolded) {
+  const fs::path dir = trnsim::test::fresh_dir("cluster", "fold");
+  const std::string trace = two_rank_trace(dir);
+  for (const int n : {2, 4}) {
+    const std::string set = " --set cluster.ultraservers=" + std::to_string(n);
+    const OpTimes folded = run(trace, dir / "f", set);
+    const OpTimes unfolded = run(trace, dir / "u", set + " --set cluster.fold=false");
+    EXPECT_NEAR(folded.step_ms, unfolded.step_ms, 0.005 * unfolded.step_ms) << n << " UltraServers";
+    const auto id = nlohmann::json::parse(trnsim::test::read_text(dir / "f" / "report.json"))["identity"];
+    EXPECT_EQ(id["cluster"]["ultraservers"], n);
+    EXPECT_EQ(id["cluster"]["chips"], 144 * n);
+    EXPECT_EQ(id["cluster"]["simulated_ultraservers"], 1);
+    EXPECT_EQ(id["cluster"]["ranks_per_simulated_rank"], n);
+    fs::remove_all(dir / "f");
+    fs::remove_all(dir / "u");
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
