@@ -186,7 +186,8 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
   std::shared_ptr<const topo::Topology> scale_out_topology;
   if (cfg.cluster) {
     scale_out = std::make_shared<const topo::ScaleOut>(
-        cfg.cluster->scale_out, cfg.cluster->ultraservers, int(topology.chip_count()), origin);
+        cfg.cluster->scale_out, cfg.cluster->ultraservers, int(topology.chip_count()), origin,
+        cfg.cluster->failed_link);
     if (cfg.cluster->fold || cfg.cluster->ultraservers == 1) {
       folded = std::make_shared<const topo::FoldedScaleOut>(*scale_out);
     } else {
@@ -195,6 +196,22 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
       scale_out_topology =
           std::make_shared<const topo::Topology>(topo::build_scale_out_topology(*scale_out, whole));
     }
+  }
+  int straggler = -1;
+  if (cfg.cluster && cfg.cluster->straggler) {
+    const auto& st = *cfg.cluster->straggler;
+    const Where at(&loaded.provenance);
+    if (st.ultraserver >= cfg.cluster->ultraservers) {
+      at.fail("/cluster/straggler/ultraserver",
+              fmt::format("expected an UltraServer below {}, got {}", cfg.cluster->ultraservers,
+                          st.ultraserver));
+    }
+    if (st.chip >= int(topology.chip_count())) {
+      at.fail("/cluster/straggler/chip", fmt::format("expected a chip below {}, got {}",
+                                                      topology.chip_count(), st.chip));
+    }
+    // Folded, the simulated UltraServer is the straggler's (it sets the step).
+    straggler = (folded ? 0 : st.ultraserver) * int(topology.chip_count()) + st.chip;
   }
   FabricPlan fabric = resolve_fabric(loaded, topology, true);
   const int local = topology.first_tier_chips();
@@ -207,7 +224,9 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                   cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast),
                   std::move(scale_out),
                   std::move(folded),
-                  std::move(scale_out_topology)};
+                  std::move(scale_out_topology),
+                  straggler,
+                  cfg.cluster && cfg.cluster->straggler ? cfg.cluster->straggler->slowdown : 1.0};
 }
 
 void check(const config::LoadedConfig& loaded) {

@@ -40,6 +40,8 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
         registry::make_network(registry, net_name.c_str(), plan.topology, plan.fabric, mine, prov));
   }
   network_ = networks_.front().get();
+  straggler_chip_ = plan.straggler_chip;
+  straggler_slowdown_ = plan.straggler_slowdown;
   // The scale-out network (docs/scaling.md), always flow-level: as one replica sees it when
   // folded, the whole of it otherwise.
   if (plan.folded) {
@@ -47,9 +49,10 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
     scale_out_ = std::make_unique<model::FlowNetwork>("scale_out", folded_->topology(), plan.fabric,
                                                       memories);
   } else if (plan.scale_out_topology) {
+    // Unfolded, the network model the rack's fabric has (flow or packet), for comparing them.
     scale_out_topology_ = plan.scale_out_topology;
-    scale_out_ = std::make_unique<model::FlowNetwork>("scale_out", *scale_out_topology_,
-                                                      plan.fabric, memories);
+    scale_out_net_ = registry::make_network(registry, "scale_out", *scale_out_topology_,
+                                            plan.fabric, memories, prov);
   }
   const auto& hbm = plan.chip.params.hbm;
   capacity_ = std::uint64_t(hbm.capacity_per_stack.si) * std::uint64_t(hbm.stacks);
@@ -150,9 +153,13 @@ void Rack::compute(int chip, const trace::Op& op) {
   const auto cop = to_compute_op(op, chip_params_, notes_);
   if (!cop) return;
   in_slot(chip, [&] {
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
     const model::OpStats s =
         chips_.at(std::size_t(chip))->execute(*cop, op.name.empty() ? "op" : op.name);
     hbm_bytes_ += s.hbm_bytes;
+    if (chip == straggler_chip_) {  // what-if: the slow chip holds the op that much longer
+      model::wait_counted(activity_, (sc_core::sc_time_stamp() - t0) * (straggler_slowdown_ - 1));
+    }
     if (observer_) observer_();
   });
 }
@@ -214,7 +221,7 @@ model::Network& Rack::route(model::TransferRequest& r) const {
                                       "network",
                                       r.src.v, r.dst.v));
     }
-    return *scale_out_;  // global chip ids
+    return *scale_out_net_;  // global chip ids
   }
   r.src = topo::ChipId{std::uint32_t(r.src.v % per_us_)};
   r.dst = topo::ChipId{std::uint32_t(r.dst.v % per_us_)};
@@ -225,6 +232,7 @@ std::vector<model::Network*> Rack::networks() const {
   std::vector<model::Network*> out;
   for (const auto& n : networks_) out.push_back(n.get());
   if (scale_out_) out.push_back(scale_out_.get());
+  if (scale_out_net_) out.push_back(scale_out_net_.get());
   return out;
 }
 

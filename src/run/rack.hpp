@@ -99,10 +99,13 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   std::vector<std::unique_ptr<model::Network>> networks_;  // one per simulated UltraServer
   model::Network* network_ = nullptr;
   std::size_t per_us_ = 0;  // chips per UltraServer
+  int straggler_chip_ = -1;  // /cluster/straggler: the slow chip, -1 for none
+  double straggler_slowdown_ = 1;
   // Folded clusters: the scale-out network one replica sees (plan.folded), flow-level.
   std::shared_ptr<const topo::FoldedScaleOut> folded_;
   std::shared_ptr<const topo::Topology> scale_out_topology_;  // unfolded clusters
-  std::unique_ptr<model::FlowNetwork> scale_out_;
+  std::unique_ptr<model::Network> scale_out_net_;             // on it, the fabric's model
+  std::unique_ptr<model::FlowNetwork> scale_out_;             // folded: flow-level
   replay::GroupLayout shape_;  // the rack's shape for collectives (no member chips)
   // Per chip: when its collective DMA engines are next free, and their bandwidth (bytes/s read).
   std::vector<sc_core::sc_time> coll_dma_free_;

@@ -26,8 +26,8 @@ std::string tier_where(int k) { return fmt::format("/cluster/scale_out/tiers/{}"
 }  // namespace
 
 ScaleOut::ScaleOut(const config::ScaleOutParams& p, int ultraservers, int chips,
-                   const SpecOrigin& origin)
-    : p_(p), n_(ultraservers), c_(chips) {
+                   const SpecOrigin& origin, const std::optional<config::FailedLinkParams>& failed)
+    : p_(p), n_(ultraservers), c_(chips), failed_(failed) {
   SpecOrigin o = origin;
   o.pointer = "";
   const ErrorSink err(o);
@@ -80,6 +80,27 @@ ScaleOut::ScaleOut(const config::ScaleOutParams& p, int ultraservers, int chips,
                          "has {} ({} UltraServers x {} chips): expected more ports or another tier",
                          p.tiers.back().name, tiers_.back().span, spans, nics(), n_, c_));
   }
+  if (failed_) {
+    if (failed_->ultraserver >= n_) {
+      err.fail("/cluster/failed_link/ultraserver",
+               fmt::format("expected an UltraServer below {}, got {}", n_, failed_->ultraserver));
+    }
+    if (failed_->chip >= c_) {
+      err.fail("/cluster/failed_link/chip",
+               fmt::format("expected a chip below {}, got {}", c_, failed_->chip));
+    }
+    if (failed_->tier >= tiers()) {
+      err.fail("/cluster/failed_link/tier",
+               fmt::format("expected a tier with up links, 1 to {} (the cluster uses {} tiers), "
+                           "got {}",
+                           tiers() - 1, tiers(), failed_->tier));
+    }
+  }
+}
+
+bool ScaleOut::is_failed(int k, std::uint64_t group, std::uint64_t sw, int up) const {
+  if (!failed_ || failed_->tier != k || sw != 0 || up != 0) return false;
+  return group == port(failed_->ultraserver, failed_->chip) / tier(k).span;
 }
 
 std::uint64_t ScaleOut::port(int u, int c) const {
@@ -174,6 +195,7 @@ Topology build_scale_out_topology(const ScaleOut& so, const SpecOrigin& origin) 
       const std::uint64_t pg = g * x.span / parent.span;
       for (std::uint64_t j = 0; j < x.group_switches; ++j) {
         for (int i = 0; i < x.up; ++i) {
+          if (so.is_failed(k, g, j, i)) continue;
           add_link(d, first[std::size_t(k - 1)][g] + std::uint32_t(j),
                    first[std::size_t(k)][pg] + std::uint32_t(j * std::uint64_t(x.up) + std::uint64_t(i)),
                    x.up_bandwidth, P.tiers[std::size_t(k - 1)].up_latency,
@@ -226,8 +248,14 @@ FoldedScaleOut::FoldedScaleOut(const ScaleOut& so) : so_(so) {
     for (const auto& [g, node] : node_of[std::size_t(k - 1)]) {
       const std::uint64_t pg = g * so.tier(k).span / so.tier(k + 1).span;
       up_of[{k, g}] = LinkId{std::uint32_t(d.links.size())};
+      // A failed link of the group: its other links carry the group's share (the simulated
+      // replica stands for the one under it, docs/scaling.md#what-ifs).
+      const double links = double(so.tier(k).group_switches) * double(so.tier(k).up);
+      const auto& fl = so.failed_link();
+      const bool hit = fl && fl->tier == k && g == so.port(0, fl->chip) / so.tier(k).span;
       add_link(d, node, node_of[std::size_t(k)].at(pg),
-               double(nics_in[std::size_t(k - 1)].at(g)) * so.tier(k).share_per_nic,
+               double(nics_in[std::size_t(k - 1)].at(g)) * so.tier(k).share_per_nic *
+                   (hit ? (links - 1) / links : 1.0),
                P.tiers[std::size_t(k - 1)].up_latency, tier_where(k) + "/up_bandwidth");
     }
   }

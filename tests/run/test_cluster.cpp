@@ -209,4 +209,24 @@ TEST(ClusterRun, FoldedAgreesWithUnfolded) {
   fs::remove_all(dir);
 }
 
+// What-if: chip 0's compute twice as slow. The trace is communication only, so its step stays;
+// a compute op before the all-reduce moves it by that op's extra time.
+TEST(ClusterRun, AStragglerHoldsItsComputeOpsLonger) {
+  const fs::path dir = trnsim::test::fresh_dir("cluster", "straggler");
+  nlohmann::json t = nlohmann::json::parse(trnsim::test::read_text(two_rank_trace(dir)));
+  for (auto& r : t["rank_ops"]) {
+    r["ops"][0]["deps"] = {1};
+    r["ops"].push_back({{"id", 1}, {"name", "mm"}, {"op", "gemm"}, {"m", 4096}, {"k", 8192},
+                        {"n", 8192}, {"dtype", "bf16"}});
+  }
+  std::ofstream(dir / "mm.json") << t.dump();
+  const std::string trace = (dir / "mm.json").string();
+  const OpTimes base = run(trace, dir / "a", "");
+  const OpTimes slow = run(trace, dir / "b", "--set cluster.straggler.chip=0 "
+                                             "--set cluster.straggler.slowdown=2");
+  EXPECT_NEAR(slow.ns.at("mm"), 2 * base.ns.at("mm"), 1.0);
+  EXPECT_NEAR(slow.step_ms - base.step_ms, base.ns.at("mm") / 1e6, 0.01 * base.step_ms);
+  fs::remove_all(dir);
+}
+
 }  // namespace

@@ -154,4 +154,34 @@ TEST(FoldedScaleOut, SharedGroupsCarryTheReplicasShare) {
   EXPECT_DOUBLE_EQ(f.topology().link(trnsim::topo::LinkId{p.dirs[1] / 2}).bandwidth.si, 4 * 25e9);
 }
 
+// What-if: one of a leaf's 4 up links fails. 16 UltraServers of 1 chip: rail 0 over four leaves.
+TEST(ScaleOut, AFailedUpLinkIsRemovedOrTakesItsShare) {
+  trnsim::config::FailedLinkParams f;
+  f.ultraserver = 0;
+  f.chip = 0;
+  f.tier = 1;
+  const ScaleOut whole(two_tiers(), 16, 1, {});
+  const ScaleOut failed(two_tiers(), 16, 1, {}, f);
+  const auto a = trnsim::topo::build_scale_out_topology(whole, {});
+  const auto b = trnsim::topo::build_scale_out_topology(failed, {});
+  EXPECT_EQ(a.links().size(), b.links().size() + 1);
+  EXPECT_EQ(b.routes().hops(b.chip_node(ChipId{0}), ChipId{4}), 4);  // around it
+  // Folded: the replica under that leaf keeps 3 of its 4 links' share.
+  const FoldedScaleOut folded(failed);
+  const auto p = folded.path(0, 4, 0);
+  ASSERT_EQ(p.dirs.size(), 4u);
+  EXPECT_DOUBLE_EQ(folded.topology().link(trnsim::topo::LinkId{p.dirs[1] / 2}).bandwidth.si,
+                   0.75 * 25e9);
+  f.tier = 2;  // the top tier has no up links
+  try {
+    ScaleOut so(two_tiers(), 16, 1, {}, f);
+    FAIL() << "a failed link above the top tier was accepted";
+  } catch (const trnsim::TopologyError& e) {
+    EXPECT_NE(std::string(e.what()).find("/cluster/failed_link/tier: expected a tier with up "
+                                         "links, 1 to 1 (the cluster uses 2 tiers), got 2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 // replica per UltraServer.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,35 @@ struct ScaleOutParams {
   }
 };
 
+// What-ifs (docs/scaling.md#what-ifs). Folded, the simulated UltraServer is the one they hit:
+// the others wait for it at every collective across UltraServers, so it sets the step.
+struct StragglerParams {
+  int ultraserver = 0;
+  int chip = 0;          // within its UltraServer
+  double slowdown = 1;   // its compute ops take this many times as long
+  template <class V>
+  void visit(V& v) {
+    v.field("ultraserver", ultraserver, "UltraServer of the slow chip", AtLeast{0});
+    v.field("chip", chip, "the slow chip, within its UltraServer", AtLeast{0});
+    v.field("slowdown", slowdown, "its compute ops take this many times as long",
+            InRange{1, 1000});
+  }
+};
+
+struct FailedLinkParams {
+  int ultraserver = 0;
+  int chip = 0;  // within its UltraServer
+  int tier = 1;  // the failed link goes up from this tier's switch above the chip's NIC
+  template <class V>
+  void visit(V& v) {
+    v.field("ultraserver", ultraserver, "UltraServer of the chip below the failed link",
+            AtLeast{0});
+    v.field("chip", chip, "the chip whose NIC's path up crosses the failed link", AtLeast{0});
+    v.field("tier", tier, "tier of the switch the failed up link leaves (1: the leaf)",
+            AtLeast{1});
+  }
+};
+
 struct ClusterParams {
   int ultraservers = 1;
   // Simulate one UltraServer for all (their trace and placement are alike) when true; every
@@ -63,6 +93,8 @@ struct ClusterParams {
   // Groups of the trace that span the UltraServers (data-parallel gradient groups): a group
   // whose name is one of these prefixes followed by digits. The trace is one replica.
   std::vector<std::string> replica_groups{"dp", "edp"};
+  std::optional<StragglerParams> straggler;
+  std::optional<FailedLinkParams> failed_link;
   template <class V>
   void visit(V& v) {
     v.field("ultraservers", ultraservers, "UltraServers in the cluster, one data-parallel "
@@ -72,6 +104,8 @@ struct ClusterParams {
     v.field("scale_out", scale_out, "the EFA network between UltraServers", Required{});
     v.field("replica_groups", replica_groups,
             "trace group-name prefixes whose collectives span the UltraServers");
+    v.field("straggler", straggler, "what-if: one chip whose compute is slower");
+    v.field("failed_link", failed_link, "what-if: one failed up link of the scale-out network");
   }
 };
 

@@ -61,6 +61,10 @@ struct RackPlan {
   std::shared_ptr<const topo::ScaleOut> scale_out;
   std::shared_ptr<const topo::FoldedScaleOut> folded;
   std::shared_ptr<const topo::Topology> scale_out_topology;
+  // What-if /cluster/straggler: the chip (of the chips simulated) whose compute ops take
+  // `straggler_slowdown` times as long; -1 for none.
+  int straggler_chip = -1;
+  double straggler_slowdown = 1;
 };
 
 // What a chip is resolved for: a single-chip benchmark uses the chip preset as written; a whole

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,8 +21,10 @@ class ScaleOut {
   // Checks `p` for `ultraservers` UltraServers of `chips` chips each: every tier below the top
   // has up and down ports, and the top tier reaches every NIC. Throws TopologyError naming
   // `origin`'s file and /cluster/scale_out/tiers/<k> otherwise.
+  // `failed`: one up link out of service (a what-if), checked against the tiers.
   ScaleOut(const config::ScaleOutParams& p, int ultraservers, int chips,
-           const SpecOrigin& origin);
+           const SpecOrigin& origin,
+           const std::optional<config::FailedLinkParams>& failed = std::nullopt);
 
   // Tiers built: the lowest tier that reaches every NIC is the top one (all its ports down).
   int tiers() const { return int(tiers_.size()); }
@@ -50,11 +53,15 @@ class ScaleOut {
     double share_per_nic = 0;     // bytes/s per direction
   };
   const Tier& tier(int k) const { return tiers_.at(std::size_t(k - 1)); }
+  const std::optional<config::FailedLinkParams>& failed_link() const { return failed_; }
+  // Whether up link `up` of switch `sw` of group `group` of tier k is the failed one.
+  bool is_failed(int k, std::uint64_t group, std::uint64_t sw, int up) const;
 
  private:
   config::ScaleOutParams p_;
   int n_ = 0, c_ = 0;
   std::vector<Tier> tiers_;
+  std::optional<config::FailedLinkParams> failed_;
 };
 
 // Every chip of the cluster (named "us<u>.chip<c>", numbered UltraServer by UltraServer), its NIC

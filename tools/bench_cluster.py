@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Cluster scale (docs/scaling.md): wall time, peak memory and step time of `trnsim run` on Trn3
+Gen2 UltraClusters of 1 to 7,282 UltraServers (144 to 1,048,608 chips), each UltraServer one
+data-parallel replica of the realistic DeepSeek-V3 step, folded; then folded against unfolded
+and flow-level against packet-level fabric on 2 to 8 UltraServers.
+
+    tools/bench_cluster.py [--trnsim PATH] [--traces DIR] [--sizes 1,8,64,512,7282]
+    tools/bench_cluster.py --compare [--compare-sizes 2,4,8]   # folded vs unfolded, flow vs packet
+
+The replica traces (tools/moe_gen.py --replicas N, about 2 minutes each) are generated into
+--traces once and reused. Figures vary with the machine and its load: they belong in benchmark
+output, never in test assertions.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_run import fail, run_main_job  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG = os.path.join(ROOT, "configs/clusters/trn3-gen2-ultracluster.json")
+# The realistic default step of `trnsim run` (tools/regen-traces.sh), one replica of N.
+STEP = ["--model", "deepseek-v3", "--ranks", "144", "--tp", "1", "--ep", "16", "--pp", "9",
+        "--seq-len", "4096", "--micro-batches", "8", "--routing", "zipf:0.5", "--seed", "1",
+        "--dtype", "mxfp8", "--expert-gemms", "grouped"]
+# A 9-layer cut of it with 2 micro-batches, for the unfolded runs (every UltraServer simulated).
+SMALL = ["--model", "deepseek-v3", "--ranks", "144", "--tp", "1", "--ep", "16", "--pp", "9",
+         "--layers", "9", "--dense-layers", "1", "--seq-len", "4096", "--micro-batches", "2",
+         "--routing", "zipf:0.5", "--seed", "1", "--dtype", "mxfp8", "--expert-gemms", "grouped"]
+
+
+def trace(dir_, kind, n):
+    if kind == "step" and n == 1:  # the bundled default is this very trace
+        return os.path.join(ROOT, "traces/deepseek-v3-step-144.json.gz")
+    path = os.path.join(dir_, f"{kind}-r{n}.json.gz")
+    if not os.path.exists(path):
+        raw = path[:-3]
+        args = list(STEP if kind == "step" else SMALL)
+        if n > 1:
+            args += ["--replicas", str(n)]
+        subprocess.run([sys.executable, os.path.join(ROOT, "tools/moe_gen.py"), *args, "-q",
+                        "-o", raw], check=True)
+        subprocess.run(["gzip", "-n", "-f", raw], check=True)
+    return path
+
+
+def run(trnsim, n, path, sets=()):
+    extra = ["--config", CONFIG, "--trace", path, "--set", f"cluster.ultraservers={n}"]
+    for s in sets:
+        extra += ["--set", s]
+    return run_main_job(trnsim, extra)
+
+
+def scale_table(trnsim, traces, sizes):
+    print("chips      UltraServers  simulated  wall (s)  peak RSS (MiB)  step (ms)")
+    rows = []
+    for n in sizes:
+        r = run(trnsim, n, trace(traces, "step", n))
+        rows.append({"ultraservers": n, "chips": 144 * n, **r})
+        print(f"{144 * n:>9,}  {n:>12,}  {1:>9}  {r['process_wall_time_s']:>8.1f}  "
+              f"{r['peak_memory_mib'] or float('nan'):>14.0f}  {r['step_time_ns'] / 1e6:>9.2f}")
+    return rows
+
+
+def compare_table(trnsim, traces, sizes):
+    print("UltraServers  folded (ms)  unfolded (ms)  diff     unfolded packet (ms)  diff     "
+          "wall folded / unfolded / packet (s)")
+    rows = []
+    for n in sizes:
+        path = trace(traces, "small", n)
+        f = run(trnsim, n, path)
+        u = run(trnsim, n, path, ["cluster.fold=false"])
+        p = run(trnsim, n, path, ["cluster.fold=false", "rack.fabric.model=packet"])
+        tf, tu, tp = (x["step_time_ns"] / 1e6 for x in (f, u, p))
+        rows.append({"ultraservers": n, "folded": f, "unfolded": u, "packet": p})
+        print(f"{n:>12}  {tf:>11.3f}  {tu:>13.3f}  {100 * (tf - tu) / tu:>+6.2f} %  {tp:>20.3f}  "
+              f"{100 * (tu - tp) / tp:>+6.2f} %  {f['process_wall_time_s']:.0f} / "
+              f"{u['process_wall_time_s']:.0f} / {p['process_wall_time_s']:.0f}")
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trnsim", default=os.path.join(ROOT, "build/release/src/cli/trnsim"))
+    ap.add_argument("--traces", default=os.path.join(ROOT, "build/cluster-traces"),
+                    help="where the replica traces are generated and reused")
+    ap.add_argument("--sizes", default="1,8,64,512,7282", help="UltraServers per cluster")
+    ap.add_argument("--compare", action="store_true",
+                    help="folded against unfolded and flow against packet fabric instead")
+    ap.add_argument("--compare-sizes", default="2,4,8")
+    ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    a = ap.parse_args()
+    if not os.access(a.trnsim, os.X_OK):
+        fail(f"{a.trnsim} is not an executable; build the release preset first")
+    os.makedirs(a.traces, exist_ok=True)
+    try:
+        sizes = [int(x) for x in (a.compare_sizes if a.compare else a.sizes).split(",")]
+    except ValueError:
+        fail("sizes must be comma-separated integers")
+    rows = compare_table(a.trnsim, a.traces, sizes) if a.compare else \
+        scale_table(a.trnsim, a.traces, sizes)
+    if a.json:
+        print(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
