@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 
 #include "commands.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/topology/cluster.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::cli {
@@ -37,6 +39,24 @@ void register_topo_command(CLI::App& app, Registry& reg) {
                                             config::memory_budget(loaded.config.sim)});
     const auto s = topo::summarize(topo);
     if (!o->dot.empty()) write_file_atomic(o->dot, topo::to_dot(topo));
+    // A cluster's scale-out network, by rule (docs/scaling.md): nothing per chip is built.
+    std::optional<topo::ScaleOut> so;
+    config::Json cj;
+    if (const auto& cl = loaded.config.cluster) {
+      so.emplace(cl->scale_out, cl->ultraservers, int(s.chips),
+                 topo::SpecOrigin{&loaded.provenance, "/rack/topology", 0}, cl->failed_link);
+      cj = {{"ultraservers", cl->ultraservers}, {"chips", so->nics()},
+            {"diameter_hops", 2 * so->tiers()}, {"tiers", config::Json::array()}};
+      for (int k = 1; k <= so->tiers(); ++k) {
+        const auto& t = so->tier(k);
+        cj["tiers"].push_back({{"name", cl->scale_out.tiers[std::size_t(k - 1)].name},
+                               {"down_ports", t.down},
+                               {"up_ports", t.up},
+                               {"nics_per_group", t.span},
+                               {"switches", t.switches},
+                               {"up_share_per_nic_bytes_per_s", t.share_per_nic}});
+      }
+    }
     if (o->json) {
       config::Json j = {{"rack", loaded.config.rack->name},
                         {"chips", s.chips},
@@ -50,6 +70,7 @@ void register_topo_command(CLI::App& app, Registry& reg) {
                         {"bisection_cuts_tried", s.bisection_cuts_tried},
                         {"injection_min_bytes_per_s", s.injection_min.si},
                         {"injection_max_bytes_per_s", s.injection_max.si}};
+      if (so) j["cluster"] = cj;
       fmt::print("{}\n", j.dump(2));
       return 0;
     }
@@ -68,6 +89,20 @@ void register_topo_command(CLI::App& app, Registry& reg) {
     } else {
       fmt::print("injection per chip   {} to {} per direction\n", format(s.injection_min),
                  format(s.injection_max));
+    }
+    if (so) {
+      fmt::print("cluster              {} UltraServers, {} chips, one {} NIC each\n",
+                 so->ultraservers(), so->nics(), format(so->params().nic_bandwidth));
+      for (int k = 1; k <= so->tiers(); ++k) {
+        const auto& t = so->tier(k);
+        fmt::print("  tier {} {:<10}     {} switches, {} ports down{}\n", k,
+                   so->params().tiers[std::size_t(k - 1)].name, t.switches, t.down,
+                   k < so->tiers() ? fmt::format(", {} up ({} per NIC going up)", t.up,
+                                                 format(Bandwidth(t.share_per_nic)))
+                                   : std::string(" (top)"));
+      }
+      fmt::print("  diameter           {} links between UltraServers ({} switches)\n",
+                 2 * so->tiers(), 2 * so->tiers() - 1);
     }
     return 0;
   });

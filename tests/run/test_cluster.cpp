@@ -229,4 +229,19 @@ TEST(ClusterRun, AStragglerHoldsItsComputeOpsLonger) {
   fs::remove_all(dir);
 }
 
+// `trnsim topo` on the million-chip preset: the scale-out network by rule, nothing per chip.
+TEST(ClusterRun, TopoCountsTheSwitchesOfAMillionChips) {
+  const auto r = trnsim::test::run_trnsim(
+      "topo configs/clusters/trn3-gen2-ultracluster-7282.json --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto c = nlohmann::json::parse(r.out)["cluster"];
+  EXPECT_EQ(c["chips"], 7282 * 144);
+  ASSERT_EQ(c["tiers"].size(), 4u);  // 32 x 32 x 32 = 32,768 NICs < 1,048,608 <= 32^3 x 64
+  EXPECT_EQ(c["tiers"][0]["switches"], 32769);       // ceil(1,048,608 / 32) leaves
+  EXPECT_EQ(c["tiers"][1]["switches"], 1025 * 32);   // ceil(1,048,608 / 1,024) groups of 32
+  EXPECT_EQ(c["tiers"][3]["switches"], 32 * 32 * 32);  // one top group
+  EXPECT_EQ(c["tiers"][3]["down_ports"], 64);
+  EXPECT_EQ(c["diameter_hops"], 8);
+}
+
 }  // namespace
