@@ -191,6 +191,21 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
     if (cfg.cluster->fold || cfg.cluster->ultraservers == 1) {
       folded = std::make_shared<const topo::FoldedScaleOut>(*scale_out);
     } else {
+      // Every UltraServer simulated: refuse before anything is built what the route tables of
+      // the whole scale-out network would take (nodes x chips entries of 12 B).
+      double nodes = double(scale_out->nics());
+      for (int k = 1; k <= scale_out->tiers(); ++k) nodes += double(scale_out->tier(k).switches);
+      const double bytes = nodes * double(scale_out->nics()) * 12;
+      const double budget = double(config::memory_budget(cfg.sim));
+      if (bytes > budget) {
+        Where(&loaded.provenance)
+            .fail("/cluster/fold",
+                  fmt::format("false: the unfolded scale-out network of {} chips needs about "
+                              "{:.3g} GB of route tables, more than the memory budget of {:.3g} "
+                              "GB (/sim/memory_budget); fold the cluster, or simulate fewer "
+                              "UltraServers",
+                              scale_out->nics(), bytes / 1e9, budget / 1e9));
+      }
       topo::SpecOrigin whole = origin;
       whole.pointer = "";
       scale_out_topology =

@@ -244,4 +244,25 @@ TEST(ClusterRun, TopoCountsTheSwitchesOfAMillionChips) {
   EXPECT_EQ(c["diameter_hops"], 8);
 }
 
+// A million chips unfolded would need terabytes of route tables: refused before anything is
+// built, naming /cluster/fold. A top tier too small names its ports.
+TEST(ClusterRun, WhatCannotBeBuiltIsRefusedNamingThePointer) {
+  const fs::path dir = trnsim::test::fresh_dir("cluster", "refuse");
+  const std::string trace = two_rank_trace(dir);
+  auto r = trnsim::test::run_trnsim("run --config configs/clusters/trn3-gen2-ultracluster-7282.json "
+                                    "--set cluster.fold=false --trace " + trace);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("/cluster/fold: false: the unfolded scale-out network of 1048608 chips"),
+            std::string::npos)
+      << r.out;
+  r = trnsim::test::run_trnsim("run --config configs/clusters/trn3-gen2-ultracluster-7282.json "
+                               "--set cluster.scale_out.tiers.3.ports=2 --trace " + trace);
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("/cluster/scale_out/tiers/3/ports: the top tier \"super\" reaches 65536 "
+                       "NICs"),
+            std::string::npos)
+      << r.out;
+  fs::remove_all(dir);
+}
+
 }  // namespace
