@@ -184,13 +184,23 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
   std::shared_ptr<const topo::ScaleOut> scale_out;
   std::shared_ptr<const topo::FoldedScaleOut> folded;
   std::shared_ptr<const topo::Topology> scale_out_topology;
+  int simulated = 1;
   if (cfg.cluster) {
+    const int per = cfg.cluster->ultraservers_per_replica;
+    if (cfg.cluster->ultraservers % per != 0) {
+      Where(&loaded.provenance)
+          .fail({"/cluster/ultraservers_per_replica", "/cluster/ultraservers"},
+                fmt::format("{} UltraServers per replica do not divide the {} UltraServers", per,
+                            cfg.cluster->ultraservers));
+    }
     scale_out = std::make_shared<const topo::ScaleOut>(
         cfg.cluster->scale_out, cfg.cluster->ultraservers, int(topology.chip_count()), origin,
         cfg.cluster->failed_link);
-    if (cfg.cluster->fold || cfg.cluster->ultraservers == 1) {
-      folded = std::make_shared<const topo::FoldedScaleOut>(*scale_out);
+    if (cfg.cluster->fold || cfg.cluster->ultraservers == per) {
+      folded = std::make_shared<const topo::FoldedScaleOut>(*scale_out, per);
+      simulated = per;
     } else {
+      simulated = cfg.cluster->ultraservers;
       // Every UltraServer simulated: refuse before anything is built what the route tables of
       // the whole scale-out network would take (nodes x chips entries of 12 B).
       double nodes = double(scale_out->nics());
@@ -226,7 +236,8 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                                                       topology.chip_count(), st.chip));
     }
     // Folded, the simulated UltraServer is the straggler's (it sets the step).
-    straggler = (folded ? 0 : st.ultraserver) * int(topology.chip_count()) + st.chip;
+    straggler = (folded ? st.ultraserver % simulated : st.ultraserver) *
+                    int(topology.chip_count()) + st.chip;
   }
   FabricPlan fabric = resolve_fabric(loaded, topology, true);
   const int local = topology.first_tier_chips();
@@ -240,6 +251,7 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                   std::move(scale_out),
                   std::move(folded),
                   std::move(scale_out_topology),
+                  simulated,
                   straggler,
                   cfg.cluster && cfg.cluster->straggler ? cfg.cluster->straggler->slowdown : 1.0};
 }

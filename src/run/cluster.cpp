@@ -85,7 +85,8 @@ trace::Workload split_levels(const trace::Workload& w, const config::ClusterPara
         x.name = op.name + suffix;
         chain.push_back(std::move(x));
       };
-      const bool local = L > 1, across = cl.ultraservers > 1;
+      const bool local = L > 1,
+                 across = cl.ultraservers / cl.ultraservers_per_replica > 1;
       const std::string xg = cross_group(op.group, i);
       if (op.kind == OpKind::all_gather) {
         if (across) level(OpKind::all_gather, xg, chunk, ".cross");
@@ -117,26 +118,28 @@ trace::Workload split_levels(const trace::Workload& w, const config::ClusterPara
 ClusterWorkload make_cluster_workload(const trace::Workload& replica,
                                       const config::ClusterParams& cl) {
   ClusterWorkload cw;
-  cw.replicas = cl.ultraservers;
+  const int replicas = cl.ultraservers / cl.ultraservers_per_replica;
+  cw.replicas = replicas;
   cw.ranks_per_replica = replica.num_ranks();
   // A trace made for another data-parallel degree has optimizer shards of another size.
   if (const auto* p = replica.metadata.is_object() && replica.metadata.contains("parallelism")
                           ? &replica.metadata["parallelism"]
                           : nullptr;
       p && p->is_object() && p->contains("replicas") && (*p)["replicas"].is_number_integer() &&
-      (*p)["replicas"].get<std::int64_t>() != cl.ultraservers) {
+      (*p)["replicas"].get<std::int64_t>() != replicas) {
     throw WorkloadError(fmt::format("workload {} was generated for {} data-parallel replicas "
-                                    "(/metadata/parallelism/replicas); /cluster/ultraservers is {}",
-                                    replica.name, (*p)["replicas"].get<std::int64_t>(),
-                                    cl.ultraservers));
+                                    "(/metadata/parallelism/replicas); the cluster holds {} ({} "
+                                    "UltraServers, {} per replica)",
+                                    replica.name, (*p)["replicas"].get<std::int64_t>(), replicas,
+                                    cl.ultraservers, cl.ultraservers_per_replica));
   }
   trace::Workload one = split_levels(replica, cl, cw.collectives_split);
-  const bool folded = cl.fold || cl.ultraservers == 1;
+  const bool folded = cl.fold || replicas == 1;
   if (folded) {
     for (const auto& [g, members] : one.groups) {
-      if (g.find(".x") != std::string::npos && cl.ultraservers > 1 &&
+      if (g.find(".x") != std::string::npos && replicas > 1 &&
           is_replica_group(g.substr(0, g.rfind(".x")), cl.replica_groups)) {
-        cw.scale_out.folded[g] = cl.ultraservers;
+        cw.scale_out.folded[g] = replicas;
       }
     }
     cw.workload = std::move(one);
@@ -144,7 +147,7 @@ ClusterWorkload make_cluster_workload(const trace::Workload& replica,
   }
   // Unfolded: every replica, ranks replica by replica; groups within a replica copied per
   // replica, the cross groups joined across them.
-  const int N = cl.ultraservers, R = one.num_ranks();
+  const int N = replicas, R = one.num_ranks();
   cw.simulated_replicas = N;
   trace::Workload& all = cw.workload;
   all.version = one.version;

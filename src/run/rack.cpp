@@ -19,8 +19,7 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
     : sc_core::sc_module(name), chip_params_(plan.chip.params) {
   // An unfolded cluster has every UltraServer, each with its own fabric on the same topology.
   per_us_ = plan.topology.chip_count();
-  const std::size_t copies =
-      plan.scale_out && !plan.folded ? std::size_t(plan.scale_out->ultraservers()) : 1;
+  const std::size_t copies = std::size_t(plan.simulated_ultraservers);
   std::vector<model::MemoryPort*> memories;
   for (std::size_t c = 0; c < per_us_ * copies; ++c) {
     chips_.push_back(
@@ -216,7 +215,7 @@ model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,
 model::Network& Rack::route(model::TransferRequest& r) const {
   const std::size_t su = r.src.v / per_us_, du = r.dst.v / per_us_;
   if (su != du) {
-    if (!scale_out_topology_) {
+    if (!scale_out_net_) {
       throw InternalError(fmt::format("transfer {} -> {} between UltraServers without a scale-out "
                                       "network",
                                       r.src.v, r.dst.v));
@@ -252,8 +251,9 @@ void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
     return;
   }
   model::TransferRequest r = request(src, dst, bytes, flow);
-  model::Network& net = route(r);
-  const model::TransferHandle h = net.start(r);
+  const model::TransferHandle h = folded_ && !same_ultraserver(src, dst)
+                                      ? scale_out_->start_on_path(r, folded_->path(src, 0, dst))
+                                      : route(r).start(r);
   if (!h.done()) model::wait_counted(activity_, h.done_event());
   record(h.record(), src, dst);
 }
@@ -271,10 +271,15 @@ void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pie
   }
   model::TransferRequest r = request(src, dst, bytes, flow);
   r.pieces = pieces;
-  route(r).start(r, [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
+  auto on_done = [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
     record(rec, src, dst);
     done();
-  });
+  };
+  if (folded_ && !same_ultraserver(src, dst)) {  // inside a replica of several UltraServers
+    scale_out_->start_on_path(r, folded_->path(src, 0, dst), std::move(on_done));
+    return;
+  }
+  route(r).start(r, std::move(on_done));
 }
 
 void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
@@ -286,7 +291,7 @@ void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t 
   }
   model::TransferRequest r = request(src, dst, bytes, flow);
   r.pieces = pieces;
-  scale_out_->start_on_path(r, folded_->path(src, distance, dst),
+  scale_out_->start_on_path(r, folded_->path(src, distance * folded_->per_replica(), dst),
                             [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
                               record(rec, src, dst);
                               done();
@@ -294,7 +299,7 @@ void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t 
 }
 
 void Rack::account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
-  if (src == dst) return;
+  if (src == dst || (folded_ && !same_ultraserver(src, dst))) return;  // not charged folded
   model::TransferRequest r = request(src, dst, bytes, flow);
   route(r).account(r);
 }

@@ -75,6 +75,9 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   // The network between two chips (global ids): their UltraServer's fabric, with the request's
   // ids made local to it, or the scale-out network between UltraServers.
   model::Network& route(model::TransferRequest& r) const;
+  bool same_ultraserver(int a, int b) const {
+    return std::size_t(a) / per_us_ == std::size_t(b) / per_us_;
+  }
   // When a copy of `bytes` within chip `c` (ranks on one chip: HBM to HBM on the collective DMA
   // engines, never the fabric) is done, reserving the engines and the memory from now.
   sc_core::sc_time local_copy_done(int c, std::uint64_t bytes, std::uint64_t flow);

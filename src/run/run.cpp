@@ -142,11 +142,15 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   log->info("{}: {} chips, workload {} ({} ranks)", cfg.rack->name, plan.topology.chip_count(),
             w.name, w.num_ranks());
 
+  // A replica's chips: its UltraServers' (/cluster/ultraservers_per_replica).
+  const int replica_chips = cluster ? plan.scale_out->chips_per_ultraserver() *
+                                          cfg.cluster->ultraservers_per_replica
+                                    : 0;
   const std::vector<int> rank_chip =
       cluster ? cluster_placement(*cluster,
                                   place_ranks(loaded, cluster->ranks_per_replica,
-                                              std::size_t(plan.scale_out->chips_per_ultraserver())),
-                                  plan.scale_out->chips_per_ultraserver())
+                                              std::size_t(replica_chips)),
+                                  replica_chips)
               : place_ranks(loaded, w.num_ranks(), plan.topology.chip_count());
   // Before anything is built or calibrated: refuse what would not fit.
   check_estimate(estimate_work(w, plan, cfg.replay), cfg.sim,
@@ -244,8 +248,8 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.workload = &w;
   if (cluster) {
     d.cluster = cluster;
-    d.cluster_ultraservers = cluster->replicas;
-    d.cluster_simulated_ultraservers = cluster->simulated_replicas;
+    d.cluster_ultraservers = cfg.cluster->ultraservers;
+    d.cluster_simulated_ultraservers = plan.simulated_ultraservers;
     d.cluster_tiers = plan.scale_out->tiers();
   }
   d.chips = std::size_t(rack.chip_count());

@@ -207,11 +207,14 @@ Topology build_scale_out_topology(const ScaleOut& so, const SpecOrigin& origin) 
   return build_from_draft(std::move(d), nullptr, origin);
 }
 
-FoldedScaleOut::FoldedScaleOut(const ScaleOut& so) : so_(so) {
+FoldedScaleOut::FoldedScaleOut(const ScaleOut& so, int per_replica)
+    : so_(so), per_replica_(per_replica) {
   Draft d;
   d.where = "/cluster/scale_out";
   const auto& P = so.params();
-  const int C = so.chips_per_ultraserver(), T = so.tiers();
+  const int per = so.chips_per_ultraserver(), C = per * per_replica, T = so.tiers();
+  // The port of the replica's chip i.
+  auto port = [&](int i) { return so.port(i / per, i % per); };
   for (int c = 0; c < C; ++c) {
     DraftNode n;
     n.node.name = fmt::format("chip{}", c);
@@ -225,7 +228,7 @@ FoldedScaleOut::FoldedScaleOut(const ScaleOut& so) : so_(so) {
                                                       std::vector<std::uint32_t>(static_cast<std::size_t>(C)));
   for (int k = 1; k <= T; ++k) {
     for (int c = 0; c < C; ++c) {
-      const std::uint64_t g = so.port(0, c) / so.tier(k).span;
+      const std::uint64_t g = port(c) / so.tier(k).span;
       auto [it, fresh] = node_of[std::size_t(k - 1)].try_emplace(g, std::uint32_t(d.nodes.size()));
       if (fresh) {
         d.nodes.push_back(switch_node(fmt::format("so.{}.{}", P.tiers[std::size_t(k - 1)].name, g),
@@ -264,7 +267,7 @@ FoldedScaleOut::FoldedScaleOut(const ScaleOut& so) : so_(so) {
   for (int k = 1; k <= T; ++k) {
     for (int c = 0; c < C; ++c) {
       group_node_[std::size_t(k - 1)][std::size_t(c)] = NodeId{chip_group[std::size_t(k - 1)][std::size_t(c)]};
-      if (k < T) up_link_[std::size_t(k - 1)][std::size_t(c)] = up_of.at({k, so.port(0, c) / so.tier(k).span});
+      if (k < T) up_link_[std::size_t(k - 1)][std::size_t(c)] = up_of.at({k, port(c) / so.tier(k).span});
     }
   }
   SpecOrigin origin;
@@ -273,11 +276,15 @@ FoldedScaleOut::FoldedScaleOut(const ScaleOut& so) : so_(so) {
 }
 
 DirectedPath FoldedScaleOut::path(int c, int distance, int dst) const {
-  if (distance <= 0 || distance >= so_.ultraservers()) {
-    throw InternalError(fmt::format("FoldedScaleOut::path: replica distance {} of {}", distance,
-                                    so_.ultraservers()));
+  const int per = so_.chips_per_ultraserver();
+  const int su = c / per, du = dst / per + distance;
+  if (distance < 0 || du >= so_.ultraservers() || (distance == 0 && su == du) ||
+      distance % per_replica_ != 0) {
+    throw InternalError(fmt::format("FoldedScaleOut::path: chip {} to chip {} {} UltraServers "
+                                    "away, of {} ({} per replica)",
+                                    c, dst, distance, so_.ultraservers(), per_replica_));
   }
-  const int t = so_.meet_tier(0, c, distance, dst);
+  const int t = so_.meet_tier(su, c % per, du, dst % per);
   DirectedPath p;
   auto dir = [&](LinkId l, NodeId from) {
     return 2 * l.v + (topology_.link(l).a == from ? 0u : 1u);

@@ -265,4 +265,37 @@ TEST(ClusterRun, WhatCannotBeBuiltIsRefusedNamingThePointer) {
   fs::remove_all(dir);
 }
 
+// A replica of two UltraServers (expert parallelism across them): rank 1 on chip 0 of the second
+// UltraServer. The all-to-all crosses EFA inside the replica; folded (2 of 4 UltraServers
+// simulated) agrees with unfolded.
+TEST(ClusterRun, AReplicaSpanningTwoUltraServersSendsItsAllToAllOverEfa) {
+  const fs::path dir = trnsim::test::fresh_dir("cluster", "span");
+  nlohmann::json t = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "span"}, {"ranks", 2},
+                      {"groups", {{"ep0", {0, 1}}, {"dp0", {0, 1}}}}};
+  for (int r = 0; r < 2; ++r) {
+    t["rank_ops"].push_back(
+        {{"rank", r},
+         {"ops", {{{"id", 0}, {"name", "a2a"}, {"op", "all_to_all"}, {"group", "ep0"},
+                   {"bytes", 67108864}},
+                  {{"id", 1}, {"name", "grad"}, {"op", "all_reduce"}, {"group", "dp0"},
+                   {"bytes", 67108864}, {"dtype", "bf16"}, {"deps", {0}}}}}});
+  }
+  std::ofstream(dir / "span.json") << t.dump();
+  std::ofstream(dir / "place.json") << R"({"chips": [0, 144]})";
+  const std::string set = "--set cluster.ultraservers=4 --set cluster.ultraservers_per_replica=2 "
+                          "--set replay.placement=file --set replay.placement_file=" +
+                          (dir / "place.json").string();
+  const OpTimes folded = run((dir / "span.json").string(), dir / "f", set);
+  const OpTimes unfolded = run((dir / "span.json").string(), dir / "u", set + " --set cluster.fold=false");
+  // Each rank sends the other half of its 64 MiB over its 25 GB/s NIC.
+  ASSERT_TRUE(folded.ns.count("a2a"));
+  EXPECT_GT(folded.ns.at("a2a"), 33554432 / 25e9 * 1e9);
+  EXPECT_LT(folded.ns.at("a2a"), 1.1 * 33554432 / 25e9 * 1e9);
+  EXPECT_NEAR(folded.step_ms, unfolded.step_ms, 0.01 * unfolded.step_ms);
+  const auto id = nlohmann::json::parse(trnsim::test::read_text(dir / "f" / "report.json"))["identity"];
+  EXPECT_EQ(id["cluster"]["simulated_ultraservers"], 2);
+  EXPECT_EQ(id["cluster"]["ranks_per_simulated_rank"], 2);
+  fs::remove_all(dir);
+}
+
 }  // namespace

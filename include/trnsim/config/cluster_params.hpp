@@ -86,6 +86,9 @@ struct FailedLinkParams {
 
 struct ClusterParams {
   int ultraservers = 1;
+  // UltraServers one replica of the trace spans (its expert or pipeline groups may cross them,
+  // over the scale-out network); the cluster holds ultraservers / this many replicas.
+  int ultraservers_per_replica = 1;
   // Simulate one UltraServer for all (their trace and placement are alike) when true; every
   // UltraServer otherwise.
   bool fold = true;
@@ -99,6 +102,9 @@ struct ClusterParams {
   void visit(V& v) {
     v.field("ultraservers", ultraservers, "UltraServers in the cluster, one data-parallel "
             "replica each", InRange{1, 1 << 24});
+    v.field("ultraservers_per_replica", ultraservers_per_replica,
+            "UltraServers one replica of the trace spans (its groups may cross them)",
+            InRange{1, 1 << 20});
     v.field("fold", fold,
             "simulate one UltraServer for all alike ones (symmetry folding, docs/scaling.md)");
     v.field("scale_out", scale_out, "the EFA network between UltraServers", Required{});

@@ -63,6 +63,9 @@ struct RackPlan {
   std::shared_ptr<const topo::Topology> scale_out_topology;
   // What-if /cluster/straggler: the chip (of the chips simulated) whose compute ops take
   // `straggler_slowdown` times as long; -1 for none.
+  // UltraServers simulated, each with its own fabric on `topology`: 1 per replica folded (more
+  // when a replica spans several, /cluster/ultraservers_per_replica), all of them unfolded.
+  int simulated_ultraservers = 1;
   int straggler_chip = -1;
   double straggler_slowdown = 1;
 };

@@ -19,7 +19,7 @@ namespace trnsim::run {
 struct ClusterWorkload {
   trace::Workload workload;
   replay::ScaleOutGroups scale_out;
-  int replicas = 1;             // UltraServers the workload stands for
+  int replicas = 1;             // data-parallel replicas the workload stands for
   int simulated_replicas = 1;   // replicas in `workload`
   int ranks_per_replica = 0;
   int collectives_split = 0;    // collectives of the replica that span the UltraServers
@@ -33,9 +33,9 @@ bool is_replica_group(const std::string& group, const std::vector<std::string>& 
 ClusterWorkload make_cluster_workload(const trace::Workload& replica,
                                       const config::ClusterParams& cluster);
 
-// Chips of the ranks of `cw`: `replica_chips[r]` is the chip of rank r within its UltraServer of
-// `chips` chips; rank u * ranks_per_replica + r of the unfolded workload is on chip
-// u * chips + replica_chips[r].
+// Chips of the ranks of `cw`: `replica_chips[r]` is the chip of rank r within its replica of
+// `chips` chips (its UltraServers'); rank u * ranks_per_replica + r of the unfolded workload is
+// on chip u * chips + replica_chips[r].
 std::vector<int> cluster_placement(const ClusterWorkload& cw, const std::vector<int>& replica_chips,
                                    int chips);
 

@@ -86,16 +86,21 @@ struct DirectedPath {
 // among all replicas' flows (exact for even spreading over equal-cost links).
 class FoldedScaleOut {
  public:
-  explicit FoldedScaleOut(const ScaleOut& so);
+  // The replica is UltraServers 0 .. `per_replica` - 1; its chips are numbered UltraServer by
+  // UltraServer (chip c of UltraServer u is u * chips + c).
+  explicit FoldedScaleOut(const ScaleOut& so, int per_replica = 1);
   const Topology& topology() const { return topology_; }
   const ScaleOut& scale_out() const { return so_; }
-  // A transfer from chip `c` of this replica to chip `d` of the replica `distance` away (> 0):
-  // up from c's NIC to the meeting tier, then down the links of d's NIC, which by symmetry
-  // carry what the replica `distance` away receives. The path may end where it began.
+  int per_replica() const { return per_replica_; }
+  // A transfer from chip `c` of this replica to chip `d` of the UltraServer `distance`
+  // UltraServers after d's (a whole number of replicas away, or 0 between two UltraServers of
+  // this replica): up from c's NIC to the meeting tier, then down the links of d's NIC, which by
+  // symmetry carry what d's counterpart that far away receives. The path may end where it began.
   DirectedPath path(int c, int distance, int d) const;
 
  private:
   ScaleOut so_;
+  int per_replica_ = 1;
   Topology topology_;
   // Per tier k (index k-1) and chip: the node of the chip's tier-k group, and the link from that
   // group up to tier k+1 (k < tiers); nic_link_[c] is chip c's NIC link.
