@@ -111,7 +111,8 @@ void register_run_command(CLI::App& app, Registry& reg) {
     ProgressLine progress(!o->no_progress);
     const run::RunData out = run::run_workload(cfg, trace.workload, progress.fn());
     progress.clear();
-    const report::Report rep = report::make_report(out, id, o->timeline);
+    const auto parts = out_opt->count() > 0 ? report::ReportParts::all : report::ReportParts::printed;
+    const report::Report rep = report::make_report(out, id, o->timeline, parts);
     if (out_opt->count() > 0) report::write_outputs(o->out, rep, cfg);
     if (o->common.json) {
       fmt::print("{}\n", rep.report.dump(2));
