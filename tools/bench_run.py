@@ -8,6 +8,10 @@ of a bare SystemC event loop (`trnsim bench kernel`) measured in the same invoca
                        [-- <extra trnsim run arguments, e.g. --config ... --trace ...>]
     tools/bench_run.py --fidelity      # the main job at sim.fidelity fast and detailed
     tools/bench_run.py --scaling       # cost against layers, micro-batches and tokens per chip
+    tools/bench_run.py --compare OLD_TRNSIM [--repeat N]
+                                       # the job on another binary and this one, alternately:
+                                       # wall, CPU and peak memory per phase, and whether the
+                                       # reports are the same
 
 Prints a table, or one JSON object with --json. Figures vary with the machine and its load:
 they belong in benchmark output, never in test assertions (docs/bench.md#speed-of-the-main-job).
@@ -34,6 +38,12 @@ def fail(msg):
     sys.exit(2)
 
 
+# The phases `trnsim run --log-level debug` reports (src/cli/cmd_run.cpp; older binaries do not).
+PHASE_LINE = re.compile(
+    r"phases: trace read (?P<read>[0-9.]+) s, run (?P<run>[0-9.]+) s \(simulation "
+    r"(?P<sim>[0-9.]+) s\), report (?P<report>[0-9.]+) s")
+
+
 def run_main_job(trnsim, extra):
     """Runs `trnsim run` in a child and returns its figures and that child's peak RSS."""
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
@@ -52,6 +62,7 @@ def run_main_job(trnsim, extra):
     if not m:
         fail("trnsim run printed no 'wall time ... process activations' line on stderr")
     summary = json.loads(stdout)
+    phases = PHASE_LINE.search(stderr)
     before, peak_kib = 0, usage.ru_maxrss  # this child's own peak (Linux: KiB)
     kinds = {}
     for part in m["kinds"].split(", "):
@@ -59,6 +70,9 @@ def run_main_job(trnsim, extra):
         kinds[name] = int(n)
     return {
         "process_wall_time_s": elapsed,
+        "cpu_time_s": usage.ru_utime + usage.ru_stime,
+        "phases_s": {k: float(v) for k, v in phases.groupdict().items()} if phases else None,
+        "report": summary,
         "wall_time_s": float(m["wall"]),
         "simulation_time_s": float(m["sim"]),
         "activations": int(m["act"]),
@@ -88,6 +102,7 @@ def fidelity_table(trnsim, extra):
     rows = []
     for fid in ("fast", "detailed"):
         r = run_main_job(trnsim, [*extra, "--set", f"sim.fidelity={fid}"])
+        del r["report"]
         rows.append({"fidelity": fid, **r})
     return rows
 
@@ -119,8 +134,66 @@ def scaling_table(trnsim, extra, base_seq, factors):
                 if g.returncode != 0:
                     fail(f"moe_gen.py exited with {g.returncode}: {g.stderr.strip()[-1000:]}")
                 r = run_main_job(trnsim, ["--trace", trace, *extra])
+                del r["report"]
                 rows.append({"axis": axis, "factor": f, **r})
     return rows
+
+
+def comparable(report):
+    """report.json without what names the binary and its command line."""
+    r = json.loads(json.dumps(report))
+    for key in ("command_line", "git_commit"):
+        r.get("identity", {}).pop(key, None)
+    return r
+
+
+def compare_table(old, new, extra, repeat):
+    """The job on `old` and `new`, alternately `repeat` times each (so both see the same load)."""
+    runs = {"old": [], "new": []}
+    for _ in range(repeat):
+        for label, binary in (("old", old), ("new", new)):
+            load = os.getloadavg()[0]
+            r = run_main_job(binary, ["--log-level", "debug", *extra])
+            r["load_average"] = [load, os.getloadavg()[0]]
+            runs[label].append(r)
+    same = all(comparable(r["report"]) == comparable(runs["old"][0]["report"])
+               for rs in runs.values() for r in rs)
+    for rs in runs.values():
+        for r in rs:
+            del r["report"]
+    return {"old": old, "new": new, "runs": runs, "same_report": same}
+
+
+def median(xs):
+    xs = sorted(xs)
+    return (xs[(len(xs) - 1) // 2] + xs[len(xs) // 2]) / 2
+
+
+def print_compare(c):
+    def fig(rs, f):
+        vals = [f(r) for r in rs]
+        return None if any(v is None for v in vals) else median(vals)
+    rows = [
+        ("process wall s", lambda r: r["process_wall_time_s"]),
+        ("CPU user+sys s", lambda r: r["cpu_time_s"]),
+        ("peak memory MiB", lambda r: r["peak_memory_mib"]),
+        ("trace read s", lambda r: r["phases_s"]["read"] if r["phases_s"] else None),
+        ("run s", lambda r: r["wall_time_s"]),
+        ("  simulation s", lambda r: r["simulation_time_s"]),
+        ("report s", lambda r: r["phases_s"]["report"] if r["phases_s"] else None),
+        ("outside run s", lambda r: r["process_wall_time_s"] - r["wall_time_s"]),
+        ("load average", lambda r: sum(r["load_average"]) / 2),
+    ]
+    n = len(c["runs"]["old"])
+    print(f"old {c['old']}\nnew {c['new']}\nmedians of {n} run(s) each, alternately")
+    print(f"{'':>18} {'old':>9} {'new':>9} {'new/old':>8}")
+    for name, f in rows:
+        o, w = fig(c["runs"]["old"], f), fig(c["runs"]["new"], f)
+        cell = lambda v: f"{v:9.2f}" if v is not None else f"{'?':>9}"
+        ratio = f"{w / o:8.2f}" if o and w is not None else f"{'':>8}"
+        print(f"{name:>18} {cell(o)} {cell(w)} {ratio}")
+    print("report.json        " + ("the same (but for identity.command_line and git_commit)"
+                                   if c["same_report"] else "DIFFERS"))
 
 
 def print_runs(rows, key):
@@ -152,6 +225,11 @@ def main():
                          "chip of a one-layer DeepSeek-V3 step (traces made by tools/moe_gen.py)")
     ap.add_argument("--base-seq", type=int, default=256,
                     help="tokens per chip of the scaling base (default 256)")
+    ap.add_argument("--compare", metavar="OLD_TRNSIM",
+                    help="run the job on this binary and on --trnsim alternately; compare their "
+                         "wall and CPU time, peak memory and phases, and their reports")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="with --compare: runs of each binary (default 1; the medians print)")
     ap.add_argument("extra", nargs=argparse.REMAINDER,
                     help="after --: arguments passed to trnsim run")
     a = ap.parse_args()
@@ -162,6 +240,17 @@ def main():
     if a.kernel_activations < 1:
         fail(f"--kernel-activations: expected an integer >= 1, got {a.kernel_activations}")
     extra = a.extra[1:] if a.extra[:1] == ["--"] else a.extra
+    if a.compare:
+        if not os.access(a.compare, os.X_OK):
+            fail(f"--compare: {a.compare} is not an executable")
+        if a.repeat < 1:
+            fail(f"--repeat: expected an integer >= 1, got {a.repeat}")
+        c = compare_table(a.compare, a.trnsim, extra, a.repeat)
+        if a.json:
+            print(json.dumps(c, indent=2, sort_keys=True))
+        else:
+            print_compare(c)
+        sys.exit(0 if c["same_report"] else 1)
     if a.fidelity or a.scaling:
         if a.base_seq < 1:
             fail(f"--base-seq: expected an integer >= 1, got {a.base_seq}")
@@ -173,6 +262,7 @@ def main():
             print_runs(rows, "fidelity" if a.fidelity else "axis factor")
         return
     run = run_main_job(a.trnsim, extra)
+    del run["report"]
     bare = run_bare_kernel(a.trnsim, a.kernel_processes, a.kernel_activations)
     ratio = run["activations_per_s"] / bare["activations_per_s"]
     out = {"run": run, "bare_kernel": bare, "rate_vs_bare": ratio}

@@ -73,8 +73,10 @@ void Chip::start_program(int core, Program& prog, Job& job) {
     pool.push_back(std::make_unique<Worker>());
     w = pool.back().get();
     w->core = cores_[std::size_t(core)].get();
+    // A child of the op process that needed it, which runs ops of every chip in turn (the
+    // replay reuses its op processes): the chip's name keeps the names of its children apart.
     sc_core::sc_spawn([this, w] { worker_loop(*w); },
-                      fmt::format("nc{}_worker{}", core, pool.size() - 1).c_str());
+                      fmt::format("{}_nc{}_worker{}", basename(), core, pool.size() - 1).c_str());
   }
   w->prog = &prog;
   w->job = &job;

@@ -284,20 +284,33 @@ void FlowNetwork::charge(const Flow& f, std::uint64_t bytes) {
     b.s_wire_ += f.wire;
     b.s_busy_ += f.wire / dirs_[d].capacity;
     b.s_flows_ += 1;
-    b.add_energy("link", energy(b.dyn_, Bytes(f.wire)));
+    // Through the slot: a lookup by name per hop was a tenth of a fast-forwarded run.
+    if (!b.link_energy_) b.link_energy_ = &b.energy_slot("link");
+    *b.link_energy_ += energy(b.dyn_, Bytes(f.wire)).si;
   }
   for (const topo::NodeId n : f.via) {
     FlowNode* node = nodes_[n.v].get();
     if (!node) continue;
     node->s_bytes_ += double(bytes);
-    node->add_energy(node->category_, energy(node->energy_, Bytes(f.wire)));
+    if (!node->energy_slot_) node->energy_slot_ = &node->energy_slot(node->category_);
+    *node->energy_slot_ += energy(node->energy_, Bytes(f.wire)).si;
   }
   wire_ += f.wire * double(f.path.size());
 }
 
 void FlowNetwork::account(const TransferRequest& r) {
   if (r.src == r.dst || r.bytes == 0) return;
-  Flow f;
+  // A fresh flow whose route vectors keep the storage of the last one: fast-forward accounts
+  // hundreds of thousands of transfers.
+  if (!account_flow_) account_flow_ = std::make_unique<Flow>();
+  Flow& f = *account_flow_;
+  auto path = std::move(f.path);
+  auto via = std::move(f.via);
+  path.clear();
+  via.clear();
+  f = Flow{};
+  f.path = std::move(path);
+  f.via = std::move(via);
   trace(r, f);
   charge(f, r.bytes);
   accounted_ += r.bytes;

@@ -49,6 +49,7 @@ class FlowLinkDirection : public Block {
   Stat& s_util_;
   Stat& s_flows_;
   EnergyPerBit dyn_;
+  double* link_energy_ = nullptr;  // its "link" energy slot, created on its first charge
 };
 
 // A switch, or a chip that forwards for others: bytes passed through, energy, idle power.
@@ -61,6 +62,7 @@ class FlowNode : public Block {
   Stat& s_bytes_;
   EnergyPerBit energy_;
   const char* category_;
+  double* energy_slot_ = nullptr;  // of category_, created on its first charge
 };
 
 class FlowNetwork : public Block, public Network {
@@ -156,6 +158,7 @@ class FlowNetwork : public Block, public Network {
   std::uint64_t packets_ = 0, events_ = 0, recomputations_ = 0, max_flows_ = 0, active_ = 0;
   double wire_ = 0;
   std::uint64_t accounted_ = 0;  // payload bytes charged by account()
+  std::unique_ptr<Flow> account_flow_;  // reused by account(): its vectors keep their storage
   Stat& s_transfers_;
   Stat& s_bytes_;
   Stat& s_recomputations_;

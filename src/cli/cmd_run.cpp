@@ -15,6 +15,7 @@
 #include "trace_input.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/log.hpp"
 #include "trnsim/report/report.hpp"
 #include "trnsim/run/run.hpp"
 
@@ -99,7 +100,14 @@ void register_run_command(CLI::App& app, Registry& reg) {
           "trn3-gen2-ultraserver; `trnsim presets` lists them",
           cfg.path));
     }
+    // The phases' wall times, at debug level: tools/bench_run.py --compare reads them.
+    using Clock = std::chrono::steady_clock;
+    const auto seconds = [](Clock::time_point a, Clock::time_point b) {
+      return std::chrono::duration<double>(b - a).count();
+    };
+    const auto t_read = Clock::now();
     const LoadedTrace trace = load_trace(o->trace, data_path(kDefaultTrace));
+    const auto t_run = Clock::now();
     report::Identity id;
     id.command_line = reg.argv;
     id.config = o->common.config_given.empty() ? std::string(kDefaultRack) : o->common.config_given;
@@ -111,8 +119,14 @@ void register_run_command(CLI::App& app, Registry& reg) {
     ProgressLine progress(!o->no_progress);
     const run::RunData out = run::run_workload(cfg, trace.workload, progress.fn());
     progress.clear();
-    const report::Report rep = report::make_report(out, id, o->timeline);
+    const auto parts = out_opt->count() > 0 ? report::ReportParts::all : report::ReportParts::printed;
+    const auto t_report = Clock::now();
+    const report::Report rep = report::make_report(out, id, o->timeline, parts);
     if (out_opt->count() > 0) report::write_outputs(o->out, rep, cfg);
+    logger("run")->debug("phases: trace read {:.2f} s, run {:.2f} s (simulation {:.2f} s), "
+                         "report {:.2f} s",
+                         seconds(t_read, t_run), seconds(t_run, t_report), out.simulation_seconds,
+                         seconds(t_report, Clock::now()));
     if (o->common.json) {
       fmt::print("{}\n", rep.report.dump(2));
     } else {

@@ -2,6 +2,7 @@
 #include "trnsim/config/schema.hpp"
 
 #include <algorithm>
+#include <unordered_map>
 
 namespace trnsim::config {
 
@@ -93,68 +94,111 @@ std::string json_syntax_message(const std::string& text, const std::string& orig
   return fmt::format("{}:{}:{}: invalid JSON: {}", origin, line, col, what);
 }
 
-Json parse_json_checked(const std::string& text, const std::string& origin) {
-  // The parser reports each key and the start and end of each container; a stack of open
-  // containers gives the pointer of a duplicate key and the depth.
-  struct Open {
-    bool object;
-    std::size_t index = 0;  // next element of an array
-    std::string key;        // last key of an object
-    std::map<std::string, std::size_t> keys;  // key -> its position in the object
-  };
-  std::vector<Open> open;
-  auto pointer = [&](std::size_t levels) {
+namespace {
+
+// Builds the document as nlohmann's own parser does, refusing on the way what it would accept
+// silently. A stack of open containers gives the pointer of a duplicate key and the depth; its
+// levels are reused, their key lists keeping their storage, so the many small objects of a
+// large trace cost no allocation per key (a std::map per object cost a third of the parse).
+class CheckedDomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
+  using Base = nlohmann::detail::json_sax_dom_parser<Json>;
+
+ public:
+  CheckedDomParser(Json& document, const std::string& origin) : Base(document), origin_(origin) {}
+
+  bool null() { return element(), Base::null(); }
+  bool boolean(bool v) { return element(), Base::boolean(v); }
+  bool number_integer(Json::number_integer_t v) { return element(), Base::number_integer(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return element(), Base::number_unsigned(v); }
+  bool number_float(Json::number_float_t v, const std::string& s) {
+    return element(), Base::number_float(v, s);
+  }
+  bool string(std::string& v) { return element(), Base::string(v); }
+  bool binary(Json::binary_t& v) { return element(), Base::binary(v); }
+  bool start_object(std::size_t n) { return open(true), Base::start_object(n); }
+  bool start_array(std::size_t n) { return open(false), Base::start_array(n); }
+  bool end_object() { return --depth_, Base::end_object(); }
+  bool end_array() { return --depth_, Base::end_array(); }
+
+  bool key(std::string& k) {
+    Level& o = levels_[depth_ - 1];
+    const std::size_t position = o.keys.size() + 1;
+    std::size_t first = 0;
+    if (o.keys.size() < kLinearKeys) {
+      const auto it = std::find(o.keys.begin(), o.keys.end(), k);
+      if (it != o.keys.end()) first = std::size_t(it - o.keys.begin()) + 1;
+    } else {
+      if (o.many.empty()) {
+        for (std::size_t i = 0; i < o.keys.size(); ++i) o.many.emplace(o.keys[i], i + 1);
+      }
+      const auto [it, fresh] = o.many.emplace(k, position);
+      if (!fresh) first = it->second;
+    }
+    o.keys.push_back(k);  // the current key, the last of the level, names it in a pointer
+    if (first != 0) {
+      throw InputError(fmt::format(
+          "{}:{}: duplicate key \"{}\" (keys {} and {} of the object at {}); a key may appear once",
+          origin_, pointer(depth_), k, first, position, pointer(depth_ - 1)));
+    }
+    return Base::key(k);
+  }
+
+  std::size_t depth() const { return depth_; }
+
+  std::string pointer(std::size_t levels) const {
     std::string p;
     for (std::size_t i = 0; i < levels; ++i) {
-      p = open[i].object ? json_pointer_append(p, open[i].key)
-                         : fmt::format("{}/{}", p, open[i].index - 1);
+      const Level& l = levels_[i];
+      p = l.object ? json_pointer_append(p, l.keys.empty() ? std::string() : l.keys.back())
+                   : fmt::format("{}/{}", p, l.index - 1);
     }
     return p.empty() ? std::string("/") : p;
+  }
+
+ private:
+  // Objects up to this many keys are searched in order; larger ones through a hash map.
+  static constexpr std::size_t kLinearKeys = 16;
+  struct Level {
+    bool object = false;
+    std::size_t index = 0;           // next element of an array
+    std::vector<std::string> keys;   // of an object, in order
+    std::unordered_map<std::string, std::size_t> many;  // key -> position, for large objects
   };
+
   // Before a value in an array, count it.
-  auto element = [&] {
-    if (!open.empty() && !open.back().object) ++open.back().index;
-  };
-  auto cb = [&](int depth, Json::parse_event_t event, Json& parsed) {
-    using E = Json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-      case E::array_start:
-        element();
-        if (depth >= kMaxJsonDepth) {
-          std::string where = pointer(open.size());
-          if (where.size() > 60) where = where.substr(0, 60) + "...";
-          throw InputError(fmt::format("{}:{}: nesting deeper than {} levels is not accepted",
-                                       origin, where, kMaxJsonDepth));
-        }
-        open.push_back({event == E::object_start});
-        break;
-      case E::object_end:
-      case E::array_end:
-        if (!open.empty()) open.pop_back();
-        break;
-      case E::key: {
-        Open& o = open.back();
-        o.key = parsed.get<std::string>();
-        const std::size_t position = o.keys.size() + 1;
-        const auto [it, fresh] = o.keys.emplace(o.key, position);
-        if (!fresh) {
-          throw InputError(fmt::format(
-              "{}:{}: duplicate key \"{}\" (keys {} and {} of the object at {}); a key may "
-              "appear once",
-              origin, pointer(open.size()), o.key, it->second, position,
-              pointer(open.size() - 1)));
-        }
-        break;
-      }
-      case E::value:
-        element();
-        break;
+  void element() {
+    if (depth_ > 0 && !levels_[depth_ - 1].object) ++levels_[depth_ - 1].index;
+  }
+
+  void open(bool object) {
+    element();
+    if (depth_ >= std::size_t(kMaxJsonDepth)) {
+      std::string where = pointer(depth_);
+      if (where.size() > 60) where = where.substr(0, 60) + "...";
+      throw InputError(fmt::format("{}:{}: nesting deeper than {} levels is not accepted", origin_,
+                                   where, kMaxJsonDepth));
     }
-    return true;
-  };
+    if (depth_ == levels_.size()) levels_.emplace_back();
+    Level& l = levels_[depth_++];
+    l.object = object;
+    l.index = 0;
+    l.keys.clear();
+    l.many.clear();
+  }
+
+  const std::string& origin_;
+  std::vector<Level> levels_;
+  std::size_t depth_ = 0;
+};
+
+}  // namespace
+
+Json parse_json_checked(const std::string& text, const std::string& origin) {
+  Json root;
+  CheckedDomParser parser(root, origin);
   try {
-    return Json::parse(text, cb);
+    Json::sax_parse(text, &parser);
+    return root;
   } catch (const Json::parse_error& e) {
     throw InputError(json_syntax_message(text, origin, e));
   } catch (const Json::out_of_range& e) {
@@ -162,7 +206,7 @@ Json parse_json_checked(const std::string& text, const std::string& origin) {
     std::string what = e.what();
     if (auto p = what.find("number overflow"); p != std::string::npos) what = what.substr(p);
     throw InputError(fmt::format("{}:{}: invalid JSON: {} (beyond the range of a double)", origin,
-                                 open.empty() ? "/" : pointer(open.size()), what));
+                                 parser.depth() == 0 ? "/" : parser.pointer(parser.depth()), what));
   }
 }
 

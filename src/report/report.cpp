@@ -754,7 +754,8 @@ Json percentiles_ns(std::vector<double> seconds) {
           {"max", h.max() * 1e9}};
 }
 
-Report make_report(const run::RunData& d, const Identity& identity, const TimelineOptions& tl) {
+Report make_report(const run::RunData& d, const Identity& identity, const TimelineOptions& tl,
+                   ReportParts parts) {
   const config::Config& cfg = *d.config;
   const trace::Workload& w = *d.workload;
   if (!cfg.chip || !cfg.rack) throw InternalError("make_report: a run without chip or rack");
@@ -815,8 +816,10 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
     line += fmt::format("{}{}", i ? "," : "", number(row[i]));
   }
   out.summary_csv = header + "\n" + line + "\n";
-  out.ops_csv = ops_csv(d);
-  out.timeline = make_timeline(d, tl);
+  if (parts == ReportParts::all) {
+    out.ops_csv = ops_csv(d);
+    out.timeline = make_timeline(d, tl);
+  }
   out.text = summary_text(s, d);
   Json by_kind = Json::object();
   for (const auto& [k, n] : d.activations_by_kind) by_kind[k] = n;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <fstream>
 #include <sstream>
@@ -93,7 +94,7 @@ Op op_from_json(const Json& j, const std::string& pointer, const std::string& or
 }
 
 Workload parse_native(const std::string& text, const std::string& origin) {
-  const Json root = config::parse_json<TraceError>(text, origin);
+  Json root = config::parse_json<TraceError>(text, origin);
   if (!root.is_object()) fail(origin, "", fmt::format("expected an object, got {}", root.type_name()));
 
   static const std::vector<std::string> keys = {"format", "version", "name",    "metadata",
@@ -119,14 +120,22 @@ Workload parse_native(const std::string& text, const std::string& origin) {
                      root["version"].dump(), kVersion));
   }
 
-  Json header = root;
-  header.erase("metadata");
-  header.erase("groups");
+  // The header is the root without metadata and groups: taken apart, not copied (a copy of the
+  // ops of a 58 MB trace costs a second of time and its memory twice).
+  std::optional<Json> metadata, groups;
+  if (auto it = root.find("metadata"); it != root.end()) {
+    metadata = std::move(*it);
+    root.erase(it);
+  }
+  if (auto it = root.find("groups"); it != root.end()) {
+    groups = std::move(*it);
+    root.erase(it);
+  }
   HeaderJson h;
   Provenance prov;
   prov.record("", origin);
   try {
-    JsonReader::read(header, "", prov, h);
+    JsonReader::read(root, "", prov, h);
   } catch (const ConfigError& e) {
     throw TraceError(e.what());
   }
@@ -134,11 +143,11 @@ Workload parse_native(const std::string& text, const std::string& origin) {
   Workload w;
   w.version = h.version;
   w.name = h.name;
-  if (root.contains("metadata")) {
-    if (!root["metadata"].is_object()) {
-      fail(origin, "/metadata", fmt::format("expected an object, got {}", root["metadata"].dump()));
+  if (metadata) {
+    if (!metadata->is_object()) {
+      fail(origin, "/metadata", fmt::format("expected an object, got {}", metadata->dump()));
     }
-    w.metadata = root["metadata"];
+    w.metadata = std::move(*metadata);
   }
   if (h.ranks < 1) fail(origin, "/ranks", fmt::format("expected an integer >= 1, got {}", h.ranks));
   // Every rank needs an entry of rank_ops; checking that first keeps "ranks": 2147483647 from
@@ -150,8 +159,8 @@ Workload parse_native(const std::string& text, const std::string& origin) {
     while (given.contains(missing)) ++missing;
     fail(origin, "/rank_ops", fmt::format("no entry for rank {}", missing));
   }
-  if (root.contains("groups")) {
-    const Json& g = root["groups"];
+  if (groups) {
+    const Json& g = *groups;
     if (!g.is_object()) {
       fail(origin, "/groups", fmt::format("expected an object of rank lists, got {}", g.dump()));
     }

@@ -111,6 +111,29 @@ TEST(HostileJson, DuplicateKeyNamesBoth) {
   EXPECT_EQ(error_of([] { parse_json_checked(R"([{"x": 1}, {"x": 2}])", "f"); }), "");
 }
 
+TEST(HostileJson, DuplicateKeyInALargeObjectNamesBothPositions) {
+  // Past 16 keys the parser looks keys up in a hash map instead of in order.
+  std::string text = "{\"o\": {";
+  for (int i = 0; i < 20; ++i) text += fmt::format("\"k{}\": {}, ", i, i);
+  text += "\"k3\": 0}}";
+  const auto msg = error_of([&] { parse_json_checked(text, "f"); });
+  EXPECT_EQ(msg, "f:/o/k3: duplicate key \"k3\" (keys 4 and 21 of the object at /o); a key may "
+                 "appear once");
+}
+
+TEST(HostileJson, KeysOfAClosedObjectDoNotCarryOver) {
+  // A level of the parser's stack is reused by the next object at its depth.
+  std::string large = "{";
+  for (int i = 0; i < 20; ++i) large += fmt::format("{}\"k{}\": {}", i ? ", " : "", i, i);
+  large += "}";
+  EXPECT_EQ(error_of([&] { parse_json_checked("[" + large + ", {\"k0\": 1}]", "f"); }), "");
+  EXPECT_EQ(error_of([] { parse_json_checked(R"({"a": {"x": 1}, "b": {"y": 1, "x": 2}})", "f"); }),
+            "");
+  const auto msg = error_of([] { parse_json_checked(R"([{"x": 1}, {"y": 1, "y": 2}])", "f"); });
+  EXPECT_EQ(msg, "f:/1/y: duplicate key \"y\" (keys 1 and 2 of the object at /1); a key may "
+                 "appear once");
+}
+
 TEST(HostileJson, DuplicateKeyInsideArrayHasIndexInPointer) {
   const auto msg = error_of([] { parse_json_checked(R"({"l": [0, {"k": 1, "k": 2}]})", "f"); });
   EXPECT_EQ(msg.substr(0, 34), "f:/l/1/k: duplicate key \"k\" (keys ") << msg;

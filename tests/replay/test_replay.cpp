@@ -211,6 +211,23 @@ TEST(Replay, IndependentOpsOverlap) {
   EXPECT_NEAR(ns(replay.makespan()), 1000.0, 1e-6);
 }
 
+TEST(Replay, OpProcessesAreReusedFromOpToOp) {
+  auto w = world(1);
+  // Two 1 us gemms side by side, then a chain of three after both: two op processes in all.
+  w.ranks[0].ops = {gemm(0, 500, 1000, 1000), gemm(1, 500, 1000, 1000),
+                    gemm(2, 500, 1000, 1000, {0, 1}), gemm(3, 500, 1000, 1000, {2}),
+                    gemm(4, 500, 1000, 1000, {3})};
+  SimpleMachine m(1, 100e9, 0, 1e15);
+  Replay replay("replay", w, m, {});
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 4000.0, 1e-6);
+  EXPECT_EQ(replay.peak_live_ops(), 2u);
+  const sc_core::sc_object* dispatcher = sc_core::sc_find_object("replay.start");
+  ASSERT_NE(dispatcher, nullptr);
+  EXPECT_EQ(dispatcher->get_child_objects().size(), 2u);  // not one per op
+}
+
 TEST(Replay, SendRecvPair) {
   auto w = world(2);
   trace::Op s;

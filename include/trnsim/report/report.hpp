@@ -51,8 +51,12 @@ struct Report {
   std::string text;          // the human-readable summary
 };
 
+// What make_report builds: every part, or only what a run without --out prints (ops.csv and
+// timeline.json, which take seconds for a large trace, are left empty).
+enum class ReportParts { all, printed };
+
 Report make_report(const run::RunData& run, const Identity& identity = {},
-                   const TimelineOptions& timeline = {});
+                   const TimelineOptions& timeline = {}, ReportParts parts = ReportParts::all);
 
 // The Chrome/Perfetto trace of a run (timeline.cpp).
 Json make_timeline(const run::RunData& run, const TimelineOptions& options);
@@ -65,7 +69,7 @@ Json percentiles_ns(std::vector<double> seconds);
 extern const std::array<std::string_view, 24> kSummaryColumns;
 
 // Writes report.json, summary.csv, host.json, config.json (fully resolved), stats.json, ops.csv and
-// timeline.json into `dir` (created if missing), all together or none.
+// timeline.json into `dir` (created if missing), all together or none: `report` has all parts.
 void write_outputs(const std::string& dir, const Report& report, const config::LoadedConfig& cfg);
 
 // Nanoseconds of a simulated time through integer picoseconds, so that 8925.366 ns prints as
