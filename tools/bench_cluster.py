@@ -6,7 +6,7 @@ data-parallel replica of the realistic DeepSeek-V3 step, folded; then folded aga
 and flow-level against packet-level fabric on 2 to 8 UltraServers.
 
     tools/bench_cluster.py [--trnsim PATH] [--traces DIR] [--sizes 1,8,64,512,7282]
-    tools/bench_cluster.py --compare [--compare-sizes 2,4,8]   # folded vs unfolded, flow vs packet
+    tools/bench_cluster.py --compare [--compare-sizes 1,2,4,8]  # folded vs unfolded, flow vs packet
 
 The replica traces (tools/moe_gen.py --replicas N, about 2 minutes each) are generated into
 --traces once and reused. Figures vary with the machine and its load: they belong in benchmark
@@ -27,10 +27,13 @@ CONFIG = os.path.join(ROOT, "configs/clusters/trn3-gen2-ultracluster.json")
 STEP = ["--model", "deepseek-v3", "--ranks", "144", "--tp", "1", "--ep", "16", "--pp", "9",
         "--seq-len", "4096", "--micro-batches", "8", "--routing", "zipf:0.5", "--seed", "1",
         "--dtype", "mxfp8", "--expert-gemms", "grouped"]
-# A 9-layer cut of it with 2 micro-batches, for the unfolded runs (every UltraServer simulated).
+# A 9-layer cut of it with 2 micro-batches, for the unfolded runs (every UltraServer simulated),
+# and with 1-k-token sequences and 1 micro-batch for the packet-level fabric.
 SMALL = ["--model", "deepseek-v3", "--ranks", "144", "--tp", "1", "--ep", "16", "--pp", "9",
          "--layers", "9", "--dense-layers", "1", "--seq-len", "4096", "--micro-batches", "2",
          "--routing", "zipf:0.5", "--seed", "1", "--dtype", "mxfp8", "--expert-gemms", "grouped"]
+TINY = SMALL[:SMALL.index("--seq-len")] + ["--seq-len", "1024", "--micro-batches", "1"] + \
+    SMALL[SMALL.index("--micro-batches") + 2:]
 
 
 def trace(dir_, kind, n):
@@ -39,7 +42,7 @@ def trace(dir_, kind, n):
     path = os.path.join(dir_, f"{kind}-r{n}.json.gz")
     if not os.path.exists(path):
         raw = path[:-3]
-        args = list(STEP if kind == "step" else SMALL)
+        args = list({"step": STEP, "small": SMALL, "tiny": TINY}[kind])
         if n > 1:
             args += ["--replicas", str(n)]
         subprocess.run([sys.executable, os.path.join(ROOT, "tools/moe_gen.py"), *args, "-q",
@@ -67,19 +70,22 @@ def scale_table(trnsim, traces, sizes):
 
 
 def compare_table(trnsim, traces, sizes):
-    print("UltraServers  folded (ms)  unfolded (ms)  diff     unfolded packet (ms)  diff     "
-          "wall folded / unfolded / packet (s)")
+    print("UltraServers  folded (ms)  unfolded (ms)  diff      wall folded / unfolded (s)  "
+          "| 1-k tokens: flow (ms)  packet (ms)  diff      wall flow / packet (s)")
     rows = []
     for n in sizes:
         path = trace(traces, "small", n)
         f = run(trnsim, n, path)
         u = run(trnsim, n, path, ["cluster.fold=false"])
-        p = run(trnsim, n, path, ["cluster.fold=false", "rack.fabric.model=packet"])
-        tf, tu, tp = (x["step_time_ns"] / 1e6 for x in (f, u, p))
-        rows.append({"ultraservers": n, "folded": f, "unfolded": u, "packet": p})
-        print(f"{n:>12}  {tf:>11.3f}  {tu:>13.3f}  {100 * (tf - tu) / tu:>+6.2f} %  {tp:>20.3f}  "
-              f"{100 * (tu - tp) / tp:>+6.2f} %  {f['process_wall_time_s']:.0f} / "
-              f"{u['process_wall_time_s']:.0f} / {p['process_wall_time_s']:.0f}")
+        tiny = trace(traces, "tiny", n)
+        fl = run(trnsim, n, tiny, ["cluster.fold=false"])
+        pk = run(trnsim, n, tiny, ["cluster.fold=false", "rack.fabric.model=packet"])
+        tf, tu, tl, tp = (x["step_time_ns"] / 1e6 for x in (f, u, fl, pk))
+        rows.append({"ultraservers": n, "folded": f, "unfolded": u, "flow": fl, "packet": pk})
+        print(f"{n:>12}  {tf:>11.3f}  {tu:>13.3f}  {100 * (tf - tu) / tu:>+6.2f} %  "
+              f"{f['process_wall_time_s']:>10.1f} / {u['process_wall_time_s']:<13.1f}  "
+              f"| {tl:>20.3f}  {tp:>11.3f}  {100 * (tl - tp) / tp:>+6.2f} %  "
+              f"{fl['process_wall_time_s']:.1f} / {pk['process_wall_time_s']:.1f}")
     return rows
 
 
@@ -91,7 +97,7 @@ def main():
     ap.add_argument("--sizes", default="1,8,64,512,7282", help="UltraServers per cluster")
     ap.add_argument("--compare", action="store_true",
                     help="folded against unfolded and flow against packet fabric instead")
-    ap.add_argument("--compare-sizes", default="2,4,8")
+    ap.add_argument("--compare-sizes", default="1,2,4,8")
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
     a = ap.parse_args()
     if not os.access(a.trnsim, os.X_OK):
