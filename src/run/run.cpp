@@ -295,7 +295,15 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.link_names = std::move(link_names);
   d.packets = std::move(packets);
   d.sample_interval_s = interval.to_seconds();
-  for (const auto& l : plan.topology.links()) d.fabric_capacity_bytes_per_s += 2 * l.bandwidth.si;
+  // Every simulated UltraServer's fabric, and the scale-out network as simulated.
+  auto capacity = [](const topo::Topology& t) {
+    double c = 0;
+    for (const auto& l : t.links()) c += 2 * l.bandwidth.si;
+    return c;
+  };
+  d.fabric_capacity_bytes_per_s = capacity(plan.topology) * double(plan.simulated_ultraservers);
+  if (plan.folded) d.fabric_capacity_bytes_per_s += capacity(plan.folded->topology());
+  if (plan.scale_out_topology) d.fabric_capacity_bytes_per_s += capacity(*plan.scale_out_topology);
   d.rank_to_chip = rank_chip;
   d.peak_op_processes = replay.peak_live_ops();
   d.peak_helper_processes = rack.peak_helper_processes();
