@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <exception>
 #include <map>
 #include <set>
@@ -445,7 +444,12 @@ struct Replay::Impl {
 
   // Ops become ready in run_op(); only the dispatcher starts them, each on an op process of
   // its own that is a child of one long-lived process.
-  std::deque<std::pair<int, std::size_t>> ready;
+  // A queue in a vector (taken from `ready_head`): a deque here failed under ASan in its
+  // destructor, on a machine destroyed while op processes were blocked (SystemC's stack switches
+  // leave the sanitizer's view of the main stack stale), as the helper pool's did (a0b2025).
+  std::vector<std::pair<int, std::size_t>> ready;
+  std::size_t ready_head = 0;
+  bool ready_empty() const { return ready_head == ready.size(); }
   sc_event ready_ev;
   // Each op process has a stack of its own, two kernel mappings; 70,000 at once exhaust the
   // process's mappings ("(E518) stack setup failed"). Beyond this many busy op processes, ready
@@ -478,7 +482,7 @@ struct Replay::Impl {
     for (;;) {
       guarded([&] { run_op(p.r, p.i); });
       // Only an op that found every process slot taken waits for this one to end.
-      if (live_ops-- == max_live_ops && !ready.empty()) ready_ev.notify(sc_core::SC_ZERO_TIME);
+      if (live_ops-- == max_live_ops && !ready_empty()) ready_ev.notify(sc_core::SC_ZERO_TIME);
       idle_op_processes.push_back(&p);
       sc_core::wait(p.go);  // not an activation of the model: a fresh process had none either
     }
@@ -509,9 +513,12 @@ struct Replay::Impl {
       }
     }
     for (;;) {
-      while (!ready.empty() && live_ops < max_live_ops) {
-        const auto [r, i] = ready.front();
-        ready.pop_front();
+      while (!ready_empty() && live_ops < max_live_ops) {
+        const auto [r, i] = ready[ready_head++];
+        if (ready_empty()) {  // drained: reuse the storage
+          ready.clear();
+          ready_head = 0;
+        }
         start_op(r, i);
       }
       model::wait_counted(activity_, ready_ev);
