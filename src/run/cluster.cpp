@@ -31,6 +31,12 @@ namespace {
 
 std::string cross_group(const std::string& g, int member) { return fmt::format("{}.x{}", g, member); }
 
+// Whether `g` is a group across replicas that split_levels() made (cross_group()).
+bool is_cross_group(const std::string& g, const std::vector<std::string>& prefixes) {
+  const auto at = g.rfind(".x");
+  return at != std::string::npos && is_replica_group(g.substr(0, at), prefixes);
+}
+
 // The replica's ranks with each collective across the UltraServers split into its levels, and
 // the cross groups (one member: this replica's) they use.
 trace::Workload split_levels(const trace::Workload& w, const config::ClusterParams& cl,
@@ -137,8 +143,7 @@ ClusterWorkload make_cluster_workload(const trace::Workload& replica,
   const bool folded = cl.fold || replicas == 1;
   if (folded) {
     for (const auto& [g, members] : one.groups) {
-      if (g.find(".x") != std::string::npos && replicas > 1 &&
-          is_replica_group(g.substr(0, g.rfind(".x")), cl.replica_groups)) {
+      if (replicas > 1 && is_cross_group(g, cl.replica_groups)) {
         cw.scale_out.folded[g] = replicas;
       }
     }
@@ -154,10 +159,7 @@ ClusterWorkload make_cluster_workload(const trace::Workload& replica,
   all.name = one.name;
   all.metadata = one.metadata;
   all.warnings = one.warnings;
-  auto is_cross = [&](const std::string& g) {
-    const auto at = g.rfind(".x");
-    return at != std::string::npos && is_replica_group(g.substr(0, at), cl.replica_groups);
-  };
+  auto is_cross = [&](const std::string& g) { return is_cross_group(g, cl.replica_groups); };
   for (const auto& [g, members] : one.groups) {
     if (is_cross(g)) {
       std::vector<int> m;

@@ -290,7 +290,6 @@ DirectedPath FoldedScaleOut::path(int c, int distance, int dst) const {
     return 2 * l.v + (topology_.link(l).a == from ? 0u : 1u);
   };
   const NodeId src_chip = topology_.chip_node(ChipId{std::uint32_t(c)});
-  const NodeId dst_chip = topology_.chip_node(ChipId{std::uint32_t(dst)});
   p.dirs.push_back(dir(nic_link_[std::size_t(c)], src_chip));
   for (int k = 1; k < t; ++k) {
     const NodeId at = group_node_[std::size_t(k - 1)][std::size_t(c)];
@@ -304,7 +303,6 @@ DirectedPath FoldedScaleOut::path(int c, int distance, int dst) const {
     p.via.push_back(group_node_[std::size_t(k - 1)][std::size_t(dst)]);
   }
   p.dirs.push_back(dir(nic_link_[std::size_t(dst)], group_node_[0][std::size_t(dst)]));
-  (void)dst_chip;
   return p;
 }
 
