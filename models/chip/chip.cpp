@@ -17,6 +17,7 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
     : ChipModel(name),
       p_(p),
       granularity_(opt.granularity),
+      table_(std::move(opt.calibration)),
       ops_(stats().add("ops", StatUnit::count, "ops executed")),
       flops_(stats().add("flops", StatUnit::count, "useful floating-point operations")),
       hbm_bytes_(stats().add("hbm_bytes", StatUnit::bytes, "bytes the ops moved to or from HBM")) {
@@ -93,6 +94,18 @@ void Chip::worker_loop(Worker& w) {
     w.job = nullptr;
     if (--job.left == 0) job.done.notify();
   }
+}
+
+OpStats Chip::fast_forward(const ComputeOp& op, const ComputeOp& counterpart,
+                           const std::string& name, const sc_time& duration) {
+  OpProfile scratch, cp_scratch;
+  const OpProfile& pr = profile_of(table_.get(), op, scratch, this->name(), name);
+  const OpProfile& cp = profile_of(table_.get(), counterpart, cp_scratch, this->name(), name);
+  OpStats st = replay_profile(pr, cp, name, std::min(pr.cores_used, cores()), duration);
+  ops_ += 1;
+  flops_ += st.flops;
+  hbm_bytes_ += st.hbm_bytes;
+  return st;
 }
 
 OpStats Chip::execute(const ComputeOp& op, const std::string& name) {

@@ -39,7 +39,8 @@ struct ChipOptions {
   // and one DMA window per step (fine); G > 1 groups up to G matmuls of a tile's contraction into
   // one instruction and lets a DMA engine move up to G windows per wake-up. docs/models/chip.md.
   int granularity = 1;
-  // The op-level model's profiles (op_chip.hpp); the tile model does not use them.
+  // The op-level model's profiles (op_chip.hpp); the tile model uses them only to account
+  // fast-forwarded ops (ChipModel::fast_forward).
   std::shared_ptr<const OpTable> calibration;
 };
 
@@ -50,6 +51,8 @@ class Chip : public ChipModel {
 
   // From a SystemC thread: lowers `op`, runs it on the cores and blocks until its last store.
   OpStats execute(const ComputeOp& op, const std::string& name = "op") override;
+  OpStats fast_forward(const ComputeOp& op, const ComputeOp& counterpart, const std::string& name,
+                       const sc_core::sc_time& duration) override;
 
   // From a SystemC thread: one DMA of `bytes` between this chip's HBM at `hbm_addr` and
   // `external` (the fabric's port) using `engines` DMA engines of `core`; `to_external` picks
@@ -83,6 +86,7 @@ class Chip : public ChipModel {
  private:
   config::ChipParams p_;
   int granularity_ = 1;
+  std::shared_ptr<const OpTable> table_;  // profiles for fast_forward(), may be null
   std::unique_ptr<sc_core::sc_module> owned_memory_;
   MemoryPort* memory_ = nullptr;
   std::string memory_model_;

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "chip/compute_op.hpp"
+#include "chip/op_profile.hpp"
 #include "common/block.hpp"
 #include "common/memory.hpp"
 #include "trnsim/config/chip_params.hpp"
@@ -21,12 +22,29 @@ class ChipModel : public Block {
   // From a SystemC thread: runs `op` and blocks until it is done. Several threads may execute
   // ops on one chip at once; they then contend for the chip's resources.
   virtual OpStats execute(const ComputeOp& op, const std::string& name = "op") = 0;
+  // Fast-forward (replay::FastForward): `op` is not simulated but timed from `counterpart`, the
+  // op it repeats in an earlier micro-batch, which took `duration`: it takes `duration` x the
+  // ratio of the two ops' calibrated times (op_chip.hpp). From its profile, its energy, FLOPs
+  // and statistics are counted, and its HBM reads and writes are issued to memory() spread over
+  // its time as the op-level model issues them, so that concurrent transfers and ops still meet
+  // them. InternalError without a profile.
+  virtual OpStats fast_forward(const ComputeOp& op, const ComputeOp& counterpart,
+                               const std::string& name, const sc_core::sc_time& duration) = 0;
   // The chip's memory: the port the fabric reads and writes.
   virtual MemoryPort& memory() = 0;
   // Passes the memory's pending energy (refresh, ...) up to `t`; call before collecting energy.
   virtual void account_until(const sc_core::sc_time& t) = 0;
   virtual const config::ChipParams& params() const = 0;
   virtual int cores() const = 0;
+
+ protected:
+  // fast_forward() from the profiles of the op and its counterpart; the caller counts the op in
+  // its own statistics.
+  OpStats replay_profile(const OpProfile& p, const OpProfile& counterpart, const std::string& name,
+                         int cores_used, const sc_core::sc_time& counterpart_duration);
+
+ private:
+  std::uint64_t ff_next_addr_ = 0;  // replay_profile's operands, in the lower half of HBM
 };
 
 }  // namespace trnsim::model

@@ -48,6 +48,8 @@ class OpChip : public ChipModel {
 
   // InternalError for an op without a profile (the run calibrates every op of its trace).
   OpStats execute(const ComputeOp& op, const std::string& name = "op") override;
+  OpStats fast_forward(const ComputeOp& op, const ComputeOp& counterpart, const std::string& name,
+                       const sc_core::sc_time& duration) override;
   MemoryPort& memory() override { return *memory_; }
   void account_until(const sc_core::sc_time& t) override;
   const config::ChipParams& params() const override { return p_; }

@@ -7,6 +7,8 @@
 #include <cmath>
 #include <type_traits>
 
+#include "trnsim/error.hpp"
+
 namespace trnsim::model {
 
 int op_slices(const OpProfile& p) {
@@ -130,6 +132,16 @@ const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& 
   const double w = (double(size) - double(lo->first)) / double(top->first - lo->first);
   scratch = interpolate(lo->second, top->second, w);
   return &scratch;
+}
+
+const OpProfile& profile_of(const OpTable* t, const ComputeOp& op, OpProfile& scratch,
+                            const std::string& who, const std::string& name) {
+  const OpProfile* p = t ? find_profile(*t, op, scratch) : nullptr;
+  if (!p) {
+    throw InternalError(
+        fmt::format("{}: op '{}' ({}) has no calibrated profile", who, name, op_key(op)));
+  }
+  return *p;
 }
 
 }  // namespace trnsim::model

@@ -77,5 +77,9 @@ ComputeOp with_grid_size(ComputeOp op, std::uint64_t size, int dim = 0);
 // The profile of `op` in `t`: the exact one, else interpolated on the first of its grids the
 // table has; null when none covers it.
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch);
+// find_profile(), or InternalError naming the chip `who` and the op (the run calibrates every op
+// of its trace); a null table is the same error.
+const OpProfile& profile_of(const OpTable* t, const ComputeOp& op, OpProfile& scratch,
+                            const std::string& who, const std::string& name);
 
 }  // namespace trnsim::model

@@ -161,7 +161,7 @@ Json identity_json(const run::RunData& d, const Identity& id) {
         ops > 0 ? 1.0 - double(d.compute_shapes_simulated) / ops : 0.0;
   }
   // What fast-forward extrapolated: units are (rank, phase, micro-batch); a fast-forwarded
-  // unit's sends and collectives were timed from the previous micro-batch's.
+  // unit's compute ops, sends and collectives were timed from the previous micro-batch's.
   {
     const auto& f = d.fast_forward_stats;
     j["fast_forward"] = {{"enabled", d.fast_forward},
@@ -171,6 +171,7 @@ Json identity_json(const run::RunData& d, const Identity& id) {
                          {"repeating_units", f.repeating_units},
                          {"units_fast_forwarded", f.units_fast_forwarded},
                          {"ops_fast_forwarded", f.ops_fast_forwarded},
+                         {"compute_ops_fast_forwarded", f.compute_fast_forwarded},
                          {"collectives_fast_forwarded", f.collectives_fast_forwarded},
                          {"transfers_charged", f.transfers_accounted},
                          {"bytes_charged", f.bytes_accounted},
@@ -609,8 +610,9 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                    models["memory"]["model"].get<std::string>());
   if (const Json& ff = id["fast_forward"]; ff["enabled"].get<bool>()) {
     t += fmt::format("  fast-forward         {} of {} micro-batch units timed from the one before "
-                     "({} collectives; {:.3g} GB charged to the links{})\n",
+                     "({} compute ops, {} collectives; {:.3g} GB charged to the links{})\n",
                      ff["units_fast_forwarded"].get<std::uint64_t>(), ff["units"].get<std::uint64_t>(),
+                     ff["compute_ops_fast_forwarded"].get<std::uint64_t>(),
                      ff["collectives_fast_forwarded"].get<std::uint64_t>(),
                      ff["bytes_charged"].get<double>() / 1e9,
                      ff["network_charges_links"].get<bool>() ? "" : ": not by this network");

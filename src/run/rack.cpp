@@ -163,6 +163,17 @@ void Rack::compute(int chip, const trace::Op& op) {
   });
 }
 
+void Rack::fast_compute(int chip, const trace::Op& op, const trace::Op& counterpart,
+                        const sc_core::sc_time& duration) {
+  const auto cop = to_compute_op(op, chip_params_, notes_);
+  if (!cop) return;
+  const auto ccp = to_compute_op(counterpart, chip_params_, notes_);
+  const model::OpStats s = chips_.at(std::size_t(chip))->fast_forward(
+      *cop, ccp ? *ccp : *cop, op.name.empty() ? "op" : op.name, duration);
+  hbm_bytes_ += s.hbm_bytes;
+  if (observer_) observer_();
+}
+
 sc_core::sc_time Rack::reduce_done(int chip, std::uint64_t bytes) {
   // On the collective DMA engines: read the received and the local operand, write the sum.
   const sc_core::sc_time now = sc_core::sc_time_stamp();

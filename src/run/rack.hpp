@@ -38,6 +38,11 @@ class Rack : public sc_core::sc_module, public replay::Machine {
 
   int chip_count() const override { return int(chips_.size()); }
   void compute(int chip, const trace::Op& op) override;
+  // The op on its chip from the calibration (ChipModel::fast_forward), `duration` scaled by the
+  // two ops' calibrated times (their sizes may differ within /sim/fast_forward_size_tolerance);
+  // holds no op slot, since `duration` already contains the counterpart's wait for one.
+  void fast_compute(int chip, const trace::Op& op, const trace::Op& counterpart,
+                    const sc_core::sc_time& duration) override;
   void reduce(int chip, std::uint64_t bytes, trace::DType dtype) override;
   void start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
                     std::function<void()> done) override;

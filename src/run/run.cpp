@@ -158,8 +158,10 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
 
   const auto t0 = std::chrono::steady_clock::now();
   // The op-level model's calibration elaborates tile chips in child processes: before the rack.
+  // Fast-forward counts the energy and traffic of the compute ops it skips from the same
+  // profiles, so a tile-model run with it calibrates too.
   std::shared_ptr<const model::OpTable> calibration;
-  if (plan.chip.compute_model == "op") {
+  if (plan.chip.compute_model == "op" || plan.fast_forward) {
     registry.get(registry::Role::compute, plan.chip.compute_model, "/chip/compute/model",
                  &loaded.provenance);
     calibration = calibrate_workload(plan.chip, w, kCalibrationJobs);

@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <functional>
 #include <map>
+#include <string>
+#include <vector>
 
 #include "trnsim/replay/engine.hpp"
 
@@ -420,8 +422,20 @@ class ChargingMachine : public SimpleMachine {
     ++charged;
     charged_bytes += double(bytes);
   }
+  void compute(int chip, const trace::Op& op) override {
+    ++computed;
+    SimpleMachine::compute(chip, op);
+  }
+  void fast_compute(int chip, const trace::Op& op, const trace::Op& counterpart,
+                    const sc_core::sc_time& duration) override {
+    ++fast_computed;
+    fast_names.push_back(op.name + "<" + counterpart.name);
+    Machine::fast_compute(chip, op, counterpart, duration);
+  }
   int charged = 0;
   double charged_bytes = 0;
+  int computed = 0, fast_computed = 0;
+  std::vector<std::string> fast_names;
 };
 
 // Two ranks, `mbs` forward micro-batches of one layer: a GEMM of 2 GFLOP (2 ms at 1 TFLOP/s),
@@ -447,10 +461,11 @@ trace::Workload micro_batches(int mbs, const std::function<std::uint64_t(int)>& 
 }  // namespace
 
 // Micro-batch 0 has no predecessor and micro-batch 1 depends on it (one dependency more outside
-// the unit), so 2..5 repeat the one before; 1 and 2 are steady, so 3, 4 and 5 are
-// fast-forwarded: their all-reduces take the 12 us that micro-batch 2's took from its last
-// arrival (2 ring steps of 500 KB at 100 GB/s plus 1 us), and their 4 sends each are charged.
-// Makespan 6 x (2 ms + 12 us) as without fast-forward, with 3 x 4 transfers fewer simulated.
+// the unit), so 2..5 repeat the one before; 1 and 2 are steady, so 3 and 4 are fast-forwarded
+// (5, the last of the run, is simulated): their GEMMs take the 2 ms of the one before, their
+// all-reduces the 12 us that micro-batch 2's took from its last arrival (2 ring steps of 500 KB
+// at 100 GB/s plus 1 us), and their 4 sends each are charged. Makespan 6 x (2 ms + 12 us) as
+// without fast-forward, with 2 x 4 transfers and 2 x 2 GEMMs fewer simulated.
 TEST(Replay, FastForwardTimesRepeatedMicroBatchesFromTheOnesBefore) {
   auto w = micro_batches(6, [](int) { return 1'000'000; });
   ChargingMachine m(2, 100e9, 1e-6, 1e12);
@@ -461,15 +476,20 @@ TEST(Replay, FastForwardTimesRepeatedMicroBatchesFromTheOnesBefore) {
   const FastForwardStats f = replay.fast_forward_stats();
   EXPECT_EQ(f.units, 12u);
   EXPECT_EQ(f.repeating_units, 8u);
-  EXPECT_EQ(f.units_fast_forwarded, 6u);
-  EXPECT_EQ(f.collectives_fast_forwarded, 3u);
-  EXPECT_EQ(f.ops_fast_forwarded, 6u);  // 3 all-reduces x 2 members
-  EXPECT_EQ(m.charged, 12);
-  EXPECT_DOUBLE_EQ(m.charged_bytes, 12 * 500'000.0);
-  EXPECT_EQ(m.transfers, 3 * 4);
+  EXPECT_EQ(f.units_fast_forwarded, 4u);
+  EXPECT_EQ(f.collectives_fast_forwarded, 2u);
+  EXPECT_EQ(f.ops_fast_forwarded, 8u);  // 2 all-reduces x 2 members, 2 GEMMs x 2 ranks
+  EXPECT_EQ(f.compute_fast_forwarded, 4u);
+  EXPECT_EQ(m.charged, 8);
+  EXPECT_DOUBLE_EQ(m.charged_bytes, 8 * 500'000.0);
+  EXPECT_EQ(m.transfers, 4 * 4);
+  EXPECT_EQ(m.computed, 2 * 4);
+  EXPECT_EQ(m.fast_computed, 4);
+  EXPECT_EQ(m.fast_names, (std::vector<std::string>{"l0.m3.gemm<l0.m2.gemm", "l0.m3.gemm<l0.m2.gemm",
+                                                    "l0.m4.gemm<l0.m3.gemm", "l0.m4.gemm<l0.m3.gemm"}));
   int fast = 0;
   for (const auto& c : replay.collectives()) fast += c.fast_forwarded;
-  EXPECT_EQ(fast, 3);
+  EXPECT_EQ(fast, 2);
 }
 
 // All-reduces alternating between 1 MB and 2 MB: no micro-batch repeats the one before within

@@ -202,7 +202,8 @@ TEST_F(Run, TimelineStructure) {
 }
 
 // Fast-forward on and off agree within 2 % on a trace of six micro-batches on two pipeline
-// stages, and on reports what it extrapolated.
+// stages (compute ops as well as communication fast-forwarded), and on reports what it
+// extrapolated.
 TEST(FastForward, AgreesWithTheSimulatedStep) {
   const fs::path dir = fs::temp_directory_path() / ("trnsim-ff-" + std::to_string(::getpid()));
   fs::create_directories(dir);
@@ -220,6 +221,7 @@ TEST(FastForward, AgreesWithTheSimulatedStep) {
     EXPECT_EQ(ff["units"].get<int>(), on ? 192 : 0);  // 16 ranks x 6 micro-batches x 2 phases
     if (on) {
       EXPECT_GT(ff["units_fast_forwarded"].get<int>(), 0);
+      EXPECT_GT(ff["compute_ops_fast_forwarded"].get<int>(), 0);
       EXPECT_GT(ff["bytes_charged"].get<double>(), 0);
       EXPECT_TRUE(ff["network_charges_links"].get<bool>());
     }

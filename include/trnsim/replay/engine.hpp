@@ -30,6 +30,12 @@ class Machine {
   virtual int chip_count() const = 0;
   // A compute op (gemm .. attention) or a memory op (mem_load, mem_store) on `chip`.
   virtual void compute(int chip, const trace::Op& op) = 0;
+  // Fast-forward: `op` is timed from `counterpart`, the op it repeats in the previous
+  // micro-batch, which took `duration`, and is not simulated; the machine counts its
+  // statistics, energy and memory traffic (model::ChipModel::fast_forward). The default waits
+  // `duration`.
+  virtual void fast_compute(int chip, const trace::Op& op, const trace::Op& counterpart,
+                            const sc_core::sc_time& duration);
   // Combines `bytes` of received data with local data on `chip` (a collective's reduction).
   virtual void reduce(int chip, std::uint64_t bytes, trace::DType dtype) = 0;
   // The same without waiting: `done` runs when the reduction has finished (it must not wait).
@@ -141,7 +147,9 @@ struct FastForwardStats {
   std::uint64_t units = 0;               // (rank, phase, micro-batch) units of the trace
   std::uint64_t repeating_units = 0;     // units that repeat the previous micro-batch's
   std::uint64_t units_fast_forwarded = 0;
-  std::uint64_t ops_fast_forwarded = 0;  // sends and collective memberships timed, not simulated
+  std::uint64_t ops_fast_forwarded = 0;  // compute ops, sends and collective memberships timed,
+                                         // not simulated
+  std::uint64_t compute_fast_forwarded = 0;  // of which compute and memory ops
   std::uint64_t collectives_fast_forwarded = 0;
   std::uint64_t transfers_accounted = 0;
   double bytes_accounted = 0;
