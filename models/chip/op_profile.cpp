@@ -108,6 +108,29 @@ OpProfile interpolate(const OpProfile& a, const OpProfile& b, double w) {
 
 }  // namespace
 
+namespace {
+
+// The profile of `op` at `size` on grid `pts`, interpolated into `scratch` when between points.
+const OpProfile* on_grid(const std::vector<std::pair<std::uint64_t, OpProfile>>& pts,
+                         std::uint64_t size, OpProfile& scratch) {
+  const auto hi = std::lower_bound(pts.begin(), pts.end(), size,
+                                   [](const auto& p, std::uint64_t x) { return p.first < x; });
+  if (hi != pts.end() && hi->first == size) return &hi->second;
+  if (hi == pts.begin() || pts.size() < 2) return nullptr;
+  // Between two points; above the last (a size beyond the grid's calibrated cap), on the line
+  // through the last point and the last at or below half its size: the tile model's time is a
+  // step function of the size, so the slope between two neighbouring points can be a step's.
+  const bool above = hi == pts.end();
+  const auto top = above ? hi - 1 : hi;
+  auto lo = top - 1;
+  while (above && lo != pts.begin() && lo->first * 2 > top->first) --lo;
+  const double w = (double(size) - double(lo->first)) / double(top->first - lo->first);
+  scratch = interpolate(lo->second, top->second, w);
+  return &scratch;
+}
+
+}  // namespace
+
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
   if (auto it = t.exact.find(op_key(op)); it != t.exact.end()) return &it->second;
   // The first of the op's grids (m, k, n for a GEMM) that the table has.
@@ -120,17 +143,22 @@ const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& 
     size = grid_size(op, dim);
   }
   if (!found) return nullptr;
-  const auto& pts = *found;
-  const auto hi = std::lower_bound(pts.begin(), pts.end(), size,
-                                   [](const auto& p, std::uint64_t x) { return p.first < x; });
-  if (hi != pts.end() && hi->first == size) return &hi->second;
-  if (hi == pts.begin() || pts.size() < 2) return nullptr;
-  // Between two points; above the last (a size beyond the grid's calibrated cap), on the line
-  // through the last two.
-  const auto top = hi == pts.end() ? hi - 1 : hi;
-  const auto lo = top - 1;
-  const double w = (double(size) - double(lo->first)) / double(top->first - lo->first);
-  scratch = interpolate(lo->second, top->second, w);
+  const OpProfile* p = on_grid(*found, size, scratch);
+  // A GEMM runs whole tiles of kGemmTile along each dimension: its time is that of the size
+  // rounded up to one (a 2,100-row GEMM takes 17 row tiles, as a 2,176-row one does), its work
+  // and traffic those of its own size.
+  const std::uint64_t tiles = (size + kGemmTile - 1) / kGemmTile * kGemmTile;
+  if (!p || !std::holds_alternative<GemmOp>(op) || tiles == size) return p;
+  OpProfile at_tiles;
+  const OpProfile* q = on_grid(*found, tiles, at_tiles);
+  if (!q) return p;
+  OpProfile timed = *q;
+  timed.flops = p->flops;
+  timed.hbm_bytes = p->hbm_bytes;
+  timed.read_bytes = p->read_bytes;
+  timed.write_bytes = p->write_bytes;
+  timed.energy_j = p->energy_j;
+  scratch = std::move(timed);
   return &scratch;
 }
 

@@ -59,7 +59,8 @@ PieceBytes slice_bytes(const OpProfile& p, int i);
 struct OpTable {
   std::map<std::string, OpProfile> exact;  // by op_key()
   // By grid_key(): profiles at increasing sizes; an op between two points is interpolated
-  // linearly in its size, above the last on the line through the last two.
+  // linearly in its size, above the last on the line through the last and the last at or below
+  // half its size.
   std::map<std::string, std::vector<std::pair<std::uint64_t, OpProfile>>> grids;
   double static_power_w = 0;  // of the tile chip without its memory
   int shapes_simulated = 0;   // exact shapes plus grid points
@@ -74,8 +75,11 @@ int grid_dims(const ComputeOp& op);
 std::string grid_key(const ComputeOp& op, int dim = 0);
 std::uint64_t grid_size(const ComputeOp& op, int dim = 0);
 ComputeOp with_grid_size(ComputeOp op, std::uint64_t size, int dim = 0);
+// GEMM tiles along each dimension on a size grid: the 128 partitions.
+inline constexpr std::uint64_t kGemmTile = 128;
 // The profile of `op` in `t`: the exact one, else interpolated on the first of its grids the
-// table has; null when none covers it.
+// table has (a GEMM timed at its size rounded up to whole kGemmTile tiles, its FLOPs, bytes and
+// energy at its own size); null when none covers it.
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch);
 // find_profile(), or InternalError naming the chip `who` and the op (the run calibrates every op
 // of its trace); a null table is the same error.

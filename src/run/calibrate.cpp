@@ -186,11 +186,13 @@ std::map<std::string, model::OpProfile> calibrate_ops(const resolve::ChipPlan& p
 }
 
 std::vector<std::uint64_t> grid_sizes(std::uint64_t max_elements) {
-  std::vector<std::uint64_t> g{1};
-  for (std::uint64_t p = 2; g.back() < max_elements; p *= 2) {
-    if (p >= 4) g.push_back(p / 4 * 3);
-    if (g.back() < max_elements) g.push_back(p);
+  std::vector<std::uint64_t> g{1, 2, 3};
+  for (std::uint64_t p = 4; g.back() < max_elements; p *= 2) {
+    for (std::uint64_t q : {p, p / 4 * 5, p / 4 * 6, p / 4 * 7}) {
+      if (g.back() < max_elements) g.push_back(q);
+    }
   }
+  while (g.size() > 1 && g[g.size() - 2] >= max_elements) g.pop_back();
   return g;
 }
 
@@ -199,10 +201,14 @@ std::vector<std::uint64_t> grid_points(std::uint64_t unit, std::uint64_t lo, std
   std::vector<std::uint64_t> all;
   const std::uint64_t top = std::max(std::min(hi, cap), unit * 2);
   for (std::uint64_t g : grid_sizes((top + unit - 1) / unit)) all.push_back(g * unit);
-  // From the last point at or below `lo` (two points at least, for the line above the cap).
+  // From the last point at or below `lo` (two points at least); with sizes above the cap, from
+  // half the top at least, for the line above it (model::find_profile).
   std::size_t first = 0;
   while (first + 1 < all.size() && all[first + 1] <= lo) ++first;
   first = std::min(first, all.size() - 2);
+  if (hi > all.back()) {
+    while (first > 0 && all[first] * 2 > all.back()) --first;
+  }
   return {all.begin() + std::ptrdiff_t(first), all.end()};
 }
 
@@ -212,11 +218,12 @@ namespace {
 // instead of at each size (MoE expert GEMMs and activations, whose sizes follow the routing:
 // thousands of distinct rows in a realistic step). docs/models/fidelity.md measures the error.
 constexpr std::size_t kMaxExactSizes = 8;
-// Grids: a GEMM dimension in multiples of the 128 partitions, up to 16,384; element counts up
-// to 2^25. Above its cap a size is on the line through the last two points (the time of a large
-// GEMM or element-wise op grows about linearly in that size: measured in fidelity.md).
-constexpr std::uint64_t kGemmRowUnit = 128, kGemmRowCap = 16384;
-constexpr std::uint64_t kElementCap = 1ULL << 25;
+// Grids: a GEMM dimension in multiples of the 128 partitions (model::kGemmTile), up to 16,384;
+// element counts up to 2^27 (the default step's largest expert activation has 118 M). Above its cap a size is on the line through the last point and the one at half its
+// size (the time of a large GEMM or element-wise op grows about linearly in that size: measured
+// in fidelity.md).
+constexpr std::uint64_t kGemmRowCap = 16384;
+constexpr std::uint64_t kElementCap = 1ULL << 27;
 
 }  // namespace
 
@@ -250,7 +257,7 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   for (const auto& [key, s] : by_grid) {
     if (s.sizes.size() <= kMaxExactSizes) continue;
     const bool gemm = std::holds_alternative<model::GemmOp>(s.op);
-    grids[key] = grid_points(gemm ? kGemmRowUnit : 1, *s.sizes.begin(), *s.sizes.rbegin(),
+    grids[key] = grid_points(gemm ? model::kGemmTile : 1, *s.sizes.begin(), *s.sizes.rbegin(),
                              gemm ? kGemmRowCap : kElementCap);
   }
   // An op on a grid is found there (the first of its grids, as find_profile looks).

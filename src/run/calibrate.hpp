@@ -30,12 +30,12 @@ std::map<std::string, model::OpProfile> calibrate_ops(const resolve::ChipPlan& p
                                                       const std::vector<model::ComputeOp>& ops,
                                                       int parallel, double* static_power_w = nullptr);
 
-// Sizes of a calibration grid: 1, 2, 3, 4, 6, 8, 12, ... (2^i and
-// 3 * 2^(i-1)), up to the first >= `max_elements`.
+// Sizes of a calibration grid: 1, 2, 3, then four per octave (4, 5, 6, 7, 8, 10, 12, 14, 16,
+// 20, ...: 2^i x 1, 1.25, 1.5, 1.75), up to the first >= `max_elements`.
 std::vector<std::uint64_t> grid_sizes(std::uint64_t max_elements);
 // The grid a kind of op is calibrated on when its sizes are many: multiples of `unit` on
 // grid_sizes(), from the last point at or below `lo` to the first at or above min(hi, cap), at
-// least two points.
+// least two points; when hi is above the top point, from half the top point at least.
 std::vector<std::uint64_t> grid_points(std::uint64_t unit, std::uint64_t lo, std::uint64_t hi,
                                        std::uint64_t cap);
 

@@ -141,7 +141,9 @@ TEST(OpCompute, CalibrationIsIndependentOfParallelismAndOrder) {
 }
 
 TEST(OpCompute, GridSizesAndInterpolation) {
-  EXPECT_EQ(grid_sizes(10), (std::vector<std::uint64_t>{1, 2, 3, 4, 6, 8, 12}));
+  EXPECT_EQ(grid_sizes(10), (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 10}));
+  EXPECT_EQ(grid_sizes(11), (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 10, 12}));
+  EXPECT_EQ(grid_sizes(2), (std::vector<std::uint64_t>{1, 2}));
   EXPECT_EQ(grid_sizes(1), (std::vector<std::uint64_t>{1}));
   model::OpTable t;
   model::OpProfile lo, hi;
@@ -169,10 +171,22 @@ TEST(OpCompute, GridSizesAndInterpolation) {
   mid.elements = 2;  // below the grid
   EXPECT_EQ(model::find_profile(t, mid, scratch), nullptr);
   EXPECT_EQ(model::find_profile(t, GemmOp{1, 1, 1, Dtype::bf16, 1}, scratch), nullptr);
-  // A GEMM's grid is over its rows m, for one (k, n, batch, dtype).
+  // A GEMM's grid is over its rows m, for one (k, n, batch, dtype). 160 rows take two tiles of
+  // 128, so the time of 256 rows; bytes and energy are those of 160 (a quarter of the way).
   const GemmOp g{0, 64, 32, Dtype::fp8, 1};
-  t.grids[model::grid_key(g)] = {{128, lo}, {256, hi}};
-  EXPECT_EQ(model::find_profile(t, GemmOp{160, 64, 32, Dtype::fp8, 1}, scratch)->time_ps, 1250);
+  t.grids[model::grid_key(g)] = {{128, lo}, {256, hi}, {384, lo}};
+  p = model::find_profile(t, GemmOp{160, 64, 32, Dtype::fp8, 1}, scratch);
+  EXPECT_EQ(p->time_ps, 2000);
+  EXPECT_DOUBLE_EQ(p->read_bytes, 150);
+  EXPECT_DOUBLE_EQ(p->energy_j.at("vector"), 1.5);
+  // 300 rows: three tiles, the time of 384; bytes of 300, 44/128 of the way from 256 to 384.
+  p = model::find_profile(t, GemmOp{300, 64, 32, Dtype::fp8, 1}, scratch);
+  EXPECT_EQ(p->time_ps, 1000);
+  EXPECT_DOUBLE_EQ(p->read_bytes, 300 - 200 * 44.0 / 128);
+  // Above the grid: on the line through the last point and the last at or below half its size,
+  // 128 and 384 (both 1000 ps), not through 256 and 384, whose slope (-1000 ps per 128 rows)
+  // would give 640 rows -1000 ps.
+  EXPECT_EQ(model::find_profile(t, GemmOp{640, 64, 32, Dtype::fp8, 1}, scratch)->time_ps, 1000);
   EXPECT_EQ(model::find_profile(t, GemmOp{160, 64, 33, Dtype::fp8, 1}, scratch), nullptr);
   // A weight-gradient GEMM varies in k (tokens): its grid is over k for one (m, n).
   const GemmOp wg{64, 0, 32, Dtype::fp8, 1};
@@ -183,16 +197,18 @@ TEST(OpCompute, GridSizesAndInterpolation) {
 }
 
 TEST(OpCompute, GridPoints) {
-  // Multiples of 128 on 1, 2, 3, 4, 6, 8, 12, 16, ..., from the last at or below 300 (256) to
-  // the first at or above 1000 (1024).
+  // Multiples of 128 on 1, 2, 3, 4, 5, 6, 7, 8, 10, ..., from the last at or below 300 (256)
+  // to the first at or above 1000 (1024).
   EXPECT_EQ(grid_points(128, 300, 1000, 16384),
-            (std::vector<std::uint64_t>{256, 384, 512, 768, 1024}));
-  // Capped: sizes above 1000 are extrapolated from the last two points.
+            (std::vector<std::uint64_t>{256, 384, 512, 640, 768, 896, 1024}));
+  // Capped: sizes above 1000 are extrapolated from 1024 and the last point at or below 512,
+  // which the grid already has.
   EXPECT_EQ(grid_points(128, 300, 50000, 1000),
-            (std::vector<std::uint64_t>{256, 384, 512, 768, 1024}));
-  // Every size above the cap: still two points.
-  EXPECT_EQ(grid_points(128, 20000, 50000, 1000), (std::vector<std::uint64_t>{768, 1024}));
-  EXPECT_EQ(grid_points(1, 5, 5, 1 << 20), (std::vector<std::uint64_t>{4, 6}));
+            (std::vector<std::uint64_t>{256, 384, 512, 640, 768, 896, 1024}));
+  // Every size above the cap: from half the top point.
+  EXPECT_EQ(grid_points(128, 20000, 50000, 1000),
+            (std::vector<std::uint64_t>{512, 640, 768, 896, 1024}));
+  EXPECT_EQ(grid_points(1, 5, 5, 1 << 20), (std::vector<std::uint64_t>{4, 5}));
 }
 
 }  // namespace
