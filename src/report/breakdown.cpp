@@ -3,7 +3,10 @@
 #include "trnsim/report/breakdown.hpp"
 
 #include <algorithm>
+#include <map>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
@@ -27,8 +30,8 @@ struct Event {
   std::size_t op;
 };
 
-// The interval of each activity of one op: a collective waits for its last member, then
-// communicates.
+// The interval of each activity of one op: a collective waits for its last member, and a recv
+// for its sender to start the send, then communicates.
 void op_events(const trace::Op& op, std::size_t i, std::uint64_t s, std::uint64_t e,
                std::uint64_t last_arrival, std::vector<Event>& out) {
   if (e <= s) return;
@@ -37,7 +40,8 @@ void op_events(const trace::Op& op, std::size_t i, std::uint64_t s, std::uint64_
     out.push_back({e, -1, kCompute, i});
     return;
   }
-  const std::uint64_t m = trace::is_collective(op.kind) ? std::clamp(last_arrival, s, e) : s;
+  const bool waits = trace::is_collective(op.kind) || op.kind == trace::OpKind::recv;
+  const std::uint64_t m = waits ? std::clamp(last_arrival, s, e) : s;
   if (m > s) {
     out.push_back({s, 1, kPeers, i});
     out.push_back({m, -1, kPeers, i});
@@ -68,13 +72,33 @@ Breakdown compute_breakdown(const trace::Workload& w, const std::vector<replay::
     }
     by_rank[std::size_t(rec.rank)][rec.index] = &rec;
   }
+  // Sends by (source, destination, tag), as (end, start) in the order they ended: the replay
+  // delivers them in that order, and the k-th recv of the key in topological order takes the
+  // k-th delivered.
+  std::map<std::tuple<int, int, std::int64_t>, std::vector<std::pair<std::uint64_t, std::uint64_t>>>
+      sends;
+  for (const auto& rec : records) {
+    const trace::Op& op = w.ranks[std::size_t(rec.rank)].ops[rec.index];
+    if (op.kind == trace::OpKind::send) {
+      sends[{rec.rank, op.peer, op.tag}].emplace_back(ps(rec.end), ps(rec.start));
+    }
+  }
+  for (auto& [key, v] : sends) std::sort(v.begin(), v.end());
   // Last arrival of each collective op of rank r: the k-th collective of a group in topological
-  // order is instance k, as the replay matches them.
+  // order is instance k, as the replay matches them; for a recv, when its send started.
   auto rank_arrivals = [&](int r) {
     const auto& ops = w.ranks[std::size_t(r)].ops;
     std::vector<std::uint64_t> last(ops.size(), 0);
     std::map<std::string, int> seq;
+    std::map<std::tuple<int, int, std::int64_t>, std::size_t> recv_seq;
     for (std::size_t i : trace::topological_order(w.ranks[std::size_t(r)])) {
+      if (ops[i].kind == trace::OpKind::recv) {
+        const std::tuple<int, int, std::int64_t> key{ops[i].peer, r, ops[i].tag};
+        const std::size_t k = recv_seq[key]++;
+        const auto it = sends.find(key);
+        if (it != sends.end() && k < it->second.size()) last[i] = it->second[k].second;
+        continue;
+      }
       if (!trace::is_collective(ops[i].kind)) continue;
       const auto it = arrival.find({ops[i].group, seq[ops[i].group]++});
       if (it != arrival.end()) last[i] = it->second;
@@ -175,7 +199,8 @@ Breakdown compute_breakdown(const trace::Workload& w, const std::vector<replay::
     st.index = i;
     st.start_ps = ps(recs[i]->start);
     st.end_ps = ps(recs[i]->end);
-    if (trace::is_collective(ops[i].kind) && last_arrival[i] > st.start_ps) {
+    if ((trace::is_collective(ops[i].kind) || ops[i].kind == trace::OpKind::recv) &&
+        last_arrival[i] > st.start_ps) {
       st.peers_ps = std::min(last_arrival[i], st.end_ps) - st.start_ps;
     }
     cur = kNone;

@@ -45,6 +45,12 @@ std::optional<Phase> infer_phase(const Op& op) {
     return Phase::backward;
   }
   if (layer_prefix(n)) return Phase::forward;
+  // Pipeline transfers between stages: m<M>.act.send / .recv (forward), m<M>.grad.* (backward).
+  std::string_view rest;
+  if (number_prefix(n, 'm', &rest)) {
+    if (rest.starts_with("act.")) return Phase::forward;
+    if (rest.starts_with("grad.")) return Phase::backward;
+  }
   return std::nullopt;
 }
 

@@ -100,6 +100,51 @@ TEST_F(TwoRanks, CriticalPathOfTheSlowestRank) {
   EXPECT_EQ(b.critical_path[1].gap_ps, 2 * us);  // 20 -> 22 us
 }
 
+// Two pipeline stages: rank 1 posts its recv at 0 and computes 0-5 us; rank 0 computes 0-12 us,
+// then sends 12-15 us; the recv ends at 15 us. Rank 1 waits for its peer 5-12 us (the bubble:
+// the send had not started) and communicates 12-15 us; a second send of the same tag, 16-18 us,
+// is the one its second recv takes (the k-th recv takes the k-th send to finish).
+TEST(Breakdown, RecvWaitsForItsSendToStart) {
+  trace::Workload w;
+  w.ranks.resize(2);
+  w.ranks[0].rank = 0;
+  w.ranks[1].rank = 1;
+  auto p2p = [](trace::OpId id, const char* name, trace::OpKind k, int peer,
+                std::vector<trace::OpId> deps) {
+    trace::Op o = op(id, name, k, std::move(deps));
+    o.peer = peer;
+    o.tag = 7;
+    o.bytes = 1024;
+    return o;
+  };
+  w.ranks[0].ops = {op(1, "l0.m0.q", trace::OpKind::gemm),
+                    p2p(2, "m0.act.send", trace::OpKind::send, 1, {1}),
+                    p2p(3, "m1.act.send", trace::OpKind::send, 1, {2})};
+  w.ranks[1].ops = {p2p(1, "m0.act.recv", trace::OpKind::recv, 0, {}),
+                    op(2, "l1.m0.q", trace::OpKind::gemm),
+                    p2p(3, "m1.act.recv", trace::OpKind::recv, 0, {1})};
+  const std::vector<replay::OpRecord> recs = {{0, 0, sc_time(0, SC_US), sc_time(12, SC_US)},
+                                              {0, 1, sc_time(12, SC_US), sc_time(15, SC_US)},
+                                              {0, 2, sc_time(16, SC_US), sc_time(18, SC_US)},
+                                              {1, 0, sc_time(0, SC_US), sc_time(15, SC_US)},
+                                              {1, 1, sc_time(0, SC_US), sc_time(5, SC_US)},
+                                              {1, 2, sc_time(15, SC_US), sc_time(18, SC_US)}};
+  const Breakdown b = compute_breakdown(w, recs, {}, sc_time(20, SC_US));
+  // Rank 1: compute 0-5 (the recv's wait hidden under it), waiting for the peer 5-12 and 15-16,
+  // exposed 12-15 and 16-18, idle 18-20.
+  const Parts& p1 = b.ranks[1].parts;
+  EXPECT_EQ(p1.compute_ps, 5 * us);
+  EXPECT_EQ(p1.overlapped_ps, 0u);
+  EXPECT_EQ(p1.exposed_ps, 5 * us);
+  EXPECT_EQ(p1.waiting_ps, 10 * us);
+  EXPECT_EQ(p1.waiting_for_peers_ps, 8 * us);
+  EXPECT_DOUBLE_EQ(b.ranks[1].by_phase.at("forward").waiting_for_peers_ns, 8000);
+  EXPECT_EQ(b.ranks[1].by_phase.count("unattributed"), 0u);
+  // Rank 0's sends are communication from their start.
+  EXPECT_EQ(b.ranks[0].parts.exposed_ps, 5 * us);
+  EXPECT_EQ(b.ranks[0].parts.waiting_for_peers_ps, 0u);
+}
+
 TEST(Phase, InferredFromTheGeneratorsNames) {
   auto phase = [](const char* n) {
     trace::Op o;
@@ -113,6 +158,9 @@ TEST(Phase, InferredFromTheGeneratorsNames) {
   EXPECT_EQ(phase("l0.expert_grad_rs"), "gradient_sync");
   EXPECT_EQ(phase("l0.dense_param_ag"), "gradient_sync");
   EXPECT_EQ(phase("l0.expert_adam"), "optimizer");
+  EXPECT_EQ(phase("m3.act.recv"), "forward");
+  EXPECT_EQ(phase("m3.grad.send"), "backward");
+  EXPECT_EQ(phase("m3.other"), "none");
   EXPECT_EQ(phase("matmul_17"), "none");
   trace::Op o;
   o.name = "l12.m0.q";

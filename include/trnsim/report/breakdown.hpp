@@ -26,7 +26,7 @@ namespace trnsim::report {
 
 struct Parts {
   std::uint64_t compute_ps = 0, overlapped_ps = 0, exposed_ps = 0, waiting_ps = 0;
-  std::uint64_t waiting_for_peers_ps = 0;  // of waiting: inside collectives before the last arrival
+  std::uint64_t waiting_for_peers_ps = 0;  // of waiting: inside collectives before the last arrival, in recvs before the send
   std::uint64_t total_ps() const { return compute_ps + overlapped_ps + exposed_ps + waiting_ps; }
 };
 
@@ -48,7 +48,7 @@ struct PathStep {
   std::size_t index = 0;       // into the rank's ops
   std::uint64_t start_ps = 0, end_ps = 0;
   std::uint64_t gap_ps = 0;    // from the end of the dependency on the path to this op's start
-  std::uint64_t peers_ps = 0;  // collectives: waiting for the last member
+  std::uint64_t peers_ps = 0;  // collectives: waiting for the last member; recvs: for the send to start
 };
 
 struct Breakdown {
