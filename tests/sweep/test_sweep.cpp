@@ -246,8 +246,8 @@ TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
                                                      {"switch-latency.json", 6}, {"chips-per-server.json", 4},
                                                      {"sbuf-size.json", 6},
                                                      // the seeded stability sweeps (docs/results/stability.md)
-                                                     {"stability-hbm-bandwidth.json", 12},
-                                                     {"stability-link-bandwidth.json", 12},
+                                                     {"stability-hbm-bandwidth.json", 20},
+                                                     {"stability-link-bandwidth.json", 20},
                                                      {"stability-sbuf-size.json", 20},
                                                      {"stability-switch-latency.json", 25}};
   std::size_t seen = 0;
