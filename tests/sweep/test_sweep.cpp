@@ -249,6 +249,7 @@ TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
                                                      {"stability-hbm-bandwidth.json", 20},
                                                      {"stability-link-bandwidth.json", 20},
                                                      {"stability-sbuf-size.json", 20},
+                                                     {"stability-sbuf-size-fast.json", 20},
                                                      {"stability-switch-latency.json", 25}};
   std::size_t seen = 0;
   for (const auto& e : fs::directory_iterator(kSrc + "/configs/sweeps")) {
