@@ -21,14 +21,19 @@ def size_name(b):
     return f"{b} B"
 
 
+def fail(msg):
+    print(f"collective_tables.py: {msg}", file=sys.stderr)
+    sys.exit(2)
+
+
 def load(path):
     try:
         with open(path) as f:
             points = json.load(f)
     except (OSError, json.JSONDecodeError) as e:
-        sys.exit(f"{path}: cannot read a bench collective JSON file: {e}")
+        fail(f"{path}: cannot read a bench collective JSON file: {e}")
     if not isinstance(points, list) or not points or "op" not in points[0]:
-        sys.exit(f"{path}: expected a non-empty array of points with 'op' (bench collective --json)")
+        fail(f"{path}: expected a non-empty array of points with 'op' (bench collective --json)")
     return points
 
 
