@@ -58,8 +58,8 @@ struct SimParams {
             "fast (flow network, op-level compute) or detailed (packet network, tile compute), "
             "for the parts whose model is not set; default: fast for run, detailed for bench");
     v.field("fast_forward", fast_forward,
-            "time the communication of repeated micro-batches from earlier ones once steady "
-            "(docs/models/fidelity.md); default: on at fast fidelity, off at detailed");
+            "time the compute and communication of repeated micro-batches from earlier ones "
+            "once steady (docs/models/fidelity.md); default: on at fast fidelity, off at detailed");
     v.field("fast_forward_tolerance", fast_forward_tolerance,
             "steady: two repetitions in a row within this fraction of each other", InRange{0, 1});
     v.field("fast_forward_size_tolerance", fast_forward_size_tolerance,
