@@ -202,12 +202,12 @@ TEST_F(Run, TimelineStructure) {
 }
 
 // Fast-forward on and off agree within 2 % on a trace of six micro-batches on two pipeline
-// stages (compute ops as well as communication fast-forwarded), and on reports what it
-// extrapolated.
+// stages (compute ops as well as communication fast-forwarded) in step time, dynamic energy and
+// HBM bytes read, and on reports what it extrapolated.
 TEST(FastForward, AgreesWithTheSimulatedStep) {
   const fs::path dir = fs::temp_directory_path() / ("trnsim-ff-" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  double step[2] = {0, 0};
+  double step[2] = {0, 0}, dynamic[2] = {0, 0}, read[2] = {0, 0};
   for (int on = 0; on < 2; ++on) {
     const fs::path out = dir / (on ? "on" : "off");
     const auto r = run_trnsim("run --config trn3-gen2-ultraserver --trace "
@@ -216,6 +216,8 @@ TEST(FastForward, AgreesWithTheSimulatedStep) {
     ASSERT_EQ(r.code, 0) << r.out;
     const Json rep = Json::parse(slurp(out / "report.json"));
     step[on] = rep["performance"]["step_time_ns"].get<double>();
+    dynamic[on] = rep["energy"]["dynamic_j"].get<double>();
+    read[on] = rep["memory"]["read_bytes"].get<double>();
     const Json& ff = rep["identity"]["fast_forward"];
     EXPECT_EQ(ff["enabled"].get<bool>(), bool(on));
     EXPECT_EQ(ff["units"].get<int>(), on ? 192 : 0);  // 16 ranks x 6 micro-batches x 2 phases
@@ -228,6 +230,9 @@ TEST(FastForward, AgreesWithTheSimulatedStep) {
   }
   fs::remove_all(dir);
   EXPECT_NEAR(step[1] / step[0], 1.0, 0.02);
+  // A fast-forwarded compute op still counts its energy and HBM traffic (from its profile).
+  EXPECT_NEAR(dynamic[1] / dynamic[0], 1.0, 0.02);
+  EXPECT_NEAR(read[1] / read[0], 1.0, 0.02);
 }
 
 TEST(Timeline, CapKeepsTheLongestOps) {
