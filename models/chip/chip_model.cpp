@@ -1,11 +1,25 @@
 // SPDX-License-Identifier: MIT
 #include "chip/chip_model.hpp"
 
+#include <algorithm>
+
 #include "common/activity.hpp"
 
 namespace trnsim::model {
 
 using sc_core::sc_time;
+
+std::uint64_t ChipModel::operand_address(std::uint64_t bytes) {
+  const auto& hbm = params().hbm;
+  const std::uint64_t round = std::max<std::uint64_t>(
+      1, std::uint64_t(hbm.interleave_bytes.si) * std::uint64_t(hbm.stacks));
+  const std::uint64_t region = std::uint64_t(hbm.capacity_per_stack.si) * std::uint64_t(hbm.stacks) / 2;
+  const std::uint64_t span = (bytes + round - 1) / round * round;
+  if (next_operand_addr_ + span > region) next_operand_addr_ = 0;
+  const std::uint64_t a = next_operand_addr_;
+  next_operand_addr_ += span;
+  return a;
+}
 
 OpStats ChipModel::replay_profile(const OpProfile& p, const OpProfile& counterpart,
                                   const std::string& name, int cores_used,
@@ -18,27 +32,14 @@ OpStats ChipModel::replay_profile(const OpProfile& p, const OpProfile& counterpa
   st.name = name;
   const sc_time start = sc_core::sc_time_stamp();
   st.start_s = start.to_seconds();
-  // The op-level model's slices (op_chip.cpp), at even steps of the duration, each at a whole
-  // interleave round of the lower half of HBM (the fabric's buffers are in the upper half).
-  const auto& hbm = params().hbm;
-  const std::uint64_t round = std::max<std::uint64_t>(
-      1, std::uint64_t(hbm.interleave_bytes.si) * std::uint64_t(hbm.stacks));
-  const std::uint64_t region =
-      std::max(round, std::uint64_t(hbm.capacity_per_stack.si) * std::uint64_t(hbm.stacks) / 2);
-  auto address = [&](std::uint64_t bytes) {
-    const std::uint64_t span = (bytes + round - 1) / round * round;
-    if (ff_next_addr_ + span > region) ff_next_addr_ = 0;
-    const std::uint64_t a = ff_next_addr_;
-    ff_next_addr_ += span;
-    return a;
-  };
+  // The op-level model's slices (op_chip.cpp), at even steps of the duration.
   const int n = kOpPieces * op_slices(p);
   for (int i = 0; i < n; ++i) {
     const sc_time issue = start + duration * (double(i) / double(n));
     if (issue > sc_core::sc_time_stamp()) wait_counted(activity(), issue - sc_core::sc_time_stamp());
     const PieceBytes b = slice_bytes(p, i);
-    if (b.read > 0) memory().access({address(b.read), b.read, false});
-    if (b.write > 0) memory().access({address(b.write), b.write, true});
+    if (b.read > 0) memory().access({operand_address(b.read), b.read, false});
+    if (b.write > 0) memory().access({operand_address(b.write), b.write, true});
   }
   const sc_time end = start + duration;
   if (end > sc_core::sc_time_stamp()) wait_counted(activity(), end - sc_core::sc_time_stamp());

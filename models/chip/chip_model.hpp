@@ -42,9 +42,13 @@ class ChipModel : public Block {
   // its own statistics.
   OpStats replay_profile(const OpProfile& p, const OpProfile& counterpart, const std::string& name,
                          int cores_used, const sc_core::sc_time& counterpart_duration);
+  // Where the next `bytes` of an op's HBM traffic go when the op's own addresses are not
+  // modelled (op tier, fast-forward): at a whole interleave round of the lower half of HBM (the
+  // fabric's buffers are in the upper half), one after another, wrapping.
+  std::uint64_t operand_address(std::uint64_t bytes);
 
  private:
-  std::uint64_t ff_next_addr_ = 0;  // replay_profile's operands, in the lower half of HBM
+  std::uint64_t next_operand_addr_ = 0;
 };
 
 }  // namespace trnsim::model

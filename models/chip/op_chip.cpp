@@ -63,11 +63,6 @@ OpChip::OpChip(const sc_core::sc_module_name& name, const config::ChipParams& p,
     memory_ = m.port;
     owned_memory_ = std::move(m.block);
   }
-  // Operands live in the lower half of HBM (the fabric's buffers in the upper half), each at a
-  // whole interleave round.
-  round_ = std::max<std::uint64_t>(1, std::uint64_t(p.hbm.interleave_bytes.si) *
-                                          std::uint64_t(p.hbm.stacks));
-  region_ = std::uint64_t(p.hbm.capacity_per_stack.si) * std::uint64_t(p.hbm.stacks) / 2;
   sbuf_capacity_ = whole_bytes(p.core.sbuf.bytes_per_partition);
   psum_capacity_ = std::uint64_t(p.core.psum.banks);
   for (int c = 0; c < p.cores; ++c) {
@@ -79,14 +74,6 @@ OpChip::~OpChip() = default;
 
 void OpChip::account_until(const sc_time& t) {
   if (owned_memory_) memory_->account_until(t);
-}
-
-std::uint64_t OpChip::next_address(std::uint64_t bytes) {
-  const std::uint64_t span = (bytes + round_ - 1) / round_ * round_;
-  if (next_addr_ + span > region_) next_addr_ = 0;
-  const std::uint64_t a = next_addr_;
-  next_addr_ += span;
-  return a;
 }
 
 void OpChip::acquire(const OpProfile& p, int used) {
@@ -176,8 +163,8 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
       if (issue > now()) wait_counted(activity(), issue - now());
       const PieceBytes b = slice_bytes(*pr, piece * slices + k);
       sc_time done = now();
-      if (b.read > 0) done = std::max(done, memory_->access({next_address(b.read), b.read, false}));
-      if (b.write > 0) done = std::max(done, memory_->access({next_address(b.write), b.write, true}));
+      if (b.read > 0) done = std::max(done, memory_->access({operand_address(b.read), b.read, false}));
+      if (b.write > 0) done = std::max(done, memory_->access({operand_address(b.write), b.write, true}));
       if (done - now() > memory_alone) wait_mem = std::max(wait_mem, done - now() - memory_alone);
     }
     end += wait_mem;

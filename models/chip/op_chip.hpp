@@ -56,7 +56,6 @@ class OpChip : public ChipModel {
   int cores() const override { return int(cores_.size()); }
 
  private:
-  std::uint64_t next_address(std::uint64_t bytes);
   // Waits until cores 0 .. used-1 all have room for the op's SBUF and PSUM footprint, and takes it.
   void acquire(const OpProfile& p, int used);
   void release(const OpProfile& p, int used);
@@ -66,7 +65,6 @@ class OpChip : public ChipModel {
   std::unique_ptr<sc_core::sc_module> owned_memory_;
   MemoryPort* memory_ = nullptr;
   std::vector<std::unique_ptr<OpCore>> cores_;
-  std::uint64_t next_addr_ = 0, round_ = 1, region_ = 0;
   std::uint64_t sbuf_capacity_ = 0, psum_capacity_ = 0;
   sc_core::sc_event freed_;
   Stat& ops_;
