@@ -24,18 +24,24 @@ struct Arc {
 using FlowGraph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS,
                                         boost::no_property, Arc>;
 
-// Capacities in whole bytes per second keep max-flow exact (no floating-point tolerance).
-std::int64_t capacity_of(const Link& l) { return std::llround(l.bandwidth.si); }
-
 // Cut capacity between chip halves: max flow from a super source feeding every chip of half A to
 // a super sink fed by every chip of half B. Switches belong to neither half, so the flow places
 // each on whichever side gives the smaller cut.
 class BisectionCutter {
  public:
+  // Capacities in whole units of `scale_` bytes per second keep max-flow exact (no
+  // floating-point tolerance): 1 B/s whenever all the links together carry at most 2^60 B/s
+  // (every real topology), else coarser, so that no sum of capacities overflows.
   explicit BisectionCutter(const Topology& t) : t_(t) {
+    double total = 0;
+    for (const Link& l : t.links()) total += l.bandwidth.si;
+    constexpr double kMaxTotal = 0x1p60;
+    if (total > kMaxTotal) scale_ = std::ceil(total / kMaxTotal);
     for (const Link& l : t.links()) infinite_ += capacity_of(l);
     infinite_ += 1;
   }
+  // The bandwidth of `cut` capacity units.
+  Bandwidth bandwidth(std::int64_t cut) const { return Bandwidth(double(cut) * scale_); }
 
   std::int64_t cut(const std::vector<char>& in_a) const {
     const std::size_t n = t_.nodes().size();
@@ -67,7 +73,10 @@ class BisectionCutter {
   }
 
  private:
+  std::int64_t capacity_of(const Link& l) const { return std::llround(l.bandwidth.si / scale_); }
+
   const Topology& t_;
+  double scale_ = 1;
   std::int64_t infinite_ = 0;
 };
 
@@ -212,7 +221,7 @@ TopologySummary summarize(const Topology& t) {
       const std::int64_t cut = cutter.cut(in_a);
       if (best < 0 || cut < best) best = cut;
     }
-    s.bisection = Bandwidth(double(best));
+    s.bisection = cutter.bandwidth(best);
     s.bisection_cuts_tried = static_cast<int>(cands.size());
   }
   return s;

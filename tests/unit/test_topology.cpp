@@ -272,6 +272,15 @@ TEST(Summary, Torus4x4x4) {
   EXPECT_EQ(s.bisection, 3200_GBps);  // 16 rings x 2 links
 }
 
+// A fuzz finding (fuzz_topology): links of 1.24e19 B/s, more than an int64 holds in bytes per
+// second, overflowed the max-flow capacities (UBSan: signed overflow in summary.cpp). The cut is
+// now computed in coarser units when the links add up to more than 2^60 B/s: still the thin
+// dimension's 4 rings x 2 links of 628 GB/s, to the unit's rounding.
+TEST(Summary, LinksBeyondInt64BytesPerSecondStillCut) {
+  const auto s = summarize(build(torus_spec({4, 4}, {Bandwidth(1.2431000088e19), 628_GBps})));
+  EXPECT_NEAR(s.bisection.si, 8 * 628e9, 8 * 628e9 * 1e-6);
+}
+
 TEST(Summary, Trn2LikeTorusCutsTheThinDimension) {
   const auto s = summarize(build(torus_spec({4, 4, 4}, {128_GBps, 128_GBps, 64_GBps})));
   EXPECT_EQ(s.bisection, 64_GBps * 32);
