@@ -167,6 +167,23 @@ TEST(HostileConfig, SetValueOutOfDoubleRangeNamesSetAndPointer) {
       << msg;
 }
 
+// A fuzz finding (fuzz_config, tests/fuzz): a --set value with bytes that are not UTF-8 was an
+// internal error (nlohmann's type_error 316 when the config was written back). Each malformed
+// form is refused with the byte's offset; well-formed multi-byte text is accepted.
+TEST(HostileConfig, SetThatIsNotUtf8IsConfigError) {
+  EXPECT_EQ(error_of([] { load_config_text("{ }", "t", {"/chip=\x01\x13\xff\xff"}); }),
+            "--set \"/chip=\\u0001\\u0013\"...: byte 8 (0xFF) is not valid UTF-8; expected "
+            "path=value in UTF-8 text");
+  // Overlong, overlong, surrogate, above U+10FFFF, truncated, a lone continuation byte.
+  for (const char* bad : {"name=\xc0\xaf", "name=\xe0\x80\xaf", "name=\xed\xa0\x80",
+                          "name=\xf4\x90\x80\x80", "name=\xe2\x82", "name=\x80"}) {
+    const auto msg = error_of([&] { load_config_text("{ }", "t", {bad}); });
+    EXPECT_NE(msg.find("byte 5 ("), std::string::npos) << msg;
+  }
+  const auto ok = load_config_text(R"({"name": "x"})", "t", {"name=\xe2\x82\xac \xf0\x9f\x98\x80"});
+  EXPECT_EQ(ok.config.name, "\xe2\x82\xac \xf0\x9f\x98\x80");
+}
+
 TEST(HostileConfig, ExtendsSymlinkLoopAndDevicesAndDirectories) {
   TempDir d;
   fs::create_symlink(d.path("b.json"), d.path("a.json"));
