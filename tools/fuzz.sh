@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Builds the libFuzzer targets (fuzz preset: Clang, ASan + UBSan) and runs each for longer than
-# CTest does. Usage: tools/fuzz.sh [SECONDS_PER_TARGET (default 600)] [TARGET...]. Several may
+# CTest does. Usage: [FUZZ_RUNS=N] tools/fuzz.sh [SECONDS_PER_TARGET (default 600)] [TARGET...];
+# FUZZ_RUNS stops each target after N executions (the time limit still applies). Several may
 # run at once (each builds first: start them a few seconds apart).
 # Corpora grow in build/fuzz/tests/fuzz/corpus_<target>; crashes are saved there as crash_<target>_*.
 set -euo pipefail
@@ -31,7 +32,8 @@ for t in "${targets[@]}"; do
   # 16 kB inputs: twice the largest seed. A trace of 64 kB takes 4x to 5x longer per execution
   # than one of 16 kB, and the corpus drifts to the largest length allowed (docs/fuzzing.md).
   (cd configs/racks && ASAN_OPTIONS=detect_leaks=1:malloc_context_size=5 "$OLDPWD/$out/fuzz_$t" \
-     -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
+     -max_total_time="$seconds" ${FUZZ_RUNS:+-runs="$FUZZ_RUNS"} \
+     -timeout=10 -rss_limit_mb=2048 -max_len=16384 \
      -print_final_stats=1 -artifact_prefix="$OLDPWD/$out/crash_${t}_" \
      "$OLDPWD/$out/corpus_$t" "${seeds[@]}")
 done
