@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -57,5 +58,10 @@ class OutputDir {
   std::string dir_;
   std::vector<std::pair<std::string, std::string>> files_;
 };
+
+// The offset of the first byte of `s` that does not begin or continue a well-formed UTF-8
+// sequence (RFC 3629: no overlong forms, surrogates or code points above U+10FFFF), or npos.
+// Inputs that end up in JSON (configs, command lines in reports) must be UTF-8.
+std::size_t invalid_utf8(std::string_view s);
 
 }  // namespace trnsim

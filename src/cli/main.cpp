@@ -6,12 +6,14 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <string_view>
 
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "presets.hpp"
 #include "trnsim/report/version.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/io.hpp"
 #include "trnsim/log.hpp"
 
 namespace trnsim::cli {
@@ -68,6 +70,17 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   trnsim::cli::use_installed_data_dir();
   try {
+    // Arguments end up in JSON (the command line in report.json, --set values in config.json),
+    // which holds UTF-8 text only: a byte that is not would fail when the results are written.
+    for (int i = 1; i < argc; ++i) {
+      const std::string_view a = argv[i];
+      if (const std::size_t bad = trnsim::invalid_utf8(a); bad != std::string_view::npos) {
+        throw trnsim::InputError(fmt::format(
+            "argument {} ({:?}...): byte {} (0x{:02X}) is not valid UTF-8; trnsim takes its "
+            "arguments, paths included, as UTF-8 text",
+            i, a.substr(0, bad), bad, static_cast<unsigned char>(a[bad])));
+      }
+    }
     return trnsim::cli::run(argc, argv);
   } catch (const trnsim::InputError& e) {
     std::fflush(stdout);

@@ -104,40 +104,6 @@ class TreeLoader {
   std::vector<std::pair<fs::path, std::string>> stack_;
 };
 
-// The offset of the first byte of `s` that does not begin or continue a well-formed UTF-8
-// sequence (RFC 3629: no overlong forms, surrogates or code points above U+10FFFF), or npos.
-std::size_t invalid_utf8(const std::string& s) {
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = 0;
-    unsigned lo = 0x80, hi = 0xBF;  // range of the second byte
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if (c >= 0xC2 && c <= 0xDF) {
-      n = 1;
-    } else if (c >= 0xE0 && c <= 0xEF) {
-      n = 2;
-      if (c == 0xE0) lo = 0xA0;
-      if (c == 0xED) hi = 0x9F;
-    } else if (c >= 0xF0 && c <= 0xF4) {
-      n = 3;
-      if (c == 0xF0) lo = 0x90;
-      if (c == 0xF4) hi = 0x8F;
-    } else {
-      return i;
-    }
-    if (i + n >= s.size()) return i;  // truncated sequence
-    for (std::size_t k = 1; k <= n; ++k) {
-      const auto d = static_cast<unsigned char>(s[i + k]);
-      if (k == 1 ? (d < lo || d > hi) : (d < 0x80 || d > 0xBF)) return i;
-    }
-    i += n + 1;
-  }
-  return std::string::npos;
-}
-
 // "a.b.0.c" or "/a/b/0/c" -> pointer tokens.
 std::vector<std::string> split_path(const std::string& path) {
   std::vector<std::string> parts;

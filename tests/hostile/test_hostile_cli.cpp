@@ -259,6 +259,18 @@ TEST_F(Hostile, RunOutIsCompleteAndLeavesNoTemporaries) {
   EXPECT_EQ(siblings, 1u);  // res only: no res.tmp.<pid> or res.old.<pid>
 }
 
+// --out with a byte that is not UTF-8 was an internal error (exit 1) when report.json, which
+// records the command line, was written; every argument is now checked first.
+TEST_F(Hostile, ArgumentThatIsNotUtf8IsRefused) {
+  const std::string out = path("r\xff" "x");
+  expect_refused(run_args("--out " + out),
+                 "byte " + std::to_string(out.size() - 2) +
+                     " (0xFF) is not valid UTF-8; trnsim takes its arguments, paths included, as "
+                     "UTF-8 text");
+  EXPECT_FALSE(fs::exists(out));
+  expect_refused("config " + kC + " --set chip.name=\xff", "(0xFF) is not valid UTF-8");
+}
+
 TEST_F(Hostile, RunOutUnwritableIsRefusedBeforeSimulating) {
   write("file", "x");
   expect_refused(run_args("--out " + path("file")),
