@@ -419,10 +419,6 @@ struct Replay::Impl {
     const Unit& p = units[std::size_t(r)][std::size_t(unit.previous)];
     return std::ptrdiff_t(p.ops[position[std::size_t(r)][i]]);
   }
-  const OpState* counterpart(int r, std::size_t i) const {
-    const std::ptrdiff_t c = counterpart_index(r, i);
-    return c < 0 ? nullptr : &state[std::size_t(r)][std::size_t(c)];
-  }
 
   // A fast-forwarded collective: its members meet, then take the time the counterpart took from
   // its last arrival to its end; each member's sends are charged to the links.
@@ -555,7 +551,8 @@ struct Replay::Impl {
         decide(r, *unit);
       }
     }
-    const OpState* same = counterpart(r, i);
+    const std::ptrdiff_t same_index = counterpart_index(r, i);
+    const OpState* same = same_index < 0 ? nullptr : &state[std::size_t(r)][std::size_t(same_index)];
     if (log_->should_log(spdlog::level::trace)) {
       log_->trace("{} ns: rank {} (chip {}) starts op {} {} '{}'", s.start.to_seconds() * 1e9, r,
                   chip, op.id, trace::kind_name(op.kind), op.name);
@@ -563,7 +560,7 @@ struct Replay::Impl {
     if (trace::is_compute(op.kind) || op.kind == OpKind::mem_load ||
         op.kind == OpKind::mem_store) {
       if (same) {  // timed from its counterpart, counted but not simulated
-        machine.fast_compute(chip, op, w.ranks[std::size_t(r)].ops[std::size_t(counterpart_index(r, i))],
+        machine.fast_compute(chip, op, w.ranks[std::size_t(r)].ops[std::size_t(same_index)],
                              same->end - same->start);
         ffs.ops_fast_forwarded++;
         ffs.compute_fast_forwarded++;

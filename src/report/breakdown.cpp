@@ -23,6 +23,10 @@ std::uint64_t ps(const sc_core::sc_time& t) {
 
 enum Activity { kCompute, kComm, kPeers, kActivities };
 
+// Ops that wait for a peer before they communicate: a collective for its last member, a recv
+// for its send to start.
+bool waits_for_peers(trace::OpKind k) { return trace::is_collective(k) || k == trace::OpKind::recv; }
+
 struct Event {
   std::uint64_t t;
   int delta;  // +1 starts, -1 ends
@@ -40,8 +44,7 @@ void op_events(const trace::Op& op, std::size_t i, std::uint64_t s, std::uint64_
     out.push_back({e, -1, kCompute, i});
     return;
   }
-  const bool waits = trace::is_collective(op.kind) || op.kind == trace::OpKind::recv;
-  const std::uint64_t m = waits ? std::clamp(last_arrival, s, e) : s;
+  const std::uint64_t m = waits_for_peers(op.kind) ? std::clamp(last_arrival, s, e) : s;
   if (m > s) {
     out.push_back({s, 1, kPeers, i});
     out.push_back({m, -1, kPeers, i});
@@ -199,8 +202,7 @@ Breakdown compute_breakdown(const trace::Workload& w, const std::vector<replay::
     st.index = i;
     st.start_ps = ps(recs[i]->start);
     st.end_ps = ps(recs[i]->end);
-    if ((trace::is_collective(ops[i].kind) || ops[i].kind == trace::OpKind::recv) &&
-        last_arrival[i] > st.start_ps) {
+    if (waits_for_peers(ops[i].kind) && last_arrival[i] > st.start_ps) {
       st.peers_ps = std::min(last_arrival[i], st.end_ps) - st.start_ps;
     }
     cur = kNone;
