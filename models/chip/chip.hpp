@@ -40,8 +40,12 @@ struct ChipOptions {
   // one instruction and lets a DMA engine move up to G windows per wake-up. docs/models/chip.md.
   int granularity = 1;
   // The op-level model's profiles (op_chip.hpp); the tile model uses them only to account
-  // fast-forwarded ops (ChipModel::fast_forward).
+  // fast-forwarded ops (ChipModel::fast_forward) and to time the rest of headed ops.
   std::shared_ptr<const OpTable> calibration;
+  // Fast-forward inside an op (/sim/fast_forward_op_head, with fast-forward on): < 1 simulates
+  // only the head of each op (op_head()) and times the rest from `calibration`; 1 simulates every
+  // tile.
+  double op_head = 1;
 };
 
 class Chip : public ChipModel {
@@ -84,8 +88,16 @@ class Chip : public ChipModel {
   void account_until(const sc_core::sc_time& t) override;
 
  private:
+  // The rest of a headed op: pieces that hold the used cores' compute engines, occupy their DMA
+  // engines for the bytes and issue the HBM traffic, each ending no earlier than those engines
+  // are free (chip.cpp).
+  void run_rest(const OpProfile& rest, const sc_core::sc_time& duration, int cores_used) override;
+  // Lowers `op` and runs it on the cores until its last store.
+  OpStats run_lowered(const ComputeOp& op, const std::string& name);
+
   config::ChipParams p_;
   int granularity_ = 1;
+  double op_head_ = 1;
   std::shared_ptr<const OpTable> table_;  // profiles for fast_forward(), may be null
   std::unique_ptr<sc_core::sc_module> owned_memory_;
   MemoryPort* memory_ = nullptr;
@@ -115,6 +127,7 @@ class Chip : public ChipModel {
   std::vector<std::vector<std::unique_ptr<Worker>>> workers_;  // per core
   std::uint64_t own_wakeups_ = 0;
   Stat& ops_;
+  Stat& heads_;
   Stat& flops_;
   Stat& hbm_bytes_;
 };

@@ -129,7 +129,47 @@ const OpProfile* on_grid(const std::vector<std::pair<std::uint64_t, OpProfile>>&
   return &scratch;
 }
 
+// `n` rounded up to a multiple of `unit`.
+std::uint64_t round_up(std::uint64_t n, std::uint64_t unit) { return (n + unit - 1) / unit * unit; }
+
+// The head's size along a dimension of `size`: `share` of it, at least `min`, rounded up to
+// `unit`; `size` itself when that is half of it or more.
+std::uint64_t head_size(std::uint64_t size, double share, std::uint64_t min, std::uint64_t unit) {
+  const auto want = std::uint64_t(std::ceil(double(size) * share));
+  const std::uint64_t h = round_up(std::max(want, min), unit);
+  return h * 2 >= size ? size : h;
+}
+
 }  // namespace
+
+ComputeOp op_head(const ComputeOp& op, double share, int cores) {
+  if (!(share < 1) || cores < 1) return op;
+  const auto c = std::uint64_t(cores);
+  ComputeOp head = op;
+  if (auto* g = std::get_if<GemmOp>(&head)) {
+    if (g->batch >= 2 * c) {
+      // Whole GEMMs per core: keep `share` of each core's instances, one at least.
+      g->batch = head_size(g->batch, share, c, c);
+    } else {
+      std::uint64_t* side = &g->m;
+      if (g->n > *side) side = &g->n;
+      if (g->k > *side) side = &g->k;
+      *side = head_size(*side, share, kHeadMinGemmSide, kHeadGemmUnit);
+    }
+  } else if (auto* e = std::get_if<ElementOp>(&head)) {
+    e->elements = head_size(e->elements, share, kHeadMinElements, kHeadElementUnit);
+  } else if (auto* a = std::get_if<AttentionOp>(&head)) {
+    // Heads (of one batch instance when there are more than the cores), else batch instances.
+    if (a->heads >= 2 * c) {
+      a->heads = head_size(a->heads, share, c, c);
+    } else if (a->batch >= 2 * c) {
+      a->batch = head_size(a->batch, share, c, c);
+    }
+  } else if (auto* m = std::get_if<MemcpyOp>(&head)) {
+    m->bytes = head_size(m->bytes, share, kHeadMinBytes, kHeadElementUnit);
+  }
+  return head;
+}
 
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
   if (auto it = t.exact.find(op_key(op)); it != t.exact.end()) return &it->second;

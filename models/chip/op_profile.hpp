@@ -75,6 +75,20 @@ int grid_dims(const ComputeOp& op);
 std::string grid_key(const ComputeOp& op, int dim = 0);
 std::uint64_t grid_size(const ComputeOp& op, int dim = 0);
 ComputeOp with_grid_size(ComputeOp op, std::uint64_t size, int dim = 0);
+// Op heads (fast-forward inside an op, tile tier): the part of `op` a tile chip simulates
+// before it times the rest from the calibrated profiles of the op and of its head
+// (model::Chip::execute). The work of an op repeats (a GEMM's batch instances, or its rows,
+// columns or contraction in tiles; an attention's heads; an element-wise op's elements): the head
+// keeps `share` of it along the dimension that repeats most, rounded up to whole repetitions and
+// to no less than kHeadMin* (a head must reach the op's steady state: both of its operands in
+// flight, every core busy). `op` itself when the head would be half of it or more (it is
+// simulated whole) or `share` >= 1.
+inline constexpr std::uint64_t kHeadMinGemmSide = 2048;      // rows, columns or contraction
+inline constexpr std::uint64_t kHeadGemmUnit = 512;          // ... rounded up to this
+inline constexpr std::uint64_t kHeadMinElements = 1ULL << 22;  // 8 MiB of BF16
+inline constexpr std::uint64_t kHeadElementUnit = 1ULL << 16;
+inline constexpr std::uint64_t kHeadMinBytes = 8ULL << 20;   // memcpy
+ComputeOp op_head(const ComputeOp& op, double share, int cores);
 // GEMM tiles along each dimension on a size grid: the 128 partitions.
 inline constexpr std::uint64_t kGemmTile = 128;
 // The profile of `op` in `t`: the exact one, else interpolated on the first of its grids the

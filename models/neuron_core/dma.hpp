@@ -73,6 +73,11 @@ class DmaEngine : public Block, public WakeClient {
   // The calendar's call: issues what the engine can now and files its next wake time.
   void wake() override;
   const Timeline& timeline() const { return tl_; }
+  // Keeps the engine busy for `d` from now, or after the packets it has already booked: the rest
+  // of an op timed from its profile (Chip::run_rest). Returns the end of the occupation.
+  sc_core::sc_time occupy(const sc_core::sc_time& d) {
+    return tl_.reserve(sc_core::sc_time_stamp(), d);
+  }
 
  private:
   bool ready_work(const sc_core::sc_time& now, sc_core::sc_time& next_ready) const;

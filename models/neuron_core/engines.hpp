@@ -12,6 +12,7 @@
 
 #include <systemc>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -42,6 +43,15 @@ class Engine : public Block {
     return busy_stat_.value / elapsed.si;
   }
   const sc_core::sc_time& free_at() const { return free_at_; }
+  // Holds the engine for `hold` from now, or from the end of the instructions it has already
+  // started, counting `busy` of it as busy time: the rest of an op timed from its profile
+  // (Chip::run_rest). Returns the end of the hold.
+  sc_core::sc_time occupy(const sc_core::sc_time& hold, const sc_core::sc_time& busy) {
+    free_at_ = std::max(free_at_, sc_core::sc_time_stamp()) + hold;
+    busy_ += busy;
+    busy_stat_.value = busy_.to_seconds();
+    return free_at_;
+  }
 
  protected:
   // Executes a compute instruction that may start at `start`; returns its end.

@@ -191,6 +191,7 @@ std::unique_ptr<model::ChipModel> make_chip(const Registry& r, const char* name,
   model::ChipOptions opt;
   opt.granularity = plan.granularity;
   opt.memory = external;
+  if (calibration) opt.op_head = plan.op_head;  // heads are timed from the calibration
   opt.calibration = std::move(calibration);
   if (!external) {
     const Implementation& memory =

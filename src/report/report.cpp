@@ -161,7 +161,8 @@ Json identity_json(const run::RunData& d, const Identity& id) {
         ops > 0 ? 1.0 - double(d.compute_shapes_simulated) / ops : 0.0;
   }
   // What fast-forward extrapolated: units are (rank, phase, micro-batch); a fast-forwarded
-  // unit's compute ops, sends and collectives were timed from the previous micro-batch's.
+  // unit's compute ops, sends and collectives were timed from the previous micro-batch's. At the
+  // tile tier, ops of which only the head was simulated (model::op_head).
   {
     const auto& f = d.fast_forward_stats;
     j["fast_forward"] = {{"enabled", d.fast_forward},
@@ -175,7 +176,9 @@ Json identity_json(const run::RunData& d, const Identity& id) {
                          {"collectives_fast_forwarded", f.collectives_fast_forwarded},
                          {"transfers_charged", f.transfers_accounted},
                          {"bytes_charged", f.bytes_accounted},
-                         {"network_charges_links", d.fast_forward_charges_links}};
+                         {"network_charges_links", d.fast_forward_charges_links},
+                         {"op_head", d.op_head},
+                         {"compute_ops_extrapolated", d.compute_ops_extrapolated}};
   }
   // A cluster: how many UltraServers the run stands for and how many it simulated (folded: one,
   // each of its ranks standing for one rank per UltraServer); its scale-out network is
@@ -616,6 +619,11 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                      ff["collectives_fast_forwarded"].get<std::uint64_t>(),
                      ff["bytes_charged"].get<double>() / 1e9,
                      ff["network_charges_links"].get<bool>() ? "" : ": not by this network");
+    if (const auto n = ff["compute_ops_extrapolated"].get<std::uint64_t>(); n > 0) {
+      t += fmt::format("  inside ops           {} compute ops simulated only for their head ({:.3g} "
+                       "of their repeated work, a minimum each), the rest timed from profiles\n",
+                       n, ff["op_head"].get<double>());
+    }
   }
   t += fmt::format("  step time            {:.3f} ms (slowest rank {})\n", T / 1e6,
                    b["critical_path"]["rank"].get<int>());

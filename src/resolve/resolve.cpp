@@ -242,12 +242,14 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
   FabricPlan fabric = resolve_fabric(loaded, topology, true);
   const int local = topology.first_tier_chips();
   const config::Fidelity fid = fidelity_of(cfg, config::Fidelity::fast);
+  const bool fast_forward = cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast);
+  if (fast_forward) chip.op_head = cfg.sim.fast_forward_op_head;
   return RackPlan{std::move(chip),
                   std::move(topology),
                   std::move(fabric),
                   local,
                   fid,
-                  cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast),
+                  fast_forward,
                   std::move(scale_out),
                   std::move(folded),
                   std::move(scale_out_topology),

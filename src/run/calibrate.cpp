@@ -237,15 +237,25 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
     std::set<std::uint64_t> sizes;
   };
   std::map<std::string, Sizes> by_grid;
+  std::size_t trace_ops = 0;
+  auto add = [&](const model::ComputeOp& c) {
+    ops.push_back(c);
+    for (int dim = 0; dim < model::grid_dims(c); ++dim) {
+      auto& s = by_grid.try_emplace(model::grid_key(c, dim), Sizes{c, dim, {}}).first->second;
+      s.sizes.insert(model::grid_size(c, dim));
+    }
+  };
   for (const auto& rank : w.ranks) {
     for (const auto& op : rank.ops) {
       if (trace::is_compute(op.kind) || op.kind == trace::OpKind::mem_load ||
           op.kind == trace::OpKind::mem_store) {
         if (auto c = to_compute_op(op, plan.params, notes)) {
-          ops.push_back(*c);
-          for (int dim = 0; dim < model::grid_dims(*c); ++dim) {
-            auto& s = by_grid.try_emplace(model::grid_key(*c, dim), Sizes{*c, dim, {}}).first->second;
-            s.sizes.insert(model::grid_size(*c, dim));
+          ++trace_ops;
+          add(*c);
+          // A tile chip that fast-forwards inside ops times an op from its head's profile too.
+          if (plan.compute_model == "tile" && plan.op_head < 1) {
+            const model::ComputeOp head = model::op_head(*c, plan.op_head, plan.params.cores);
+            if (model::op_key(head) != model::op_key(*c)) add(head);
           }
         }
       }
@@ -287,7 +297,7 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   }
   // A grid point that is also one of the trace's sizes stays in `exact` and is found there.
   logger("run")->info("op-level compute: {} distinct ops simulated for {} trace ops, {} of the "
-                      "ops' kinds on a grid of sizes", table->shapes_simulated, ops.size(),
+                      "ops' kinds on a grid of sizes", table->shapes_simulated, trace_ops,
                       grids.size());
   return table;
 }

@@ -273,6 +273,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.records = replay.records();
   d.fast_forward = plan.fast_forward;
   d.fast_forward_stats = replay.fast_forward_stats();
+  d.op_head = calibration && plan.chip.compute_model == "tile" ? plan.chip.op_head : 1.0;
   d.fast_forward_charges_links = rack.network().charges_accounted();
   d.collectives = replay.collectives();
   d.stats = model::collect_stats(Duration(d.end.to_seconds()));
@@ -288,6 +289,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
       if (b.name.rfind("rack.chip", 0) != 0 || b.name.find('.', 5) != std::string::npos) continue;
       for (const auto& st : b.stats) {
         if (st.name == "ops") d.compute_ops += std::uint64_t(st.value);
+        if (st.name == "ops_extrapolated") d.compute_ops_extrapolated += std::uint64_t(st.value);
       }
     }
     d.calibration_seconds = std::chrono::duration<double>(tc - t0).count();

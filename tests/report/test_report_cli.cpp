@@ -201,38 +201,78 @@ TEST_F(Run, TimelineStructure) {
   EXPECT_EQ(counters.size(), 3u + 16u);  // machine tracks, and one per busiest link
 }
 
+// One step with fast-forward off ([0]) and on ([1]): the figures the two runs must agree on,
+// each run's fast-forward record and terminal output.
+struct OnOff {
+  double step[2] = {0, 0}, dynamic[2] = {0, 0}, read[2] = {0, 0};
+  Json ff[2];
+  std::string out[2];
+};
+
+OnOff run_on_and_off(const std::string& tag, const std::string& args) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-" + tag + "-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  OnOff o;
+  for (int on = 0; on < 2; ++on) {
+    const fs::path out = dir / (on ? "on" : "off");
+    const auto r = run_trnsim("run " + args + " --set sim.fast_forward=" +
+                              std::string(on ? "true" : "false") + " --out " + out.string());
+    EXPECT_EQ(r.code, 0) << r.out;
+    if (r.code != 0) break;
+    const Json rep = Json::parse(slurp(out / "report.json"));
+    o.step[on] = rep["performance"]["step_time_ns"].get<double>();
+    o.dynamic[on] = rep["energy"]["dynamic_j"].get<double>();
+    o.read[on] = rep["memory"]["read_bytes"].get<double>();
+    o.ff[on] = rep["identity"]["fast_forward"];
+    o.out[on] = r.out;
+  }
+  fs::remove_all(dir);
+  return o;
+}
+
 // Fast-forward on and off agree within 2 % on a trace of six micro-batches on two pipeline
 // stages (compute ops as well as communication fast-forwarded) in step time, dynamic energy and
 // HBM bytes read, and on reports what it extrapolated.
 TEST(FastForward, AgreesWithTheSimulatedStep) {
-  const fs::path dir = fs::temp_directory_path() / ("trnsim-ff-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  double step[2] = {0, 0}, dynamic[2] = {0, 0}, read[2] = {0, 0};
+  const OnOff o = run_on_and_off(
+      "ff", "--config trn3-gen2-ultraserver --trace tests/golden/inputs/golden-moe-16-mb6.json");
+  ASSERT_GT(o.step[0] * o.step[1], 0);
   for (int on = 0; on < 2; ++on) {
-    const fs::path out = dir / (on ? "on" : "off");
-    const auto r = run_trnsim("run --config trn3-gen2-ultraserver --trace "
-                              "tests/golden/inputs/golden-moe-16-mb6.json --set sim.fast_forward=" +
-                              std::string(on ? "true" : "false") + " --out " + out.string());
-    ASSERT_EQ(r.code, 0) << r.out;
-    const Json rep = Json::parse(slurp(out / "report.json"));
-    step[on] = rep["performance"]["step_time_ns"].get<double>();
-    dynamic[on] = rep["energy"]["dynamic_j"].get<double>();
-    read[on] = rep["memory"]["read_bytes"].get<double>();
-    const Json& ff = rep["identity"]["fast_forward"];
+    const Json& ff = o.ff[on];
     EXPECT_EQ(ff["enabled"].get<bool>(), bool(on));
     EXPECT_EQ(ff["units"].get<int>(), on ? 192 : 0);  // 16 ranks x 6 micro-batches x 2 phases
-    if (on) {
-      EXPECT_GT(ff["units_fast_forwarded"].get<int>(), 0);
-      EXPECT_GT(ff["compute_ops_fast_forwarded"].get<int>(), 0);
-      EXPECT_GT(ff["bytes_charged"].get<double>(), 0);
-      EXPECT_TRUE(ff["network_charges_links"].get<bool>());
-    }
+    // The op tier simulates no tile: nothing inside ops to extrapolate.
+    EXPECT_EQ(ff["op_head"].get<double>(), 1.0);
+    EXPECT_EQ(ff["compute_ops_extrapolated"].get<int>(), 0);
   }
-  fs::remove_all(dir);
-  EXPECT_NEAR(step[1] / step[0], 1.0, 0.02);
+  EXPECT_GT(o.ff[1]["units_fast_forwarded"].get<int>(), 0);
+  EXPECT_GT(o.ff[1]["compute_ops_fast_forwarded"].get<int>(), 0);
+  EXPECT_GT(o.ff[1]["bytes_charged"].get<double>(), 0);
+  EXPECT_TRUE(o.ff[1]["network_charges_links"].get<bool>());
+  EXPECT_NEAR(o.step[1] / o.step[0], 1.0, 0.02);
   // A fast-forwarded compute op still counts its energy and HBM traffic (from its profile).
-  EXPECT_NEAR(dynamic[1] / dynamic[0], 1.0, 0.02);
-  EXPECT_NEAR(read[1] / read[0], 1.0, 0.02);
+  EXPECT_NEAR(o.dynamic[1] / o.dynamic[0], 1.0, 0.02);
+  EXPECT_NEAR(o.read[1] / o.read[0], 1.0, 0.02);
+}
+
+// At the tile tier, fast-forward also simulates only each large op's head and times the rest
+// from the calibration (docs/models/fidelity.md#inside-an-op-tile-compute). On the one-micro-batch
+// golden trace, whose per-expert GEMMs run up to four at once, the step moved -4.0 % when this
+// was written; energy and HBM bytes come from the profiles and stay within 1 %.
+TEST(FastForward, InsideOpsAtTheTileTier) {
+  const OnOff o = run_on_and_off("ffhead",
+                                 "--config trn3-gen2-ultraserver --trace "
+                                 "tests/golden/inputs/golden-moe-16.json --set sim.fidelity=detailed");
+  ASSERT_GT(o.step[0] * o.step[1], 0);
+  for (int on = 0; on < 2; ++on) {
+    EXPECT_EQ(o.ff[on]["op_head"].get<double>(), on ? 0.0625 : 1.0);
+    // The ops of the 16 ranks large enough for a head (model::op_head, share 1/16).
+    EXPECT_EQ(o.ff[on]["compute_ops_extrapolated"].get<int>(), on ? 448 : 0);
+  }
+  EXPECT_NE(o.out[1].find("inside ops           448 compute ops"), std::string::npos) << o.out[1];
+  EXPECT_NEAR(o.step[1] / o.step[0], 1.0, 0.05);
+  EXPECT_NEAR(o.dynamic[1] / o.dynamic[0], 1.0, 0.01);
+  EXPECT_NEAR(o.read[1] / o.read[0], 1.0, 0.01);
 }
 
 TEST(Timeline, CapKeepsTheLongestOps) {

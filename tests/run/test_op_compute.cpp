@@ -94,6 +94,97 @@ TEST(OpCompute, AloneAnOpTakesExactlyItsTileTime) {
   EXPECT_EQ(op_st[2].flops, 2.0 * 128 * 128 * 128 * 4);
 }
 
+// The head of an op (fast-forward inside an op): `share` of the dimension that repeats most,
+// at least the minimum, rounded up to whole repetitions; the op itself when the head would be
+// more than half of it.
+TEST(OpCompute, OpHeads) {
+  using model::AttentionOp;
+  using model::op_head;
+  const double s = 1.0 / 16;
+  // 384 GEMMs on 8 cores: 24 (3 per core).
+  EXPECT_EQ(std::get<GemmOp>(op_head(GemmOp{4096, 160, 2048, Dtype::bf16, 384}, s, 8)).batch, 24u);
+  // An expert GEMM: m = 30,239 rows -> ceil(30239 / 16) = 1,890, raised to the 2,048 minimum.
+  const auto eg = std::get<GemmOp>(op_head(GemmOp{30239, 7168, 4096, Dtype::mxfp8, 1}, s, 8));
+  EXPECT_EQ(eg.m, 2048u);
+  EXPECT_EQ(eg.k, 7168u);
+  EXPECT_EQ(eg.n, 4096u);
+  // The contraction when it is the largest side: 65,536 -> 4,096.
+  EXPECT_EQ(std::get<GemmOp>(op_head(GemmOp{4096, 65536, 1024, Dtype::mxfp8, 1}, s, 8)).k, 4096u);
+  // 100,000 rows -> 6,250, rounded up to 6,656 (13 x 512).
+  EXPECT_EQ(std::get<GemmOp>(op_head(GemmOp{100000, 1024, 1024, Dtype::mxfp8, 1}, s, 8)).m, 6656u);
+  // 4,096: the 2,048 head would be half of it, not less: simulated whole.
+  EXPECT_EQ(model::op_key(op_head(GemmOp{4096, 4096, 4096, Dtype::mxfp8, 1}, s, 8)),
+            model::op_key(GemmOp{4096, 4096, 4096, Dtype::mxfp8, 1}));
+  // 29,360,128 elements -> 1,835,008, raised to 2^22.
+  EXPECT_EQ(std::get<ElementOp>(op_head(ElementOp{ElementKind::norm, 29360128, Dtype::bf16, 1}, s, 8))
+                .elements,
+            4194304u);
+  // 128 attention heads -> 8, one per core.
+  EXPECT_EQ(std::get<AttentionOp>(op_head(AttentionOp{1, 128, 4096, 4096, 160, Dtype::bf16}, s, 8))
+                .heads,
+            8u);
+  // A share of 1 keeps every op whole.
+  EXPECT_EQ(std::get<GemmOp>(op_head(GemmOp{4096, 160, 2048, Dtype::bf16, 384}, 1.0, 8)).batch, 384u);
+}
+
+double stat(const model::Block& b, const std::string& name) {
+  for (const auto& st : b.stats().all()) {
+    if (st.name == name) return st.value;
+  }
+  ADD_FAILURE() << b.name() << " has no statistic " << name;
+  return -1;
+}
+
+// With fast-forward inside ops, a tile chip simulates an op's head and times the rest from the
+// profiles: alone, the op takes the full op's tile time (to rounding), with its FLOPs, bytes and
+// energy, and the chip counts it as extrapolated.
+TEST(OpCompute, AloneAHeadedOpTakesItsTileTime) {
+  resolve::ChipPlan plan = trn3_plan();
+  plan.compute_model = "tile";
+  plan.op_head = 1.0 / 16;
+  const std::vector<model::ComputeOp> full = {
+      ElementOp{ElementKind::elementwise, 1u << 24, Dtype::bf16, 2},
+      GemmOp{256, 512, 8192, Dtype::mxfp8, 1},
+      GemmOp{128, 128, 128, Dtype::bf16, 32},
+  };
+  std::vector<model::ComputeOp> all = full;
+  for (const auto& op : full) {
+    const auto head = model::op_head(op, plan.op_head, plan.params.cores);
+    ASSERT_NE(model::op_key(head), model::op_key(op));
+    all.push_back(head);
+  }
+  const auto table = table_of(plan, all, 2);
+  model::Simulation sim;
+  std::vector<std::unique_ptr<model::ChipModel>> headed, whole;
+  std::vector<model::OpStats> hs(full.size()), ws(full.size());
+  std::vector<std::unique_ptr<test::Runner>> runners;
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    headed.push_back(registry::make_chip(builtin(), fmt::format("headed{}", i).c_str(), plan,
+                                         nullptr, nullptr, table));
+    whole.push_back(registry::make_tile_chip(builtin(), fmt::format("whole{}", i).c_str(), plan));
+    runners.push_back(std::make_unique<test::Runner>(fmt::format("run_h{}", i).c_str(), [&, i] {
+      hs[i] = headed[i]->execute(full[i], "op");
+    }));
+    runners.push_back(std::make_unique<test::Runner>(fmt::format("run_w{}", i).c_str(), [&, i] {
+      ws[i] = whole[i]->execute(full[i], "op");
+    }));
+  }
+  sc_core::sc_start();
+  for (std::size_t i = 0; i < full.size(); ++i) {
+    SCOPED_TRACE(model::op_key(full[i]));
+    EXPECT_NEAR(double(ps(hs[i].time_s)), double(ps(ws[i].time_s)), 2.0);
+    EXPECT_EQ(hs[i].flops, ws[i].flops);
+    EXPECT_EQ(hs[i].hbm_bytes, ws[i].hbm_bytes);
+    EXPECT_EQ(hs[i].instructions, ws[i].instructions);
+    EXPECT_EQ(stat(*headed[i], "ops_extrapolated"), 1.0);
+    EXPECT_EQ(stat(*whole[i], "ops_extrapolated"), 0.0);
+    const double eh = model::collect_energy(Duration(0), headed[i].get()).dynamic.si;
+    const double ew = model::collect_energy(Duration(0), whole[i].get()).dynamic.si;
+    EXPECT_GT(ew, 0);
+    EXPECT_NEAR(eh / ew, 1.0, 0.01);
+  }
+}
+
 // Two memory-bound element ops at once on one op-level chip: each ends later than alone, and
 // together they take at least their HBM bytes over the HBM bandwidth.
 TEST(OpCompute, ConcurrentOpsContendForHbm) {

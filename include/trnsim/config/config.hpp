@@ -48,6 +48,9 @@ struct SimParams {
   std::optional<bool> fast_forward;
   double fast_forward_tolerance = 0.02;
   double fast_forward_size_tolerance = 0.10;
+  // With fast-forward on and tile compute: the share of each op's repeated work that is simulated
+  // (model::op_head()); the rest is timed from the op's calibrated profile. 1: every tile.
+  double fast_forward_op_head = 0.0625;
   int compute_granularity = 1;
   Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
   std::uint64_t work_budget = 0;  // simulation events; 0: run::kDefaultWorkBudget
@@ -66,6 +69,11 @@ struct SimParams {
             "a micro-batch repeats the previous one when every op's sizes are within this "
             "fraction",
             InRange{0, 1});
+    v.field("fast_forward_op_head", fast_forward_op_head,
+            "with fast-forward on, the tile compute model simulates this share of each op's "
+            "repeated work (batch instances, heads, rows or elements; a minimum each) and times "
+            "the rest from the op's calibrated profile; 1 = every tile (docs/models/fidelity.md)",
+            Positive{}, InRange{0, 1});
     v.field("compute_granularity", compute_granularity,
             "chip model event granularity: matmuls per instruction and DMA windows per wake-up "
             "(1 = fine; see docs/models/chip.md)",

@@ -32,6 +32,9 @@ struct ChipPlan {
   std::string compute_model;         // registry name: "tile" | "op"
   int granularity = 1;               // /sim/compute_granularity
   std::vector<std::string> overrides;  // "/replay/dma_engines -> /chip/core/dma/engines", for logs
+  // Share of an op a tile chip simulates before it times the rest (model::op_head): the rack sets
+  // /sim/fast_forward_op_head when fast-forward is on; 1 otherwise.
+  double op_head = 1;
 };
 
 // The fabric as the network model is built from it.

@@ -77,6 +77,10 @@ struct RunData {
   // before the run, and the ops the chips replayed from them.
   int compute_shapes_simulated = 0;
   std::uint64_t compute_ops = 0;
+  // Fast-forward inside ops (tile compute): the share simulated (1: every tile) and the ops of
+  // which only the head was simulated.
+  double op_head = 1;
+  std::uint64_t compute_ops_extrapolated = 0;
   std::vector<TransferSample> transfers;    // in completion order
   std::vector<PacketSample> packets;        // in delivery order (packet-level fabric only)
   std::vector<int> rank_to_chip;            // chip of each rank
