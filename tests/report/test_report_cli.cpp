@@ -257,11 +257,11 @@ TEST(FastForward, AgreesWithTheSimulatedStep) {
 
 // At the tile tier, fast-forward also simulates only each large op's head and times the rest
 // from the calibration (docs/models/fidelity.md#inside-an-op-tile-compute). On the one-micro-batch
-// golden trace, whose per-expert GEMMs run up to four at once, the step moved -4.0 % when this
-// was written; energy and HBM bytes come from the profiles and stay within 1 %.
+// golden trace on the 16-chip Trn2 instance the step moved -0.85 % when this was written (on the
+// 144-chip Trn3 Gen2 rack -4.0 %); energy and HBM bytes come from the profiles and stay within 1 %.
 TEST(FastForward, InsideOpsAtTheTileTier) {
   const OnOff o = run_on_and_off("ffhead",
-                                 "--config trn3-gen2-ultraserver --trace "
+                                 "--config trn2-instance --trace "
                                  "tests/golden/inputs/golden-moe-16.json --set sim.fidelity=detailed");
   ASSERT_GT(o.step[0] * o.step[1], 0);
   for (int on = 0; on < 2; ++on) {
@@ -270,7 +270,7 @@ TEST(FastForward, InsideOpsAtTheTileTier) {
     EXPECT_EQ(o.ff[on]["compute_ops_extrapolated"].get<int>(), on ? 448 : 0);
   }
   EXPECT_NE(o.out[1].find("inside ops           448 compute ops"), std::string::npos) << o.out[1];
-  EXPECT_NEAR(o.step[1] / o.step[0], 1.0, 0.05);
+  EXPECT_NEAR(o.step[1] / o.step[0], 1.0, 0.02);
   EXPECT_NEAR(o.dynamic[1] / o.dynamic[0], 1.0, 0.01);
   EXPECT_NEAR(o.read[1] / o.read[0], 1.0, 0.01);
 }
