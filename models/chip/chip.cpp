@@ -132,6 +132,33 @@ OpStats Chip::execute(const ComputeOp& op, const std::string& name) {
   return st;
 }
 
+OpStats Chip::extend_head(const OpProfile& pr, const OpProfile& ph, const OpStats& h) {
+  OpProfile rest;
+  rest.read_bytes = std::max(0.0, pr.read_bytes - ph.read_bytes);
+  rest.write_bytes = std::max(0.0, pr.write_bytes - ph.write_bytes);
+  for (std::size_t e = 0; e < rest.engine_busy_s.size(); ++e) {
+    rest.engine_busy_s[e] = std::max(0.0, pr.engine_busy_s[e] - ph.engine_busy_s[e]);
+  }
+  // The rest's time alone; contention lengthens it as it waits for the engines (run_rest).
+  run_rest(rest,
+           pr.time_ps > ph.time_ps ? sc_time(double(pr.time_ps - ph.time_ps), sc_core::SC_PS)
+                                   : sc_core::SC_ZERO_TIME,
+           std::max(1, std::min(pr.cores_used, cores())));
+  for (const auto& [cat, j] : pr.energy_j) {
+    const auto it = ph.energy_j.find(cat);
+    const double head_j = it == ph.energy_j.end() ? 0.0 : it->second;
+    if (j > head_j) energy_slot(cat) += j - head_j;
+  }
+  OpStats st = h;
+  st.end_s = sc_core::sc_time_stamp().to_seconds();
+  st.time_s = st.end_s - st.start_s;
+  st.flops = pr.flops;
+  st.hbm_bytes = pr.hbm_bytes;
+  st.instructions = pr.instructions;
+  st.cores_used = std::max(h.cores_used, std::min(pr.cores_used, cores()));
+  return st;
+}
+
 void Chip::run_rest(const OpProfile& rest, const sc_time& duration, int cores_used) {
   // As the op tier replays an op (op_chip.cpp), in kOpPieces pieces of at least their share of
   // the rest's time alone. A piece holds each compute engine the op uses, on each used core, for

@@ -88,10 +88,14 @@ class Chip : public ChipModel {
   void account_until(const sc_core::sc_time& t) override;
 
  private:
-  // The rest of a headed op: pieces that hold the used cores' compute engines, occupy their DMA
-  // engines for the bytes and issue the HBM traffic, each ending no earlier than those engines
-  // are free (chip.cpp).
-  void run_rest(const OpProfile& rest, const sc_core::sc_time& duration, int cores_used) override;
+  // Fast-forward inside an op (op_head()): `h` is the simulated head (of profile `ph`); the rest
+  // of the op (profile `pr`) runs for the difference of the two calibrated times (run_rest), and
+  // its energy is the difference of the profiles. Returns the whole op.
+  OpStats extend_head(const OpProfile& pr, const OpProfile& ph, const OpStats& h);
+  // The rest of a headed op, `duration` alone on `cores_used` cores: pieces that hold the used
+  // cores' compute engines, occupy their DMA engines for the bytes and issue the HBM traffic,
+  // each ending no earlier than those engines are free (chip.cpp).
+  void run_rest(const OpProfile& rest, const sc_core::sc_time& duration, int cores_used);
   // Lowers `op` and runs it on the cores until its last store.
   OpStats run_lowered(const ComputeOp& op, const std::string& name);
 

@@ -42,25 +42,12 @@ class ChipModel : public Block {
   // its own statistics.
   OpStats replay_profile(const OpProfile& p, const OpProfile& counterpart, const std::string& name,
                          int cores_used, const sc_core::sc_time& counterpart_duration);
-  // Fast-forward inside an op (model::op_head()): `head` (of profile `ph`) was simulated and gave
-  // `h`; the rest of the op (profile `pr`) runs for the difference of the two calibrated times
-  // (run_rest: longer while it waits for busy engines), its HBM reads and writes issued to
-  // memory() in the op tier's slices; its energy is the profiles' difference. Returns the whole op.
-  OpStats extend_head(const OpProfile& pr, const OpProfile& ph, const OpStats& h);
   // Where the next `bytes` of an op's HBM traffic go when the op's own addresses are not
   // modelled (op tier, fast-forward): at a whole interleave round of the lower half of HBM (the
   // fabric's buffers are in the upper half), one after another, wrapping.
   std::uint64_t operand_address(std::uint64_t bytes);
 
  private:
-  // The rest of an op whose head was simulated (extend_head): its HBM reads and writes and its
-  // engines' busy time over `duration` (its time alone) on `cores_used` cores, returning at its
-  // end. The base issues the traffic to memory() (spread_traffic); the tile chip also occupies
-  // its engines and waits for them.
-  virtual void run_rest(const OpProfile& rest, const sc_core::sc_time& duration, int cores_used);
-  // Issues the reads and writes of `traffic` (its read_bytes and write_bytes) to memory() in
-  // kOpPieces x op_slices() slices at even steps of [now, now + duration], and waits for its end.
-  void spread_traffic(const OpProfile& traffic, const sc_core::sc_time& duration);
   std::uint64_t next_operand_addr_ = 0;
 };
 
