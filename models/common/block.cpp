@@ -71,4 +71,18 @@ EnergyReport collect_energy(Duration elapsed, const sc_core::sc_object* root) {
   return r;
 }
 
+std::vector<const Block*> blocks_under(const sc_core::sc_object* root) {
+  std::vector<const Block*> out;
+  walk(root, [&](const Block& b) { out.push_back(&b); });
+  return out;
+}
+
+Energy dynamic_energy(const std::vector<const Block*>& blocks) {
+  Energy e{};
+  for (const Block* b : blocks) {
+    for (const auto& [cat, joules] : b->energy_joules()) e = e + Energy(joules);
+  }
+  return e;
+}
+
 }  // namespace trnsim::model

@@ -196,17 +196,20 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
       }
     }
   }
+  // The blocks whose energy each sample adds up, per used chip and per network.
+  std::vector<std::vector<const model::Block*>> chip_blocks, net_blocks;
+  for (int c : used) chip_blocks.push_back(model::blocks_under(&rack.chip(c)));
+  for (const model::Network* net : nets) net_blocks.push_back(model::blocks_under(as_object(net)));
   sc_core::sc_time interval(1, sc_core::SC_US);
   sc_core::sc_time last_sample = sc_core::SC_ZERO_TIME;
   auto take_sample = [&] {
     last_sample = sc_core::sc_time_stamp();
     Sample s;
     s.t_s = sc_core::sc_time_stamp().to_seconds();
-    const Duration now(s.t_s);
-    for (int c : used) s.used_chips_dynamic_j += model::collect_energy(now, &rack.chip(c)).dynamic.si;
-    for (const model::Network* net : nets) {
-      s.fabric_dynamic_j += model::collect_energy(now, as_object(net)).dynamic.si;
-      s.fabric_wire_bytes += net->totals().wire_bytes;
+    for (const auto& blocks : chip_blocks) s.used_chips_dynamic_j += model::dynamic_energy(blocks).si;
+    for (std::size_t i = 0; i < nets.size(); ++i) {
+      s.fabric_dynamic_j += model::dynamic_energy(net_blocks[i]).si;
+      s.fabric_wire_bytes += nets[i]->totals().wire_bytes;
     }
     s.hbm_bytes = rack.hbm_bytes();
     for (const model::Stat* st : link_busy) s.link_busy_s.push_back(float(st->value));
