@@ -212,17 +212,13 @@ sc_time DmaSystem::trigger(const Instr& in, const sc_time& ready, bool waited) {
   const std::uint64_t share = (in.bytes + std::uint64_t(n) - 1) / std::uint64_t(n);
   auto* x = new DmaTransfer{};
   x->instr = &in;
+  // Shares of `share` bytes on consecutive engines, the last one smaller: as many as it takes.
+  x->shares_left = int((in.bytes + share - 1) / share);
   std::uint64_t off = 0;
-  std::vector<std::pair<int, std::uint64_t>> parts;
-  for (int e = 0; e < n && off < in.bytes; ++e) {
+  for (int e = 0; e < x->shares_left; ++e) {
     const std::uint64_t b = std::min(share, in.bytes - off);
-    parts.emplace_back((in.first_engine + e) % int(engines_.size()), b);
-    off += b;
-  }
-  x->shares_left = int(parts.size());
-  off = 0;
-  for (const auto& [e, b] : parts) {
-    engines_[std::size_t(e)]->enqueue(in.queue, DmaShare{x, in.addr + off, b, 0, start});
+    const int engine = (in.first_engine + e) % int(engines_.size());
+    engines_[std::size_t(engine)]->enqueue(in.queue, DmaShare{x, in.addr + off, b, 0, start});
     off += b;
   }
   return dge_start;
