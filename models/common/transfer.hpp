@@ -53,6 +53,7 @@ struct TransferState {
   std::uint64_t packets_total = 0;
   std::uint64_t delivered = 0, packets_delivered = 0;
   sc_core::sc_time started;  // eligible for injection (after the source overhead)
+  sc_core::sc_time written;  // the latest end of a delivered packet's write at the destination
   bool finished = false;
   sc_core::sc_event done;
   std::function<void(const TransferRecord&)> on_done;

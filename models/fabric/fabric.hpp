@@ -50,8 +50,9 @@ class Fabric : public Block, public Network {
   const sc_core::sc_event& completion_event(topo::ChipId dst) const {
     return *completion_events_.at(dst.v);
   }
-  // Called for every packet delivered (tests, traces).
-  void set_delivery_observer(std::function<void(const Packet&)> f) {
+  // Called for every packet delivered (tests, traces), when its tail arrives, with the time its
+  // write into the destination's memory ends (now() without a memory).
+  void set_delivery_observer(std::function<void(const Packet&, const sc_core::sc_time&)> f) {
     shared_.on_delivery = std::move(f);
   }
 

@@ -24,13 +24,17 @@ void NetworkInterface::issue(TransferState* t) {
   s_issued_ += 1;
   // The transfer rides on its timer, so transfers that start at the same time queue for their
   // outputs in the timer order the router's salt chooses.
-  schedule(now() + to_sc(ip_.endpoint_overhead), kStart, park(t, nullptr));
+  schedule(now() + to_sc(ip_.endpoint_overhead), kStart, park(t));
 }
 
 void NetworkInterface::on_timer(int kind, std::uint64_t arg) {
+  if (kind != kStart && kind != kComplete) {
+    Router::on_timer(kind, arg);
+    return;
+  }
+  TransferState* t = slots_.at(arg);
+  free_slots_.push_back(arg);
   if (kind == kStart) {
-    TransferState* t = slots_.at(arg).t;
-    free_slots_.push_back(arg);
     t->started = now();
     const auto& req = t->record.request;
     const topo::NodeId here = params().node;
@@ -47,24 +51,13 @@ void NetworkInterface::on_timer(int kind, std::uint64_t arg) {
     }
     return;
   }
-  const Slot s = slots_.at(arg);
-  free_slots_.push_back(arg);
-  if (kind == kDelivered) {
-    account(s.p);
-    return;
-  }
-  if (kind == kComplete) {
-    TransferState* t = s.t;
-    t->finished = true;
-    t->record.completed = now();
-    s_completed_ += 1;
-    t->done.notify();
-    if (shared_.on_completion) shared_.on_completion(*t);
-    if (t->on_done) t->on_done(t->record);
-    t->keep_alive.reset();  // may destroy *t
-    return;
-  }
-  Router::on_timer(kind, arg);
+  t->finished = true;
+  t->record.completed = now();
+  s_completed_ += 1;
+  t->done.notify();
+  if (shared_.on_completion) shared_.on_completion(*t);
+  if (t->on_done) t->on_done(t->record);
+  t->keep_alive.reset();  // may destroy *t
 }
 
 std::uint64_t NetworkInterface::next_payload(const TransferState& t) const {
@@ -123,14 +116,14 @@ Packet* NetworkInterface::local_take(int out) {
   return p;
 }
 
-std::uint64_t NetworkInterface::park(TransferState* t, Packet* p) {
+std::uint64_t NetworkInterface::park(TransferState* t) {
   if (free_slots_.empty()) {
-    slots_.push_back(Slot{t, p});
+    slots_.push_back(t);
     return slots_.size() - 1;
   }
   const std::uint64_t i = free_slots_.back();
   free_slots_.pop_back();
-  slots_[i] = Slot{t, p};
+  slots_[i] = t;
   return i;
 }
 
@@ -142,15 +135,12 @@ void NetworkInterface::deliver(int in, Packet* p) {
     if (w > done) done = w;
   }
   free_input(in, p->vc, p->flits, done);
-  if (done > now()) {
-    schedule(done, kDelivered, park(nullptr, p));
-  } else {
-    account(p);
-  }
+  account(p, done);
 }
 
-void NetworkInterface::account(Packet* p) {
+void NetworkInterface::account(Packet* p, const sc_core::sc_time& written) {
   TransferState* t = p->transfer;
+  if (written > t->written) t->written = written;
   t->delivered += p->payload;
   t->packets_delivered += 1;
   if (t->packets_delivered > t->packets_total || t->delivered > t->record.request.bytes) {
@@ -162,10 +152,10 @@ void NetworkInterface::account(Packet* p) {
   shared_.bytes_delivered += p->payload;
   shared_.packets_delivered += 1;
   s_bytes_received_ += double(p->payload);
-  if (shared_.on_delivery) shared_.on_delivery(*p);
+  if (shared_.on_delivery) shared_.on_delivery(*p, written);
   if (t->packets_delivered == t->packets_total) {
     const sc_core::sc_time overhead = to_sc(ip_.endpoint_overhead);
-    const sc_core::sc_time completed = now() + overhead;
+    const sc_core::sc_time completed = t->written + overhead;
     auto& b = t->record.last_packet;
     b.total = from_sc(completed - t->record.issued);
     b.endpoint = from_sc(overhead + overhead);
@@ -176,7 +166,7 @@ void NetworkInterface::account(Packet* p) {
     b.serialisation = b.total - b.endpoint - b.link - b.switching - b.forwarding - b.queueing;
     b.hops = p->vc + 1;
     t->record.packets = t->packets_total;
-    schedule(completed, kComplete, park(t, nullptr));
+    schedule(completed, kComplete, park(t));
   }
   shared_.pool.put(p);
 }

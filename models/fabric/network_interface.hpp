@@ -12,7 +12,9 @@
 //
 // With a MemoryPort, each packet's payload is read from the source HBM when it is cut (the
 // packet's tail cannot leave before the read completes) and written to the destination HBM when
-// its tail arrives (its receive buffer is freed, and the credit returned, after the write).
+// its tail arrives (its receive buffer is freed, and the credit returned, after the write). The
+// packet is counted when its tail arrives, with the time its write ends: no event waits for the
+// write, and the transfer completes endpoint_overhead after the last of its writes ends.
 #pragma once
 
 #include "common/seed_salt.hpp"
@@ -44,7 +46,8 @@ struct FabricShared {
   const topo::Topology* topology = nullptr;
   PacketPool pool;
   std::uint64_t next_packet_id = 0;
-  std::function<void(const Packet&)> on_delivery;     // observer, may be empty
+  // Observer of each delivered packet and the time its write ends (>= now()); may be empty.
+  std::function<void(const Packet&, const sc_core::sc_time&)> on_delivery;
   std::function<void(TransferState&)> on_completion;  // counts and notifies per chip
   std::uint64_t bytes_injected = 0, packets_injected = 0;
   std::uint64_t bytes_delivered = 0, packets_delivered = 0;
@@ -70,10 +73,11 @@ class NetworkInterface : public Router {
   void on_timer(int kind, std::uint64_t arg) override;
 
  private:
-  enum Kind { kStart = kFirstUserTimer, kDelivered, kComplete };
+  enum Kind { kStart = kFirstUserTimer, kComplete };
   std::uint64_t next_payload(const TransferState& t) const;
-  void account(Packet* p);
-  std::uint64_t park(TransferState* t, Packet* p);
+  // Counts packet `p` delivered, its write into memory ending at `written` (>= now()).
+  void account(Packet* p, const sc_core::sc_time& written);
+  std::uint64_t park(TransferState* t);
   // The key that picks a transfer's equal-cost next hops (per_flow) at every node.
   std::uint64_t route_key(const TransferState& t) const {
     const std::uint64_t flow = t.record.request.flow;
@@ -84,11 +88,7 @@ class NetworkInterface : public Router {
   FabricShared& shared_;
   MemoryPort* memory_;
   std::vector<std::deque<TransferState*>> local_;  // per output: transfers with packets to cut
-  struct Slot {
-    TransferState* t;
-    Packet* p;
-  };
-  std::vector<Slot> slots_;
+  std::vector<TransferState*> slots_;  // transfers riding on timers, by timer argument
   std::vector<std::uint64_t> free_slots_;
   Stat& s_issued_;
   Stat& s_completed_;

@@ -41,6 +41,28 @@ sc_core::sc_time LinkDirection::serialisation(std::uint32_t flits) const {
   return to_sc(Duration(double(flits) * double(flit_bytes_) / bw_.si));
 }
 
+void LinkDirection::collect_returns() const {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  sc_core::sc_time next = sc_core::sc_max_time();
+  for (std::size_t i = 0; i < returns_.size();) {
+    const Return& r = returns_[i];
+    if (r.at > now) {
+      next = std::min(next, r.at);
+      ++i;
+      continue;
+    }
+    auto& credits = credits_[std::size_t(r.vc)];
+    credits += r.flits;
+    if (credits > std::int64_t(capacity_)) {
+      throw InternalError(fmt::format("{}: VC {} has {} credits, more than its {} flit buffer",
+                                      name(), r.vc, credits, capacity_));
+    }
+    returns_[i] = returns_.back();
+    returns_.pop_back();
+  }
+  next_return_ = next;
+}
+
 void LinkDirection::finish(const sc_core::sc_time& end) {
   s_util_.value = end > sc_core::SC_ZERO_TIME ? busy_ / end : 0.0;
 }
@@ -67,8 +89,12 @@ void Link::connect(int dir, LinkEndpoint* up, int up_out, LinkEndpoint* down, in
 
 void Link::send(int dir, Packet* p, int vc, const sc_core::sc_time& end) {
   auto& d = *dirs_[std::size_t(dir)];
-  auto& credits = d.credits_.at(std::size_t(vc));
-  if (credits < std::int64_t(p->flits)) {
+  if (vc < 0 || vc >= int(d.credits_.size())) {
+    throw InternalError(fmt::format("{}: no VC {}", d.name(), vc));
+  }
+  const std::int64_t available = d.credits(vc);
+  auto& credits = d.credits_[std::size_t(vc)];
+  if (available < std::int64_t(p->flits)) {
     throw InternalError(fmt::format("{}: packet of {} flits sent on VC {} with {} credits",
                                     d.name(), p->flits, vc, credits));
   }
@@ -88,27 +114,20 @@ void Link::send(int dir, Packet* p, int vc, const sc_core::sc_time& end) {
   const sc_core::sc_time head = start + d.flit_time_ + d.latency_;
   p->tail_ready = end + d.latency_;
   const bool ends_here = p->dst_node == d.down_->node();
-  queue_.push(ends_here ? p->tail_ready : head + d.down_->pass_latency(), Item{p, dir, vc, 0});
+  queue_.push(ends_here ? p->tail_ready : head + d.down_->pass_latency(), Item{p, dir});
 }
 
 void Link::free_buffer(int dir, int vc, std::uint32_t flits, const sc_core::sc_time& at) {
   const auto& d = *dirs_[std::size_t(dir)];
-  queue_.push(at + d.latency_, Item{nullptr, dir, vc, flits});
+  const sc_core::sc_time back = at + d.latency_;
+  if (d.returns_.empty() || back < d.next_return_) d.next_return_ = back;
+  d.returns_.push_back(LinkDirection::Return{back, vc, flits});
+  d.up_->credits_due(d.up_out_, back);
 }
 
 void Link::serve(Item& it) {
-  auto& d = *dirs_[std::size_t(it.dir)];
-  if (it.packet) {
-    d.down_->packet_arrived(d.down_in_, it.packet);
-    return;
-  }
-  auto& credits = d.credits_[std::size_t(it.vc)];
-  credits += it.flits;
-  if (credits > std::int64_t(d.capacity_)) {
-    throw InternalError(fmt::format("{}: VC {} has {} credits, more than its {} flit buffer",
-                                    d.name(), it.vc, credits, d.capacity_));
-  }
-  d.up_->credits_returned(d.up_out_);
+  const auto& d = *dirs_[std::size_t(it.dir)];
+  d.down_->packet_arrived(d.down_in_, it.packet);
 }
 
 }  // namespace trnsim::model

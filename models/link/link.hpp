@@ -8,12 +8,17 @@
 // after it starts; its tail at the end of serialisation plus the latency. The receiver frees the
 // buffer when the tail leaves it; the credit reaches the sender one link latency later.
 //
-// Events: one per packet (arrival at the far node) and one per credit return.
+// Events: one per packet (arrival at the far node). A credit return is no event: the sender's
+// credits count every return that has reached it by now(), and a sender that is stalled waiting
+// for credits is told when the next one will arrive (LinkEndpoint::credits_due), so it wakes then.
+// Uncongested traffic, whose credits are back before they are needed, costs no event for them;
+// this was a third of the packet fabric's events (docs/models/fabric.md).
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +38,9 @@ class LinkEndpoint {
   // The node acts on packet `p` that arrived on input port `in`: at its head + pass_latency()
   // when passing through, at its tail when `p` ends here.
   virtual void packet_arrived(int in, Packet* p) = 0;
-  // Credits of output port `out` came back.
-  virtual void credits_returned(int out) = 0;
+  // Credits of output port `out` will be back at `at` (>= now()): called when the receiver
+  // frees them, so a sender stalled for credits can wake at `at`.
+  virtual void credits_due(int out, const sc_core::sc_time& at) = 0;
 };
 
 struct LinkParams {
@@ -59,7 +65,17 @@ class LinkDirection : public Block {
   Bandwidth bandwidth() const { return bw_; }
   const sc_core::sc_time& latency() const { return latency_; }
   std::uint32_t capacity() const { return capacity_; }
-  std::int64_t credits(int vc) const { return credits_[std::size_t(vc)]; }
+  // Credits of VC `vc` at now(): every return that has reached the sender by now is counted.
+  std::int64_t credits(int vc) const {
+    if (!returns_.empty() && next_return_ <= sc_core::sc_time_stamp()) collect_returns();
+    return credits_[std::size_t(vc)];
+  }
+  // The earliest credit return still on its way (after now()); none when all are back.
+  std::optional<sc_core::sc_time> next_return() const {
+    if (!returns_.empty() && next_return_ <= sc_core::sc_time_stamp()) collect_returns();
+    if (returns_.empty()) return std::nullopt;
+    return next_return_;
+  }
   // Serialisation of `flits` whole flits.
   sc_core::sc_time serialisation(std::uint32_t flits) const;
   const sc_core::sc_time& flit_time() const { return flit_time_; }
@@ -76,11 +92,23 @@ class LinkDirection : public Block {
 
  private:
   friend class Link;
+  // Credits freed by the receiver that reach the sender at `at`.
+  struct Return {
+    sc_core::sc_time at;
+    int vc;
+    std::uint32_t flits;
+  };
+  // Adds the returns due by now() to the credits.
+  void collect_returns() const;
   Bandwidth bw_;
   sc_core::sc_time latency_, flit_time_;
   std::uint32_t flit_bytes_;
   std::uint32_t capacity_;
-  std::vector<std::int64_t> credits_;
+  mutable std::vector<std::int64_t> credits_;
+  // Returns on their way, in no order (at most one per packet in the receive buffers), and the
+  // earliest of them.
+  mutable std::vector<Return> returns_;
+  mutable sc_core::sc_time next_return_;
   EnergyPerBit dyn_energy_;
   LinkEndpoint* up_ = nullptr;
   int up_out_ = 0;
@@ -113,15 +141,13 @@ class Link : public sc_core::sc_module {
   // The receiver frees `flits` of VC `vc` at `at` (>= now()); the sender sees them one latency
   // later.
   void free_buffer(int dir, int vc, std::uint32_t flits, const sc_core::sc_time& at);
-  // Events served so far (packet arrivals and credit returns).
+  // Events served so far (packet arrivals).
   std::uint64_t events() const { return queue_.served(); }
 
  private:
   struct Item {
-    Packet* packet;  // null for a credit return
+    Packet* packet;
     int dir;
-    int vc;
-    std::uint32_t flits;
   };
   void serve(Item& it);
   std::array<std::unique_ptr<LinkDirection>, 2> dirs_;

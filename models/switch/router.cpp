@@ -23,6 +23,7 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
   for (int o = 0; o < link_ports; ++o) {
     auto& out = outputs_[std::size_t(o)];
     out.q.resize(std::size_t(n_inputs_ * p.vcs));
+    out.in_waiting.assign(std::size_t(n_inputs_), 0);
     out.rr_vc.assign(std::size_t(n_inputs_), std::uint16_t(p.vcs - 1));
     out.rr_in = std::uint32_t(n_inputs_ - 1);
     if (p.salt != 0) {
@@ -47,7 +48,8 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
   timers_.bind("timers", [this](Timer& t) {
     if (t.kind == kWake) {
       auto& o = outputs_[std::size_t(t.arg)];
-      o.wake_pending = false;
+      if (o.wake_at != now()) return;  // superseded by an earlier wake-up
+      o.wake_at = sc_core::sc_max_time();
       kick(int(t.arg));
     } else {
       on_timer(t.kind, t.arg);
@@ -75,11 +77,16 @@ void Router::schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg) {
   timers_.push(t, Timer{kind, arg});
 }
 
-void Router::schedule_wake(int out) {
+void Router::schedule_wake(int out, const sc_core::sc_time& t) {
   auto& o = outputs_[std::size_t(out)];
-  if (o.wake_pending) return;
-  o.wake_pending = true;
-  schedule(o.busy_until, kWake, std::uint64_t(out));
+  if (o.wake_at <= t) return;
+  o.wake_at = t;
+  schedule(t, kWake, std::uint64_t(out));
+}
+
+void Router::wait_for_credits(int out) {
+  if (const auto t = outputs_[std::size_t(out)].ld->next_return()) schedule_wake(out, *t);
+  // None on its way: the receiver still holds them; credits_due() wakes us when it frees some.
 }
 
 void Router::packet_arrived(int in, Packet* p) {
@@ -102,11 +109,14 @@ void Router::packet_arrived(int in, Packet* p) {
   p->ready = now();
   o.q[std::size_t(in * p_.vcs + p->vc)].push(p);
   ++o.waiting;
+  ++o.in_waiting[std::size_t(in)];
   o.s_max_q->max_with(double(o.waiting));
   kick(out);
 }
 
-void Router::credits_returned(int out) { kick(out); }
+void Router::credits_due(int out, const sc_core::sc_time& at) {
+  if (outputs_[std::size_t(out)].stalled) schedule_wake(out, at);
+}
 
 bool Router::eligible(const Output& o, int in, int vc) {
   if (in == local_input()) {
@@ -134,6 +144,7 @@ bool Router::pick(Output& o, int& in, int& vc) {
         }
         continue;
       }
+      if (o.in_waiting[std::size_t(i)] == 0) continue;
       for (int v = 0; v < vcs; ++v) {
         if (!eligible(o, i, v)) continue;
         const Packet* p = o.q[std::size_t(i * vcs + v)].front();
@@ -155,6 +166,7 @@ bool Router::pick(Output& o, int& in, int& vc) {
       }
       continue;
     }
+    if (o.in_waiting[std::size_t(i)] == 0) continue;
     for (int j = 1; j <= vcs; ++j) {
       const int v = (o.rr_vc[std::size_t(i)] + j) % vcs;
       if (eligible(o, i, v)) {
@@ -171,7 +183,7 @@ bool Router::pick(Output& o, int& in, int& vc) {
 void Router::kick(int out) {
   auto& o = outputs_[std::size_t(out)];
   if (o.busy_until > now()) {
-    if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out);
+    if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out, o.busy_until);
     return;
   }
   int in = 0, vc = 0;
@@ -183,10 +195,13 @@ void Router::kick(int out) {
     dispatch(out, in, vc);
     return;
   }
-  if (!o.stalled && (o.waiting > 0 || (p_.local_port && local_pending(out)))) {
-    // Work is waiting but the receiver has no room: the credit return will kick again.
-    o.stalled = true;
-    o.stall_start = now();
+  if (o.waiting > 0 || (p_.local_port && local_pending(out))) {
+    // Work is waiting but the receiver has no room: wake when credits come back.
+    if (!o.stalled) {
+      o.stalled = true;
+      o.stall_start = now();
+    }
+    wait_for_credits(out);
   }
 }
 
@@ -199,6 +214,7 @@ void Router::dispatch(int out, int in, int vc) {
   } else {
     p = o.q[std::size_t(in * p_.vcs + vc)].pop();
     --o.waiting;
+    --o.in_waiting[std::size_t(in)];
   }
   const sc_core::sc_time start = now();
   // Cut-through: the tail cannot leave before it has arrived.
@@ -220,7 +236,7 @@ void Router::dispatch(int out, int in, int vc) {
   }
   o.busy_until = end;
   o.link->send(o.dir, p, local ? 0 : p->vc + 1, end);
-  if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out);
+  if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out, end);
 }
 
 void Router::free_input(int in, int vc, std::uint32_t flits, const sc_core::sc_time& at) {

@@ -56,7 +56,7 @@ class Router : public Block, public LinkEndpoint {
   topo::NodeId node() const override { return p_.node; }
   sc_core::sc_time pass_latency() const override { return latency_; }
   void packet_arrived(int in, Packet* p) override;
-  void credits_returned(int out) override;
+  void credits_due(int out, const sc_core::sc_time& at) override;
 
   int link_ports() const { return int(outputs_.size()); }
   int output_of(topo::LinkId id) const;
@@ -94,13 +94,16 @@ class Router : public Block, public LinkEndpoint {
     int dir = 0;
     LinkDirection* ld = nullptr;
     sc_core::sc_time busy_until;
-    bool wake_pending = false;
+    sc_core::sc_time wake_at = sc_core::sc_max_time();  // the pending wake-up (max: none)
     bool stalled = false;
     sc_core::sc_time stall_start;
     std::vector<PacketFifo> q;        // index: input * vcs + vc
     std::uint32_t rr_in = 0;          // last input served
     std::vector<std::uint16_t> rr_vc;  // last VC served, per input
     std::size_t waiting = 0;          // packets in q
+    // Packets in q per input: the arbiter skips empty inputs without looking at their VCs
+    // (Router::pick was a twentieth of a rack run on the 64-port switches).
+    std::vector<std::uint32_t> in_waiting;
     Stat* s_packets = nullptr;
     Stat* s_bytes = nullptr;
     Stat* s_wait = nullptr;
@@ -123,7 +126,10 @@ class Router : public Block, public LinkEndpoint {
   }
   bool eligible(const Output& o, int in, int vc);
   void dispatch(int out, int in, int vc);
-  void schedule_wake(int out);
+  // Wakes output `out` at `t`, unless it will already wake no later.
+  void schedule_wake(int out, const sc_core::sc_time& t);
+  // Output `out` has waiting work and no credits for it: wakes at the next credit return.
+  void wait_for_credits(int out);
 
   const topo::RouteTable& routes_;
   RouterParams p_;

@@ -222,8 +222,7 @@ class UniformDriver : public sc_core::sc_module {
     // The packet fabric counts bytes as packets arrive; another network as transfers complete.
     if (auto* packets = dynamic_cast<Fabric*>(&f)) {
       per_packet_ = true;
-      packets->set_delivery_observer([this](const model::Packet& p) {
-        const auto t = model::now();
+      packets->set_delivery_observer([this](const model::Packet& p, const sc_core::sc_time& t) {
         if (t >= window_start_ && t < window_end_) delivered_in_window += double(p.payload);
       });
     }

@@ -225,7 +225,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   for (model::Network* net : nets) {
     auto* fabric = dynamic_cast<model::Fabric*>(net);
     if (!fabric) continue;
-    fabric->set_delivery_observer([&](const model::Packet& p) {
+    fabric->set_delivery_observer([&](const model::Packet& p, const sc_core::sc_time&) {
       const auto& req = p.transfer->record.request;
       packets.push_back({int(req.src.v), int(req.dst.v),
                          float((p.t_link + p.t_switch + p.t_forward).to_seconds()),

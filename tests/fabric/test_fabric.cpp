@@ -105,7 +105,7 @@ TEST(Fabric, SwitchAlternatesFairlyBetweenTwoInputs) {
   const auto topo = two_into_one();
   Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
   std::vector<std::uint32_t> order;
-  f.set_delivery_observer([&](const Packet& p) {
+  f.set_delivery_observer([&](const Packet& p, const sc_core::sc_time&) {
     order.push_back(p.transfer->record.request.src.v);
   });
   TransferHandle ha, hb;
@@ -186,7 +186,7 @@ TEST(Fabric, ConservationUnderSaturation) {
   Fabric f("fabric", topo, resolve::plan_fabric(p, topo));
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::set<std::uint64_t>> seen;
   std::uint64_t duplicates = 0, bytes = 0;
-  f.set_delivery_observer([&](const Packet& pk) {
+  f.set_delivery_observer([&](const Packet& pk, const sc_core::sc_time&) {
     const auto& r = pk.transfer->record.request;
     if (!seen[{r.src.v, r.dst.v}].insert(pk.offset).second) ++duplicates;
     bytes += pk.payload;

@@ -28,7 +28,7 @@ inline constexpr double kStackBytesTouched = 64 * 1024;
 // Simulation events (process activations) counted per unit.
 inline constexpr double kEventsPerOp = 16;
 inline constexpr double kEventsPerMessage = 16;      // flow network: start, rate changes, end
-inline constexpr double kEventsPerPacketHop = 4;     // packet network: link, router, credit
+inline constexpr double kEventsPerPacketHop = 4;     // packet network: arrival, wake-ups (bound)
 inline constexpr double kEventsPerInstruction = 4;   // tile compute model
 inline constexpr double kEventsPerDmaPacket = 2;
 // /sim/work_budget when it is 0: about a day of simulation at the kernel's usual rate.
