@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -396,29 +397,41 @@ Json memory_json(const run::RunData& d, double T, const std::vector<int>& used) 
 
 Json fabric_json(const run::RunData& d, double T) {
   const auto& t = d.network;
-  // Tiers: both ends in one server (first tier of the topology), or not.
-  auto tier_of = [&](int src, int dst) -> std::string {
-    if (d.first_tier_chips == 0) return "fabric";
-    return src / d.first_tier_chips == dst / d.first_tier_chips ? "inside_server" : "across_servers";
+  // Tiers: both ends in one server (first tier of the topology), or not; and all together.
+  // By index, and one figure at a time: a detailed step delivers tens of millions of packets.
+  const bool servers = d.first_tier_chips != 0;
+  const std::array<const char*, 3> tier_names{"all", servers ? "inside_server" : "fabric",
+                                              "across_servers"};
+  auto tier_of = [&](int src, int dst) {
+    return !servers || src / d.first_tier_chips == dst / d.first_tier_chips ? 1 : 2;
   };
-  std::map<std::string, std::vector<double>> msg, pkt, pkt_unloaded, pkt_queue;
-  for (const auto& s : d.transfers) {
-    for (const std::string& k : {tier_of(s.src, s.dst), std::string("all")}) msg[k].push_back(s.latency_s);
-  }
-  for (const auto& p : d.packets) {
-    for (const std::string& k : {tier_of(p.src, p.dst), std::string("all")}) {
-      pkt[k].push_back(double(p.hops_s) + double(p.queueing_s));
-      pkt_unloaded[k].push_back(p.hops_s);
-      pkt_queue[k].push_back(p.queueing_s);
+  // The samples of each tier and of all: `value` of every sample whose ends are `src`, `dst`.
+  auto by_tier = [&](const auto& samples, auto value) {
+    std::array<std::vector<double>, 3> v;
+    v[0].reserve(samples.size());
+    for (const auto& s : samples) {
+      const double x = value(s);
+      v[std::size_t(tier_of(s.src, s.dst))].push_back(x);
+      v[0].push_back(x);
     }
-  }
+    return v;
+  };
   Json tiers = Json::object();
-  for (const auto& [k, v] : msg) {
-    tiers[k] = {{"message_latency_ns", percentiles_ns(v)},
-                {"packet_latency_ns", percentiles_ns(pkt[k])},
-                {"packet_unloaded_latency_ns", percentiles_ns(pkt_unloaded[k])},
-                {"packet_queueing_ns", percentiles_ns(pkt_queue[k])}};
+  auto msg = by_tier(d.transfers, [](const run::TransferSample& s) { return s.latency_s; });
+  for (std::size_t k = 0; k < 3; ++k) {
+    if (!msg[k].empty()) tiers[tier_names[k]]["message_latency_ns"] = percentiles_ns(std::move(msg[k]));
   }
+  auto packet_figure = [&](const char* name, auto value) {
+    auto v = by_tier(d.packets, value);
+    for (std::size_t k = 0; k < 3; ++k) {
+      if (tiers.contains(tier_names[k])) tiers[tier_names[k]][name] = percentiles_ns(std::move(v[k]));
+    }
+  };
+  packet_figure("packet_latency_ns", [](const run::PacketSample& p) {
+    return double(p.hops_s) + double(p.queueing_s);
+  });
+  packet_figure("packet_unloaded_latency_ns", [](const run::PacketSample& p) { return double(p.hops_s); });
+  packet_figure("packet_queueing_ns", [](const run::PacketSample& p) { return double(p.queueing_s); });
   const auto links = utilisations(d.stats, "rack.fabric.link");
   double mean = 0;
   for (const auto& l : links) mean += l.second;
@@ -754,14 +767,17 @@ const std::array<std::string_view, 24> kSummaryColumns = {
     "tokens_per_j"};
 
 Json percentiles_ns(std::vector<double> seconds) {
-  const model::Histogram h(std::move(seconds));
-  if (h.empty()) return Json::object();
-  return {{"count", h.count()},
-          {"mean", h.mean() * 1e9},
-          {"p50", h.quantile(0.5) * 1e9},
-          {"p90", h.quantile(0.9) * 1e9},
-          {"p99", h.quantile(0.99) * 1e9},
-          {"max", h.max() * 1e9}};
+  if (seconds.empty()) return Json::object();
+  // The figures of model::Histogram (the mean summed in the samples' order, nearest ranks),
+  // without its sorted copy.
+  const double mean = model::Histogram::mean_of(seconds);
+  Json out = {{"count", seconds.size()}, {"mean", mean * 1e9}};
+  std::size_t from = 0;
+  for (const auto& [key, q] : {std::pair{"p50", 0.5}, {"p90", 0.9}, {"p99", 0.99}, {"max", 1.0}}) {
+    out[key] = model::nearest_rank_in_place(seconds, q, from) * 1e9;
+    from = model::nearest_rank_index(seconds.size(), q);
+  }
+  return out;
 }
 
 Report make_report(const run::RunData& d, const Identity& identity, const TimelineOptions& tl,
