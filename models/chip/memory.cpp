@@ -34,11 +34,19 @@ StackBytes split_by_stack(const config::HbmParams& p, std::uint64_t addr, std::u
   const std::uint64_t first = std::min(end, (addr + round - 1) / round * round);
   const std::uint64_t rounds = (end - first) / round;
   for (std::size_t s = 0; s < std::size_t(n); ++s) per[s] = rounds * il;
+  // The bytes of [b, e) (less than a round) unit by unit, two divisions per call: every memory
+  // access of a rack run comes here, and three divisions per unit showed in profiles.
   auto walk = [&](std::uint64_t b, std::uint64_t e) {
-    while (b < e) {
-      const std::uint64_t next = std::min(e, (b / il + 1) * il);
-      per[std::size_t((b / il) % n)] += next - b;
+    if (b >= e) return;
+    std::uint64_t unit_end = (b / il + 1) * il;
+    std::size_t s = std::size_t((b / il) % n);
+    for (;;) {
+      const std::uint64_t next = std::min(e, unit_end);
+      per[s] += next - b;
       b = next;
+      if (b >= e) return;
+      unit_end += il;
+      s = s + 1 == std::size_t(n) ? 0 : s + 1;
     }
   };
   walk(addr, first);
