@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "trnsim/error.hpp"
+#include "trnsim/hash.hpp"
 
 namespace trnsim::model {
 
@@ -171,7 +172,47 @@ ComputeOp op_head(const ComputeOp& op, double share, int cores) {
   return head;
 }
 
-const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
+OpFields op_fields(const ComputeOp& op) {
+  OpFields f;
+  f.v[0] = op.index();
+  std::visit(
+      [&f](const auto& o) {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, GemmOp>) {
+          f.v = {f.v[0], o.m, o.k, o.n, o.batch, std::uint64_t(o.dtype), 0};
+        } else if constexpr (std::is_same_v<T, ElementOp>) {
+          f.v = {f.v[0], std::uint64_t(o.kind), o.elements, std::uint64_t(o.inputs),
+                 std::uint64_t(o.dtype), 0, 0};
+        } else if constexpr (std::is_same_v<T, AttentionOp>) {
+          f.v = {f.v[0], o.batch, o.heads, o.seq_q, o.seq_kv, o.head_dim, std::uint64_t(o.dtype)};
+        } else {
+          f.v = {f.v[0], o.bytes, 0, 0, 0, 0, 0};
+        }
+      },
+      op);
+  return f;
+}
+
+std::size_t OpFieldsHash::operator()(const OpFields& f) const {
+  std::uint64_t h = 0;
+  for (const std::uint64_t x : f.v) h = splitmix64_finalise(h ^ x) + 0x9e3779b97f4a7c15ULL;
+  return std::size_t(h);
+}
+
+const OpProfile* ProfileAnswers::add(const OpFields& f, const OpProfile& p, bool in_table) {
+  const OpProfile* kept = &p;
+  if (!in_table) {
+    interpolated_.push_back(p);
+    kept = &interpolated_.back();
+  }
+  by_op_.emplace(f, kept);
+  return kept;
+}
+
+namespace {
+
+// find_profile() without remembering its answer.
+const OpProfile* resolve_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
   if (auto it = t.exact.find(op_key(op)); it != t.exact.end()) return &it->second;
   // The first of the op's grids (m, k, n for a GEMM) that the table has.
   const std::vector<std::pair<std::uint64_t, OpProfile>>* found = nullptr;
@@ -200,6 +241,16 @@ const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& 
   timed.energy_j = p->energy_j;
   scratch = std::move(timed);
   return &scratch;
+}
+
+}  // namespace
+
+const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
+  const OpFields f = op_fields(op);
+  if (const OpProfile* known = t.answers.find(f)) return known;
+  const OpProfile* p = resolve_profile(t, op, scratch);
+  if (!p) return nullptr;
+  return t.answers.add(f, *p, p != &scratch);
 }
 
 const OpProfile& profile_of(const OpTable* t, const ComputeOp& op, OpProfile& scratch,

@@ -6,8 +6,10 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "chip/compute_op.hpp"
@@ -56,6 +58,45 @@ PieceBytes slice_bytes(const OpProfile& p, int i);
 // The calibrated profiles of one chip plan: exact shapes, and grids of sizes (element counts,
 // GEMM rows) for ops of one kind whose sizes vary too much to calibrate each (MoE expert GEMMs,
 // whose rows follow the routing).
+// A ComputeOp as a value to hash: its alternative, then every field op_key() prints.
+struct OpFields {
+  std::array<std::uint64_t, 7> v{};
+  bool operator==(const OpFields&) const = default;
+};
+OpFields op_fields(const ComputeOp& op);
+struct OpFieldsHash {
+  std::size_t operator()(const OpFields& f) const;
+};
+
+// find_profile()'s answers so far: every occurrence of an op resolves alike, and formatting its
+// key, looking it up by string and interpolating its grid at each occurrence showed in profiles
+// of rack runs. An answer points into the table (exact, grids) or at an interpolated profile kept
+// here. A copy of a table starts with no answers (they point into the original).
+class ProfileAnswers {
+ public:
+  ProfileAnswers() = default;
+  ProfileAnswers(const ProfileAnswers&) {}
+  ProfileAnswers& operator=(const ProfileAnswers&) {
+    clear();
+    return *this;
+  }
+  const OpProfile* find(const OpFields& f) const {
+    const auto it = by_op_.find(f);
+    return it == by_op_.end() ? nullptr : it->second;
+  }
+  // Files `p`, the answer for `f`; one that is not in the table (`in_table` false, an
+  // interpolation in a caller's scratch) is copied first. Returns the filed answer.
+  const OpProfile* add(const OpFields& f, const OpProfile& p, bool in_table);
+  void clear() {
+    by_op_.clear();
+    interpolated_.clear();
+  }
+
+ private:
+  std::unordered_map<OpFields, const OpProfile*, OpFieldsHash> by_op_;
+  std::deque<OpProfile> interpolated_;
+};
+
 struct OpTable {
   std::map<std::string, OpProfile> exact;  // by op_key()
   // By grid_key(): profiles at increasing sizes; an op between two points is interpolated
@@ -64,6 +105,9 @@ struct OpTable {
   std::map<std::string, std::vector<std::pair<std::uint64_t, OpProfile>>> grids;
   double static_power_w = 0;  // of the tile chip without its memory
   int shapes_simulated = 0;   // exact shapes plus grid points
+  // Filled by find_profile(): entries added to `exact` or `grids` after a lookup must not change
+  // an answer already given (they may add others; answers() .clear() forgets them all).
+  mutable ProfileAnswers answers;
 };
 
 // "gemm m=.. k=.. n=.. batch=.. bf16" and so on: equal keys, equal lowering.
@@ -93,7 +137,8 @@ ComputeOp op_head(const ComputeOp& op, double share, int cores);
 inline constexpr std::uint64_t kGemmTile = 128;
 // The profile of `op` in `t`: the exact one, else interpolated on the first of its grids the
 // table has (a GEMM timed at its size rounded up to whole kGemmTile tiles, its FLOPs, bytes and
-// energy at its own size); null when none covers it.
+// energy at its own size); null when none covers it. Answers are remembered (OpTable::answers):
+// the pointer stays valid as long as the table, and `scratch` may be reused at once.
 const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch);
 // find_profile(), or InternalError naming the chip `who` and the op (the run calibrates every op
 // of its trace); a null table is the same error.
