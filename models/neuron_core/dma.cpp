@@ -110,7 +110,6 @@ DmaEngine::Wake DmaEngine::issue(const sc_time& now) {
     rr_ = int((q + 1) % nq);  // round-robin between queues at packet boundaries
     DmaShare& sh = queues_[q].front();
     DmaTransfer& x = *sh.xfer;
-    const Instr& in = *x.instr;
     const std::uint64_t bytes =
         std::min<std::uint64_t>(std::uint64_t(packet), sh.bytes - sh.moved);
     const std::uint64_t addr = sh.addr + sh.moved;
@@ -121,21 +120,18 @@ DmaEngine::Wake DmaEngine::issue(const sc_time& now) {
     // than the booked completion nor than its issue time plus the latency the wake-up's first
     // request saw. Fine mode: issue == now, arrived == booked.
     sc_time arrived = issue;
-    if (in.src == DmaEndpoint::hbm || (in.src == DmaEndpoint::external && in.external)) {
-      MemoryPort& mem = in.src == DmaEndpoint::hbm ? hbm_ : *in.external;
-      const sc_time booked = mem.access(MemRequest{addr, bytes, false});
+    if (sh.src_memory) {
+      const sc_time booked = sh.src_memory->access(MemRequest{addr, bytes, false});
       if (issued == 0) first_latency = booked - now;
       arrived = std::max(booked, issue + first_latency);
-    } else if (in.src == DmaEndpoint::sbuf) {
+    } else if (sh.src_sbuf) {
       sbuf_.count_read(double(bytes));
     }
     const sc_time engine_end = tl_.reserve(arrived, pkt);
     sc_time done = engine_end;
-    if (in.dst == DmaEndpoint::hbm) {
-      done = engine_end + (hbm_.access(MemRequest{addr, bytes, true}) - now);
-    } else if (in.dst == DmaEndpoint::external && in.external) {
-      done = engine_end + (in.external->access(MemRequest{addr, bytes, true}) - now);
-    } else if (in.dst == DmaEndpoint::sbuf) {
+    if (sh.dst_memory) {
+      done = engine_end + (sh.dst_memory->access(MemRequest{addr, bytes, true}) - now);
+    } else if (sh.dst_sbuf) {
       sbuf_.count_write(double(bytes));
     }
     if (!energy_) energy_ = &energy_slot("dma");
@@ -154,6 +150,7 @@ DmaEngine::Wake DmaEngine::issue(const sc_time& now) {
         front_ready_[q] = queues_[q].front().ready;
       }
       if (--x.shares_left == 0) {
+        const Instr& in = *x.instr;
         for (int i = 0; i < in.nsignals; ++i) in.signals[std::size_t(i)]->signal_at(x.last_done);
         delete &x;
       }
@@ -180,6 +177,7 @@ DmaSystem::DmaSystem(const sc_core::sc_module_name& name, const config::DmaParam
                      WakeCalendar* calendar)
     : Block(name),
       p_(p),
+      hbm_(hbm),
       instructions_(stats().add("instructions", StatUnit::count, "DMA instructions triggered")),
       dge_busy_(stats().add("dge_busy", StatUnit::seconds, "descriptor generation time, both DGEs")) {
   if (!calendar) {
@@ -214,12 +212,22 @@ sc_time DmaSystem::trigger(const Instr& in, const sc_time& ready, bool waited) {
   x->instr = &in;
   // Shares of `share` bytes on consecutive engines, the last one smaller: as many as it takes.
   x->shares_left = int((in.bytes + share - 1) / share);
+  DmaShare sh{x, in.addr, 0, 0, start};
+  auto memory = [&](DmaEndpoint e) -> MemoryPort* {
+    if (e == DmaEndpoint::hbm) return &hbm_;
+    return e == DmaEndpoint::external ? in.external : nullptr;
+  };
+  sh.src_memory = memory(in.src);
+  sh.dst_memory = memory(in.dst);
+  sh.src_sbuf = in.src == DmaEndpoint::sbuf;
+  sh.dst_sbuf = in.dst == DmaEndpoint::sbuf;
   std::uint64_t off = 0;
   for (int e = 0; e < x->shares_left; ++e) {
-    const std::uint64_t b = std::min(share, in.bytes - off);
+    sh.addr = in.addr + off;
+    sh.bytes = std::min(share, in.bytes - off);
     const int engine = (in.first_engine + e) % int(engines_.size());
-    engines_[std::size_t(engine)]->enqueue(in.queue, DmaShare{x, in.addr + off, b, 0, start});
-    off += b;
+    engines_[std::size_t(engine)]->enqueue(in.queue, sh);
+    off += sh.bytes;
   }
   return dge_start;
 }

@@ -50,6 +50,12 @@ struct DmaShare {
   DmaTransfer* xfer = nullptr;
   std::uint64_t addr = 0, bytes = 0, moved = 0;
   sc_core::sc_time ready;  // descriptors are available from this time
+  // Where the instruction reads and writes: a memory (HBM or an external port), else SBUF when
+  // the flag says so. Copied from the instruction so that a packet's issue touches only the
+  // engine's queue (the instruction was two dependent cache misses per packet in a rack run).
+  MemoryPort* src_memory = nullptr;
+  MemoryPort* dst_memory = nullptr;
+  bool src_sbuf = false, dst_sbuf = false;
 };
 
 // One DMA engine: its queues, request window and timeline. It has no process of its own: the
@@ -136,6 +142,7 @@ class DmaSystem : public Block {
 
  private:
   config::DmaParams p_;
+  MemoryPort& hbm_;  // the engines' memory
   std::unique_ptr<WakeCalendar> own_calendar_;
   std::vector<DmaEngine*> engines_;
   std::array<Timeline, kDges> dge_;
