@@ -105,9 +105,10 @@ void OpChip::release(const OpProfile& p, int used) {
 OpStats OpChip::fast_forward(const ComputeOp& op, const ComputeOp& counterpart,
                              const std::string& name, const sc_time& duration) {
   OpProfile scratch, cp_scratch;
-  const OpProfile& pr = profile_of(table_.get(), op, scratch, this->name(), name);
+  bool interpolated = false;
+  const OpProfile& pr = profile_of(table_.get(), op, scratch, this->name(), name, &interpolated);
   const OpProfile& cp = profile_of(table_.get(), counterpart, cp_scratch, this->name(), name);
-  if (&pr == &scratch) interpolated_ += 1;
+  if (interpolated) interpolated_ += 1;
   // Its engines are held from now for their calibrated busy time, so that ops simulated beside
   // it still queue for them (Timeline reservations: no events).
   const int used = std::min(pr.cores_used, cores());
@@ -129,8 +130,9 @@ OpStats OpChip::fast_forward(const ComputeOp& op, const ComputeOp& counterpart,
 
 OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
   OpProfile scratch;
-  const OpProfile* pr = &profile_of(table_.get(), op, scratch, this->name(), name);
-  if (pr == &scratch) interpolated_ += 1;
+  bool interpolated = false;
+  const OpProfile* pr = &profile_of(table_.get(), op, scratch, this->name(), name, &interpolated);
+  if (interpolated) interpolated_ += 1;
   OpStats st;
   st.name = name;
   const int used = std::min(pr->cores_used, cores());

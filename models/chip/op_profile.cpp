@@ -199,13 +199,13 @@ std::size_t OpFieldsHash::operator()(const OpFields& f) const {
   return std::size_t(h);
 }
 
-const OpProfile* ProfileAnswers::add(const OpFields& f, const OpProfile& p, bool in_table) {
+const OpProfile* ProfileAnswers::add(const OpFields& f, const OpProfile& p, bool interpolated) {
   const OpProfile* kept = &p;
-  if (!in_table) {
+  if (interpolated) {
     interpolated_.push_back(p);
     kept = &interpolated_.back();
   }
-  by_op_.emplace(f, kept);
+  by_op_.emplace(f, Answer{kept, interpolated});
   return kept;
 }
 
@@ -245,17 +245,22 @@ const OpProfile* resolve_profile(const OpTable& t, const ComputeOp& op, OpProfil
 
 }  // namespace
 
-const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch) {
+const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch,
+                              bool* interpolated) {
   const OpFields f = op_fields(op);
-  if (const OpProfile* known = t.answers.find(f)) return known;
+  if (const auto known = t.answers.find(f); known.profile) {
+    if (interpolated) *interpolated = known.interpolated;
+    return known.profile;
+  }
   const OpProfile* p = resolve_profile(t, op, scratch);
   if (!p) return nullptr;
-  return t.answers.add(f, *p, p != &scratch);
+  if (interpolated) *interpolated = p == &scratch;
+  return t.answers.add(f, *p, p == &scratch);
 }
 
 const OpProfile& profile_of(const OpTable* t, const ComputeOp& op, OpProfile& scratch,
-                            const std::string& who, const std::string& name) {
-  const OpProfile* p = t ? find_profile(*t, op, scratch) : nullptr;
+                            const std::string& who, const std::string& name, bool* interpolated) {
+  const OpProfile* p = t ? find_profile(*t, op, scratch, interpolated) : nullptr;
   if (!p) {
     throw InternalError(
         fmt::format("{}: op '{}' ({}) has no calibrated profile", who, name, op_key(op)));

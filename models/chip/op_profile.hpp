@@ -80,20 +80,24 @@ class ProfileAnswers {
     clear();
     return *this;
   }
-  const OpProfile* find(const OpFields& f) const {
+  struct Answer {
+    const OpProfile* profile = nullptr;
+    bool interpolated = false;  // not in the table: interpolated on a grid
+  };
+  Answer find(const OpFields& f) const {
     const auto it = by_op_.find(f);
-    return it == by_op_.end() ? nullptr : it->second;
+    return it == by_op_.end() ? Answer{} : it->second;
   }
-  // Files `p`, the answer for `f`; one that is not in the table (`in_table` false, an
-  // interpolation in a caller's scratch) is copied first. Returns the filed answer.
-  const OpProfile* add(const OpFields& f, const OpProfile& p, bool in_table);
+  // Files `p`, the answer for `f`; an interpolated one (in a caller's scratch) is copied first.
+  // Returns the filed answer.
+  const OpProfile* add(const OpFields& f, const OpProfile& p, bool interpolated);
   void clear() {
     by_op_.clear();
     interpolated_.clear();
   }
 
  private:
-  std::unordered_map<OpFields, const OpProfile*, OpFieldsHash> by_op_;
+  std::unordered_map<OpFields, Answer, OpFieldsHash> by_op_;
   std::deque<OpProfile> interpolated_;
 };
 
@@ -139,10 +143,13 @@ inline constexpr std::uint64_t kGemmTile = 128;
 // table has (a GEMM timed at its size rounded up to whole kGemmTile tiles, its FLOPs, bytes and
 // energy at its own size); null when none covers it. Answers are remembered (OpTable::answers):
 // the pointer stays valid as long as the table, and `scratch` may be reused at once.
-const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch);
+// `interpolated`, when given, tells whether the profile was interpolated on a grid.
+const OpProfile* find_profile(const OpTable& t, const ComputeOp& op, OpProfile& scratch,
+                              bool* interpolated = nullptr);
 // find_profile(), or InternalError naming the chip `who` and the op (the run calibrates every op
 // of its trace); a null table is the same error.
 const OpProfile& profile_of(const OpTable* t, const ComputeOp& op, OpProfile& scratch,
-                            const std::string& who, const std::string& name);
+                            const std::string& who, const std::string& name,
+                            bool* interpolated = nullptr);
 
 }  // namespace trnsim::model

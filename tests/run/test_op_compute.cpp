@@ -255,10 +255,18 @@ TEST(OpCompute, GridSizesAndInterpolation) {
   EXPECT_DOUBLE_EQ(p->read_bytes, 200);
   EXPECT_DOUBLE_EQ(p->energy_j.at("vector"), 2.0);
   EXPECT_DOUBLE_EQ(p->energy_j.at("sbuf_read"), 1.0);
+  // Asked again, the remembered answer: the same profile, still said to be interpolated, though
+  // the scratch has since been overwritten.
+  bool interpolated = false;
+  scratch = lo;
+  EXPECT_EQ(model::find_profile(t, mid, scratch, &interpolated), p);
+  EXPECT_TRUE(interpolated);
+  EXPECT_EQ(p->time_ps, 1500);
   mid.elements = 12;  // beyond the grid: on the line through the last two points
   EXPECT_EQ(model::find_profile(t, mid, scratch)->time_ps, 3000);
   mid.elements = 8;
-  EXPECT_EQ(model::find_profile(t, mid, scratch), &t.grids.begin()->second[1].second);
+  EXPECT_EQ(model::find_profile(t, mid, scratch, &interpolated), &t.grids.begin()->second[1].second);
+  EXPECT_FALSE(interpolated);
   mid.elements = 2;  // below the grid
   EXPECT_EQ(model::find_profile(t, mid, scratch), nullptr);
   EXPECT_EQ(model::find_profile(t, GemmOp{1, 1, 1, Dtype::bf16, 1}, scratch), nullptr);
