@@ -67,12 +67,12 @@ class LinkDirection : public Block {
   std::uint32_t capacity() const { return capacity_; }
   // Credits of VC `vc` at now(): every return that has reached the sender by now is counted.
   std::int64_t credits(int vc) const {
-    if (!returns_.empty() && next_return_ <= sc_core::sc_time_stamp()) collect_returns();
+    collect_due();
     return credits_[std::size_t(vc)];
   }
   // The earliest credit return still on its way (after now()); none when all are back.
   std::optional<sc_core::sc_time> next_return() const {
-    if (!returns_.empty() && next_return_ <= sc_core::sc_time_stamp()) collect_returns();
+    collect_due();
     if (returns_.empty()) return std::nullopt;
     return next_return_;
   }
@@ -100,6 +100,10 @@ class LinkDirection : public Block {
   };
   // Adds the returns due by now() to the credits.
   void collect_returns() const;
+  // collect_returns() when one is due (the hot path: a comparison when none is).
+  void collect_due() const {
+    if (!returns_.empty() && next_return_ <= sc_core::sc_time_stamp()) collect_returns();
+  }
   Bandwidth bw_;
   sc_core::sc_time latency_, flit_time_;
   std::uint32_t flit_bytes_;
