@@ -16,6 +16,10 @@
 #include "common/transfer.hpp"
 #include "trnsim/units.hpp"
 
+namespace trnsim::topo {
+struct DirectedPath;
+}
+
 namespace trnsim::model {
 
 struct NetworkTotals {
@@ -54,7 +58,15 @@ class Network {
   // Whether start() honours TransferRequest::pieces > 1 (the flow network: one flow with the
   // share of that many, instead of a flow per piece); others need one request per piece.
   virtual bool merges_pieces() const { return false; }
+};
 
+// A network on which a transfer may follow an explicit path, which may end where it began: the
+// folded scale-out network (topo::FoldedScaleOut, docs/scaling.md), registry role scale_out.
+class PathNetwork : public Network {
+ public:
+  // The transfer crosses `p.dirs` and passes through `p.via`.
+  virtual TransferHandle start_on_path(const TransferRequest& r, const topo::DirectedPath& p,
+                                       std::function<void(const TransferRecord&)> on_done = {}) = 0;
 };
 
 }  // namespace trnsim::model

@@ -65,7 +65,7 @@ class FlowNode : public Block {
   double* energy_slot_ = nullptr;  // of category_, created on its first charge
 };
 
-class FlowNetwork : public Block, public Network {
+class FlowNetwork : public Block, public PathNetwork {
  public:
   SC_HAS_PROCESS(FlowNetwork);
   // As model::Fabric: `topo` must outlive the network; `memories` empty or one per chip.
@@ -83,7 +83,7 @@ class FlowNetwork : public Block, public Network {
   // A transfer on an explicit path, which may end where it began (a folded scale-out transfer,
   // topo::FoldedScaleOut): the flow crosses `p.dirs` and passes through `p.via`.
   TransferHandle start_on_path(const TransferRequest& r, const topo::DirectedPath& p,
-                               std::function<void(const TransferRecord&)> on_done = {});
+                               std::function<void(const TransferRecord&)> on_done = {}) override;
   bool charges_accounted() const override { return true; }
   bool merges_pieces() const override { return true; }
 

@@ -19,6 +19,7 @@ std::string_view role_name(Role r) {
     case Role::memory: return "memory";
     case Role::network: return "network";
     case Role::compute: return "compute";
+    case Role::scale_out: return "scale_out";
   }
   throw InternalError("role without a name");
 }
@@ -32,7 +33,8 @@ void Registry::add(Implementation impl) {
   }
   const bool has = (impl.role == Role::memory && impl.memory) ||
                    (impl.role == Role::network && impl.network) ||
-                   (impl.role == Role::compute && impl.compute);
+                   (impl.role == Role::compute && impl.compute) ||
+                   (impl.role == Role::scale_out && impl.scale_out);
   if (!has) {
     throw InternalError(fmt::format("{} implementation \"{}\" has no factory",
                                     role_name(impl.role), impl.name));
@@ -52,6 +54,13 @@ const Implementation& Registry::get(Role role, const std::string& name, const st
                                       role_name(role), name, fmt::join(names, ", "));
   if (prov) throw ConfigError(config::located(*prov, pointer, msg));
   throw ConfigError(fmt::format("{}: {}", pointer, msg));
+}
+
+const Implementation& Registry::calibration_reference() const {
+  for (const auto& i : impls_) {
+    if (i.role == Role::compute && i.capabilities.calibration_reference) return i;
+  }
+  throw InternalError("no compute implementation is the calibration reference");
 }
 
 void register_builtin_models(Registry& r) {
@@ -111,7 +120,20 @@ void register_builtin_models(Registry& r) {
             std::vector<model::MemoryPort*> memories) -> std::unique_ptr<model::Network> {
            return std::make_unique<model::Fabric>(name, t, plan, std::move(memories));
          },
-         {}});
+         {},
+         {},
+         {.events_per_packet = true},
+         [](model::Network& net, PacketProbe probe) {
+           auto* fabric = dynamic_cast<model::Fabric*>(&net);
+           if (!fabric) throw InternalError("a packet network that is not a model::Fabric");
+           fabric->set_delivery_observer(
+               [probe = std::move(probe)](const model::Packet& p, const sc_core::sc_time&) {
+                 const auto& req = p.transfer->record.request;
+                 probe({int(req.src.v), int(req.dst.v),
+                        (p.t_link + p.t_switch + p.t_forward).to_seconds(),
+                        p.t_queue.to_seconds()});
+               });
+         }});
   r.add({Role::network,
          "flow",
          "each transfer a flow on its route; flows share link directions max-min fairly, rates "
@@ -133,6 +155,9 @@ void register_builtin_models(Registry& r) {
             std::vector<model::MemoryPort*> memories) -> std::unique_ptr<model::Network> {
            return std::make_unique<model::FlowNetwork>(name, t, plan, std::move(memories));
          },
+         {},
+         {},
+         {},
          {}});
   r.add({Role::compute,
          "tile",
@@ -153,7 +178,10 @@ void register_builtin_models(Registry& r) {
          [](const char* name, const resolve::ChipPlan& plan,
             model::ChipOptions opt) -> std::unique_ptr<model::ChipModel> {
            return std::make_unique<model::Chip>(name, plan.params, std::move(opt));
-         }});
+         },
+         {},
+         {.calibration_reference = true, .times_op_heads = true, .events_per_instruction = true},
+         {}});
   r.add({Role::compute,
          "op",
          "each distinct op (kind, shape, dtype) of a run simulated once on the tile model before "
@@ -178,7 +206,34 @@ void register_builtin_models(Registry& r) {
          [](const char* name, const resolve::ChipPlan& plan,
             model::ChipOptions opt) -> std::unique_ptr<model::ChipModel> {
            return std::make_unique<model::OpChip>(name, plan.params, std::move(opt));
-         }});
+         },
+         {},
+         {.needs_calibration = true},
+         {}});
+  r.add({Role::scale_out,
+         "flow",
+         "the scale-out network between the UltraServers of a folded cluster as one replica sees "
+         "it (topo::FoldedScaleOut): flows on explicit paths that may end where they began, "
+         "sharing link directions max-min fairly (docs/scaling.md)",
+         "model::FlowNetwork",
+         {"/cluster/scale_out", "/rack/fabric/packet_bytes", "/rack/fabric/flit_bytes",
+          "/rack/fabric/header_bytes", "/rack/fabric/endpoint_overhead"},
+         {{"transfers", "model::PathNetwork", "transfers between replicas on explicit paths"},
+          {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "
+                                            "the destination"}},
+         {{"transfers", model::StatUnit::count, "transfers completed"},
+          {"bytes_delivered", model::StatUnit::bytes, "payload bytes delivered"},
+          {"rate_recomputations", model::StatUnit::count, "batched max-min rate recomputations"},
+          {"max_flows", model::StatUnit::count, "most flows active at once"}},
+         {},
+         {},
+         {},
+         [](const char* name, const topo::Topology& t, const resolve::FabricPlan& plan,
+            std::vector<model::MemoryPort*> memories) -> std::unique_ptr<model::PathNetwork> {
+           return std::make_unique<model::FlowNetwork>(name, t, plan, std::move(memories));
+         },
+         {},
+         {}});
 }
 
 std::unique_ptr<model::ChipModel> make_chip(const Registry& r, const char* name,
@@ -207,10 +262,11 @@ std::unique_ptr<model::Chip> make_tile_chip(const Registry& r, const char* name,
                                             const resolve::ChipPlan& plan,
                                             const config::Provenance* prov,
                                             model::MemoryPort* external) {
-  if (plan.compute_model != "tile") {
+  const Implementation& reference = r.calibration_reference();
+  if (plan.compute_model != reference.name) {
     const std::string msg = fmt::format(
-        "this command measures the tile compute model; got \"{}\" (expected \"tile\")",
-        plan.compute_model);
+        "this command measures the {} compute model; got \"{}\" (expected \"{}\")",
+        reference.name, plan.compute_model, reference.name);
     if (prov) throw ConfigError(config::located(*prov, "/chip/compute/model", msg));
     throw ConfigError(fmt::format("/chip/compute/model: {}", msg));
   }
@@ -219,6 +275,17 @@ std::unique_ptr<model::Chip> make_tile_chip(const Registry& r, const char* name,
   if (!tile) throw InternalError("the tile compute model did not build a model::Chip");
   chip.release();
   return std::unique_ptr<model::Chip>(tile);
+}
+
+std::unique_ptr<model::PathNetwork> make_scale_out(const Registry& r, const char* name,
+                                                   const topo::Topology& topology,
+                                                   const resolve::FabricPlan& plan,
+                                                   std::vector<model::MemoryPort*> memories,
+                                                   const config::Provenance* prov) {
+  const Implementation& net = r.get(Role::scale_out, plan.model, "/cluster/scale_out/model", prov);
+  logger("build")->debug("{}: scale-out network {} over {} chips", name, net.name,
+                         topology.chip_count());
+  return net.scale_out(name, topology, plan, std::move(memories));
 }
 
 std::unique_ptr<model::Network> make_network(const Registry& r, const char* name,
@@ -241,6 +308,9 @@ void check(const Registry& r, const config::LoadedConfig& loaded) {
   }
   if (loaded.config.rack && !loaded.config.rack->fabric.model.empty()) {
     r.get(Role::network, loaded.config.rack->fabric.model, "/rack/fabric/model", prov);
+  }
+  if (loaded.config.cluster) {
+    r.get(Role::scale_out, loaded.config.cluster->scale_out.model, "/cluster/scale_out/model", prov);
   }
 }
 

@@ -154,7 +154,7 @@ Json identity_json(const run::RunData& d, const Identity& id) {
   j["models"] = {{"memory", {{"model", d.memory_model}}},
                  {"compute", {{"model", d.compute_model}}},
                  {"network", {{"model", d.network_model}}}};
-  if (d.compute_model == "op") {
+  if (d.compute_calibrated) {
     const double ops = double(d.compute_ops);
     j["models"]["compute"]["shapes_simulated"] = d.compute_shapes_simulated;
     j["models"]["compute"]["ops"] = d.compute_ops;

@@ -244,6 +244,8 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
   const config::Fidelity fid = fidelity_of(cfg, config::Fidelity::fast);
   const bool fast_forward = cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast);
   if (fast_forward) chip.op_head = cfg.sim.fast_forward_op_head;
+  FabricPlan scale_out_fabric = fabric;
+  if (cfg.cluster) scale_out_fabric.model = cfg.cluster->scale_out.model;
   return RackPlan{std::move(chip),
                   std::move(topology),
                   std::move(fabric),
@@ -253,6 +255,7 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                   std::move(scale_out),
                   std::move(folded),
                   std::move(scale_out_topology),
+                  std::move(scale_out_fabric),
                   simulated,
                   straggler,
                   cfg.cluster && cfg.cluster->straggler ? cfg.cluster->straggler->slowdown : 1.0};

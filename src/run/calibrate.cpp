@@ -86,10 +86,10 @@ Counters counters(model::Chip& chip, const model::Block& memory) {
 
 // One child: the ops of one chunk on one tile chip, one after another.
 json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::ComputeOp>& ops) {
-  resolve::ChipPlan tile = plan;
-  tile.compute_model = "tile";
   registry::Registry registry;
   registry::register_builtin_models(registry);
+  resolve::ChipPlan tile = plan;
+  tile.compute_model = registry.calibration_reference().name;
   model::Simulation sim;
   auto chip = registry::make_tile_chip(registry, "calibration", tile);
   const auto* memory = dynamic_cast<const model::Block*>(chip->memory_block());
@@ -228,7 +228,8 @@ constexpr std::uint64_t kElementCap = 1ULL << 27;
 }  // namespace
 
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
-                                                         const trace::Workload& w, int parallel) {
+                                                         const trace::Workload& w, int parallel,
+                                                         bool op_heads) {
   std::vector<std::string> notes;  // the rack notes the same substitutions when it runs them
   std::vector<model::ComputeOp> ops;
   struct Sizes {
@@ -253,7 +254,7 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
           ++trace_ops;
           add(*c);
           // A tile chip that fast-forwards inside ops times an op from its head's profile too.
-          if (plan.compute_model == "tile" && plan.op_head < 1) {
+          if (op_heads && plan.op_head < 1) {
             const model::ComputeOp head = model::op_head(*c, plan.op_head, plan.params.cores);
             if (model::op_key(head) != model::op_key(*c)) add(head);
           }

@@ -41,8 +41,11 @@ std::vector<std::uint64_t> grid_points(std::uint64_t unit, std::uint64_t lo, std
 
 // The table the op-level chips of a run of `w` on `plan` replay from: the exact profile of each
 // distinct compute op of the trace, except for kinds of op with many sizes (grid_key()), which are
-// calibrated on grid_points() and interpolated.
+// calibrated on grid_points() and interpolated. `op_heads`: the plan's compute model times op
+// heads (registry capability times_op_heads), so each op's head (plan.op_head < 1) is measured
+// too.
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
-                                                         const trace::Workload& w, int parallel);
+                                                         const trace::Workload& w, int parallel,
+                                                         bool op_heads);
 
 }  // namespace trnsim::run

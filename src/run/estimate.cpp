@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "trnsim/error.hpp"
+#include "trnsim/registry/registry.hpp"
 
 namespace trnsim::run {
 
@@ -62,9 +63,20 @@ std::string gb(double bytes) { return fmt::format("{:.3g} GB", bytes / 1e9); }
 
 WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
                            const config::ReplayParams& replay) {
+  registry::Registry r;
+  registry::register_builtin_models(r);
+  const auto& network = r.get(registry::Role::network, plan.fabric.model, "/rack/fabric/model");
+  const auto& compute = r.get(registry::Role::compute, plan.chip.compute_model, "/chip/compute/model");
+  return estimate_work(w, plan, replay,
+                       {network.capabilities.events_per_packet,
+                        compute.capabilities.events_per_instruction});
+}
+
+WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
+                           const config::ReplayParams& replay, const EventUnits& units) {
   WorkEstimate e;
   const auto& chip = plan.chip.params;
-  const bool packets = plan.fabric.model == "packet";
+  const bool packets = units.per_packet;
   const double packet_bytes = double(std::max<std::uint64_t>(1, plan.fabric.packet_bytes));
   const double hops = double(plan.fabric.diameter) + 1;
   const double chunk = std::max(1.0, std::floor(replay.collectives.chunk_bytes.si));
@@ -84,7 +96,7 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
   // vector instruction over rows partitions of moving_free_max elements.
   const auto& tensor = chip.core.tensor;
   const double per_instruction = double(tensor.rows) * double(tensor.moving_free_max);
-  const bool tile = plan.chip.compute_model == "tile";
+  const bool tile = units.per_instruction;
   const double peak = peak_macs_per_s(chip);
 
   double messages = 0;

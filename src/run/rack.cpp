@@ -8,7 +8,6 @@
 
 #include "common/activity.hpp"
 #include "compute_ops.hpp"
-#include "flow/flow_network.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::run {
@@ -41,12 +40,12 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
   network_ = networks_.front().get();
   straggler_chip_ = plan.straggler_chip;
   straggler_slowdown_ = plan.straggler_slowdown;
-  // The scale-out network (docs/scaling.md), always flow-level: as one replica sees it when
-  // folded, the whole of it otherwise.
+  // The scale-out network (docs/scaling.md): as one replica sees it when folded (the registry's
+  // scale_out role, /cluster/scale_out), the whole of it otherwise.
   if (plan.folded) {
     folded_ = plan.folded;
-    scale_out_ = std::make_unique<model::FlowNetwork>("scale_out", folded_->topology(), plan.fabric,
-                                                      memories);
+    scale_out_ = registry::make_scale_out(registry, "scale_out", folded_->topology(),
+                                          plan.scale_out_fabric, memories, prov);
   } else if (plan.scale_out_topology) {
     // Unfolded, the network model the rack's fabric has (flow or packet), for comparing them.
     scale_out_topology_ = plan.scale_out_topology;
@@ -242,6 +241,13 @@ std::vector<model::Network*> Rack::networks() const {
   std::vector<model::Network*> out;
   for (const auto& n : networks_) out.push_back(n.get());
   if (scale_out_) out.push_back(scale_out_.get());
+  if (scale_out_net_) out.push_back(scale_out_net_.get());
+  return out;
+}
+
+std::vector<model::Network*> Rack::fabric_model_networks() const {
+  std::vector<model::Network*> out;
+  for (const auto& n : networks_) out.push_back(n.get());
   if (scale_out_net_) out.push_back(scale_out_net_.get());
   return out;
 }

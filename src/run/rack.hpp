@@ -20,10 +20,6 @@
 #include "trnsim/run/run.hpp"
 #include "trnsim/topology/topology.hpp"
 
-namespace trnsim::model {
-class FlowNetwork;
-}
-
 namespace trnsim::run {
 
 class Rack : public sc_core::sc_module, public replay::Machine {
@@ -62,6 +58,9 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   // The first UltraServer's fabric; networks(): every UltraServer's, then the scale-out network.
   model::Network& network() { return *network_; }
   std::vector<model::Network*> networks() const;
+  // Those of them built from the fabric's model (/rack/fabric/model): every UltraServer's and
+  // an unfolded cluster's scale-out network, not the folded scale-out network.
+  std::vector<model::Network*> fabric_model_networks() const;
 
   // Substitutions made because the chip lacks a data type ("mxfp8 ran as fp8"), for the report.
   const std::vector<std::string>& notes() const { return notes_; }
@@ -113,7 +112,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   std::shared_ptr<const topo::FoldedScaleOut> folded_;
   std::shared_ptr<const topo::Topology> scale_out_topology_;  // unfolded clusters
   std::unique_ptr<model::Network> scale_out_net_;             // on it, the fabric's model
-  std::unique_ptr<model::FlowNetwork> scale_out_;             // folded: flow-level
+  std::unique_ptr<model::PathNetwork> scale_out_;             // folded (registry scale_out)
   replay::GroupLayout shape_;  // the rack's shape for collectives (no member chips)
   // Per chip: when its collective DMA engines are next free, and their bandwidth (bytes/s read).
   std::vector<sc_core::sc_time> coll_dma_free_;

@@ -31,7 +31,26 @@ TEST(Registry, EveryRoleHasItsBuiltins) {
   std::set<std::string> names;
   for (const auto& i : r.all()) names.insert(std::string(role_name(i.role)) + "/" + i.name);
   EXPECT_EQ(names, (std::set<std::string>{"memory/hbm", "memory/bandwidth", "network/packet",
-                                          "network/flow", "compute/tile", "compute/op"}));
+                                          "network/flow", "compute/tile", "compute/op",
+                                          "scale_out/flow"}));
+}
+
+// What a run asks of an implementation comes from its entry, not from its name: the tile chip
+// is what calibrations measure and can time op heads, the op chip needs a calibration, only the
+// packet network has packets to probe and costs events per packet.
+TEST(Registry, CapabilitiesSayWhatEachImplementationNeeds) {
+  const Registry r = builtin();
+  const auto& tile = r.get(Role::compute, "tile", "/chip/compute/model").capabilities;
+  const auto& op = r.get(Role::compute, "op", "/chip/compute/model").capabilities;
+  EXPECT_TRUE(tile.calibration_reference && tile.times_op_heads && tile.events_per_instruction);
+  EXPECT_FALSE(tile.needs_calibration);
+  EXPECT_TRUE(op.needs_calibration);
+  EXPECT_FALSE(op.calibration_reference || op.times_op_heads || op.events_per_instruction);
+  EXPECT_EQ(r.calibration_reference().name, "tile");
+  const auto& packet = r.get(Role::network, "packet", "/rack/fabric/model");
+  const auto& flow = r.get(Role::network, "flow", "/rack/fabric/model");
+  EXPECT_TRUE(packet.capabilities.events_per_packet && packet.packet_probe);
+  EXPECT_FALSE(flow.capabilities.events_per_packet || flow.packet_probe);
 }
 
 // A registered parameter is a field of `trnsim schema` or a subtree of fields.

@@ -43,8 +43,11 @@ struct ScaleOutParams {
   Duration nic_latency = Duration(0);         // NIC, host path and cable to the leaf, one way
   bool rail_optimized = true;
   std::vector<ScaleOutTier> tiers;
+  std::string model = "flow";  // registry role scale_out
   template <class V>
   void visit(V& v) {
+    v.field("model", model,
+            "model of the folded scale-out network (registry role scale_out; `trnsim list-types`)");
     v.field("nic_bandwidth", nic_bandwidth, "EFA bandwidth per chip, per direction", Positive{});
     v.field("nic_latency", nic_latency,
             "one-way latency from a chip's HBM through its NIC to the leaf switch", AtLeast{0});

@@ -20,7 +20,9 @@
 
 namespace trnsim::registry {
 
-enum class Role { memory, network, compute };
+// memory, network and compute are chosen per chip and rack; scale_out is the network between
+// UltraServers of a folded cluster, on which transfers follow explicit paths.
+enum class Role { memory, network, compute, scale_out };
 std::string_view role_name(Role r);
 
 struct PortDoc {
@@ -38,7 +40,34 @@ using NetworkFactory = std::function<std::unique_ptr<model::Network>(
     std::vector<model::MemoryPort*> memories)>;
 using ComputeFactory = std::function<std::unique_ptr<model::ChipModel>(
     const char* name, const resolve::ChipPlan&, model::ChipOptions)>;
+using ScaleOutFactory = std::function<std::unique_ptr<model::PathNetwork>(
+    const char* name, const topo::Topology&, const resolve::FabricPlan&,
+    std::vector<model::MemoryPort*> memories)>;
 
+// One packet delivered by a packet-level network, as a probe sees it: its chips, the time it
+// spent on links, in switches and relaying chips, and the time it waited for busy outputs and
+// credits.
+struct PacketEvent {
+  int src = 0, dst = 0;
+  double hops_s = 0, queueing_s = 0;
+};
+using PacketProbe = std::function<void(const PacketEvent&)>;
+
+// What the simulation asks of an implementation instead of comparing its name.
+struct Capabilities {
+  // compute: replays every op from profiles measured on the calibration reference before the
+  // rack is elaborated (run/calibrate.hpp), so a run must calibrate first.
+  bool needs_calibration = false;
+  // compute: the model the calibrations measure (a chip made by make_tile_chip).
+  bool calibration_reference = false;
+  // compute: can simulate an op's head and time the rest from profiles (fast-forward inside
+  // ops, /sim/fast_forward_op_head); its calibration then measures the heads too.
+  bool times_op_heads = false;
+  // What the work estimate (run/estimate.hpp) counts events by: network, one per packet and
+  // hop (else one per message); compute, one per engine instruction (else one per op).
+  bool events_per_packet = false;
+  bool events_per_instruction = false;
+};
 struct Implementation {
   Role role = Role::memory;
   std::string name, description;
@@ -49,6 +78,10 @@ struct Implementation {
   MemoryFactory memory;                 // the factory of its role; the others are empty
   NetworkFactory network;
   ComputeFactory compute;
+  ScaleOutFactory scale_out;
+  Capabilities capabilities;
+  // network: attaches `probe` to every packet the network delivers (empty: it has no packets).
+  std::function<void(model::Network&, PacketProbe probe)> packet_probe;
 };
 
 class Registry {
@@ -60,12 +93,14 @@ class Registry {
   const Implementation& get(Role role, const std::string& name, const std::string& pointer,
                             const config::Provenance* prov = nullptr) const;
   const std::vector<Implementation>& all() const { return impls_; }
+  // The compute implementation whose capabilities say calibration_reference.
+  const Implementation& calibration_reference() const;
 
  private:
   std::vector<Implementation> impls_;
 };
 
-// hbm and bandwidth (memory), packet (network), tile and op (compute).
+// hbm and bandwidth (memory), packet and flow (network), tile and op (compute), flow (scale_out).
 void register_builtin_models(Registry& r);
 
 // A chip of `plan` with the memory and compute implementations the plan names. `external` (a
@@ -81,6 +116,13 @@ std::unique_ptr<model::Chip> make_tile_chip(const Registry& r, const char* name,
                                             const resolve::ChipPlan& plan,
                                             const config::Provenance* prov = nullptr,
                                             model::MemoryPort* external = nullptr);
+// The folded scale-out network of `plan` (plan.model names a scale_out implementation) on
+// `topology`, the network one replica sees (topo::FoldedScaleOut).
+std::unique_ptr<model::PathNetwork> make_scale_out(const Registry& r, const char* name,
+                                                   const topo::Topology& topology,
+                                                   const resolve::FabricPlan& plan,
+                                                   std::vector<model::MemoryPort*> memories,
+                                                   const config::Provenance* prov = nullptr);
 // The network of `plan` on `topology`.
 std::unique_ptr<model::Network> make_network(const Registry& r, const char* name,
                                              const topo::Topology& topology,

@@ -64,6 +64,9 @@ struct RackPlan {
   std::shared_ptr<const topo::ScaleOut> scale_out;
   std::shared_ptr<const topo::FoldedScaleOut> folded;
   std::shared_ptr<const topo::Topology> scale_out_topology;
+  // The folded scale-out network's plan: the fabric's packet sizing, its model from
+  // /cluster/scale_out/model (registry role scale_out).
+  FabricPlan scale_out_fabric;
   // What-if /cluster/straggler: the chip (of the chips simulated) whose compute ops take
   // `straggler_slowdown` times as long; -1 for none.
   // UltraServers simulated, each with its own fabric on `topology`: 1 per replica folded (more

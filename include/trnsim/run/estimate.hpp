@@ -46,7 +46,16 @@ struct WorkEstimate {
   double memory_bytes() const { return op_bytes + message_bytes + packet_bytes + process_bytes; }
 };
 
-// The estimate of replaying `w` on `plan` with `replay`.
+// What the models of a plan cost in events, from their registry entries' capabilities.
+struct EventUnits {
+  bool per_packet = false;       // the network: one event per packet and hop (else per message)
+  bool per_instruction = false;  // compute: per engine instruction (else per op)
+};
+
+// The estimate of replaying `w` on `plan` with `replay`, its models costing `units`.
+WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
+                           const config::ReplayParams& replay, const EventUnits& units);
+// The same with the units of the built-in registry's implementations the plan names.
 WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
                            const config::ReplayParams& replay);
 

@@ -60,6 +60,7 @@ struct RunData {
   int cluster_ultraservers = 0, cluster_simulated_ultraservers = 0, cluster_tiers = 0;
   std::size_t chips = 0;                    // of the rack
   std::string memory_model, network_model, compute_model;  // registry names
+  bool compute_calibrated = false;  // the compute model replays profiles calibrated before the run
   std::string fidelity;  // /sim/fidelity as it applied: "fast" | "detailed"
   bool fast_forward = false;                  // /sim/fast_forward as it applied
   replay::FastForwardStats fast_forward_stats;
@@ -73,8 +74,8 @@ struct RunData {
   std::vector<double> transfer_latencies, packet_latencies;  // seconds, one per transfer
   double hbm_bytes = 0;
   std::vector<std::string> notes;           // substitutions the rack made (dtypes)
-  // The op-level compute model (compute_model "op"): distinct ops simulated on the tile model
-  // before the run, and the ops the chips replayed from them.
+  // A calibrated compute model (the op tier): distinct ops simulated on the tile model before
+  // the run, and the ops the chips replayed from them.
   int compute_shapes_simulated = 0;
   std::uint64_t compute_ops = 0;
   // Fast-forward inside ops (tile compute): the share simulated (1: every tile) and the ops of
@@ -114,7 +115,8 @@ struct Progress {
 using ProgressFn = std::function<void(const Progress&)>;
 
 // Resolves the rack of `cfg`, builds its chips and network from the registry, replays `workload`
-// on it and collects what it measured. SystemC allows one elaboration per process: call this
+// on it and collects what it measured: a run::Simulation (trnsim/run/simulation.hpp) of the
+// trace replay driver. SystemC allows one elaboration per process: call this
 // once per process. `workload` and `cfg` must outlive the result.
 // Throws InputError for configs, topologies and traces that cannot run (and for a replay that
 // deadlocks), InternalError for broken invariants.

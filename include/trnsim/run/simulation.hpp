@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: MIT
+// One simulation in phases: plan -> calibrate -> elaborate -> attach probes -> simulate ->
+// collect. A Simulation owns what every kind of workload shares (the plan, the registry entries
+// it chose, the calibration, the rack, the probes that sample energy and traffic, the collection
+// of statistics); a Driver owns the workload: today's trace replay (run/trace_replay.hpp),
+// tomorrow's serving engine. SystemC allows one elaboration per process: one Simulation per
+// process.
+#pragma once
+
+#include <systemc>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trnsim/config/config.hpp"
+#include "trnsim/registry/registry.hpp"
+#include "trnsim/replay/engine.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/run/run.hpp"
+#include "trnsim/trace/workload.hpp"
+
+namespace trnsim::run {
+
+// The registry entries a plan names, looked up once: what the simulation asks of its models
+// comes from their capabilities, never from comparing their names.
+struct Models {
+  const registry::Implementation* memory = nullptr;
+  const registry::Implementation* compute = nullptr;
+  const registry::Implementation* network = nullptr;
+};
+
+// What a driver is given at each phase.
+struct Setup {
+  const config::LoadedConfig& loaded;
+  const resolve::RackPlan& plan;
+  const registry::Registry& registry;
+  const Models& models;
+};
+
+// The workload side of a simulation. The phases call it in this order, each once.
+class Driver {
+ public:
+  virtual ~Driver() = default;
+  // plan: decides the work and where it runs, and refuses (InputError) work that cannot run or
+  // would not fit the budgets (run/estimate.hpp), before anything is calibrated or built.
+  virtual void plan(const Setup& s) = 0;
+  // calibrate: the compute ops the op-level tier must have profiles for; it calibrates before
+  // elaboration, since no tile chip can be elaborated after the rack.
+  virtual const trace::Workload& calibration_workload() const = 0;
+  // elaborate: the driver's own modules (a replay, a serving scheduler) on `machine`.
+  virtual void elaborate(const Setup& s, replay::Machine& machine) = 0;
+  // The chips the work runs on (sorted, unique) and its name, for the probes and the logs.
+  virtual std::vector<int> used_chips() const = 0;
+  virtual std::string name() const = 0;
+  // How far the work is (ops done and in all), read by the progress probe.
+  virtual std::size_t ops_done() const = 0;
+  virtual std::size_t ops_total() const = 0;
+  // After the kernel stopped: throws InputError for work that never finished (a deadlock);
+  // otherwise the end of the work.
+  virtual sc_core::sc_time finish() = 0;
+  // collect: the driver's own figures (records, collectives, what fast-forward did).
+  virtual void collect(RunData& d) const = 0;
+};
+
+class Simulation {
+ public:
+  // `loaded` and `driver` must outlive the simulation and the RunData it returns.
+  Simulation(const config::LoadedConfig& loaded, Driver& driver);
+  ~Simulation();
+
+  // Every phase in order.
+  RunData run(const ProgressFn& progress = {});
+
+  // The phases, for callers that need to act between them; each once, in this order.
+  void plan();
+  void calibrate();
+  void elaborate();
+  void attach_probes(const ProgressFn& progress = {});
+  void simulate();
+  RunData collect();
+
+  const resolve::RackPlan& rack_plan() const;
+  const Models& models() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace trnsim::run

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: MIT
+// One simulation in phases (trnsim/run/simulation.hpp): what every workload shares.
+#include "trnsim/run/simulation.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "calibrate.hpp"
+#include "common/activity.hpp"
+#include "rack.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/log.hpp"
+
+namespace trnsim::run {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The SystemC object of a network (each implementation is a module).
+const sc_core::sc_object* as_object(const model::Network* n) {
+  const auto* o = dynamic_cast<const sc_core::sc_object*>(n);
+  if (!o) throw InternalError("a network that is not a SystemC object");
+  return o;
+}
+
+void add_totals(model::NetworkTotals& a, const model::NetworkTotals& b) {
+  a.transfers_started += b.transfers_started;
+  a.transfers_completed += b.transfers_completed;
+  a.bytes_requested += b.bytes_requested;
+  a.bytes_injected += b.bytes_injected;
+  a.bytes_delivered += b.bytes_delivered;
+  a.packets_injected += b.packets_injected;
+  a.packets_delivered += b.packets_delivered;
+  a.wire_bytes += b.wire_bytes;
+  a.credit_stall_ns += b.credit_stall_ns;
+  a.packets_in_flight += b.packets_in_flight;
+  a.events += b.events;
+}
+
+// Link capacity of a topology, both directions of every link.
+double capacity(const topo::Topology& t) {
+  double c = 0;
+  for (const auto& l : t.links()) c += 2 * l.bandwidth.si;
+  return c;
+}
+
+enum class Phase { created, planned, calibrated, elaborated, probed, simulated, collected };
+
+}  // namespace
+
+// Samples of cumulative energy and traffic, taken when an op or transfer completes at least
+// `interval` after the last one (a sampling process of its own would add timed events, and their
+// order among simultaneous events moves results), and every packet the network delivers.
+struct Probes {
+  std::vector<Sample> samples;
+  std::vector<std::string> link_names;
+  std::vector<const model::Stat*> link_busy;  // read in place at each sample
+  // The blocks whose energy each sample adds up, per used chip and per network.
+  std::vector<std::vector<const model::Block*>> chip_blocks, net_blocks;
+  std::vector<PacketSample> packets;
+  sc_core::sc_time interval{1, sc_core::SC_US};
+  sc_core::sc_time last_sample = sc_core::SC_ZERO_TIME;
+};
+
+struct Simulation::State {
+  const config::LoadedConfig& loaded;
+  Driver& driver;
+  Phase phase = Phase::created;
+  registry::Registry registry;
+  std::unique_ptr<resolve::RackPlan> plan;
+  Models models;
+  std::shared_ptr<const model::OpTable> calibration;
+  std::unique_ptr<model::Simulation> sim;
+  std::unique_ptr<Rack> rack;
+  std::vector<model::Network*> nets;
+  Probes probes;
+  ProgressFn progress;
+  Clock::time_point t0, tc, t1, t2;
+
+  State(const config::LoadedConfig& l, Driver& d) : loaded(l), driver(d) {}
+
+  void enter(Phase from, Phase to) {
+    if (phase != from) throw InternalError("simulation phases called out of order");
+    phase = to;
+  }
+  Setup setup() const { return {loaded, *plan, registry, models}; }
+  void take_sample();
+};
+
+Simulation::Simulation(const config::LoadedConfig& loaded, Driver& driver)
+    : s_(std::make_unique<State>(loaded, driver)) {
+  registry::register_builtin_models(s_->registry);
+}
+
+Simulation::~Simulation() = default;
+
+const resolve::RackPlan& Simulation::rack_plan() const { return *s_->plan; }
+const Models& Simulation::models() const { return s_->models; }
+
+RunData Simulation::run(const ProgressFn& progress) {
+  plan();
+  calibrate();
+  elaborate();
+  attach_probes(progress);
+  simulate();
+  return collect();
+}
+
+void Simulation::plan() {
+  State& s = *s_;
+  s.enter(Phase::created, Phase::planned);
+  s.plan = std::make_unique<resolve::RackPlan>(resolve::resolve_rack(s.loaded));
+  const auto* prov = &s.loaded.provenance;
+  s.models.memory =
+      &s.registry.get(registry::Role::memory, s.plan->chip.memory_model, "/chip/memory/model", prov);
+  s.models.compute = &s.registry.get(registry::Role::compute, s.plan->chip.compute_model,
+                                     "/chip/compute/model", prov);
+  s.models.network =
+      &s.registry.get(registry::Role::network, s.plan->fabric.model, "/rack/fabric/model", prov);
+  s.driver.plan(s.setup());
+}
+
+void Simulation::calibrate() {
+  State& s = *s_;
+  s.enter(Phase::planned, Phase::calibrated);
+  s.t0 = Clock::now();
+  // The op-level model's calibration elaborates tile chips in child processes: before the rack.
+  // Fast-forward counts the energy and traffic of the compute ops it skips from the same
+  // profiles, so a run of any compute model with it calibrates too.
+  const auto& compute = s.models.compute->capabilities;
+  if (compute.needs_calibration || s.plan->fast_forward) {
+    s.calibration = calibrate_workload(s.plan->chip, s.driver.calibration_workload(),
+                                       kCalibrationJobs, compute.times_op_heads);
+  }
+  s.tc = Clock::now();
+}
+
+void Simulation::elaborate() {
+  State& s = *s_;
+  s.enter(Phase::calibrated, Phase::elaborated);
+  s.sim = std::make_unique<model::Simulation>();
+  s.rack = std::make_unique<Rack>("rack", *s.plan, s.loaded.config.replay, s.registry,
+                                  &s.loaded.provenance, s.calibration);
+  s.nets = s.rack->networks();
+  s.driver.elaborate(s.setup(), *s.rack);
+}
+
+void Simulation::State::take_sample() {
+  probes.last_sample = sc_core::sc_time_stamp();
+  Sample x;
+  x.t_s = sc_core::sc_time_stamp().to_seconds();
+  for (const auto& blocks : probes.chip_blocks) {
+    x.used_chips_dynamic_j += model::dynamic_energy(blocks).si;
+  }
+  for (std::size_t i = 0; i < nets.size(); ++i) {
+    x.fabric_dynamic_j += model::dynamic_energy(probes.net_blocks[i]).si;
+    x.fabric_wire_bytes += nets[i]->totals().wire_bytes;
+  }
+  x.hbm_bytes = rack->hbm_bytes();
+  for (const model::Stat* st : probes.link_busy) x.link_busy_s.push_back(float(st->value));
+  probes.samples.push_back(std::move(x));
+  if (progress) {
+    progress({sc_core::sc_time_stamp().to_seconds(), driver.ops_done(), driver.ops_total(),
+              std::chrono::duration<double>(Clock::now() - t0).count()});
+  }
+}
+
+void Simulation::attach_probes(const ProgressFn& progress) {
+  State& s = *s_;
+  s.enter(Phase::elaborated, Phase::probed);
+  s.progress = progress;
+  Probes& p = s.probes;
+  // The busy time of every link direction.
+  for (const auto& b : model::collect_stats(Duration(0.0))) {
+    if (b.name.find(".link") == std::string::npos) continue;
+    const auto* block = dynamic_cast<const model::Block*>(sc_core::sc_find_object(b.name.c_str()));
+    if (!block) continue;
+    for (const auto& st : block->stats().all()) {
+      if (st.name == "busy") {
+        p.link_names.push_back(b.name);
+        p.link_busy.push_back(&st);
+      }
+    }
+  }
+  for (int c : s.driver.used_chips()) p.chip_blocks.push_back(model::blocks_under(&s.rack->chip(c)));
+  for (const model::Network* net : s.nets) p.net_blocks.push_back(model::blocks_under(as_object(net)));
+  // Every packet of the networks that have packets (the packet fabric of each UltraServer).
+  if (const auto& probe = s.models.network->packet_probe) {
+    for (model::Network* net : s.rack->fabric_model_networks()) {
+      probe(*net, [&p](const registry::PacketEvent& e) {
+        p.packets.push_back({e.src, e.dst, float(e.hops_s), float(e.queueing_s)});
+      });
+    }
+  }
+  s.take_sample();
+  s.rack->set_observer([&s, &p] {
+    if (sc_core::sc_time_stamp() < p.last_sample + p.interval) return;
+    s.take_sample();
+    if (p.samples.size() == 2 * kMaxSamples + 1) {
+      for (std::size_t i = 1; i <= kMaxSamples; ++i) p.samples[i] = std::move(p.samples[2 * i]);
+      p.samples.resize(kMaxSamples + 1);
+      p.interval = p.interval * 2;
+    }
+  });
+}
+
+void Simulation::simulate() {
+  State& s = *s_;
+  s.enter(Phase::probed, Phase::simulated);
+  s.t1 = Clock::now();
+  sc_core::sc_start();
+  s.t2 = Clock::now();
+}
+
+RunData Simulation::collect() {
+  State& s = *s_;
+  s.enter(Phase::simulated, Phase::collected);
+  const sc_core::sc_time end = s.driver.finish();
+  s.take_sample();
+  const config::Config& cfg = s.loaded.config;
+  const resolve::RackPlan& plan = *s.plan;
+  Rack& rack = *s.rack;
+
+  RunData d;
+  d.config = &cfg;
+  s.driver.collect(d);
+  d.chips = std::size_t(rack.chip_count());
+  d.memory_model = plan.chip.memory_model;
+  d.network_model = plan.fabric.model;
+  d.compute_model = plan.chip.compute_model;
+  d.compute_calibrated = s.models.compute->capabilities.needs_calibration;
+  d.fidelity = std::string(config::enum_name(plan.fidelity));
+  d.end = end;
+  for (model::Network* net : s.nets) net->finish(d.end);
+  for (int c = 0; c < rack.chip_count(); ++c) rack.chip(c).account_until(d.end);
+  d.wall_seconds = std::chrono::duration<double>(Clock::now() - s.t0).count();
+  d.simulation_seconds = std::chrono::duration<double>(s.t2 - s.t1).count();
+  d.delta_cycles = sc_core::sc_delta_count();
+  for (int k = 0; k < model::kActivityKinds; ++k) {
+    const std::uint64_t n = s.sim->activations()[std::size_t(k)];
+    d.activations_by_kind[model::kActivityNames[k]] = n;
+    d.activations += n;
+  }
+  d.fast_forward = plan.fast_forward;
+  d.op_head =
+      s.calibration && s.models.compute->capabilities.times_op_heads ? plan.chip.op_head : 1.0;
+  d.fast_forward_charges_links = rack.network().charges_accounted();
+  d.stats = model::collect_stats(Duration(d.end.to_seconds()));
+  d.energy = model::collect_energy(Duration(d.end.to_seconds()));
+  for (const model::Network* net : s.nets) add_totals(d.network, net->totals());
+  d.transfer_latencies = rack.transfer_latencies();
+  d.packet_latencies = rack.packet_latencies();
+  d.hbm_bytes = rack.hbm_bytes();
+  d.notes = rack.notes();
+  if (s.calibration) {
+    d.compute_shapes_simulated = s.calibration->shapes_simulated;
+    for (const auto& b : d.stats) {
+      if (b.name.rfind("rack.chip", 0) != 0 || b.name.find('.', 5) != std::string::npos) continue;
+      for (const auto& st : b.stats) {
+        if (st.name == "ops") d.compute_ops += std::uint64_t(st.value);
+        if (st.name == "ops_extrapolated") d.compute_ops_extrapolated += std::uint64_t(st.value);
+      }
+    }
+    d.calibration_seconds = std::chrono::duration<double>(s.tc - s.t0).count();
+  }
+  d.transfers = rack.transfer_samples();
+  d.samples = std::move(s.probes.samples);
+  d.link_names = std::move(s.probes.link_names);
+  d.packets = std::move(s.probes.packets);
+  d.sample_interval_s = s.probes.interval.to_seconds();
+  // Every simulated UltraServer's fabric, and the scale-out network as simulated.
+  d.fabric_capacity_bytes_per_s = capacity(plan.topology) * double(plan.simulated_ultraservers);
+  if (plan.folded) d.fabric_capacity_bytes_per_s += capacity(plan.folded->topology());
+  if (plan.scale_out_topology) d.fabric_capacity_bytes_per_s += capacity(*plan.scale_out_topology);
+  d.peak_helper_processes = rack.peak_helper_processes();
+  d.first_tier_chips = plan.topology.first_tier_chips();
+  for (int c = 0; c < rack.chip_count(); ++c) {
+    d.chip_energy.push_back(model::collect_energy(Duration(d.end.to_seconds()), &rack.chip(c)));
+  }
+  for (const model::Network* net : s.nets) {
+    const auto e = model::collect_energy(Duration(d.end.to_seconds()), as_object(net));
+    d.fabric_energy.dynamic = d.fabric_energy.dynamic + e.dynamic;
+    d.fabric_energy.static_ = d.fabric_energy.static_ + e.static_;
+    for (const auto& [k, j] : e.by_category_joules) d.fabric_energy.by_category_joules[k] += j;
+  }
+  logger("run")->info("step {:.3f} ms simulated in {:.2f} s", d.end.to_seconds() * 1e3,
+                      d.wall_seconds);
+  return d;
+}
+
+}  // namespace trnsim::run

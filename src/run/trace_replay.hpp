@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// The trace replay as a simulation's driver (trnsim/run/simulation.hpp): a workload trace read
+// before the run, a cluster's levels split from it, its ranks placed on chips, and the replay
+// engine's per-rank dependency scheduling on the rack.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "trnsim/replay/engine.hpp"
+#include "trnsim/run/cluster.hpp"
+#include "trnsim/run/simulation.hpp"
+
+namespace trnsim::run {
+
+class TraceReplay : public Driver {
+ public:
+  // `workload` must outlive the driver and the RunData it fills.
+  explicit TraceReplay(const trace::Workload& workload);
+  ~TraceReplay() override;
+
+  void plan(const Setup& s) override;
+  const trace::Workload& calibration_workload() const override { return workload(); }
+  void elaborate(const Setup& s, replay::Machine& machine) override;
+  std::vector<int> used_chips() const override;
+  std::string name() const override;
+  std::size_t ops_done() const override;
+  std::size_t ops_total() const override { return ops_total_; }
+  sc_core::sc_time finish() override;
+  void collect(RunData& d) const override;
+
+ private:
+  // The workload replayed: a cluster's (its levels split), or the one given.
+  const trace::Workload& workload() const { return cluster_ ? cluster_->workload : given_; }
+
+  const trace::Workload& given_;
+  std::shared_ptr<const ClusterWorkload> cluster_;
+  std::vector<int> rank_chip_;
+  std::size_t ops_total_ = 0;
+  std::unique_ptr<replay::Replay> replay_;
+  int cluster_ultraservers_ = 0, cluster_simulated_ = 0, cluster_tiers_ = 0;
+};
+
+}  // namespace trnsim::run
