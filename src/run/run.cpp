@@ -172,7 +172,8 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   const std::vector<model::Network*> nets = rack.networks();
   replay::FastForward ff{plan.fast_forward, cfg.sim.fast_forward_tolerance,
                          cfg.sim.fast_forward_size_tolerance};
-  replay::Replay replay("replay", w, rack, cfg.replay, rank_chip, ff,
+  replay::TraceSource source(w);  // the workload a driver replays (replay/source.hpp)
+  replay::Replay replay("replay", source, rack, cfg.replay, rank_chip, ff,
                         cluster ? cluster->scale_out : replay::ScaleOutGroups{});
   // Samples of cumulative energy and traffic, taken when an op or transfer completes at least
   // `interval` after the last one (a sampling process of its own would add timed events, and
