@@ -525,6 +525,9 @@ struct Replay::Impl : Emitter {
   bool repeats(int r, const Unit& a, const std::vector<DepSig>& a_sig, const Unit& b,
                const std::vector<DepSig>& b_sig) const {
     if (a.ops.size() != b.ops.size()) return false;
+    // A unit of an earlier batch that did not end its series there kept no signature (a source
+    // that emits a series out of order): it is not compared.
+    if (a_sig.size() != a.ops.size() || b_sig.size() != b.ops.size()) return false;
     const auto& st = state[std::size_t(r)];
     for (std::size_t j = 0; j < a.ops.size(); ++j) {
       const trace::Op& x = *st[a.ops[j]].op;
