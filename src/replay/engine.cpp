@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <exception>
 #include <map>
 #include <set>
@@ -103,7 +104,7 @@ void Machine::start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
   });
 }
 
-struct Replay::Impl {
+struct Replay::Impl : Emitter {
   model::ActivityCounter activity_;
   std::shared_ptr<spdlog::logger> log_ = logger("replay");  // trace: per-op dispatch
   // One collective: the k-th collective of a group, joined by every member.
@@ -112,9 +113,9 @@ struct Replay::Impl {
     std::vector<int> ranks;  // member index -> rank
     std::vector<const trace::Op*> ops;
     std::vector<std::size_t> op_index;
+    int joined = 0;  // members whose op has been emitted
     Schedule schedule;
     std::vector<bool> arrived;
-    sc_event arrival;
     // delivered[dst member][src member]: messages delivered so far
     std::vector<std::map<int, int>> delivered;
     std::vector<std::unique_ptr<sc_event>> delivery;  // per destination member
@@ -122,7 +123,9 @@ struct Replay::Impl {
     std::vector<std::unique_ptr<sc_event>> sent;       // per source member
     int finished = 0;
     CollectiveRecord rec;
-    sc_event never;  // waited on by members of a collective that some member never reaches
+    // Members that arrive before the last member's op was emitted wait for the plan; a
+    // collective some member never reaches is never planned (reported after the run).
+    sc_event planned;
     // Sends waiting for their destination member to join, per destination member.
     struct Waiting {
       int from;
@@ -136,11 +139,18 @@ struct Replay::Impl {
     int arrivals = 0;
     sc_event all_arrived;
   };
-  // Fast-forward: a rank's ops of one (phase, micro-batch).
+  // Fast-forward: how an op depends on the ops of its unit (their positions in it) and on how
+  // many ops outside it; two units repeat each other only if their ops' agree one to one.
+  using DepSig = std::pair<std::vector<std::size_t>, std::size_t>;
+  // Fast-forward: a rank's ops of one UnitKey (training: one phase and micro-batch).
   struct Unit {
-    std::vector<std::size_t> ops;  // op indices, in trace order
-    int previous = -1;             // the unit of the previous micro-batch it repeats, or -1
-    bool repeated = false;         // the next micro-batch's unit repeats it
+    std::vector<std::size_t> ops;  // op indices, in emission order
+    BatchId batch = 0;             // the batch its ops came in
+    int previous = -1;             // the unit before it in its series that it repeats, or -1
+    bool has_next = false;         // a later unit of its series has been compared with it
+    bool repeated = false;         // ... and repeats it
+    bool hold_back = true;         // BatchOptions::hold_back_last_unit of its batch
+    std::vector<DepSig> sig;       // kept while a unit of a later batch may be compared with it
     std::size_t done = 0;
     bool started = false, fast = false;
     sc_time first_start, last_end;
@@ -151,6 +161,8 @@ struct Replay::Impl {
     sc_event ev;
   };
   struct OpState {
+    const trace::Op* op = nullptr;    // where the source keeps it
+    BatchId batch = 0;
     int pending = 0;                  // dependencies not yet finished
     std::vector<std::size_t> dependents;
     Instance* instance = nullptr;     // for collectives
@@ -159,19 +171,36 @@ struct Replay::Impl {
     bool started = false, finished = false;
     sc_time start, end;
   };
+  struct BatchState {
+    std::size_t remaining = 0;  // ops not yet finished
+    bool started = false;
+    sc_time start;
+  };
 
-  const trace::Workload& w;
+  std::unique_ptr<WorkSource> owned_source;  // the TraceSource of a replay built from a Workload
+  WorkSource& source;
+  const int nr;  // ranks
   Machine& machine;
   config::ReplayParams params;
   FastForward ff;
   ScaleOutGroups scale_out;
   FastForwardStats ffs;
-  std::vector<std::vector<Unit>> units;         // [rank]
+  // Op states, units: deques, since batches emitted during the run append to them while op
+  // processes hold references to their elements.
+  std::vector<std::deque<Unit>> units;          // [rank]
+  std::vector<std::map<UnitKey, int>> unit_by_key;  // [rank]
   std::vector<std::vector<int>> unit_of;        // [rank][op]: its unit, -1 for none
   std::vector<std::vector<std::size_t>> position;  // [rank][op]: its index within its unit
   std::vector<int> chip_of;
-  std::vector<std::vector<OpState>> state;  // [rank][op index]
+  std::vector<std::deque<OpState>> state;  // [rank][op index]
   std::vector<std::unique_ptr<Instance>> instances;
+  // Collectives some member's op has not been emitted for yet, by (group, k); in creation order.
+  std::map<std::pair<std::string, int>, Instance*> open_instances;
+  std::vector<Instance*> unplanned;
+  std::vector<std::map<std::string, int>> collective_seq;  // [rank]: collectives per group so far
+  std::map<std::tuple<int, int, std::int64_t>, int> recv_seq;  // (src, dst, tag): recvs so far
+  std::vector<BatchState> batches;
+  std::vector<BatchId> empty_batches;  // emitted with no op: finished once the source returns
   std::map<std::tuple<int, int, std::int64_t>, Mailbox> mail;  // (src, dst, tag)
   std::vector<OpRecord> records;
   std::vector<CollectiveRecord> coll_records;
@@ -191,10 +220,16 @@ struct Replay::Impl {
     }
   }
 
-  Impl(const trace::Workload& wl, Machine& m, const config::ReplayParams& p, std::vector<int> map,
-       FastForward f, ScaleOutGroups so)
-      : w(wl), machine(m), params(p), ff(f), scale_out(std::move(so)), chip_of(std::move(map)) {
-    const int nr = w.num_ranks();
+  Impl(std::unique_ptr<WorkSource> owned, WorkSource& src, Machine& m,
+       const config::ReplayParams& p, std::vector<int> map, FastForward f, ScaleOutGroups so)
+      : owned_source(std::move(owned)),
+        source(src),
+        nr(src.num_ranks()),
+        machine(m),
+        params(p),
+        ff(f),
+        scale_out(std::move(so)),
+        chip_of(std::move(map)) {
     if (chip_of.empty()) {
       if (nr > machine.chip_count()) {
         throw TraceError(fmt::format("the workload has {} ranks but the rack has {} chips", nr,
@@ -213,43 +248,78 @@ struct Replay::Impl {
       }
     }
     state.resize(std::size_t(nr));
+    collective_seq.resize(std::size_t(nr));
     if (ff.enabled) {
       units.resize(std::size_t(nr));
+      unit_by_key.resize(std::size_t(nr));
       unit_of.resize(std::size_t(nr));
       position.resize(std::size_t(nr));
     }
-    std::map<std::pair<std::string, int>, Instance*> by_key;
-    std::map<std::string, int> next_seq_unused;
-    for (int r = 0; r < nr; ++r) {
-      const auto& rt = w.ranks[std::size_t(r)];
+    source.begin(*this);
+    finish_empty_batches();
+  }
+
+  // Emitter: registers a batch's ops, matches its collectives and receives, plans the
+  // collectives it completes and queues its ready ops (rank by rank, in emission order).
+  BatchId emit(std::span<const trace::RankTrace> ranks, BatchOptions options) override {
+    const BatchId b = BatchId(batches.size());
+    batches.emplace_back();
+    std::vector<std::pair<int, std::size_t>> firsts;  // (rank, first index of the batch)
+    std::vector<bool> seen(std::size_t(nr), false);
+    std::size_t ops = 0;
+    for (const trace::RankTrace& rt : ranks) {
+      const int r = rt.rank;
+      if (r < 0 || r >= nr) {
+        throw TraceError(fmt::format("batch {} gives ops to rank {}; the workload has ranks 0 to {}",
+                                     b, r, nr - 1));
+      }
+      if (seen[std::size_t(r)]) {
+        throw TraceError(fmt::format("batch {} gives ops to rank {} twice", b, r));
+      }
+      seen[std::size_t(r)] = true;
       auto& st = state[std::size_t(r)];
-      st.resize(rt.ops.size());
+      const std::size_t base = st.size();
+      firsts.emplace_back(r, base);
+      ops += rt.ops.size();
+      st.resize(base + rt.ops.size());
       const auto index = trace::index_by_id(rt);
-      for (std::size_t i = 0; i < rt.ops.size(); ++i) {
-        for (trace::OpId d : rt.ops[i].deps) {
+      for (std::size_t j = 0; j < rt.ops.size(); ++j) {
+        st[base + j].op = &rt.ops[j];
+        st[base + j].batch = b;
+        for (trace::OpId d : rt.ops[j].deps) {
           const auto it = index.find(d);
-          if (it == index.end()) continue;  // readers warned already
-          st[i].pending++;
-          st[it->second].dependents.push_back(i);
+          if (it == index.end()) continue;  // topological_order() names it below
+          st[base + j].pending++;
+          st[base + it->second].dependents.push_back(base + j);
         }
       }
-      if (ff.enabled) find_units(r, index);
+      if (ff.enabled) find_units(r, rt, base, index, b, options);
       // Collectives match by their order in the rank's topological order (docs/trace-format.md).
-      std::map<std::string, int> seq;
-      std::map<std::tuple<int, int, std::int64_t>, int> recv_seq;
-      for (std::size_t i : trace::topological_order(rt)) {
-        const trace::Op& op = rt.ops[i];
+      auto& seq = collective_seq[std::size_t(r)];
+      for (std::size_t j : trace::topological_order(rt)) {
+        const std::size_t i = base + j;
+        const trace::Op& op = rt.ops[j];
         if (op.kind == OpKind::recv) {
           st[i].p2p_seq = recv_seq[{op.peer, r, op.tag}]++;
         }
         if (!trace::is_collective(op.kind)) continue;
         const int k = seq[op.group]++;
-        auto& inst = by_key[{op.group, k}];
-        if (!inst) {
+        const auto key = std::pair{op.group, k};
+        Instance*& slot = open_instances[key];
+        if (!slot) {
+          const auto& groups = source.groups();
+          const auto g = groups.find(op.group);
+          if (g == groups.end()) {
+            throw TraceError(fmt::format("rank {} op {} uses group \"{}\", which the workload does "
+                                         "not define",
+                                         r, op.id, op.group));
+          }
           instances.push_back(std::make_unique<Instance>());
-          inst = instances.back().get();
+          slot = instances.back().get();
+          Instance* inst = slot;
+          unplanned.push_back(inst);
           inst->id = instances.size();
-          inst->ranks = w.groups.at(op.group);
+          inst->ranks = g->second;
           const std::size_t n = inst->ranks.size();
           inst->ops.assign(n, nullptr);
           inst->op_index.assign(n, 0);
@@ -257,7 +327,7 @@ struct Replay::Impl {
           inst->delivered.assign(n, {});
           inst->outstanding.assign(n, 0);
           inst->waiting.assign(n, {});
-          for (std::size_t j = 0; j < n; ++j) {
+          for (std::size_t m = 0; m < n; ++m) {
             inst->delivery.push_back(std::make_unique<sc_event>());
             inst->sent.push_back(std::make_unique<sc_event>());
           }
@@ -267,6 +337,7 @@ struct Replay::Impl {
           inst->rec.members = int(n);
           inst->rec.bytes = op.bytes;
         }
+        Instance* inst = slot;
         const auto pos = std::find(inst->ranks.begin(), inst->ranks.end(), r);
         if (pos == inst->ranks.end()) {
           throw TraceError(fmt::format("rank {} op {} uses group \"{}\" it is not a member of", r,
@@ -277,78 +348,172 @@ struct Replay::Impl {
         inst->op_index[std::size_t(member)] = i;
         st[i].instance = inst;
         st[i].member = member;
+        if (++inst->joined == int(inst->ranks.size())) open_instances.erase(key);
       }
     }
-    // Plan every collective whose members all reach it; the others are reported after the run.
-    for (auto& inst : instances) {
-      if (std::find(inst->ops.begin(), inst->ops.end(), nullptr) != inst->ops.end()) continue;
-      const trace::Op& op = *inst->ops[0];
-      int root_member = 0;
-      if (op.kind == OpKind::broadcast) {
-        const auto pos = std::find(inst->ranks.begin(), inst->ranks.end(), op.root);
-        root_member = pos == inst->ranks.end() ? 0 : int(pos - inst->ranks.begin());
-      }
-      std::vector<int> chips;
-      for (int r : inst->ranks) chips.push_back(chip_of[std::size_t(r)]);
-      if (const auto fo = scale_out.folded.find(inst->rec.group); fo != scale_out.folded.end()) {
-        if (inst->ops.size() != 1) {
-          throw InternalError(fmt::format("folded group {} has {} members here", fo->first,
-                                          inst->ops.size()));
-        }
-        inst->schedule = plan_folded(op, fo->second, params.collectives);
-        inst->rec.members = fo->second;
-      } else if (scale_out.unfolded.count(inst->rec.group)) {
-        config::CollectiveParams cp = params.collectives;
-        cp.algorithm = CollectiveAlgorithm::rdh;
-        inst->schedule = plan_collective(inst->ops, root_member, cp, machine.layout(chips));
+    batches[b].remaining = ops;
+    // Plan every collective whose members have all been emitted; the others wait for theirs (or
+    // are reported after the run).
+    std::size_t kept = 0;
+    for (Instance* inst : unplanned) {
+      if (inst->joined == int(inst->ranks.size())) {
+        plan(*inst);
       } else {
-        inst->schedule = plan_collective(inst->ops, root_member, params.collectives,
-                                         machine.layout(chips));
+        unplanned[kept++] = inst;
       }
-      for (const auto& note : inst->schedule.notes) {
-        if (warned.insert(note).second) log_->warn("{}", note);
+    }
+    unplanned.resize(kept);
+    for (const auto& [r, base] : firsts) {
+      const auto& st = state[std::size_t(r)];
+      for (std::size_t i = base; i < st.size(); ++i) {
+        if (st[i].pending == 0) ready.emplace_back(r, i);
       }
-      inst->rec.algorithm = inst->schedule.algorithm;
-      inst->rec.rings = inst->schedule.rings;
-      for (auto b : bytes_sent(inst->schedule)) inst->rec.wire_bytes += b;
+    }
+    if (sc_core::sc_is_running() && !ready_empty()) ready_ev.notify(sc_core::SC_ZERO_TIME);
+    if (ops == 0) empty_batches.push_back(b);
+    return b;
+  }
+
+  void plan(Instance& inst) {
+    const trace::Op& op = *inst.ops[0];
+    int root_member = 0;
+    if (op.kind == OpKind::broadcast) {
+      const auto pos = std::find(inst.ranks.begin(), inst.ranks.end(), op.root);
+      root_member = pos == inst.ranks.end() ? 0 : int(pos - inst.ranks.begin());
+    }
+    std::vector<int> chips;
+    for (int r : inst.ranks) chips.push_back(chip_of[std::size_t(r)]);
+    if (const auto fo = scale_out.folded.find(inst.rec.group); fo != scale_out.folded.end()) {
+      if (inst.ops.size() != 1) {
+        throw InternalError(fmt::format("folded group {} has {} members here", fo->first,
+                                        inst.ops.size()));
+      }
+      inst.schedule = plan_folded(op, fo->second, params.collectives);
+      inst.rec.members = fo->second;
+    } else if (scale_out.unfolded.count(inst.rec.group)) {
+      config::CollectiveParams cp = params.collectives;
+      cp.algorithm = CollectiveAlgorithm::rdh;
+      inst.schedule = plan_collective(inst.ops, root_member, cp, machine.layout(chips));
+    } else {
+      inst.schedule = plan_collective(inst.ops, root_member, params.collectives,
+                                      machine.layout(chips));
+    }
+    for (const auto& note : inst.schedule.notes) {
+      if (warned.insert(note).second) log_->warn("{}", note);
+    }
+    inst.rec.algorithm = inst.schedule.algorithm;
+    inst.rec.rings = inst.schedule.rings;
+    for (auto bytes : bytes_sent(inst.schedule)) inst.rec.wire_bytes += bytes;
+    if (sc_core::sc_is_running()) inst.planned.notify(sc_core::SC_ZERO_TIME);
+  }
+
+  // Tells the source about batches emitted with no op (they may emit more).
+  void finish_empty_batches() {
+    while (!empty_batches.empty()) {
+      const BatchId b = empty_batches.front();
+      empty_batches.erase(empty_batches.begin());
+      const sc_time now = sc_core::sc_time_stamp();
+      source.finished({b, now, now}, *this);
     }
   }
 
-  // Fast-forward: the units of rank r and which repeat the previous micro-batch's.
-  void find_units(int r, const std::unordered_map<trace::OpId, std::size_t>& index) {
-    const auto& ops = w.ranks[std::size_t(r)].ops;
+  // Fast-forward: the units of the ops of rank r that a batch `b` emitted (from index `base` on,
+  // `index` their positions in `rt` by id), and which of them repeat the one before them in their
+  // series.
+  void find_units(int r, const trace::RankTrace& rt, std::size_t base,
+                  const std::unordered_map<trace::OpId, std::size_t>& index, BatchId b,
+                  const BatchOptions& options) {
     auto& us = units[std::size_t(r)];
     auto& uo = unit_of[std::size_t(r)];
     auto& pos = position[std::size_t(r)];
-    uo.assign(ops.size(), -1);
-    pos.assign(ops.size(), 0);
-    std::map<std::pair<int, int>, int> by_key;  // (phase, micro-batch) -> unit
-    for (std::size_t i = 0; i < ops.size(); ++i) {
-      const auto phase = trace::infer_phase(ops[i]);
-      const auto mb = trace::infer_micro_batch(ops[i]);
-      if (!phase || !mb || (*phase != trace::Phase::forward && *phase != trace::Phase::backward)) {
-        continue;
+    auto& by_key = unit_by_key[std::size_t(r)];
+    uo.resize(base + rt.ops.size(), -1);
+    pos.resize(base + rt.ops.size(), 0);
+    std::vector<std::map<UnitKey, int>::iterator> fresh;
+    for (std::size_t j = 0; j < rt.ops.size(); ++j) {
+      const auto key = source.unit_key(r, rt.ops[j]);
+      if (!key) continue;
+      auto [it, created] = by_key.try_emplace(*key, int(us.size()));
+      Unit* u;
+      if (created) {
+        us.emplace_back();
+        u = &us.back();
+        u->batch = b;
+        u->hold_back = options.hold_back_last_unit;
+        fresh.push_back(it);
+      } else {
+        u = &us[std::size_t(it->second)];
+        if (u->batch != b) {
+          throw TraceError(fmt::format("rank {} op {} of batch {}: its fast-forward unit (series "
+                                       "{}, position {}) came in batch {}; a unit's ops come in "
+                                       "one batch",
+                                       r, rt.ops[j].id, b, key->series, key->position, u->batch));
+        }
       }
-      auto [it, fresh] = by_key.try_emplace({int(*phase), *mb}, int(us.size()));
-      if (fresh) us.emplace_back();
-      uo[i] = it->second;
-      pos[i] = us[std::size_t(it->second)].ops.size();
-      us[std::size_t(it->second)].ops.push_back(i);
+      uo[base + j] = it->second;
+      pos[base + j] = u->ops.size();
+      u->ops.push_back(base + j);
     }
-    ffs.units += us.size();
-    // Keys in order: a unit's predecessor is the one before it of the same phase.
-    const std::pair<int, int>* last = nullptr;
-    int last_unit = -1;
-    for (const auto& [key, u] : by_key) {
-      if (last && last->first == key.first && repeats(r, index, us[std::size_t(last_unit)],
-                                                        us[std::size_t(u)])) {
-        us[std::size_t(u)].previous = last_unit;
-        us[std::size_t(last_unit)].repeated = true;
-        ffs.repeating_units++;
+    ffs.units += fresh.size();
+    // In key order: a unit's predecessor is the one before it of the same series.
+    std::sort(fresh.begin(), fresh.end(),
+              [](const auto& x, const auto& y) { return x->first < y->first; });
+    int last_fresh = -1;
+    std::vector<DepSig> last_sig;
+    for (const auto& it : fresh) {
+      const int u = it->second;
+      std::vector<DepSig> sig = signature(r, us[std::size_t(u)], rt, base, index);
+      if (it != by_key.begin()) {
+        const auto prev = std::prev(it);
+        Unit& p = us[std::size_t(prev->second)];
+        if (prev->first.series == it->first.series && !p.has_next) {
+          const std::vector<DepSig>& psig = prev->second == last_fresh ? last_sig : p.sig;
+          p.has_next = true;
+          if (repeats(r, p, psig, us[std::size_t(u)], sig)) {
+            us[std::size_t(u)].previous = prev->second;
+            p.repeated = true;
+            ffs.repeating_units++;
+          }
+          if (p.batch != b) std::vector<DepSig>().swap(p.sig);  // compared: no longer needed
+        }
       }
-      last = &key;
-      last_unit = u;
+      last_fresh = u;
+      last_sig = std::move(sig);
     }
+    // A unit that ends its series here may be compared with a unit of a later batch.
+    for (const auto& it : fresh) {
+      const auto next = std::next(it);
+      if (next != by_key.end() && next->first.series == it->first.series) continue;
+      Unit& u = us[std::size_t(it->second)];
+      u.sig = it->second == last_fresh ? last_sig : signature(r, u, rt, base, index);
+    }
+  }
+
+  // How each op of unit `u` (emitted in `rt` from index `base` on) depends on the ops of `u` and
+  // on others.
+  std::vector<DepSig> signature(int r, const Unit& u, const trace::RankTrace& rt,
+                                std::size_t base,
+                                const std::unordered_map<trace::OpId, std::size_t>& index) const {
+    const auto& uo = unit_of[std::size_t(r)];
+    const auto& pos = position[std::size_t(r)];
+    std::vector<DepSig> out;
+    out.reserve(u.ops.size());
+    for (std::size_t i : u.ops) {
+      DepSig s;
+      for (trace::OpId d : rt.ops[i - base].deps) {
+        const auto it = index.find(d);
+        if (it == index.end()) continue;
+        const std::size_t k = base + it->second;
+        if (uo[k] == uo[i]) {
+          s.first.push_back(pos[k]);
+        } else {
+          ++s.second;
+        }
+      }
+      std::sort(s.first.begin(), s.first.end());
+      out.push_back(std::move(s));
+    }
+    return out;
   }
 
   bool close(double a, double b) const {
@@ -357,34 +522,20 @@ struct Replay::Impl {
 
   // Whether unit b of rank r repeats unit a: ops that match one to one, with the same
   // dependencies within the unit and as many outside it.
-  bool repeats(int r, const std::unordered_map<trace::OpId, std::size_t>& index, const Unit& a,
-               const Unit& b) const {
+  bool repeats(int r, const Unit& a, const std::vector<DepSig>& a_sig, const Unit& b,
+               const std::vector<DepSig>& b_sig) const {
     if (a.ops.size() != b.ops.size()) return false;
-    const auto& ops = w.ranks[std::size_t(r)].ops;
-    const auto& uo = unit_of[std::size_t(r)];
-    const auto& pos = position[std::size_t(r)];
-    auto deps = [&](std::size_t i) {
-      std::vector<std::size_t> inside;
-      std::size_t outside = 0;
-      for (trace::OpId d : ops[i].deps) {
-        const auto it = index.find(d);
-        if (it == index.end()) continue;
-        if (uo[it->second] == uo[i]) {
-          inside.push_back(pos[it->second]);
-        } else {
-          ++outside;
-        }
-      }
-      std::sort(inside.begin(), inside.end());
-      return std::pair{inside, outside};
-    };
+    // A unit of an earlier batch that did not end its series there kept no signature (a source
+    // that emits a series out of order): it is not compared.
+    if (a_sig.size() != a.ops.size() || b_sig.size() != b.ops.size()) return false;
+    const auto& st = state[std::size_t(r)];
     for (std::size_t j = 0; j < a.ops.size(); ++j) {
-      const trace::Op& x = ops[a.ops[j]];
-      const trace::Op& y = ops[b.ops[j]];
+      const trace::Op& x = *st[a.ops[j]].op;
+      const trace::Op& y = *st[b.ops[j]].op;
       if (x.kind != y.kind || x.group != y.group || x.peer != y.peer || x.dtype != y.dtype ||
           x.root != y.root || !close(trace::op_flops(x), trace::op_flops(y)) ||
           !close(trace::comm_bytes(x), trace::comm_bytes(y)) ||
-          !close(double(x.elements), double(y.elements)) || deps(a.ops[j]) != deps(b.ops[j])) {
+          !close(double(x.elements), double(y.elements)) || a_sig[j] != b_sig[j]) {
         return false;
       }
     }
@@ -395,9 +546,12 @@ struct Replay::Impl {
   // finished and took times within the tolerance of each other, and it is not the last of its
   // run: what follows the run (a pipeline's drain, the gradient synchronisation) overlaps the
   // last repetition, which therefore differs from the steady state (the last backward
-  // micro-batch of the default step takes 14 % longer than the one before it).
+  // micro-batch of the default step takes 14 % longer than the one before it). A unit nothing
+  // has been compared with yet is the last of its run only if its batch holds it back
+  // (BatchOptions::hold_back_last_unit).
   void decide(int r, Unit& u) {
-    if (u.previous < 0 || !u.repeated) return;
+    if (u.previous < 0) return;
+    if (!u.repeated && (u.has_next || u.hold_back)) return;
     const Unit& p = units[std::size_t(r)][std::size_t(u.previous)];
     if (!p.complete() || p.previous < 0) return;
     const Unit& pp = units[std::size_t(r)][std::size_t(p.previous)];
@@ -408,7 +562,7 @@ struct Replay::Impl {
     if (u.fast) ffs.units_fast_forwarded++;
   }
 
-  // The index of the op of the previous micro-batch that op i of rank r repeats, when its unit
+  // The index of the op of the previous repetition that op i of rank r repeats, when its unit
   // is fast; -1 otherwise.
   std::ptrdiff_t counterpart_index(int r, std::size_t i) const {
     if (!ff.enabled) return -1;
@@ -470,7 +624,7 @@ struct Replay::Impl {
   // comes near it, so below it the start order, and every result, is what it was without it.
   static constexpr std::size_t kMinLiveOps = 4096, kMaxLiveOpsCap = 24576;
   const std::size_t max_live_ops =
-      std::clamp<std::size_t>(16 * std::size_t(w.num_ranks()), kMinLiveOps, kMaxLiveOpsCap);
+      std::clamp<std::size_t>(16 * std::size_t(nr), kMinLiveOps, kMaxLiveOpsCap);
   std::size_t live_ops = 0, peak_live_ops = 0;
   // An op process that has finished its op waits for the next one instead of ending: spawning
   // one per op mapped, protected and unmapped a stack 468K times in the default run (a third of
@@ -517,12 +671,8 @@ struct Replay::Impl {
     sc_core::sc_spawn([this, &p] { op_process_loop(p); }, nullptr, &opt);
   }
 
+  // The ops ready at the start were queued when their batches were emitted (emit()).
   void dispatch() {
-    for (int r = 0; r < w.num_ranks(); ++r) {
-      for (std::size_t i = 0; i < state[std::size_t(r)].size(); ++i) {
-        if (state[std::size_t(r)][i].pending == 0) ready.emplace_back(r, i);
-      }
-    }
     for (;;) {
       while (!ready_empty() && live_ops < max_live_ops) {
         const auto [r, i] = ready[ready_head++];
@@ -538,9 +688,13 @@ struct Replay::Impl {
 
   void run_op(int r, std::size_t i) {
     auto& s = state[std::size_t(r)][i];
-    const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
+    const trace::Op& op = *s.op;
     s.started = true;
     s.start = sc_core::sc_time_stamp();
+    if (BatchState& bs = batches[s.batch]; !bs.started) {
+      bs.started = true;
+      bs.start = s.start;
+    }
     const int chip = chip_of[std::size_t(r)];
     Unit* unit = nullptr;
     if (ff.enabled && unit_of[std::size_t(r)][i] >= 0) {
@@ -560,7 +714,7 @@ struct Replay::Impl {
     if (trace::is_compute(op.kind) || op.kind == OpKind::mem_load ||
         op.kind == OpKind::mem_store) {
       if (same) {  // timed from its counterpart, counted but not simulated
-        machine.fast_compute(chip, op, w.ranks[std::size_t(r)].ops[std::size_t(same_index)],
+        machine.fast_compute(chip, op, *state[std::size_t(r)][std::size_t(same_index)].op,
                              same->end - same->start);
         ffs.ops_fast_forwarded++;
         ffs.compute_fast_forwarded++;
@@ -614,6 +768,11 @@ struct Replay::Impl {
     for (std::size_t d : s.dependents) {
       if (--state[std::size_t(r)][d].pending == 0) spawn(r, d);
     }
+    // The batch's last op: the source may emit more (which may grow this rank's ops).
+    if (--batches[s.batch].remaining == 0) {
+      source.finished({s.batch, batches[s.batch].start, s.end}, *this);
+      finish_empty_batches();
+    }
   }
 
   void run_collective(Instance& inst, int me, int chip) {
@@ -627,10 +786,8 @@ struct Replay::Impl {
     // Sends that were waiting for this member to join go out now.
     auto waiting = std::move(inst.waiting[m]);
     for (const auto& ws : waiting) send(inst, ws.from, me, ws.bytes, ws.pieces);
-    if (inst.schedule.members.empty()) {
-      model::wait_counted(activity_, inst.never);  // unplanned: a member never reaches it; reported after the run
-      return;
-    }
+    // Unplanned: a member's op has not been emitted yet (or never will be: reported after the run).
+    while (inst.schedule.members.empty()) model::wait_counted(activity_, inst.planned);
     const trace::DType dtype = inst.ops[m]->dtype;
     std::map<int, int> expected;  // cumulative messages expected from each source
     std::map<int, int> mirror_base;  // folded replicas: messages counted before this step
@@ -755,8 +912,10 @@ struct Replay::Impl {
   }
 
   std::string describe_op(int r, std::size_t i) const {
-    const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
-    return fmt::format("rank {} op {}{} ({})", r, op.id,
+    const OpState& s = state[std::size_t(r)][i];
+    const trace::Op& op = *s.op;
+    return fmt::format("rank {} op {}{}{} ({})", r, op.id,
+                       batches.size() > 1 ? fmt::format(" of batch {}", s.batch) : "",
                        op.name.empty() ? "" : fmt::format(" \"{}\"", op.name),
                        trace::kind_name(op.kind));
   }
@@ -766,7 +925,7 @@ struct Replay::Impl {
     std::vector<std::string> problems;
     std::set<const Instance*> reported;
     std::size_t unfinished = 0;
-    for (int r = 0; r < w.num_ranks(); ++r) {
+    for (int r = 0; r < nr; ++r) {
       for (std::size_t i = 0; i < state[std::size_t(r)].size(); ++i) {
         const OpState& s = state[std::size_t(r)][i];
         if (s.finished) continue;
@@ -778,7 +937,7 @@ struct Replay::Impl {
           continue;
         }
         if (!s.started) continue;  // blocked behind an unfinished dependency
-        const trace::Op& op = w.ranks[std::size_t(r)].ops[i];
+        const trace::Op& op = *s.op;
         if (s.instance) {
           if (!reported.insert(s.instance).second) continue;
           std::vector<int> arrived, missing;
@@ -808,13 +967,25 @@ struct Replay::Impl {
   }
 };
 
+Replay::Replay(const sc_core::sc_module_name& name, WorkSource& source, Machine& machine,
+               const config::ReplayParams& params, std::vector<int> rank_to_chip,
+               FastForward fast_forward, ScaleOutGroups scale_out)
+    : sc_core::sc_module(name),
+      impl_(std::make_unique<Impl>(nullptr, source, machine, params, std::move(rank_to_chip),
+                                   fast_forward, std::move(scale_out))) {
+  SC_HAS_PROCESS(Replay);
+  SC_THREAD(start);
+}
+
 Replay::Replay(const sc_core::sc_module_name& name, const trace::Workload& workload,
                Machine& machine, const config::ReplayParams& params,
                std::vector<int> rank_to_chip, FastForward fast_forward,
                ScaleOutGroups scale_out)
-    : sc_core::sc_module(name),
-      impl_(std::make_unique<Impl>(workload, machine, params, std::move(rank_to_chip),
-                                   fast_forward, std::move(scale_out))) {
+    : sc_core::sc_module(name) {
+  auto source = std::make_unique<TraceSource>(workload);
+  WorkSource& s = *source;
+  impl_ = std::make_unique<Impl>(std::move(source), s, machine, params, std::move(rank_to_chip),
+                                 fast_forward, std::move(scale_out));
   SC_HAS_PROCESS(Replay);
   SC_THREAD(start);
 }
@@ -824,6 +995,10 @@ Replay::~Replay() = default;
 void Replay::start() { impl_->dispatch(); }
 void Replay::check_finished() const { impl_->check_finished(); }
 const std::vector<OpRecord>& Replay::records() const { return impl_->records; }
+const trace::Op& Replay::op(int rank, std::size_t index) const {
+  return *impl_->state.at(std::size_t(rank)).at(index).op;
+}
+std::size_t Replay::batches() const { return impl_->batches.size(); }
 const std::vector<CollectiveRecord>& Replay::collectives() const { return impl_->coll_records; }
 sc_core::sc_time Replay::makespan() const { return impl_->last_end; }
 FastForwardStats Replay::fast_forward_stats() const { return impl_->ffs; }

@@ -230,6 +230,12 @@ constexpr std::uint64_t kElementCap = 1ULL << 27;
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
                                                          const trace::Workload& w, int parallel,
                                                          bool op_heads) {
+  return calibrate_workload(plan, replay::TraceSource(w), parallel, op_heads);
+}
+
+std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
+                                                         const replay::WorkSource& source,
+                                                         int parallel, bool op_heads) {
   std::vector<std::string> notes;  // the rack notes the same substitutions when it runs them
   std::vector<model::ComputeOp> ops;
   struct Sizes {
@@ -246,24 +252,22 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
       s.sizes.insert(model::grid_size(c, dim));
     }
   };
-  for (const auto& rank : w.ranks) {
-    for (const auto& op : rank.ops) {
-      if (trace::is_compute(op.kind) || op.kind == trace::OpKind::mem_load ||
-          op.kind == trace::OpKind::mem_store) {
-        if (auto c = to_compute_op(op, plan.params, notes)) {
-          ++trace_ops;
-          add(*c);
-          // A tile chip that fast-forwards inside ops times an op from its head's profile too.
-          if (op_heads && plan.op_head < 1) {
-            const model::ComputeOp head = model::op_head(*c, plan.op_head, plan.params.cores);
-            if (model::op_key(head) != model::op_key(*c)) add(head);
-          }
+  source.calibration_ops([&](const trace::Op& op) {
+    if (trace::is_compute(op.kind) || op.kind == trace::OpKind::mem_load ||
+        op.kind == trace::OpKind::mem_store) {
+      if (auto c = to_compute_op(op, plan.params, notes)) {
+        ++trace_ops;
+        add(*c);
+        // A tile chip that fast-forwards inside ops times an op from its head's profile too.
+        if (op_heads && plan.op_head < 1) {
+          const model::ComputeOp head = model::op_head(*c, plan.op_head, plan.params.cores);
+          if (model::op_key(head) != model::op_key(*c)) add(head);
         }
       }
     }
-  }
+  });
   // Reductions of collectives run on the collective DMA engines (Rack::reduce), not on the
-  // compute model; only the trace's own ops are calibrated.
+  // compute model; only the source's own ops are calibrated.
   std::map<std::string, std::vector<std::uint64_t>> grids;
   for (const auto& [key, s] : by_grid) {
     if (s.sizes.size() <= kMaxExactSizes) continue;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "chip/op_profile.hpp"
+#include "trnsim/replay/source.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/trace/workload.hpp"
 
@@ -39,11 +40,15 @@ std::vector<std::uint64_t> grid_sizes(std::uint64_t max_elements);
 std::vector<std::uint64_t> grid_points(std::uint64_t unit, std::uint64_t lo, std::uint64_t hi,
                                        std::uint64_t cap);
 
-// The table the op-level chips of a run of `w` on `plan` replay from: the exact profile of each
-// distinct compute op of the trace, except for kinds of op with many sizes (grid_key()), which are
-// calibrated on grid_points() and interpolated. `op_heads`: the plan's compute model times op
-// heads (registry capability times_op_heads), so each op's head (plan.op_head < 1) is measured
-// too.
+// The table the op-level chips of a run of `source` on `plan` replay from: the exact profile of
+// each distinct compute op the source declares (WorkSource::calibration_ops(); a trace: its
+// ops), except for kinds of op with many sizes (grid_key()), which are calibrated on
+// grid_points() and interpolated. `op_heads`: the plan's compute model times op heads (registry
+// capability times_op_heads), so each op's head (plan.op_head < 1) is measured too.
+std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
+                                                         const replay::WorkSource& source,
+                                                         int parallel, bool op_heads);
+// The same for a trace (a replay::TraceSource of `w`).
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
                                                          const trace::Workload& w, int parallel,
                                                          bool op_heads);

@@ -132,7 +132,7 @@ void Simulation::calibrate() {
   // profiles, so a run of any compute model with it calibrates too.
   const auto& compute = s.models.compute->capabilities;
   if (compute.needs_calibration || s.plan->fast_forward) {
-    s.calibration = calibrate_workload(s.plan->chip, s.driver.calibration_workload(),
+    s.calibration = calibrate_workload(s.plan->chip, s.driver.source(),
                                        kCalibrationJobs, compute.times_op_heads);
   }
   s.tc = Clock::now();

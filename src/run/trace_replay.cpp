@@ -29,6 +29,7 @@ void TraceReplay::plan(const Setup& s) {
     cluster_tiers_ = plan.scale_out->tiers();
   }
   const trace::Workload& w = workload();
+  source_ = std::make_unique<replay::TraceSource>(w);
   logger("run")->info("{}: {} chips, workload {} ({} ranks)", cfg.rack->name,
                       plan.topology.chip_count(), w.name, w.num_ranks());
   // A replica's chips: its UltraServers' (/cluster/ultraservers_per_replica).
@@ -53,7 +54,7 @@ void TraceReplay::elaborate(const Setup& s, replay::Machine& machine) {
   replay::FastForward ff{s.plan.fast_forward, cfg.sim.fast_forward_tolerance,
                          cfg.sim.fast_forward_size_tolerance};
   replay_ = std::make_unique<replay::Replay>(
-      "replay", workload(), machine, cfg.replay, rank_chip_, ff,
+      "replay", *source_, machine, cfg.replay, rank_chip_, ff,
       cluster_ ? cluster_->scale_out : replay::ScaleOutGroups{});
 }
 

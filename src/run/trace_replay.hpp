@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "trnsim/replay/engine.hpp"
+#include "trnsim/replay/source.hpp"
 #include "trnsim/run/cluster.hpp"
 #include "trnsim/run/simulation.hpp"
 
@@ -21,7 +22,7 @@ class TraceReplay : public Driver {
   ~TraceReplay() override;
 
   void plan(const Setup& s) override;
-  const trace::Workload& calibration_workload() const override { return workload(); }
+  const replay::WorkSource& source() const override { return *source_; }
   void elaborate(const Setup& s, replay::Machine& machine) override;
   std::vector<int> used_chips() const override;
   std::string name() const override;
@@ -38,6 +39,7 @@ class TraceReplay : public Driver {
   std::shared_ptr<const ClusterWorkload> cluster_;
   std::vector<int> rank_chip_;
   std::size_t ops_total_ = 0;
+  std::unique_ptr<replay::TraceSource> source_;  // of workload()
   std::unique_ptr<replay::Replay> replay_;
   int cluster_ultraservers_ = 0, cluster_simulated_ = 0, cluster_tiers_ = 0;
 };

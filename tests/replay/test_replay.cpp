@@ -8,8 +8,11 @@
 #include <systemc>
 
 #include <algorithm>
+#include <deque>
 #include <functional>
 #include <map>
+#include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -506,4 +509,308 @@ TEST(Replay, FastForwardNeedsMatchingSizes) {
   EXPECT_EQ(f.units_fast_forwarded, 0u);
   EXPECT_EQ(m.charged, 0);
   EXPECT_EQ(m.transfers, 6 * 4);
+}
+
+// ---- work emitted during the run (replay/source.hpp) -------------------------------------------
+
+namespace {
+
+// A generator on two ranks: `iterations` iterations, each emitted as one batch when the one
+// before has finished (a serving scheduler's loop). An iteration is, per rank, a GEMM of
+// 2 GFLOP (2 ms at 1 TFLOP/s), then an all-reduce of 1 MB on both ranks (a ring of two: two
+// steps of 1 us + 500 KB / 100 GB/s = 12 us): T = 2 ms + 12 us. Its ops' fast-forward unit is
+// (series 0, the iteration).
+class Iterations : public WorkSource {
+ public:
+  // `positions[k]`: iteration k's position in its series (k when empty).
+  explicit Iterations(int iterations, BatchOptions options = {}, std::vector<int> positions = {})
+      : n_(iterations), options_(options), positions_(std::move(positions)) {}
+  int num_ranks() const override { return 2; }
+  const std::map<std::string, std::vector<int>>& groups() const override { return groups_; }
+  void begin(Emitter& out) override { emit_next(out); }
+  void finished(const BatchDone& d, Emitter& out) override {
+    done.push_back(d);
+    if (next_ < n_) emit_next(out);
+  }
+  std::optional<UnitKey> unit_key(int, const trace::Op& op) const override {
+    return UnitKey{0, *op.micro_batch};
+  }
+  void calibration_ops(const OpVisitor& visit) const override {
+    visit(gemm(0, 1000, 1000, 1000));
+  }
+  std::vector<BatchDone> done;
+  std::vector<BatchId> ids;
+
+ private:
+  void emit_next(Emitter& out) {
+    auto& batch = batches_.emplace_back(2);
+    for (int r = 0; r < 2; ++r) {
+      trace::RankTrace& rt = batch[std::size_t(r)];
+      rt.rank = r;
+      trace::Op g = gemm(0, 1000, 1000, 1000);
+      g.name = fmt::format("it{}.gemm", next_);
+      trace::Op a = coll(1, OpKind::all_reduce, "world", 1'000'000, {0});
+      a.name = fmt::format("it{}.ar", next_);
+      g.micro_batch = a.micro_batch = positions_.empty() ? next_ : positions_[std::size_t(next_)];
+      rt.ops = {g, a};
+    }
+    ++next_;
+    ids.push_back(out.emit(batch, options_));
+  }
+  int n_, next_ = 0;
+  BatchOptions options_;
+  std::vector<int> positions_;
+  std::map<std::string, std::vector<int>> groups_{{"world", {0, 1}}};
+  std::deque<std::vector<trace::RankTrace>> batches_;  // emitted ops stay in place
+};
+
+constexpr double kIterationNs = 2e6 + 12e3;
+
+}  // namespace
+
+// N iterations one after another: the makespan is N x T; each batch finishes at (k + 1) T and
+// the source hears of it then; records number each rank's ops over all batches; the k-th
+// all-reduce of the group is the k-th iteration's.
+TEST(Replay, GeneratedIterationsRunOneAfterAnother) {
+  const int n = 4;
+  Iterations source(n);
+  SimpleMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", source, m, forced(CollectiveAlgorithm::ring));
+  EXPECT_EQ(replay.batches(), 1u);  // the first iteration, emitted at elaboration
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), n * kIterationNs, 1e-3);
+  EXPECT_EQ(replay.batches(), std::size_t(n));
+  EXPECT_EQ(source.ids, (std::vector<BatchId>{0, 1, 2, 3}));
+  ASSERT_EQ(source.done.size(), std::size_t(n));
+  for (int k = 0; k < n; ++k) {
+    SCOPED_TRACE(k);
+    EXPECT_EQ(source.done[std::size_t(k)].batch, BatchId(k));
+    EXPECT_NEAR(ns(source.done[std::size_t(k)].start), k * kIterationNs, 1e-3);
+    EXPECT_NEAR(ns(source.done[std::size_t(k)].end), (k + 1) * kIterationNs, 1e-3);
+  }
+  ASSERT_EQ(replay.records().size(), std::size_t(4 * n));
+  for (const OpRecord& r : replay.records()) {
+    const int k = int(r.index / 2);
+    EXPECT_EQ(replay.op(r.rank, r.index).name,
+              r.index % 2 ? fmt::format("it{}.ar", k) : fmt::format("it{}.gemm", k));
+    EXPECT_NEAR(ns(r.start), k * kIterationNs + (r.index % 2 ? 2e6 : 0.0), 1e-3);
+  }
+  ASSERT_EQ(replay.collectives().size(), std::size_t(n));
+  for (int k = 0; k < n; ++k) EXPECT_EQ(replay.collectives()[std::size_t(k)].sequence, k);
+  EXPECT_EQ(m.transfers, n * 2 * 2);
+  EXPECT_THROW(replay.op(0, std::size_t(2 * n)), std::out_of_range);
+}
+
+// Fast-forward on emitted work: iterations 1 to 5 repeat the one before; 0 and 1 are steady, so
+// 2 to 5 are timed from the one before, the last too (BatchOptions::hold_back_last_unit false:
+// nothing of its batch follows it). Makespan 6 T as simulated; of 6 iterations' 4 transfers,
+// 4 iterations' are charged instead.
+TEST(Replay, FastForwardTimesRepeatedGeneratedIterations) {
+  Iterations source(6, BatchOptions{false});
+  ChargingMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", source, m, forced(CollectiveAlgorithm::ring), {},
+                FastForward{true, 0.02, 0.1});
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 6 * kIterationNs, 1e-3);
+  const FastForwardStats f = replay.fast_forward_stats();
+  EXPECT_EQ(f.units, 12u);
+  EXPECT_EQ(f.repeating_units, 10u);
+  EXPECT_EQ(f.units_fast_forwarded, 8u);
+  EXPECT_EQ(f.collectives_fast_forwarded, 4u);
+  EXPECT_EQ(f.compute_fast_forwarded, 8u);
+  EXPECT_EQ(m.computed, 2 * 2);
+  EXPECT_EQ(m.transfers, 2 * 4);
+  EXPECT_EQ(m.charged, 4 * 4);
+  EXPECT_DOUBLE_EQ(m.charged_bytes, 16 * 500'000.0);
+  EXPECT_EQ(m.fast_names.front(), "it2.gemm<it1.gemm");
+  EXPECT_EQ(m.fast_names.back(), "it5.gemm<it4.gemm");
+}
+
+// Held back (the default, a trace's rule): each iteration is the last unit of its batch, so
+// none is fast-forwarded, though they repeat one another.
+TEST(Replay, FastForwardHoldsBackTheLastUnitOfABatchByDefault) {
+  Iterations source(6);
+  ChargingMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", source, m, forced(CollectiveAlgorithm::ring), {},
+                FastForward{true, 0.02, 0.1});
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 6 * kIterationNs, 1e-3);
+  EXPECT_EQ(replay.fast_forward_stats().repeating_units, 10u);
+  EXPECT_EQ(replay.fast_forward_stats().units_fast_forwarded, 0u);
+  EXPECT_EQ(m.charged, 0);
+  EXPECT_EQ(m.transfers, 6 * 4);
+}
+
+namespace {
+
+// Rank 0's all-reduce comes at elaboration (batch 0), with a 5 us delay on rank 1 (batch 1);
+// rank 1's all-reduce (batch 2) only when the delay has finished.
+class LateMember : public WorkSource {
+ public:
+  int num_ranks() const override { return 2; }
+  const std::map<std::string, std::vector<int>>& groups() const override { return groups_; }
+  void begin(Emitter& out) override {
+    first_[0].ops = {coll(0, OpKind::all_reduce, "world", 1'000'000)};
+    trace::Op d;
+    d.id = 0;
+    d.kind = OpKind::delay;
+    d.duration = Duration(5e-6);
+    wait_[0].rank = 1;
+    wait_[0].ops = {d};
+    out.emit(first_);
+    out.emit(wait_);
+  }
+  void finished(const BatchDone& d, Emitter& out) override {
+    done.push_back(d);
+    if (d.batch != 1) return;
+    late_[0].rank = 1;
+    late_[0].ops = {coll(0, OpKind::all_reduce, "world", 1'000'000)};
+    out.emit(late_);
+  }
+  void calibration_ops(const OpVisitor&) const override {}
+  std::vector<BatchDone> done;
+
+ private:
+  std::map<std::string, std::vector<int>> groups_{{"world", {0, 1}}};
+  std::vector<trace::RankTrace> first_{1}, wait_{1}, late_{1};
+};
+
+}  // namespace
+
+// A collective whose last member is emitted later is planned then; the members that arrived
+// wait for it: the all-reduce runs from 5 us, T = 5 us + 2 (1 us + 5 us) = 17 us.
+TEST(Replay, CollectiveMembersMayComeInLaterBatches) {
+  LateMember source;
+  SimpleMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", source, m, forced(CollectiveAlgorithm::ring));
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 17000.0, 1e-3);
+  ASSERT_EQ(replay.collectives().size(), 1u);
+  EXPECT_NEAR(ns(replay.collectives()[0].first_arrival), 0.0, 1e-3);
+  EXPECT_NEAR(ns(replay.collectives()[0].last_arrival), 5000.0, 1e-3);
+  ASSERT_EQ(source.done.size(), 3u);
+  EXPECT_EQ(source.done[0].batch, 1u);
+  EXPECT_NEAR(ns(source.done[0].end), 5000.0, 1e-3);
+  EXPECT_NEAR(ns(source.done[1].end), 17000.0, 1e-3);
+  EXPECT_NEAR(ns(source.done[2].end), 17000.0, 1e-3);
+  EXPECT_EQ(replay.records().size(), 3u);
+}
+
+namespace {
+
+// Emits `first` at elaboration and `then` when it has finished.
+class TwoBatches : public WorkSource {
+ public:
+  TwoBatches(std::vector<trace::RankTrace> first, std::vector<trace::RankTrace> then)
+      : first_(std::move(first)), then_(std::move(then)) {}
+  int num_ranks() const override { return 2; }
+  const std::map<std::string, std::vector<int>>& groups() const override { return groups_; }
+  void begin(Emitter& out) override { out.emit(first_); }
+  void finished(const BatchDone& d, Emitter& out) override {
+    if (d.batch == 0) out.emit(then_);
+  }
+  void calibration_ops(const OpVisitor&) const override {}
+
+ private:
+  std::vector<trace::RankTrace> first_, then_;
+  std::map<std::string, std::vector<int>> groups_{{"world", {0, 1}}};
+};
+
+trace::RankTrace rank_ops(int rank, std::vector<trace::Op> ops) {
+  trace::RankTrace rt;
+  rt.rank = rank;
+  rt.ops = std::move(ops);
+  return rt;
+}
+
+}  // namespace
+
+// A bad batch at elaboration is an error from the constructor, naming the batch and the rank.
+TEST(Replay, BadBatchAtElaborationIsAnError) {
+  TwoBatches source({rank_ops(2, {gemm(0, 8, 8, 8)})}, {});
+  SimpleMachine m(2, 100e9, 0, 1e12);
+  try {
+    Replay replay("replay", source, m, {});
+    FAIL() << "expected a bad batch";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("batch 0 gives ops to rank 2; the workload has ranks 0 to 1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// A bad batch emitted during the run stops it; check_finished() throws the typed error.
+TEST(Replay, BadBatchDuringTheRunIsRethrownTyped) {
+  TwoBatches source({rank_ops(0, {gemm(0, 8, 8, 8)})},
+                    {rank_ops(1, {gemm(0, 8, 8, 8, {1}), gemm(1, 8, 8, 8, {0})})});
+  SimpleMachine m(2, 100e9, 0, 1e12);
+  Replay replay("replay", source, m, {});
+  sc_core::sc_start();
+  try {
+    replay.check_finished();
+    FAIL() << "expected a cycle error";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1: dependency cycle"), std::string::npos) << e.what();
+  }
+}
+
+// A collective on a group the source does not define.
+TEST(Replay, UnknownGroupIsAnError) {
+  TwoBatches source({rank_ops(0, {coll(0, OpKind::all_reduce, "tp", 8)})}, {});
+  SimpleMachine m(2, 100e9, 0, 1e12);
+  try {
+    Replay replay("replay", source, m, {});
+    FAIL() << "expected an unknown group";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("uses group \"tp\", which the workload does not define"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// Training and inference phases key fast-forward's units by (phase, micro-batch); the optimizer
+// and the gradient synchronisation, and ops with no micro-batch, belong to none. A trace's source
+// declares every op, in trace order, for calibration.
+TEST(Replay, PhaseUnitKeysAndTheTraceSource) {
+  trace::Op o = gemm(0, 8, 8, 8);
+  EXPECT_EQ(phase_unit_key(o), std::nullopt);
+  o.name = "l3.m2.mlp";  // the generator's names: forward, micro-batch 2
+  EXPECT_EQ(phase_unit_key(o), (UnitKey{std::int64_t(trace::Phase::forward), 2}));
+  o.phase = trace::Phase::decode;
+  o.micro_batch = 7;
+  EXPECT_EQ(phase_unit_key(o), (UnitKey{std::int64_t(trace::Phase::decode), 7}));
+  o.phase = trace::Phase::optimizer;
+  EXPECT_EQ(phase_unit_key(o), std::nullopt);
+  EXPECT_EQ(config::enum_name(trace::Phase::prefill), "prefill");
+  EXPECT_EQ(config::enum_name(trace::Phase::decode), "decode");
+
+  auto w = world(2);
+  w.ranks[0].ops = {gemm(0, 8, 8, 8), gemm(1, 16, 8, 8)};
+  w.ranks[1].ops = {gemm(0, 32, 8, 8)};
+  const TraceSource source(w);
+  std::vector<std::uint64_t> seen;
+  source.calibration_ops([&](const trace::Op& op) { seen.push_back(op.m); });
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{8, 16, 32}));
+  EXPECT_EQ(source.num_ranks(), 2);
+  EXPECT_EQ(&source.groups(), &w.groups);
+}
+
+// A series emitted out of order (positions 10, 0, 5): the unit at 5 follows the one at 0, which
+// came in a batch where 10 already followed it, so it kept nothing to compare with: no unit
+// repeats another, all is simulated.
+TEST(Replay, FastForwardComparesNothingWithAUnitEmittedOutOfOrder) {
+  Iterations source(3, BatchOptions{false}, {10, 0, 5});
+  ChargingMachine m(2, 100e9, 1e-6, 1e12);
+  Replay replay("replay", source, m, forced(CollectiveAlgorithm::ring), {},
+                FastForward{true, 0.02, 0.1});
+  sc_core::sc_start();
+  replay.check_finished();
+  EXPECT_NEAR(ns(replay.makespan()), 3 * kIterationNs, 1e-3);
+  EXPECT_EQ(replay.fast_forward_stats().units, 6u);
+  EXPECT_EQ(replay.fast_forward_stats().repeating_units, 0u);
+  EXPECT_EQ(m.charged, 0);
 }

@@ -231,6 +231,58 @@ TEST(OpCompute, CalibrationIsIndependentOfParallelismAndOrder) {
   EXPECT_EQ(one->static_power_w, two->static_power_w);
 }
 
+// A generated workload declares the op shapes it may emit (replay::WorkSource::calibration_ops())
+// and the calibration takes them: the table holds each distinct compute shape once (not the
+// collective), with the profiles a trace of the same ops gets.
+TEST(OpCompute, ASourcesDeclaredOpsAreCalibratedAsATracesAre) {
+  const resolve::ChipPlan plan = trn3_plan();
+  auto op = [](trace::OpKind kind, std::uint64_t m, std::uint64_t k, std::uint64_t n) {
+    trace::Op o;
+    o.kind = kind;
+    o.m = m, o.k = k, o.n = n;
+    o.dtype = trace::DType::bf16;
+    o.group = "world";
+    o.bytes = 1024;
+    return o;
+  };
+  const std::vector<trace::Op> ops = {op(trace::OpKind::gemm, 512, 512, 512),
+                                      op(trace::OpKind::gemm, 256, 1024, 384),
+                                      op(trace::OpKind::gemm, 512, 512, 512),
+                                      op(trace::OpKind::all_reduce, 0, 0, 0)};
+  struct Declared : replay::WorkSource {
+    const std::vector<trace::Op>* ops = nullptr;
+    std::map<std::string, std::vector<int>> g{{"world", {0}}};
+    int num_ranks() const override { return 1; }
+    const std::map<std::string, std::vector<int>>& groups() const override { return g; }
+    void begin(replay::Emitter&) override {}  // emits during the run, not known here
+    void calibration_ops(const replay::OpVisitor& visit) const override {
+      for (const auto& o : *ops) visit(o);
+    }
+  } source;
+  source.ops = &ops;
+  const auto generated = calibrate_workload(plan, source, 2, false);
+  EXPECT_EQ(generated->shapes_simulated, 2);
+  ASSERT_EQ(generated->exact.size(), 2u);
+  trace::Workload w;
+  w.ranks.resize(1);
+  for (std::size_t i = 0; i < ops.size(); ++i) {
+    w.ranks[0].ops.push_back(ops[i]);
+    w.ranks[0].ops.back().id = i;
+  }
+  w.groups = source.g;
+  const auto traced = calibrate_workload(plan, w, 2, false);
+  const auto direct = table_of(plan, {GemmOp{512, 512, 512, Dtype::bf16, 1},
+                                      GemmOp{256, 1024, 384, Dtype::bf16, 1}}, 2);
+  ASSERT_EQ(traced->exact.size(), 2u);
+  for (const auto& [key, p] : direct->exact) {
+    SCOPED_TRACE(key);
+    EXPECT_GT(p.time_ps, 0);
+    EXPECT_EQ(generated->exact.at(key).time_ps, p.time_ps);
+    EXPECT_EQ(traced->exact.at(key).time_ps, p.time_ps);
+    EXPECT_EQ(generated->exact.at(key).energy_j, p.energy_j);
+  }
+}
+
 TEST(OpCompute, GridSizesAndInterpolation) {
   EXPECT_EQ(grid_sizes(10), (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 10}));
   EXPECT_EQ(grid_sizes(11), (std::vector<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 10, 12}));

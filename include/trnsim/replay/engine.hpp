@@ -17,6 +17,7 @@
 
 #include "trnsim/config/replay_params.hpp"
 #include "trnsim/replay/collectives.hpp"
+#include "trnsim/replay/source.hpp"
 #include "trnsim/trace/workload.hpp"
 #include "trnsim/units.hpp"
 
@@ -104,7 +105,9 @@ class ReplayError : public TraceError {
 
 struct OpRecord {
   int rank = 0;
-  std::size_t index = 0;  // into workload.ranks[rank].ops
+  // The op's place among the ops its rank was given, over all batches (a trace: the index into
+  // workload.ranks[rank].ops); Replay::op() finds it.
+  std::size_t index = 0;
   sc_core::sc_time start, end;
 };
 
@@ -128,14 +131,15 @@ struct CollectiveRecord {
   } breakdown;
 };
 
-// Fast-forward of repeated micro-batches (docs/models/fidelity.md#fast-forward). A rank's ops of
-// one (phase, micro-batch) are a unit; a unit repeats the one of the previous micro-batch when
-// their ops match one to one (kind, group, peer, dtype, dependencies within the unit) with
-// sizes within `size_tolerance`. Once two repetitions in a row took times within `tolerance` of
-// each other, the next repetition's communication is not simulated: a collective waits for its
-// members and then the time its counterpart took from the last arrival; a send takes its
-// counterpart's time. Their bytes are charged to the links (Machine::account_transfer). Compute
-// ops always run on the chip model.
+// Fast-forward of repeated work (docs/models/fidelity.md#fast-forward). A rank's ops of one
+// UnitKey (WorkSource::unit_key(); a training trace: one phase and micro-batch) are a unit; a
+// unit repeats the one before it in its series (the previous micro-batch) when their ops match
+// one to one (kind, group, peer, dtype, dependencies within the unit) with sizes within
+// `size_tolerance`. Once two repetitions in a row took times within `tolerance` of each other,
+// the next repetition is timed, not simulated: a compute op takes its counterpart's time
+// (Machine::fast_compute counts its statistics); a collective waits for its members and then the
+// time its counterpart took from the last arrival; a send takes its counterpart's time. Their
+// bytes are charged to the links (Machine::account_transfer).
 struct FastForward {
   bool enabled = false;
   double tolerance = 0.02;
@@ -144,8 +148,8 @@ struct FastForward {
 
 // What fast-forward did, for the report.
 struct FastForwardStats {
-  std::uint64_t units = 0;               // (rank, phase, micro-batch) units of the trace
-  std::uint64_t repeating_units = 0;     // units that repeat the previous micro-batch's
+  std::uint64_t units = 0;               // (rank, unit key) units of the work
+  std::uint64_t repeating_units = 0;     // units that repeat the one before them in their series
   std::uint64_t units_fast_forwarded = 0;
   std::uint64_t ops_fast_forwarded = 0;  // compute ops, sends and collective memberships timed,
                                          // not simulated
@@ -163,10 +167,17 @@ struct ScaleOutGroups {
   std::set<std::string> unfolded;     // groups whose members are all simulated
 };
 
+// Replays the work of a source (source.hpp) on a machine. The source's begin() runs in the
+// constructor; its finished() from the simulation, whenever a batch it emitted has finished.
 class Replay : public sc_core::sc_module {
  public:
   // `rank_to_chip[r]` is the chip of rank r (identity when empty). Throws TraceError when the
-  // workload has more ranks than the machine has chips.
+  // source has more ranks than the machine has chips, or for a bad batch (Emitter::emit).
+  // `source` must outlive the replay.
+  Replay(const sc_core::sc_module_name& name, WorkSource& source, Machine& machine,
+         const config::ReplayParams& params, std::vector<int> rank_to_chip = {},
+         FastForward fast_forward = {}, ScaleOutGroups scale_out = {});
+  // A trace: the same with a TraceSource of `workload` (which must outlive the replay).
   Replay(const sc_core::sc_module_name& name, const trace::Workload& workload, Machine& machine,
          const config::ReplayParams& params, std::vector<int> rank_to_chip = {},
          FastForward fast_forward = {}, ScaleOutGroups scale_out = {});
@@ -177,6 +188,10 @@ class Replay : public sc_core::sc_module {
   void check_finished() const;
 
   const std::vector<OpRecord>& records() const;
+  // The op of a record: the `index`-th op given to `rank` (throws std::out_of_range past them).
+  const trace::Op& op(int rank, std::size_t index) const;
+  // Batches emitted so far (a trace: 1).
+  std::size_t batches() const;
   const std::vector<CollectiveRecord>& collectives() const;
   sc_core::sc_time makespan() const;
   FastForwardStats fast_forward_stats() const;

@@ -16,6 +16,7 @@
 #include "trnsim/config/config.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/replay/engine.hpp"
+#include "trnsim/replay/source.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/trace/workload.hpp"
@@ -45,9 +46,10 @@ class Driver {
   // plan: decides the work and where it runs, and refuses (InputError) work that cannot run or
   // would not fit the budgets (run/estimate.hpp), before anything is calibrated or built.
   virtual void plan(const Setup& s) = 0;
-  // calibrate: the compute ops the op-level tier must have profiles for; it calibrates before
-  // elaboration, since no tile chip can be elaborated after the rack.
-  virtual const trace::Workload& calibration_workload() const = 0;
+  // calibrate: the source of the work, whose declared ops (WorkSource::calibration_ops()) the
+  // op-level tier calibrates before elaboration, since no tile chip can be elaborated after the
+  // rack.
+  virtual const replay::WorkSource& source() const = 0;
   // elaborate: the driver's own modules (a replay, a serving scheduler) on `machine`.
   virtual void elaborate(const Setup& s, replay::Machine& machine) = 0;
   // The chips the work runs on (sorted, unique) and its name, for the probes and the logs.

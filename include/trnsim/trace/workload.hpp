@@ -76,15 +76,19 @@ constexpr auto enum_names(OpKind) {
 using trnsim::DType;
 using trnsim::dtype_bytes;
 
-// The part of a training step an op belongs to, for the report's breakdown.
-enum class Phase { forward, backward, optimizer, gradient_sync };
+// The part of the work an op belongs to, for the report's breakdown and fast-forward's units:
+// a training step's (forward .. gradient_sync) or an inference iteration's (prefill: a prompt's
+// tokens, all at once; decode: one new token per sequence). The report lists only the phases
+// its ops have.
+enum class Phase { forward, backward, optimizer, gradient_sync, prefill, decode };
 
 constexpr auto enum_names(Phase) {
   using P = Phase;
   using S = std::string_view;
   return std::array{std::pair{P::forward, S("forward")}, std::pair{P::backward, S("backward")},
                     std::pair{P::optimizer, S("optimizer")},
-                    std::pair{P::gradient_sync, S("gradient_sync")}};
+                    std::pair{P::gradient_sync, S("gradient_sync")},
+                    std::pair{P::prefill, S("prefill")}, std::pair{P::decode, S("decode")}};
 }
 
 std::string_view kind_name(OpKind k);
@@ -147,7 +151,7 @@ struct Op {
     v.field("name", name, "label for reports");
     v.field("deps", deps, "ids of ops of this rank that must finish first");
     v.field("source_type", source_type, "the producer's label for the op (informational)");
-    v.field("phase", phase, "part of the training step, for reports");
+    v.field("phase", phase, "part of the training step or inference iteration, for reports");
     v.field("layer", layer, "model layer, for reports", AtLeast{0});
     v.field("micro_batch", micro_batch, "micro-batch, for fast-forward of repeated micro-batches",
             AtLeast{0});
