@@ -12,7 +12,12 @@
 #include <set>
 
 #include "common/histogram.hpp"
+#include "common/memory.hpp"
+#include "common/network.hpp"
+#include "hbm/hbm_stack.hpp"
+#include "link/link.hpp"
 #include "neuron_core/dtype.hpp"
+#include "switch/router.hpp"
 #include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
@@ -61,13 +66,6 @@ std::vector<std::pair<std::string, double>> utilisations(const std::vector<model
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;
-}
-
-const model::Stat* find_stat(const model::BlockStats& b, std::string_view name) {
-  for (const auto& s : b.stats) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
 }
 
 // stats.json: every block's statistics by hierarchical name, each value with its unit.
@@ -361,15 +359,15 @@ Json memory_json(const run::RunData& d, double T, const std::vector<int>& used) 
     if (dot == std::string::npos) continue;
     const std::string base = b.name.substr(0, dot + 4);
     if (!prefixes.count(base)) continue;
-    const model::Stat* r = find_stat(b, "bytes_read");
-    const model::Stat* wv = find_stat(b, "bytes_written");
+    const model::Stat* r = find_stat(b, model::MemoryStats::bytes_read);
+    const model::Stat* wv = find_stat(b, model::MemoryStats::bytes_written);
     if (b.name == base && r && wv) {
       rd += r->value;
       wr += wv->value;
     }
-    const model::Stat* h = find_stat(b, "row_hits");
+    const model::Stat* h = find_stat(b, model::HbmStackStats::row_hits);
     if (h && r && wv) {  // a stack of the detailed model
-      const model::Stat* n = find_stat(b, "runs");
+      const model::Stat* n = find_stat(b, model::HbmStackStats::runs);
       hits += h->value;
       if (n) runs += n->value;
       stacks.push_back({{"name", b.name},
@@ -437,17 +435,19 @@ Json fabric_json(const run::RunData& d, double T) {
   for (const auto& l : links) mean += l.second;
   std::map<std::string, const model::BlockStats*> by_name;
   for (const auto& b : d.stats) by_name[b.name] = &b;
-  auto stat = [&](const std::string& block, std::string_view name) {
+  // A statistic of a block, 0 when the block does not count it (a flow-level link has no
+  // credits or buffers).
+  auto stat = [&](const std::string& block, const model::StatKey& key) {
     const auto it = by_name.find(block);
-    const model::Stat* st = it == by_name.end() ? nullptr : find_stat(*it->second, name);
+    const model::Stat* st = it == by_name.end() ? nullptr : find_stat(*it->second, key);
     return st ? st->value : 0.0;
   };
   auto link_json = [&](const std::string& name) {
     return Json{{"name", name},
-                {"utilisation", stat(name, "utilisation")},
-                {"credit_stall_ns", stat(name, "credit_stall_time") * 1e9},
-                {"max_buffer_occupancy_flits", stat(name, "max_buffer_occupancy")},
-                {"buffer_per_vc_flits", stat(name, "buffer_per_vc")}};
+                {"utilisation", stat(name, model::LinkDirectionStats::utilisation)},
+                {"credit_stall_ns", stat(name, model::LinkStats::credit_stall_time) * 1e9},
+                {"max_buffer_occupancy_flits", stat(name, model::LinkStats::max_buffer_occupancy)},
+                {"buffer_per_vc_flits", stat(name, model::LinkStats::buffer_per_vc)}};
   };
   Json hottest = Json::array();
   for (std::size_t i = 0; i < links.size() && i < 10; ++i) hottest.push_back(link_json(links[i].first));
@@ -456,13 +456,17 @@ Json fabric_json(const run::RunData& d, double T) {
   std::vector<std::pair<double, std::string>> stalled, switches;
   for (const auto& b : d.stats) {
     if (!b.name.starts_with("rack.fabric.")) continue;
-    if (const model::Stat* cs = find_stat(b, "credit_stall_time"); cs && cs->value > 0) {
+    if (const model::Stat* cs = find_stat(b, model::LinkStats::credit_stall_time);
+        cs && cs->value > 0) {
       stalled.emplace_back(cs->value, b.name);
     }
-    if (b.name.starts_with("rack.fabric.chip") || !find_stat(b, "packets_forwarded")) continue;
+    if (b.name.starts_with("rack.fabric.chip") ||
+        !find_stat(b, model::RouterStats::packets_forwarded)) {
+      continue;
+    }
     double wait = 0;
     for (const auto& st : b.stats) {
-      if (st.name.ends_with("_wait_time")) wait += st.value;
+      if (model::RouterStats::port_wait_time.matches(st.name)) wait += st.value;
     }
     switches.emplace_back(wait, b.name);
   }
@@ -476,7 +480,9 @@ Json fabric_json(const run::RunData& d, double T) {
   for (std::size_t i = 0; i < switches.size() && i < 5; ++i) {
     double deepest = 0;
     for (const auto& st : by_name[switches[i].second]->stats) {
-      if (st.name.ends_with("_max_queue")) deepest = std::max(deepest, st.value);
+      if (model::RouterStats::port_max_queue.matches(st.name)) {
+        deepest = std::max(deepest, st.value);
+      }
     }
     switches_j.push_back({{"name", switches[i].second},
                           {"port_wait_ns", switches[i].first * 1e9},

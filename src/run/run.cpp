@@ -11,6 +11,7 @@
 
 #include "common/activity.hpp"
 #include "calibrate.hpp"
+#include "chip/chip.hpp"
 #include "fabric/fabric.hpp"
 #include "rack.hpp"
 #include "trnsim/registry/registry.hpp"
@@ -189,11 +190,9 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
     if (b.name.find(".link") == std::string::npos) continue;
     const auto* block = dynamic_cast<const model::Block*>(sc_core::sc_find_object(b.name.c_str()));
     if (!block) continue;
-    for (const auto& st : block->stats().all()) {
-      if (st.name == "busy") {
-        link_names.push_back(b.name);
-        link_busy.push_back(&st);
-      }
+    if (const model::Stat* st = block->stats().find(model::LinkDirectionStats::busy)) {
+      link_names.push_back(b.name);
+      link_busy.push_back(st);
     }
   }
   // The blocks whose energy each sample adds up, per used chip and per network.
@@ -290,9 +289,11 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
     d.compute_shapes_simulated = calibration->shapes_simulated;
     for (const auto& b : d.stats) {
       if (b.name.rfind("rack.chip", 0) != 0 || b.name.find('.', 5) != std::string::npos) continue;
-      for (const auto& st : b.stats) {
-        if (st.name == "ops") d.compute_ops += std::uint64_t(st.value);
-        if (st.name == "ops_extrapolated") d.compute_ops_extrapolated += std::uint64_t(st.value);
+      if (const model::Stat* st = model::find_stat(b, model::ChipModelStats::ops)) {
+        d.compute_ops += std::uint64_t(st->value);
+      }
+      if (const model::Stat* st = model::find_stat(b, model::ChipStats::ops_extrapolated)) {
+        d.compute_ops_extrapolated += std::uint64_t(st->value);
       }
     }
     d.calibration_seconds = std::chrono::duration<double>(tc - t0).count();

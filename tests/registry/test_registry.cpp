@@ -7,6 +7,7 @@
 #include <string>
 
 #include "chip/chip.hpp"
+#include "common/network.hpp"
 #include "common/histogram.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
@@ -68,6 +69,21 @@ TEST(Registry, DuplicateRegistrationIsAnInternalError) {
   EXPECT_THROW(r.add(copy), InternalError);
 }
 
+// The statistics the registry documents for `impl` are the ones its block registers: names,
+// units and descriptions (the registry takes them from the block's keys; this catches a block
+// that registers a statistic its key list lacks, or lists a key it never registers).
+void expect_documented(const Implementation& impl, const model::Block& block) {
+  std::set<std::string> declared, documented;
+  for (const auto& s : block.stats().all()) {
+    declared.insert(s.name + " " + std::string(model::unit_symbol(s.unit)) + " " + s.description);
+  }
+  for (const auto& s : impl.statistics) {
+    documented.insert(s.name + " " + std::string(model::unit_symbol(s.unit)) + " " + s.description);
+  }
+  EXPECT_EQ(declared, documented) << impl.name;
+  EXPECT_FALSE(documented.empty()) << impl.name;
+}
+
 // The memory model the plan names is the one the chip gets, and the statistics the registry
 // documents are the ones the block declares.
 void expect_memory(const std::string& model, const std::string& description) {
@@ -81,16 +97,55 @@ void expect_memory(const std::string& model, const std::string& description) {
   const auto* block = dynamic_cast<const model::Block*>(
       sc_core::sc_find_object("chip.hbm"));
   ASSERT_NE(block, nullptr);
-  std::set<std::string> declared, documented;
-  for (const auto& s : block->stats().all()) declared.insert(s.name + " " + std::string(model::unit_symbol(s.unit)));
-  for (const auto& s : impl.statistics) documented.insert(s.name + " " + std::string(model::unit_symbol(s.unit)));
-  EXPECT_EQ(declared, documented);
+  expect_documented(impl, *block);
+  expect_documented(r.get(Role::compute, "tile", "/chip/compute/model"), *chip);
 }
 
 TEST(Registry, HbmMemoryIsBuiltWhenChosen) { expect_memory("hbm", "HbmSystem"); }
 
 TEST(Registry, BandwidthMemoryIsBuiltWhenChosen) {
   expect_memory("bandwidth", "fallback: per-stack bandwidth + fixed latency (models/chip/memory.hpp)");
+}
+
+// Both networks document the statistics their top block registers.
+TEST(Registry, NetworkStatisticsAreTheBlocks) {
+  const Registry r = builtin();
+  const auto loaded = preset("racks/trn2-instance.json");
+  const auto rack = resolve::resolve_rack(loaded);
+  for (const std::string name : {"packet", "flow"}) {
+    auto plan = rack.fabric;
+    plan.model = name;
+    const auto net = make_network(r, "net", rack.topology, plan);
+    const auto* block = dynamic_cast<const model::Block*>(net.get());
+    ASSERT_NE(block, nullptr) << name;
+    expect_documented(r.get(Role::network, name, "/rack/fabric/model"), *block);
+  }
+}
+
+// A statistic family is one key for every port: it matches its members and nothing else.
+TEST(StatKey, FamilyMatchesItsMembersOnly) {
+  constexpr model::StatKey wait{"port{}_wait_time", model::StatUnit::seconds, "waited at {}"};
+  static_assert(wait.is_family());
+  EXPECT_TRUE(wait.matches("port3_wait_time"));
+  EXPECT_TRUE(wait.matches("port12_wait_time"));
+  EXPECT_FALSE(wait.matches("port3_max_queue"));
+  EXPECT_FALSE(wait.matches("credit_stall_time"));
+  EXPECT_FALSE(wait.matches("port_wait_tim"));
+  constexpr model::StatKey ops{"ops", model::StatUnit::count, "ops executed"};
+  EXPECT_TRUE(ops.matches("ops"));
+  EXPECT_FALSE(ops.matches("ops_extrapolated"));
+  model::StatGroup g;
+  const model::Stat& w = g.add(wait, "7");
+  EXPECT_EQ(w.name, "port7_wait_time");
+  EXPECT_EQ(w.description, "waited at 7");
+  g.add(ops);
+  EXPECT_EQ(g.find(ops), &g.all().back());
+  EXPECT_THROW(g.add(wait), InternalError);  // a family needs its member
+  EXPECT_THROW(g.add(ops, "1"), InternalError);
+  EXPECT_THROW(g.find(wait), InternalError);
+  // The same name in another unit is a key that does not describe this block.
+  EXPECT_THROW(g.find(model::StatKey{"ops", model::StatUnit::seconds, ""}), InternalError);
+  EXPECT_EQ(g.find(model::StatKey{"flops", model::StatUnit::count, ""}), nullptr);
 }
 
 // The chip benchmarks measure the tile model: asked for another, they say which key to change.
