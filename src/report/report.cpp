@@ -16,7 +16,6 @@
 #include "common/network.hpp"
 #include "hbm/hbm_stack.hpp"
 #include "link/link.hpp"
-#include "neuron_core/dtype.hpp"
 #include "switch/router.hpp"
 #include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
@@ -32,23 +31,6 @@ namespace {
 
 double ns(std::uint64_t ps) { return double(ps) / 1e3; }
 double safe_div(double a, double b) { return b > 0 ? a / b : 0.0; }
-
-// Dense peak FLOP/s of one chip's Tensor engines at `d` (0 when the chip lacks the type).
-double tensor_peak(const config::ChipParams& c, DType d) {
-  const auto& t = c.core.tensor;
-  return double(c.cores) * t.rows * t.cols * 2.0 * model::macs_per_pe_cycle(t.macs_per_pe_cycle, d) *
-         t.clock.si;
-}
-
-// The type an op of type `d` ran as: itself, or the first of mxfp8, fp8, bf16 the chip has (as
-// the rack substitutes).
-DType ran_as(const config::ChipParams& c, DType d) {
-  if (tensor_peak(c, d) > 0) return d;
-  for (DType alt : {DType::mxfp8, DType::fp8, DType::bf16}) {
-    if (tensor_peak(c, alt) > 0) return alt;
-  }
-  return d;
-}
 
 bool on_tensor_engine(trace::OpKind k) {
   return k == trace::OpKind::gemm || k == trace::OpKind::attention;
@@ -214,7 +196,6 @@ std::optional<double> tokens_of(const trace::Workload& w) {
 }
 
 Json performance_json(const run::RunData& d, double T, std::size_t chips_used) {
-  const config::ChipParams& chip = *d.config->chip;
   const trace::Workload& w = *d.workload;
   std::map<DType, double> all, tensor;
   double flops = 0;
@@ -238,8 +219,9 @@ Json performance_json(const run::RunData& d, double T, std::size_t chips_used) {
     e = {{"flops", f}, {"flops_per_s", safe_div(f, T)}};
     const auto t = tensor.find(dt);
     if (t == tensor.end()) continue;
-    const DType ran = ran_as(chip, dt);
-    const double peak = tensor_peak(chip, ran) * double(chips_used);
+    // The type the rack ran it as (resolve/peaks.hpp); a chip without any has no peak for it.
+    const DType ran = d.peaks.ran_as(dt).value_or(dt);
+    const double peak = d.peaks.tensor(ran) * double(chips_used);
     busy_at_peak += safe_div(t->second, peak);
     e["tensor_flops"] = t->second;
     e["ran_as"] = std::string(config::enum_name(ran));
@@ -348,8 +330,7 @@ Json breakdown_json(const run::RunData& d, const Breakdown& b) {
 
 // HBM: the chip-level memory blocks of the used chips, and their stacks where the model has them.
 Json memory_json(const run::RunData& d, double T, const std::vector<int>& used) {
-  const config::ChipParams& chip = *d.config->chip;
-  const double stack_peak = chip.hbm.bandwidth.si / std::max(1, chip.hbm.stacks);
+  const double stack_peak = d.peaks.hbm_stack_bytes_per_s;
   std::set<std::string> prefixes;
   for (int c : used) prefixes.insert(fmt::format("rack.chip{}.hbm", c));
   double rd = 0, wr = 0, hits = 0, runs = 0;
@@ -377,7 +358,7 @@ Json memory_json(const run::RunData& d, double T, const std::vector<int>& used) 
                         {"row_hit_rate", n && n->value > 0 ? Json(h->value / n->value) : Json()}});
     }
   }
-  const double peak = chip.hbm.bandwidth.si * double(used.size());
+  const double peak = d.peaks.hbm_bytes_per_s * double(used.size());
   Json j = {{"chips", used.size()},
             {"read_bytes", rd},
             {"write_bytes", wr},

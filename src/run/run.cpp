@@ -18,6 +18,7 @@
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/log.hpp"
+#include "trnsim/resolve/peaks.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/run/cluster.hpp"
 #include "trnsim/run/estimate.hpp"
@@ -249,6 +250,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
 
   RunData d;
   d.config = &cfg;
+  d.peaks = resolve::chip_peaks(plan.chip);
   d.workload = &w;
   if (cluster) {
     d.cluster = cluster;

@@ -12,6 +12,7 @@
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/peaks.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::registry {
@@ -199,6 +200,34 @@ TEST(Resolve, HbmRuleNamesTheFieldTheUserSet) {
     EXPECT_EQ(std::string(e.what()).rfind("--set chip.hbm.pseudo_channels:/chip/hbm/pseudo_channels:", 0),
               0u) << e.what();
   }
+}
+
+// Trn2 (8 cores of 128 x 128 PEs at 2.4 GHz; 1 BF16 and 2 FP8 MACs per PE per cycle, no MX
+// types): BF16 8 x 128 x 128 x 2 x 1 x 2.4e9 = 629.1456 TFLOP/s, FP8 twice that; MXFP8 and MXFP4
+// run as FP8, the first of mxfp8, fp8, bf16 the chip has. HBM 2.9 TB/s over 4 stacks.
+TEST(Peaks, OfThePlansChipWithItsSubstitutions) {
+  const auto loaded = preset("chips/trn2.json");
+  const auto p = resolve::chip_peaks(resolve::resolve_chip(loaded, resolve::ChipUse::as_configured));
+  EXPECT_DOUBLE_EQ(p.tensor(DType::bf16), 629.1456e12);
+  EXPECT_DOUBLE_EQ(p.tensor(DType::fp8), 1258.2912e12);
+  EXPECT_DOUBLE_EQ(p.tensor(DType::fp32), 629.1456e12 / 4);
+  EXPECT_EQ(p.tensor(DType::mxfp8), 0.0);
+  EXPECT_EQ(p.ran_as(DType::bf16), DType::bf16);
+  EXPECT_EQ(p.ran_as(DType::mxfp8), DType::fp8);
+  EXPECT_EQ(p.ran_as(DType::mxfp4), DType::fp8);
+  EXPECT_DOUBLE_EQ(p.hbm_bytes_per_s, 2.9e12);
+  EXPECT_DOUBLE_EQ(p.hbm_stack_bytes_per_s, 0.725e12);
+  // Trn3 has MX types: they run as themselves.
+  const auto trn3 = resolve::chip_peaks(*preset("chips/trn3.json").config.chip);
+  EXPECT_EQ(trn3.ran_as(DType::mxfp8), DType::mxfp8);
+  EXPECT_DOUBLE_EQ(trn3.tensor(DType::mxfp8), 4 * trn3.tensor(DType::bf16));
+  // A chip with none of the substitutes has nothing to run an op it lacks as.
+  config::DtypeRates fp32_only;
+  fp32_only.fp32 = 1;
+  EXPECT_EQ(resolve::tensor_dtype(fp32_only, DType::fp32), DType::fp32);
+  EXPECT_EQ(resolve::tensor_dtype(fp32_only, DType::bf16), std::nullopt);
+  fp32_only.bf16 = 1;
+  EXPECT_EQ(resolve::tensor_dtype(fp32_only, DType::fp8), DType::bf16);
 }
 
 TEST(Resolve, DmaQueueLimitIsCheckedBeforeTheModel) {
