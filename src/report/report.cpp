@@ -745,14 +745,6 @@ std::string number(const Json& v) {
 
 }  // namespace
 
-const std::array<std::string_view, 24> kSummaryColumns = {
-    "rack", "chip", "workload", "ranks", "chips_used", "step_time_ns", "flops_per_s",
-    "tensor_fraction_of_peak", "tokens_per_s", "compute_ns", "overlapped_ns",
-    "exposed_communication_ns", "waiting_ns", "hbm_bytes_per_s", "hbm_fraction_of_peak",
-    "fabric_bytes_delivered", "message_latency_p99_ns", "packet_latency_p99_ns",
-    "hottest_link_utilisation", "energy_j", "average_power_w", "peak_power_w", "flops_per_j",
-    "tokens_per_j"};
-
 Json percentiles_ns(std::vector<double> seconds) {
   if (seconds.empty()) return Json::object();
   // The figures of model::Histogram (the mean summed in the samples' order, nearest ranks),
@@ -806,27 +798,13 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   for (const auto& n : w.warnings) notes.push_back(n);
   s["notes"] = notes;
 
-  // summary.csv: the same columns for every run, empty where a figure does not exist.
-  const Json& m = s["breakdown"]["machine"];
-  const Json& all = s["fabric"]["tiers"].contains("all") ? s["fabric"]["tiers"]["all"] : Json::object();
-  auto pointer = [&](const Json& j, const char* key) { return j.contains(key) ? j[key] : Json(); };
-  const Json& hot = s["fabric"]["links"]["hottest"];
-  const std::vector<Json> row = {
-      cfg.rack->name, cfg.chip->name, w.name, w.num_ranks(), used.size(), ns_of(d.end),
-      s["performance"]["flops_per_s"], s["performance"]["tensor_fraction_of_peak"],
-      s["performance"]["tokens_per_s"], m["compute_ns"], m["overlapped_ns"],
-      m["exposed_communication_ns"], m["waiting_ns"], s["memory"]["bytes_per_s"],
-      s["memory"]["fraction_of_peak"], s["fabric"]["bytes_delivered"],
-      all.contains("message_latency_ns") ? pointer(all["message_latency_ns"], "p99") : Json(),
-      all.contains("packet_latency_ns") ? pointer(all["packet_latency_ns"], "p99") : Json(),
-      hot.empty() ? Json() : hot[0]["utilisation"], e.total, e.average_power, e.peak_power,
-      s["energy"]["flops_per_j"], s["energy"]["tokens_per_j"]};
-  static_assert(kSummaryColumns.size() == 24);
-  if (row.size() != kSummaryColumns.size()) throw InternalError("summary.csv: row and columns differ");
+  // summary.csv: the same columns for every run (summary.hpp), empty where a figure does not
+  // exist.
   std::string header, line;
-  for (std::size_t i = 0; i < row.size(); ++i) {
-    header += fmt::format("{}{}", i ? "," : "", kSummaryColumns[i]);
-    line += fmt::format("{}{}", i ? "," : "", number(row[i]));
+  for (std::size_t i = 0; i < kSummaryColumns.size(); ++i) {
+    const Json::json_pointer at{std::string(kSummaryColumns[i].pointer)};
+    header += fmt::format("{}{}", i ? "," : "", kSummaryColumns[i].name);
+    line += fmt::format("{}{}", i ? "," : "", s.contains(at) ? number(s.at(at)) : "");
   }
   out.summary_csv = header + "\n" + line + "\n";
   if (parts == ReportParts::all) {
