@@ -19,11 +19,10 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
       granularity_(opt.granularity),
       op_head_(opt.op_head),
       table_(std::move(opt.calibration)),
-      ops_(stats().add("ops", StatUnit::count, "ops executed")),
-      heads_(stats().add("ops_extrapolated", StatUnit::count,
-                         "ops of which only the head was simulated (fast-forward inside an op)")),
-      flops_(stats().add("flops", StatUnit::count, "useful floating-point operations")),
-      hbm_bytes_(stats().add("hbm_bytes", StatUnit::bytes, "bytes the ops moved to or from HBM")) {
+      ops_(stats().add(ChipStats::ops)),
+      heads_(stats().add(ChipStats::ops_extrapolated)),
+      flops_(stats().add(ChipStats::flops)),
+      hbm_bytes_(stats().add(ChipStats::hbm_bytes)) {
   // The resolve step checked the layout (cores and stacks split over dies, granularity >= 1).
   set_static_power(p.static_power);
   if (opt.memory) {

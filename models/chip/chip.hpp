@@ -10,6 +10,7 @@
 // network interface) with the DMA engines of one core; see docs/models/chip.md.
 #pragma once
 
+#include <array>
 #include <systemc>
 
 #include <cstdint>
@@ -46,6 +47,16 @@ struct ChipOptions {
   // only the head of each op (op_head()) and times the rest from `calibration`; 1 simulates every
   // tile.
   double op_head = 1;
+};
+
+// The statistics of the tile model's chip (registry entry "tile").
+struct ChipStats {
+  static constexpr StatKey ops = ChipModelStats::ops;
+  static constexpr StatKey ops_extrapolated{"ops_extrapolated", StatUnit::count,
+    "ops of which only the head was simulated (fast-forward inside an op)"};
+  static constexpr StatKey flops = ChipModelStats::flops;
+  static constexpr StatKey hbm_bytes = ChipModelStats::hbm_bytes;
+  static constexpr std::array all{ops, ops_extrapolated, flops, hbm_bytes};
 };
 
 class Chip : public ChipModel {

@@ -16,6 +16,14 @@
 
 namespace trnsim::model {
 
+// What every compute implementation counts on its chip block.
+struct ChipModelStats {
+  static constexpr StatKey ops{"ops", StatUnit::count, "ops executed"};
+  static constexpr StatKey flops{"flops", StatUnit::count, "useful floating-point operations"};
+  static constexpr StatKey hbm_bytes{"hbm_bytes", StatUnit::bytes,
+                                     "bytes the ops moved to or from HBM"};
+};
+
 class ChipModel : public Block {
  public:
   using Block::Block;

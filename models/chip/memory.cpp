@@ -67,8 +67,8 @@ BandwidthMemory::BandwidthMemory(const sc_core::sc_module_name& name, const conf
     : Block(name),
       p_(p),
       stacks_(std::size_t(p.stacks)),
-      read_(stats().add("bytes_read", StatUnit::bytes, "bytes read")),
-      written_(stats().add("bytes_written", StatUnit::bytes, "bytes written")),
+      read_(stats().add(BandwidthMemoryStats::bytes_read)),
+      written_(stats().add(BandwidthMemoryStats::bytes_written)),
       stack_bw_(p.bandwidth / double(p.stacks)),
       read_latency_(to_sc(p.controller_latency + p.timing.tRCD + p.timing.tCL)),
       write_latency_(to_sc(p.controller_latency + p.timing.tRCD + p.timing.tCWL)),
@@ -100,7 +100,7 @@ DieCrossing::DieCrossing(const sc_core::sc_module_name& name, const config::Chip
       latency_(p.die_to_die_latency),
       energy_(p.die_to_die_energy),
       dir_(std::size_t(p.dies * p.dies)),
-      bytes_(stats().add("bytes", StatUnit::bytes, "bytes that crossed between dies")),
+      bytes_(stats().add(DieCrossingStats::bytes)),
       latency_sc_(to_sc(p.die_to_die_latency)) {}
 
 sc_time DieCrossing::cross(int from, int to, std::uint64_t bytes) {

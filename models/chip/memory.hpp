@@ -2,6 +2,7 @@
 // The chip's memory path as the cores see it: HBM stacks behind a die crossing.
 #pragma once
 
+#include <array>
 #include <systemc>
 
 #include <cstdint>
@@ -16,6 +17,13 @@ namespace trnsim::model {
 // Stack holding `addr`: addresses interleave across stacks every interleave_bytes (the same
 // field the HBM model uses for its address map).
 int hbm_stack_of(const config::HbmParams& p, std::uint64_t addr);
+
+// The statistics of the bandwidth memory model (registry entry "bandwidth").
+struct BandwidthMemoryStats {
+  static constexpr StatKey bytes_read = MemoryStats::bytes_read;
+  static constexpr StatKey bytes_written = MemoryStats::bytes_written;
+  static constexpr std::array all{bytes_read, bytes_written};
+};
 
 // The "bandwidth" memory model (/chip/memory/model, /replay/chip_memory; the default of rack
 // replays): each stack is one Timeline at bandwidth / stacks, and every
@@ -36,6 +44,12 @@ class BandwidthMemory : public Block, public MemoryPort {
   EnergyPerBit read_energy_, write_energy_;
   double* read_slot_ = nullptr;  // energy accumulators, created on first use
   double* write_slot_ = nullptr;
+};
+
+// The statistics of the die crossing.
+struct DieCrossingStats {
+  static constexpr StatKey bytes{"bytes", StatUnit::bytes, "bytes that crossed between dies"};
+  static constexpr std::array all{bytes};
 };
 
 // The links between the dies: one Timeline per direction at die_to_die_bandwidth, plus

@@ -30,8 +30,7 @@ constexpr const char* kEngines[4] = {"tensor", "vector", "scalar", "gpsimd"};
 
 OpCore::OpCore(const sc_core::sc_module_name& name) : Block(name) {
   for (std::size_t e = 0; e < busy.size(); ++e) {
-    busy[e] = &stats().add(fmt::format("{}_busy", kEngines[e]), StatUnit::seconds,
-                           fmt::format("time op pieces held the {} engine", kEngines[e]));
+    busy[e] = &stats().add(OpCoreStats::engine_busy, kEngines[e]);
   }
 }
 
@@ -46,13 +45,11 @@ OpChip::OpChip(const sc_core::sc_module_name& name, const config::ChipParams& p,
     : ChipModel(name),
       p_(p),
       table_(std::move(opt.calibration)),
-      ops_(stats().add("ops", StatUnit::count, "ops executed")),
-      interpolated_(stats().add("interpolated_ops", StatUnit::count,
-                                "ops whose profile was interpolated on a grid of sizes")),
-      flops_(stats().add("flops", StatUnit::count, "useful floating-point operations")),
-      hbm_bytes_(stats().add("hbm_bytes", StatUnit::bytes, "bytes the ops moved to or from HBM")),
-      contention_(stats().add("memory_wait", StatUnit::seconds,
-                              "time op pieces ran beyond their isolated time, waiting for HBM")) {
+      ops_(stats().add(OpChipStats::ops)),
+      interpolated_(stats().add(OpChipStats::interpolated_ops)),
+      flops_(stats().add(OpChipStats::flops)),
+      hbm_bytes_(stats().add(OpChipStats::hbm_bytes)),
+      contention_(stats().add(OpChipStats::memory_wait)) {
   if (!table_) throw InternalError(fmt::format("{}: op-level chip without a calibration", this->name()));
   set_static_power(Power(table_->static_power_w));
   if (opt.memory) {

@@ -26,6 +26,13 @@
 
 namespace trnsim::model {
 
+// The statistics of one core of the op-level model, {} per engine.
+struct OpCoreStats {
+  static constexpr StatKey engine_busy{"{}_busy", StatUnit::seconds,
+                                       "time op pieces held the {} engine"};
+  static constexpr std::array all{engine_busy};
+};
+
 // A core as the op-level model sees it: its four compute engines, each a Timeline that op
 // pieces reserve for their share of the op's calibrated busy time on that engine. Ops that use
 // different engines overlap; ops that need the same engine queue for it.
@@ -38,6 +45,18 @@ class OpCore : public Block {
   std::array<Stat*, 4> busy{};
   std::uint64_t sbuf_used = 0;  // bytes per partition
   std::uint64_t psum_used = 0;  // banks
+};
+
+// The statistics of the op-level model's chip (registry entry "op").
+struct OpChipStats {
+  static constexpr StatKey ops = ChipModelStats::ops;
+  static constexpr StatKey interpolated_ops{"interpolated_ops", StatUnit::count,
+    "ops whose profile was interpolated on a grid of sizes"};
+  static constexpr StatKey flops = ChipModelStats::flops;
+  static constexpr StatKey hbm_bytes = ChipModelStats::hbm_bytes;
+  static constexpr StatKey memory_wait{"memory_wait", StatUnit::seconds,
+    "time op pieces ran beyond their isolated time, waiting for HBM"};
+  static constexpr std::array all{ops, interpolated_ops, flops, hbm_bytes, memory_wait};
 };
 
 class OpChip : public ChipModel {

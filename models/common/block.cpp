@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: MIT
 #include "block.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <vector>
+
+#include "trnsim/error.hpp"
 
 namespace trnsim::model {
 
@@ -21,12 +25,46 @@ std::string_view unit_symbol(StatUnit u) {
   return "?";
 }
 
-Stat& StatGroup::add(std::string name, StatUnit unit, std::string description) {
-  stats_.push_back(Stat{std::move(name), unit, std::move(description), 0.0});
+Stat& StatGroup::add(const StatKey& key) {
+  if (key.is_family()) {
+    throw InternalError(fmt::format("statistic family {} registered without a member", key.name));
+  }
+  stats_.push_back(Stat{std::string(key.name), key.unit, std::string(key.description), 0.0});
+  return stats_.back();
+}
+
+Stat& StatGroup::add(const StatKey& key, std::string_view member) {
+  if (!key.is_family()) {
+    throw InternalError(fmt::format("statistic {} is not a family (given member {})", key.name,
+                                    member));
+  }
+  auto fill = [&](std::string_view text) {
+    std::string out(text);
+    if (const auto at = out.find("{}"); at != std::string::npos) out.replace(at, 2, member);
+    return out;
+  };
+  stats_.push_back(Stat{fill(key.name), key.unit, fill(key.description), 0.0});
   return stats_.back();
 }
 
 namespace {
+
+template <class Stats>
+const Stat* find_in(const Stats& stats, const StatKey& key, std::string_view where) {
+  if (key.is_family()) {
+    throw InternalError(fmt::format("{}: statistic family {} looked up as one statistic", where,
+                                    key.name));
+  }
+  for (const Stat& s : stats) {
+    if (s.name != key.name) continue;
+    if (s.unit != key.unit) {
+      throw InternalError(fmt::format("{}: statistic {} counts {}, its key says {}", where,
+                                      s.name, unit_symbol(s.unit), unit_symbol(key.unit)));
+    }
+    return &s;
+  }
+  return nullptr;
+}
 
 template <class F>
 void walk(const sc_core::sc_object* root, F&& f) {
@@ -47,6 +85,12 @@ void walk(const sc_core::sc_object* root, F&& f) {
 }
 
 }  // namespace
+
+const Stat* StatGroup::find(const StatKey& key) const { return find_in(stats_, key, "a block"); }
+
+const Stat* find_stat(const BlockStats& b, const StatKey& key) {
+  return find_in(b.stats, key, b.name);
+}
 
 std::vector<BlockStats> collect_stats(Duration elapsed, const sc_core::sc_object* root) {
   std::vector<BlockStats> out;

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "common/activity.hpp"
+#include "common/stat_key.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::model {
@@ -39,12 +40,7 @@ inline sc_core::sc_time to_sc(Duration d) {
 inline Duration from_sc(const sc_core::sc_time& t) { return Duration(t.to_seconds()); }
 inline sc_core::sc_time now() { return sc_core::sc_time_stamp(); }
 
-// The one vocabulary of statistic units (stats.json writes the symbol).
-enum class StatUnit { count, bytes, seconds, bytes_per_second, fraction, flits, packets, banks,
-                      bytes_per_partition };
-std::string_view unit_symbol(StatUnit u);
-
-// One named statistic with a unit and a description.
+// One statistic's value, with the name, unit and description of its key (stat_key.hpp).
 struct Stat {
   std::string name;
   StatUnit unit = StatUnit::count;
@@ -61,9 +57,14 @@ struct Stat {
 
 class StatGroup {
  public:
-  // Registers a statistic; the reference stays valid for the life of the group.
-  Stat& add(std::string name, StatUnit unit, std::string description);
+  // Registers the statistic of `key`; the reference stays valid for the life of the group.
+  Stat& add(const StatKey& key);
+  // Registers the member `member` of the family `key` ("port{}_bytes" with "3": "port3_bytes").
+  Stat& add(const StatKey& key, std::string_view member);
   const std::deque<Stat>& all() const { return stats_; }
+  // The statistic of `key` (a single one, not a family), or null when the block does not count
+  // it; InternalError when it counts one of that name in another unit.
+  const Stat* find(const StatKey& key) const;
 
  private:
   std::deque<Stat> stats_;
@@ -105,6 +106,8 @@ struct BlockStats {
   std::vector<Stat> stats;
   std::optional<double> utilisation;  // over the elapsed time collect_stats() was given
 };
+// The statistic of `key` in `b` (as StatGroup::find).
+const Stat* find_stat(const BlockStats& b, const StatKey& key);
 // Every Block under `root` (or under every top-level object when root is null) that declares
 // statistics, ordered by name.
 std::vector<BlockStats> collect_stats(Duration elapsed, const sc_core::sc_object* root = nullptr);

@@ -9,7 +9,16 @@
 #include <memory>
 #include <string>
 
+#include "common/stat_key.hpp"
+
 namespace trnsim::model {
+
+// What every memory implementation counts (each describes it in its own words): the report reads
+// a chip's memory traffic through these, whichever model it is.
+struct MemoryStats {
+  static constexpr StatKey bytes_read{"bytes_read", StatUnit::bytes, "bytes read"};
+  static constexpr StatKey bytes_written{"bytes_written", StatUnit::bytes, "bytes written"};
+};
 
 struct MemRequest {
   std::uint64_t addr = 0;   // chip-physical byte address

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 
+#include "common/stat_key.hpp"
 #include "common/transfer.hpp"
 #include "trnsim/units.hpp"
 
@@ -21,6 +22,24 @@ struct DirectedPath;
 }
 
 namespace trnsim::model {
+
+// What every network implementation counts, on its top block.
+struct NetworkStats {
+  static constexpr StatKey transfers{"transfers", StatUnit::count, "transfers completed"};
+  static constexpr StatKey bytes_delivered{"bytes_delivered", StatUnit::bytes,
+                                           "payload bytes delivered"};
+};
+
+// What every link direction counts, whichever network models it: the run samples "busy", the
+// report ranks directions by "utilisation", the collective benchmark reads "wire_bytes".
+struct LinkDirectionStats {
+  static constexpr StatKey bytes{"bytes", StatUnit::bytes, "payload bytes sent"};
+  static constexpr StatKey wire_bytes{"wire_bytes", StatUnit::bytes,
+                                      "bytes on the wire: whole flits incl. headers"};
+  static constexpr StatKey busy{"busy", StatUnit::seconds, "time the direction was sending"};
+  static constexpr StatKey utilisation{"utilisation", StatUnit::fraction,
+                                       "busy time / elapsed time"};
+};
 
 struct NetworkTotals {
   std::uint64_t transfers_started = 0, transfers_completed = 0;

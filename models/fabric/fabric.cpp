@@ -37,9 +37,9 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
       packet_bytes_(plan.packet_bytes),
       flit_bytes_(plan.flit_bytes),
       header_bytes_(plan.header_bytes),
-      s_transfers_(stats().add("transfers", StatUnit::count, "transfers completed")),
-      s_bytes_(stats().add("bytes_delivered", StatUnit::bytes, "payload bytes delivered")),
-      s_vcs_(stats().add("vcs", StatUnit::count, "virtual channels per link direction")) {
+      s_transfers_(stats().add(FabricStats::transfers)),
+      s_bytes_(stats().add(FabricStats::bytes_delivered)),
+      s_vcs_(stats().add(FabricStats::vcs)) {
   const std::size_t chips = topo.chip_count();
   if (!memories.empty() && memories.size() != chips) {
     throw InternalError(fmt::format("Fabric: {} memories for {} chips", memories.size(), chips));

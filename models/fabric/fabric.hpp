@@ -13,6 +13,7 @@
 // return, and one per output that has more work when it becomes free. Never per flit or cycle.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -32,6 +33,14 @@
 namespace trnsim::model {
 
 using FabricTotals = NetworkTotals;
+
+// The statistics of the packet-level fabric itself (registry entry "packet").
+struct FabricStats {
+  static constexpr StatKey transfers = NetworkStats::transfers;
+  static constexpr StatKey bytes_delivered = NetworkStats::bytes_delivered;
+  static constexpr StatKey vcs{"vcs", StatUnit::count, "virtual channels per link direction"};
+  static constexpr std::array all{transfers, bytes_delivered, vcs};
+};
 
 class Fabric : public Block, public Network {
  public:

@@ -15,10 +15,10 @@ NetworkInterface::NetworkInterface(const sc_core::sc_module_name& name, const Ro
       shared_(shared),
       memory_(memory),
       local_(std::size_t(link_ports)),
-      s_issued_(stats().add("transfers_issued", StatUnit::count, "transfers issued by this chip")),
-      s_completed_(stats().add("transfers_received", StatUnit::count, "transfers completed at this chip")),
-      s_bytes_sent_(stats().add("bytes_injected", StatUnit::bytes, "payload bytes injected by this chip")),
-      s_bytes_received_(stats().add("bytes_received", StatUnit::bytes, "payload bytes delivered here")) {}
+      s_issued_(stats().add(NetworkInterfaceStats::transfers_issued)),
+      s_completed_(stats().add(NetworkInterfaceStats::transfers_received)),
+      s_bytes_sent_(stats().add(NetworkInterfaceStats::bytes_injected)),
+      s_bytes_received_(stats().add(NetworkInterfaceStats::bytes_received)) {}
 
 void NetworkInterface::issue(TransferState* t) {
   s_issued_ += 1;

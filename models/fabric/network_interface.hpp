@@ -19,6 +19,7 @@
 
 #include "common/seed_salt.hpp"
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -51,6 +52,20 @@ struct FabricShared {
   std::function<void(TransferState&)> on_completion;  // counts and notifies per chip
   std::uint64_t bytes_injected = 0, packets_injected = 0;
   std::uint64_t bytes_delivered = 0, packets_delivered = 0;
+};
+
+// The statistics of a chip's network interface (besides its router's).
+struct NetworkInterfaceStats {
+  static constexpr StatKey transfers_issued{"transfers_issued", StatUnit::count,
+                                            "transfers issued by this chip"};
+  static constexpr StatKey transfers_received{"transfers_received", StatUnit::count,
+                                              "transfers completed at this chip"};
+  static constexpr StatKey bytes_injected{"bytes_injected", StatUnit::bytes,
+                                          "payload bytes injected by this chip"};
+  static constexpr StatKey bytes_received{"bytes_received", StatUnit::bytes,
+                                          "payload bytes delivered here"};
+  static constexpr std::array all{
+      transfers_issued, transfers_received, bytes_injected, bytes_received};
 };
 
 class NetworkInterface : public Router {

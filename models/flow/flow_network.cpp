@@ -53,11 +53,11 @@ struct FlowNetwork::Flow {
 FlowLinkDirection::FlowLinkDirection(const sc_core::sc_module_name& name, Bandwidth bw,
                                      EnergyPerBit dyn, Power idle)
     : Block(name),
-      s_bytes_(stats().add("bytes", StatUnit::bytes, "payload bytes sent")),
-      s_wire_(stats().add("wire_bytes", StatUnit::bytes, "bytes on the wire: whole flits incl. headers")),
-      s_busy_(stats().add("busy", StatUnit::seconds, "wire bytes / bandwidth")),
-      s_util_(stats().add("utilisation", StatUnit::fraction, "busy time / elapsed time")),
-      s_flows_(stats().add("flows", StatUnit::count, "flows that crossed it")),
+      s_bytes_(stats().add(FlowLinkDirectionStats::bytes)),
+      s_wire_(stats().add(FlowLinkDirectionStats::wire_bytes)),
+      s_busy_(stats().add(FlowLinkDirectionStats::busy)),
+      s_util_(stats().add(FlowLinkDirectionStats::utilisation)),
+      s_flows_(stats().add(FlowLinkDirectionStats::flows)),
       dyn_(dyn) {
   (void)bw;
   set_static_power(idle);
@@ -65,7 +65,7 @@ FlowLinkDirection::FlowLinkDirection(const sc_core::sc_module_name& name, Bandwi
 
 FlowNode::FlowNode(const sc_core::sc_module_name& name, EnergyPerBit energy, Power idle, bool chip)
     : Block(name),
-      s_bytes_(stats().add("bytes_forwarded", StatUnit::bytes, "payload bytes that passed through")),
+      s_bytes_(stats().add(FlowNodeStats::bytes_forwarded)),
       energy_(energy),
       category_(chip ? "chip_forwarding" : "switch") {
   set_static_power(idle);
@@ -79,11 +79,10 @@ FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topolo
       memories_(std::move(memories)),
       overhead_(to_sc(plan.params.endpoint_overhead)),
       route_salt_(seed_salt(plan.seed, kRouteTag, 0)),
-      s_transfers_(stats().add("transfers", StatUnit::count, "transfers completed")),
-      s_bytes_(stats().add("bytes_delivered", StatUnit::bytes, "payload bytes delivered")),
-      s_recomputations_(stats().add("rate_recomputations", StatUnit::count,
-                                    "batched max-min rate recomputations")),
-      s_max_flows_(stats().add("max_flows", StatUnit::count, "most flows active at once")) {
+      s_transfers_(stats().add(FlowNetworkStats::transfers)),
+      s_bytes_(stats().add(FlowNetworkStats::bytes_delivered)),
+      s_recomputations_(stats().add(FlowNetworkStats::rate_recomputations)),
+      s_max_flows_(stats().add(FlowNetworkStats::max_flows)) {
   if (!memories_.empty() && memories_.size() != topo.chip_count()) {
     throw InternalError(fmt::format("FlowNetwork: {} memories for {} chips", memories_.size(),
                                     topo.chip_count()));

@@ -34,6 +34,16 @@
 
 namespace trnsim::model {
 
+// The statistics of one direction of a link in the flow network.
+struct FlowLinkDirectionStats {
+  static constexpr StatKey bytes = LinkDirectionStats::bytes;
+  static constexpr StatKey wire_bytes = LinkDirectionStats::wire_bytes;
+  static constexpr StatKey busy = LinkDirectionStats::busy.described("wire bytes / bandwidth");
+  static constexpr StatKey utilisation = LinkDirectionStats::utilisation;
+  static constexpr StatKey flows{"flows", StatUnit::count, "flows that crossed it"};
+  static constexpr std::array all{bytes, wire_bytes, busy, utilisation, flows};
+};
+
 // One direction of a link as the flow model sees it: its statistics and energy.
 class FlowLinkDirection : public Block {
  public:
@@ -52,6 +62,13 @@ class FlowLinkDirection : public Block {
   double* link_energy_ = nullptr;  // its "link" energy slot, created on its first charge
 };
 
+// The statistics of a switch or a relaying chip in the flow network.
+struct FlowNodeStats {
+  static constexpr StatKey bytes_forwarded{"bytes_forwarded", StatUnit::bytes,
+                                           "payload bytes that passed through"};
+  static constexpr std::array all{bytes_forwarded};
+};
+
 // A switch, or a chip that forwards for others: bytes passed through, energy, idle power.
 class FlowNode : public Block {
  public:
@@ -63,6 +80,16 @@ class FlowNode : public Block {
   EnergyPerBit energy_;
   const char* category_;
   double* energy_slot_ = nullptr;  // of category_, created on its first charge
+};
+
+// The statistics of the flow network itself (registry entry "flow").
+struct FlowNetworkStats {
+  static constexpr StatKey transfers = NetworkStats::transfers;
+  static constexpr StatKey bytes_delivered = NetworkStats::bytes_delivered;
+  static constexpr StatKey rate_recomputations{"rate_recomputations", StatUnit::count,
+                                               "batched max-min rate recomputations"};
+  static constexpr StatKey max_flows{"max_flows", StatUnit::count, "most flows active at once"};
+  static constexpr std::array all{transfers, bytes_delivered, rate_recomputations, max_flows};
 };
 
 class FlowNetwork : public Block, public PathNetwork {

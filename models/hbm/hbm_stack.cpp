@@ -19,25 +19,17 @@ HbmStack::HbmStack(const sc_core::sc_module_name& name, const HbmGeometry& geo)
       geo_(geo),
       ck_(geo.ck()),
       per_bank_(geo.params().refresh_mode == config::RefreshMode::per_bank),
-      s_bytes_read_(stats().add("bytes_read", StatUnit::bytes, "bytes read over the DRAM bus (whole bursts)")),
-      s_bytes_written_(
-          stats().add("bytes_written", StatUnit::bytes, "bytes written over the DRAM bus (whole bursts)")),
-      s_runs_(stats().add("runs", StatUnit::count,
-                          "reservations: bursts of one request in one interleave unit")),
-      s_activates_(stats().add("activates", StatUnit::count, "row activations (ACT+PRE pairs)")),
-      s_hits_(stats().add("row_hits", StatUnit::count, "runs that found their row open")),
-      s_misses_(stats().add("row_misses", StatUnit::count, "runs that found their bank precharged")),
-      s_conflicts_(
-          stats().add("row_conflicts", StatUnit::count, "runs that found another row open (PRE first)")),
-      s_refreshes_(stats().add("refreshes", StatUnit::count,
-                               "refresh commands: REFab of a channel (all_bank) or REFsb of a "
-                               "bank (per_bank)")),
-      s_refresh_delays_(
-          stats().add("refresh_delays", StatUnit::count, "runs moved behind a refresh window")),
-      s_busy_(stats().add("bus_busy_time", StatUnit::seconds,
-                          "data-bus occupancy averaged over the stack's pseudo-channels")),
-      s_bandwidth_(stats().add("achieved_bandwidth", StatUnit::bytes_per_second,
-                               "bytes moved / (last data beat - first arrival)")) {
+      s_bytes_read_(stats().add(HbmStackStats::bytes_read)),
+      s_bytes_written_(stats().add(HbmStackStats::bytes_written)),
+      s_runs_(stats().add(HbmStackStats::runs)),
+      s_activates_(stats().add(HbmStackStats::activates)),
+      s_hits_(stats().add(HbmStackStats::row_hits)),
+      s_misses_(stats().add(HbmStackStats::row_misses)),
+      s_conflicts_(stats().add(HbmStackStats::row_conflicts)),
+      s_refreshes_(stats().add(HbmStackStats::refreshes)),
+      s_refresh_delays_(stats().add(HbmStackStats::refresh_delays)),
+      s_busy_(stats().add(HbmStackStats::bus_busy_time)),
+      s_bandwidth_(stats().add(HbmStackStats::achieved_bandwidth)) {
   const auto& p = geo.params();
   Pc proto;
   proto.wr_end_bg.assign(std::size_t(p.bank_groups), kNever);

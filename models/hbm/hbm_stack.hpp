@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "common/block.hpp"
+#include "common/memory.hpp"
 #include "trnsim/resolve/hbm_geometry.hpp"
 
 namespace trnsim::model {
@@ -27,6 +28,34 @@ using resolve::HbmCycles;
 using resolve::HbmGeometry;
 using resolve::HbmLocation;
 using resolve::kBitsPerPinPerClock;
+
+// The statistics of one HBM stack.
+struct HbmStackStats {
+  static constexpr StatKey bytes_read =
+      MemoryStats::bytes_read.described("bytes read over the DRAM bus (whole bursts)");
+  static constexpr StatKey bytes_written =
+      MemoryStats::bytes_written.described("bytes written over the DRAM bus (whole bursts)");
+  static constexpr StatKey runs{"runs", StatUnit::count,
+                                "reservations: bursts of one request in one interleave unit"};
+  static constexpr StatKey activates{"activates", StatUnit::count,
+                                     "row activations (ACT+PRE pairs)"};
+  static constexpr StatKey row_hits{"row_hits", StatUnit::count, "runs that found their row open"};
+  static constexpr StatKey row_misses{"row_misses", StatUnit::count,
+                                      "runs that found their bank precharged"};
+  static constexpr StatKey row_conflicts{"row_conflicts", StatUnit::count,
+                                         "runs that found another row open (PRE first)"};
+  static constexpr StatKey refreshes{"refreshes", StatUnit::count,
+    "refresh commands: REFab of a channel (all_bank) or REFsb of a bank (per_bank)"};
+  static constexpr StatKey refresh_delays{"refresh_delays", StatUnit::count,
+                                          "runs moved behind a refresh window"};
+  static constexpr StatKey bus_busy_time{"bus_busy_time", StatUnit::seconds,
+    "data-bus occupancy averaged over the stack's pseudo-channels"};
+  static constexpr StatKey achieved_bandwidth{"achieved_bandwidth", StatUnit::bytes_per_second,
+                                              "bytes moved / (last data beat - first arrival)"};
+  static constexpr std::array all{
+      bytes_read, bytes_written, runs, activates, row_hits, row_misses, row_conflicts, refreshes,
+      refresh_delays, bus_busy_time, achieved_bandwidth};
+};
 
 class HbmStack : public Block {
  public:

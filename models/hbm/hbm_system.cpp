@@ -19,11 +19,10 @@ HbmSystem::HbmSystem(const sc_core::sc_module_name& name, const config::HbmParam
     : Block(name),
       geo_(p),
       controller_latency_(to_sc(p.controller_latency)),
-      s_requests_(stats().add("requests", StatUnit::count, "requests served")),
-      s_bytes_read_(stats().add("bytes_read", StatUnit::bytes, "bytes requested by reads")),
-      s_bytes_written_(stats().add("bytes_written", StatUnit::bytes, "bytes requested by writes")),
-      s_bandwidth_(stats().add("achieved_bandwidth", StatUnit::bytes_per_second,
-                               "requested bytes / (last completion - first arrival)")) {
+      s_requests_(stats().add(HbmSystemStats::requests)),
+      s_bytes_read_(stats().add(HbmSystemStats::bytes_read)),
+      s_bytes_written_(stats().add(HbmSystemStats::bytes_written)),
+      s_bandwidth_(stats().add(HbmSystemStats::achieved_bandwidth)) {
   for (int s = 0; s < p.stacks; ++s) {
     stacks_.push_back(std::make_unique<HbmStack>(fmt::format("stack{}", s).c_str(), geo_));
   }

@@ -9,6 +9,7 @@
 // [0, capacity); a request that does not is an InputError (no wrap-around).
 #pragma once
 
+#include <array>
 #include <memory>
 #include <vector>
 
@@ -18,6 +19,18 @@
 #include "hbm/hbm_stack.hpp"
 
 namespace trnsim::model {
+
+// The statistics of the HBM model (registry entry "hbm"; its stacks count their own).
+struct HbmSystemStats {
+  static constexpr StatKey requests{"requests", StatUnit::count, "requests served"};
+  static constexpr StatKey bytes_read =
+      MemoryStats::bytes_read.described("bytes requested by reads");
+  static constexpr StatKey bytes_written =
+      MemoryStats::bytes_written.described("bytes requested by writes");
+  static constexpr StatKey achieved_bandwidth{"achieved_bandwidth", StatUnit::bytes_per_second,
+    "requested bytes / (last completion - first arrival)"};
+  static constexpr std::array all{requests, bytes_read, bytes_written, achieved_bandwidth};
+};
 
 class HbmSystem : public Block, public MemoryPort {
  public:

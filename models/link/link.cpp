@@ -17,16 +17,14 @@ LinkDirection::LinkDirection(const sc_core::sc_module_name& name, const LinkPara
       capacity_(p.buffer_flits[std::size_t(dir)]),
       credits_(std::size_t(p.vcs), std::int64_t(p.buffer_flits[std::size_t(dir)])),
       dyn_energy_(p.energy * (1.0 - p.idle_fraction)),
-      s_bytes_(stats().add("bytes", StatUnit::bytes, "payload bytes sent")),
-      s_wire_(stats().add("wire_bytes", StatUnit::bytes, "bytes on the wire: whole flits incl. headers")),
-      s_packets_(stats().add("packets", StatUnit::count, "packets sent")),
-      s_busy_(stats().add("busy", StatUnit::seconds, "time spent sending packets")),
-      s_util_(stats().add("utilisation", StatUnit::fraction, "busy time / elapsed time")),
-      s_stall_(stats().add("credit_stall_time", StatUnit::seconds,
-                           "time the sender was idle with a packet waiting for credits")),
-      s_max_buf_(stats().add("max_buffer_occupancy", StatUnit::flits,
-                             "most receive-buffer flits of one VC reserved at once")),
-      s_buffer_(stats().add("buffer_per_vc", StatUnit::flits, "receive buffer per virtual channel")) {
+      s_bytes_(stats().add(LinkStats::bytes)),
+      s_wire_(stats().add(LinkStats::wire_bytes)),
+      s_packets_(stats().add(LinkStats::packets)),
+      s_busy_(stats().add(LinkStats::busy)),
+      s_util_(stats().add(LinkStats::utilisation)),
+      s_stall_(stats().add(LinkStats::credit_stall_time)),
+      s_max_buf_(stats().add(LinkStats::max_buffer_occupancy)),
+      s_buffer_(stats().add(LinkStats::buffer_per_vc)) {
   if (!(p.bandwidth.si > 0)) throw InternalError("LinkDirection: bandwidth must be > 0");
   if (p.vcs < 1 || capacity_ < 1) throw InternalError("LinkDirection: no VC or no buffer");
   s_buffer_.value = capacity_;

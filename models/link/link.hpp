@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/block.hpp"
+#include "common/network.hpp"
 #include "link/packet.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -55,6 +56,24 @@ struct LinkParams {
   std::string a_name, b_name;  // for statistic descriptions
   // Permutes the order of this link's simultaneous events (0: insertion order); from sim.seed.
   std::uint64_t order_salt = 0;
+};
+
+// The statistics of one direction of a packet-level link.
+struct LinkStats {
+  static constexpr StatKey bytes = LinkDirectionStats::bytes;
+  static constexpr StatKey wire_bytes = LinkDirectionStats::wire_bytes;
+  static constexpr StatKey packets{"packets", StatUnit::count, "packets sent"};
+  static constexpr StatKey busy = LinkDirectionStats::busy.described("time spent sending packets");
+  static constexpr StatKey utilisation = LinkDirectionStats::utilisation;
+  static constexpr StatKey credit_stall_time{"credit_stall_time", StatUnit::seconds,
+    "time the sender was idle with a packet waiting for credits"};
+  static constexpr StatKey max_buffer_occupancy{"max_buffer_occupancy", StatUnit::flits,
+    "most receive-buffer flits of one VC reserved at once"};
+  static constexpr StatKey buffer_per_vc{"buffer_per_vc", StatUnit::flits,
+                                         "receive buffer per virtual channel"};
+  static constexpr std::array all{
+      bytes, wire_bytes, packets, busy, utilisation, credit_stall_time, max_buffer_occupancy,
+      buffer_per_vc};
 };
 
 // One direction of a link: its statistics, energy and idle power.

@@ -27,8 +27,8 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParam
       queues_(std::size_t(p.queues_per_engine)),
       window_(std::size_t(std::max(1, p.outstanding_packets)), sc_core::SC_ZERO_TIME),
       calendar_(calendar),
-      bytes_(stats().add("bytes", StatUnit::bytes, "bytes moved")),
-      packets_(stats().add("packets", StatUnit::count, "packets moved")) {
+      bytes_(stats().add(DmaEngineStats::bytes)),
+      packets_(stats().add(DmaEngineStats::packets)) {
   if (queues_.size() > 64) {
     throw InternalError(fmt::format("DmaEngine: {} queues exceed the 64-bit ready mask (the "
                                     "resolve step checks /chip/core/dma/queues_per_engine)",
@@ -178,8 +178,8 @@ DmaSystem::DmaSystem(const sc_core::sc_module_name& name, const config::DmaParam
     : Block(name),
       p_(p),
       hbm_(hbm),
-      instructions_(stats().add("instructions", StatUnit::count, "DMA instructions triggered")),
-      dge_busy_(stats().add("dge_busy", StatUnit::seconds, "descriptor generation time, both DGEs")) {
+      instructions_(stats().add(DmaSystemStats::instructions)),
+      dge_busy_(stats().add(DmaSystemStats::dge_busy)) {
   if (!calendar) {
     own_calendar_ = std::make_unique<WakeCalendar>("calendar");
     calendar = own_calendar_.get();

@@ -58,6 +58,13 @@ struct DmaShare {
   bool src_sbuf = false, dst_sbuf = false;
 };
 
+// The statistics of one DMA engine.
+struct DmaEngineStats {
+  static constexpr StatKey bytes{"bytes", StatUnit::bytes, "bytes moved"};
+  static constexpr StatKey packets{"packets", StatUnit::count, "packets moved"};
+  static constexpr std::array all{bytes, packets};
+};
+
 // One DMA engine: its queues, request window and timeline. It has no process of its own: the
 // chip's WakeCalendar calls wake() at the engine's wake time.
 class DmaEngine : public Block, public WakeClient {
@@ -110,6 +117,15 @@ class DmaEngine : public Block, public WakeClient {
   Stat& bytes_;
   Stat& packets_;
   double* energy_ = nullptr;  // the "dma" energy accumulator, created on the first packet
+};
+
+// The statistics of a core's DMA system (its engines count their own).
+struct DmaSystemStats {
+  static constexpr StatKey instructions{"instructions", StatUnit::count,
+                                        "DMA instructions triggered"};
+  static constexpr StatKey dge_busy{"dge_busy", StatUnit::seconds,
+                                    "descriptor generation time, both DGEs"};
+  static constexpr std::array all{instructions, dge_busy};
 };
 
 // The DMA side of a core: the descriptor generation engines (DGE), the fixed start latency and

@@ -9,17 +9,7 @@ namespace trnsim::model {
 
 bool is_narrow(Dtype d) { return d != Dtype::fp32; }
 
-double macs_per_pe_cycle(const config::DtypeRates& r, Dtype d) {
-  switch (d) {
-    case Dtype::fp32: return r.fp32;
-    case Dtype::bf16: return r.bf16;
-    case Dtype::fp16: return r.fp16;
-    case Dtype::fp8: return r.fp8;
-    case Dtype::mxfp8: return r.mxfp8;
-    case Dtype::mxfp4: return r.mxfp4;
-  }
-  return 0;
-}
+double macs_per_pe_cycle(const config::DtypeRates& r, Dtype d) { return r.at(d); }
 
 Energy energy_per_mac(const config::DtypeEnergy& e, Dtype d) {
   switch (d) {

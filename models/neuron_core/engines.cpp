@@ -36,10 +36,9 @@ Sram::Sram(const sc_core::sc_module_name& name, const config::SramParams& p, Uni
                                     : whole_bytes(p.bytes_per_partition)),
       read_cat_(std::string(basename()) + "_read"),
       write_cat_(std::string(basename()) + "_write"),
-      read_(stats().add("bytes_read", StatUnit::bytes, "bytes read")),
-      written_(stats().add("bytes_written", StatUnit::bytes, "bytes written")),
-      peak_(stats().add("peak_in_use", unit == Unit::banks ? StatUnit::banks : StatUnit::bytes_per_partition,
-                        "largest footprint held at once")) {}
+      read_(stats().add(SramStats::bytes_read)),
+      written_(stats().add(SramStats::bytes_written)),
+      peak_(stats().add(unit == Unit::banks ? SramStats::peak_banks : SramStats::peak_bytes)) {}
 
 void Sram::check_fits(std::uint64_t units, const std::string& op) const {
   if (units <= capacity_) return;
@@ -74,8 +73,8 @@ Engine::Engine(const sc_core::sc_module_name& name, EngineId id, DmaSystem& dma,
       id_(id),
       dma_(dma),
       wakeups_(wakeups),
-      instructions_(stats().add("instructions", StatUnit::count, "instructions executed (DMA triggers too)")),
-      busy_stat_(stats().add("busy", StatUnit::seconds, "time spent executing instructions")) {
+      instructions_(stats().add(EngineStats::instructions)),
+      busy_stat_(stats().add(EngineStats::busy)) {
   SC_METHOD(run);
   sensitive << work_;
   dont_initialize();
@@ -128,9 +127,9 @@ TensorEngine::TensorEngine(const sc_core::sc_module_name& name,
       sbuf_(sbuf),
       psum_(psum),
       drain_(to_sc(cycle_time(p.clock) * double(p.fixed_overhead_cycles))),
-      macs_(stats().add("macs", StatUnit::count, "multiply-accumulates performed")),
-      matmuls_(stats().add("matmuls", StatUnit::count, "matmul instructions")),
-      throttled_(stats().add("throttled", StatUnit::seconds, "extra time spent under the power ramp")) {}
+      macs_(stats().add(TensorEngineStats::macs)),
+      matmuls_(stats().add(TensorEngineStats::matmuls)),
+      throttled_(stats().add(TensorEngineStats::throttled)) {}
 
 double TensorEngine::ramped_duration(double tau, double work) {
   const auto& r = p_.power_ramp;
@@ -195,7 +194,7 @@ ElementEngine::ElementEngine(const sc_core::sc_module_name& name, EngineId id,
       p_(p),
       sbuf_(sbuf),
       psum_(psum),
-      elements_(stats().add("elements", StatUnit::count, "elements processed")) {}
+      elements_(stats().add(ElementEngineStats::elements)) {}
 
 sc_time ElementEngine::execute(const Instr& in, const sc_time& start, const sc_time&) {
   const double epc = in.wide ? p_.elements_per_cycle_32bit : p_.elements_per_cycle_16bit;

@@ -26,6 +26,14 @@ namespace trnsim::model {
 class DmaSystem;
 class Sram;
 
+// The statistics of every engine of a NeuronCore.
+struct EngineStats {
+  static constexpr StatKey instructions{"instructions", StatUnit::count,
+                                        "instructions executed (DMA triggers too)"};
+  static constexpr StatKey busy{"busy", StatUnit::seconds, "time spent executing instructions"};
+  static constexpr std::array all{instructions, busy};
+};
+
 class Engine : public Block {
  public:
   SC_HAS_PROCESS(Engine);
@@ -75,6 +83,15 @@ class Engine : public Block {
   Stat& busy_stat_;
 };
 
+// The Tensor engine's statistics besides EngineStats.
+struct TensorEngineStats {
+  static constexpr StatKey macs{"macs", StatUnit::count, "multiply-accumulates performed"};
+  static constexpr StatKey matmuls{"matmuls", StatUnit::count, "matmul instructions"};
+  static constexpr StatKey throttled{"throttled", StatUnit::seconds,
+                                     "extra time spent under the power ramp"};
+  static constexpr std::array all{macs, matmuls, throttled};
+};
+
 // rows x cols systolic array. A matmul instruction contracts up to rows * k_factor logical rows
 // (k_factor = MACs per PE per cycle, >= 1: FP8 double-row, MX quad) against a moving tile of n
 // columns and occupies the array for max(n * k_factor / macs, matmul_min_ii) cycles (FP32 at
@@ -111,6 +128,12 @@ class TensorEngine : public Engine {
   Stat& matmuls_;
   Stat& throttled_;
   std::array<double*, 8> mac_energy_{};  // per dtype, created on first use
+};
+
+// The Vector, Scalar and GpSimd engines' statistics besides EngineStats.
+struct ElementEngineStats {
+  static constexpr StatKey elements{"elements", StatUnit::count, "elements processed"};
+  static constexpr std::array all{elements};
 };
 
 // Vector, Scalar and GpSimd: an instruction on E elements with I inputs occupies the engine for

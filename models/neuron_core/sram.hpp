@@ -6,6 +6,7 @@
 // naming the op, a footprint that only collides with a concurrent op waits for it.
 #pragma once
 
+#include <array>
 #include <systemc>
 
 #include <cstdint>
@@ -15,6 +16,17 @@
 #include "trnsim/config/chip_params.hpp"
 
 namespace trnsim::model {
+
+// The statistics of SBUF or PSUM (peak_in_use in the unit the SRAM is allocated in).
+struct SramStats {
+  static constexpr StatKey bytes_read{"bytes_read", StatUnit::bytes, "bytes read"};
+  static constexpr StatKey bytes_written{"bytes_written", StatUnit::bytes, "bytes written"};
+  static constexpr StatKey peak_banks{"peak_in_use", StatUnit::banks,
+                                      "largest footprint held at once"};
+  static constexpr StatKey peak_bytes{"peak_in_use", StatUnit::bytes_per_partition,
+                                      "largest footprint held at once"};
+  static constexpr std::array all{bytes_read, bytes_written, peak_banks, peak_bytes};
+};
 
 class Sram : public Block {
  public:

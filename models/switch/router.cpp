@@ -17,8 +17,8 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
       inputs_(std::size_t(link_ports)),
       port_link_(std::size_t(link_ports)),
       n_inputs_(link_ports + (p.local_port ? 1 : 0)),
-      s_forwarded_(stats().add("packets_forwarded", StatUnit::count, "packets that passed through")),
-      s_fwd_bytes_(stats().add("bytes_forwarded", StatUnit::bytes, "payload bytes that passed through")) {
+      s_forwarded_(stats().add(RouterStats::packets_forwarded)),
+      s_fwd_bytes_(stats().add(RouterStats::bytes_forwarded)) {
   if (p.vcs < 1) throw InternalError("Router: at least one VC");
   for (int o = 0; o < link_ports; ++o) {
     auto& out = outputs_[std::size_t(o)];
@@ -35,13 +35,10 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
             std::uint16_t(splitmix64(h ^ std::uint64_t(i)) % std::uint64_t(p.vcs));
       }
     }
-    out.s_packets = &stats().add(fmt::format("port{}_packets", o), StatUnit::count, "packets sent on port");
-    out.s_bytes = &stats().add(fmt::format("port{}_bytes", o), StatUnit::bytes, "payload bytes sent on port");
-    out.s_wait = &stats().add(fmt::format("port{}_wait_time", o), StatUnit::seconds,
-                              "summed time packets waited for this output (arbitration, "
-                              "busy output, credits)");
-    out.s_max_q = &stats().add(fmt::format("port{}_max_queue", o), StatUnit::packets,
-                               "most packets queued for this output at once");
+    out.s_packets = &stats().add(RouterStats::port_packets, std::to_string(o));
+    out.s_bytes = &stats().add(RouterStats::port_bytes, std::to_string(o));
+    out.s_wait = &stats().add(RouterStats::port_wait_time, std::to_string(o));
+    out.s_max_q = &stats().add(RouterStats::port_max_queue, std::to_string(o));
   }
   set_static_power(p.idle_power);
   timers_.set_order_salt(p.salt);

@@ -16,6 +16,7 @@
 // A chip adds a local input (injection) and local delivery through the virtual hooks below.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -41,6 +42,23 @@ struct RouterParams {
   // pointers start, which of two equally old packets oldest_first takes, and the order of
   // simultaneous timer events. From sim.seed (models/fabric/fabric.cpp).
   std::uint64_t salt = 0;
+};
+
+// The statistics of a switch (and of a chip's network interface), port{} per output port.
+struct RouterStats {
+  static constexpr StatKey packets_forwarded{"packets_forwarded", StatUnit::count,
+                                             "packets that passed through"};
+  static constexpr StatKey bytes_forwarded{"bytes_forwarded", StatUnit::bytes,
+                                           "payload bytes that passed through"};
+  static constexpr StatKey port_packets{"port{}_packets", StatUnit::count, "packets sent on port"};
+  static constexpr StatKey port_bytes{"port{}_bytes", StatUnit::bytes,
+                                      "payload bytes sent on port"};
+  static constexpr StatKey port_wait_time{"port{}_wait_time", StatUnit::seconds,
+    "summed time packets waited for this output (arbitration, busy output, credits)"};
+  static constexpr StatKey port_max_queue{"port{}_max_queue", StatUnit::packets,
+                                          "most packets queued for this output at once"};
+  static constexpr std::array all{
+      packets_forwarded, bytes_forwarded, port_packets, port_bytes, port_wait_time, port_max_queue};
 };
 
 class Router : public Block, public LinkEndpoint {

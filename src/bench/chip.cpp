@@ -18,6 +18,7 @@
 #include "internal.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/peaks.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::bench {
@@ -85,8 +86,7 @@ json measure_gemm(const ConfigSource& o, const GemmArgs& a, std::uint64_t m, std
   sc_core::sc_start();
   const double wall = seconds_since(t0);
   const double elapsed = st.end_s;  // the op starts at t = 0
-  const double peak = p.cores * p.core.tensor.rows * p.core.tensor.cols * 2.0 * rate *
-                      p.core.tensor.clock.si;
+  const double peak = resolve::chip_peaks(p).tensor(dt);
   chip->account_until(sc_core::sc_time(elapsed, sc_core::SC_SEC));
   const auto e = model::collect_energy(Duration(elapsed), chip.get());
   const double events = double(chip->wakeups());

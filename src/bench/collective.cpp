@@ -75,9 +75,8 @@ std::pair<double, std::string> busiest_link(const run::RunData& d, const topo::T
     if (at == std::string::npos) continue;
     const std::size_t idx = std::strtoul(b.name.c_str() + at + 5, nullptr, 10);
     if (idx >= t.links().size()) continue;
-    for (const auto& st : b.stats) {
-      if (st.name != "wire_bytes") continue;
-      const double u = st.value / (t.links()[idx].bandwidth.si * seconds);
+    if (const model::Stat* st = model::find_stat(b, model::LinkDirectionStats::wire_bytes)) {
+      const double u = st->value / (t.links()[idx].bandwidth.si * seconds);
       if (u > best.first) best = {u, b.name};
     }
   }

@@ -190,14 +190,16 @@ Json measure(const config::ChipParams& chip, const Plan& plan) {
 
   double hits = 0, misses = 0, conflicts = 0, acts = 0, refreshes = 0, moved = 0;
   for (int s = 0; s < hbm.stacks(); ++s) {
-    for (const auto& st : hbm.stack(s).stats().all()) {
-      if (st.name == "row_hits") hits += st.value;
-      if (st.name == "row_misses") misses += st.value;
-      if (st.name == "row_conflicts") conflicts += st.value;
-      if (st.name == "activates") acts += st.value;
-      if (st.name == "refreshes") refreshes += st.value;
-      if (st.name == "bytes_read" || st.name == "bytes_written") moved += st.value;
-    }
+    const model::StatGroup& st = hbm.stack(s).stats();
+    using K = model::HbmStackStats;
+    auto value = [&](const model::StatKey& k) { return st.find(k) ? st.find(k)->value : 0.0; };
+    moved += value(K::bytes_read);  // in the order the stack declares them, as before
+    moved += value(K::bytes_written);
+    acts += value(K::activates);
+    hits += value(K::row_hits);
+    misses += value(K::row_misses);
+    conflicts += value(K::row_conflicts);
+    refreshes += value(K::refreshes);
   }
   const double seconds = end.to_seconds();
   const auto e = model::collect_energy(model::from_sc(end), &hbm);

@@ -63,6 +63,20 @@ const Implementation& Registry::calibration_reference() const {
   throw InternalError("no compute implementation is the calibration reference");
 }
 
+namespace {
+
+// An implementation's statistics as its block declares them (the keys in the block's header).
+template <std::size_t N>
+std::vector<StatDoc> documented(const std::array<model::StatKey, N>& keys) {
+  std::vector<StatDoc> out;
+  for (const auto& k : keys) {
+    out.push_back({std::string(k.name), k.unit, std::string(k.description)});
+  }
+  return out;
+}
+
+}  // namespace
+
 void register_builtin_models(Registry& r) {
   r.add({Role::memory,
          "hbm",
@@ -71,10 +85,7 @@ void register_builtin_models(Registry& r) {
          "model::HbmSystem (one model::HbmStack per stack)",
          {"/chip/hbm"},
          {{"access", "model::MemoryPort", "requests of the chip's DMA engines, by address"}},
-         {{"requests", model::StatUnit::count, "requests served"},
-          {"bytes_read", model::StatUnit::bytes, "bytes requested by reads"},
-          {"bytes_written", model::StatUnit::bytes, "bytes requested by writes"},
-          {"achieved_bandwidth", model::StatUnit::bytes_per_second, "bytes moved over the time the system was busy"}},
+         documented(model::HbmSystemStats::all),
          [](const char* name, const resolve::ChipPlan& plan) {
            auto m = std::make_unique<model::HbmSystem>(name, plan.params.hbm);
            model::MemoryPort* port = m.get();
@@ -92,7 +103,7 @@ void register_builtin_models(Registry& r) {
           "/chip/hbm/controller_latency", "/chip/hbm/timing/tRCD", "/chip/hbm/timing/tCL",
           "/chip/hbm/timing/tCWL", "/chip/hbm/energy"},
          {{"access", "model::MemoryPort", "requests of the chip's DMA engines, by address"}},
-         {{"bytes_read", model::StatUnit::bytes, "bytes read"}, {"bytes_written", model::StatUnit::bytes, "bytes written"}},
+         documented(model::BandwidthMemoryStats::all),
          [](const char* name, const resolve::ChipPlan& plan) {
            auto m = std::make_unique<model::BandwidthMemory>(name, plan.params.hbm);
            model::MemoryPort* port = m.get();
@@ -112,9 +123,7 @@ void register_builtin_models(Registry& r) {
          {{"transfers", "model::Network", "HBM-to-HBM transfers between chips"},
           {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "
                                             "the destination"}},
-         {{"transfers", model::StatUnit::count, "transfers completed"},
-          {"bytes_delivered", model::StatUnit::bytes, "payload bytes delivered"},
-          {"vcs", model::StatUnit::count, "virtual channels per link direction"}},
+         documented(model::FabricStats::all),
          {},
          [](const char* name, const topo::Topology& t, const resolve::FabricPlan& plan,
             std::vector<model::MemoryPort*> memories) -> std::unique_ptr<model::Network> {
@@ -146,10 +155,7 @@ void register_builtin_models(Registry& r) {
          {{"transfers", "model::Network", "HBM-to-HBM transfers between chips"},
           {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "
                                             "the destination"}},
-         {{"transfers", model::StatUnit::count, "transfers completed"},
-          {"bytes_delivered", model::StatUnit::bytes, "payload bytes delivered"},
-          {"rate_recomputations", model::StatUnit::count, "batched max-min rate recomputations"},
-          {"max_flows", model::StatUnit::count, "most flows active at once"}},
+         documented(model::FlowNetworkStats::all),
          {},
          [](const char* name, const topo::Topology& t, const resolve::FabricPlan& plan,
             std::vector<model::MemoryPort*> memories) -> std::unique_ptr<model::Network> {
@@ -170,9 +176,7 @@ void register_builtin_models(Registry& r) {
           "/sim/compute_granularity"},
          {{"memory", "model::MemoryPort", "the chip's memory implementation"},
           {"ops", "model::Chip::execute", "trace ops lowered to engine programs"}},
-         {{"ops", model::StatUnit::count, "ops executed"},
-          {"flops", model::StatUnit::count, "useful floating-point operations"},
-          {"hbm_bytes", model::StatUnit::bytes, "bytes the ops moved to or from HBM"}},
+         documented(model::ChipStats::all),
          {},
          {},
          [](const char* name, const resolve::ChipPlan& plan,
@@ -194,13 +198,7 @@ void register_builtin_models(Registry& r) {
           "/chip/hbm/interleave_bytes", "/chip/hbm/stacks", "/chip/hbm/capacity_per_stack"},
          {{"memory", "model::MemoryPort", "the chip's memory implementation"},
           {"ops", "model::ChipModel::execute", "trace ops replayed from their calibrated profile"}},
-         {{"ops", model::StatUnit::count, "ops executed"},
-          {"interpolated_ops", model::StatUnit::count,
-           "ops whose profile was interpolated on a grid of sizes"},
-          {"flops", model::StatUnit::count, "useful floating-point operations"},
-          {"hbm_bytes", model::StatUnit::bytes, "bytes the ops moved to or from HBM"},
-          {"memory_wait", model::StatUnit::seconds,
-           "time op pieces ran beyond their isolated time, waiting for HBM"}},
+         documented(model::OpChipStats::all),
          {},
          {},
          [](const char* name, const resolve::ChipPlan& plan,
@@ -221,10 +219,7 @@ void register_builtin_models(Registry& r) {
          {{"transfers", "model::PathNetwork", "transfers between replicas on explicit paths"},
           {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "
                                             "the destination"}},
-         {{"transfers", model::StatUnit::count, "transfers completed"},
-          {"bytes_delivered", model::StatUnit::bytes, "payload bytes delivered"},
-          {"rate_recomputations", model::StatUnit::count, "batched max-min rate recomputations"},
-          {"max_flows", model::StatUnit::count, "most flows active at once"}},
+         documented(model::FlowNetworkStats::all),
          {},
          {},
          {},

@@ -12,7 +12,11 @@
 #include <set>
 
 #include "common/histogram.hpp"
-#include "neuron_core/dtype.hpp"
+#include "common/memory.hpp"
+#include "common/network.hpp"
+#include "hbm/hbm_stack.hpp"
+#include "link/link.hpp"
+#include "switch/router.hpp"
 #include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
@@ -27,23 +31,6 @@ namespace {
 
 double ns(std::uint64_t ps) { return double(ps) / 1e3; }
 double safe_div(double a, double b) { return b > 0 ? a / b : 0.0; }
-
-// Dense peak FLOP/s of one chip's Tensor engines at `d` (0 when the chip lacks the type).
-double tensor_peak(const config::ChipParams& c, DType d) {
-  const auto& t = c.core.tensor;
-  return double(c.cores) * t.rows * t.cols * 2.0 * model::macs_per_pe_cycle(t.macs_per_pe_cycle, d) *
-         t.clock.si;
-}
-
-// The type an op of type `d` ran as: itself, or the first of mxfp8, fp8, bf16 the chip has (as
-// the rack substitutes).
-DType ran_as(const config::ChipParams& c, DType d) {
-  if (tensor_peak(c, d) > 0) return d;
-  for (DType alt : {DType::mxfp8, DType::fp8, DType::bf16}) {
-    if (tensor_peak(c, alt) > 0) return alt;
-  }
-  return d;
-}
 
 bool on_tensor_engine(trace::OpKind k) {
   return k == trace::OpKind::gemm || k == trace::OpKind::attention;
@@ -61,13 +48,6 @@ std::vector<std::pair<std::string, double>> utilisations(const std::vector<model
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;
-}
-
-const model::Stat* find_stat(const model::BlockStats& b, std::string_view name) {
-  for (const auto& s : b.stats) {
-    if (s.name == name) return &s;
-  }
-  return nullptr;
 }
 
 // stats.json: every block's statistics by hierarchical name, each value with its unit.
@@ -216,7 +196,6 @@ std::optional<double> tokens_of(const trace::Workload& w) {
 }
 
 Json performance_json(const run::RunData& d, double T, std::size_t chips_used) {
-  const config::ChipParams& chip = *d.config->chip;
   const trace::Workload& w = *d.workload;
   std::map<DType, double> all, tensor;
   double flops = 0;
@@ -240,8 +219,9 @@ Json performance_json(const run::RunData& d, double T, std::size_t chips_used) {
     e = {{"flops", f}, {"flops_per_s", safe_div(f, T)}};
     const auto t = tensor.find(dt);
     if (t == tensor.end()) continue;
-    const DType ran = ran_as(chip, dt);
-    const double peak = tensor_peak(chip, ran) * double(chips_used);
+    // The type the rack ran it as (resolve/peaks.hpp); a chip without any has no peak for it.
+    const DType ran = d.peaks.ran_as(dt).value_or(dt);
+    const double peak = d.peaks.tensor(ran) * double(chips_used);
     busy_at_peak += safe_div(t->second, peak);
     e["tensor_flops"] = t->second;
     e["ran_as"] = std::string(config::enum_name(ran));
@@ -350,8 +330,7 @@ Json breakdown_json(const run::RunData& d, const Breakdown& b) {
 
 // HBM: the chip-level memory blocks of the used chips, and their stacks where the model has them.
 Json memory_json(const run::RunData& d, double T, const std::vector<int>& used) {
-  const config::ChipParams& chip = *d.config->chip;
-  const double stack_peak = chip.hbm.bandwidth.si / std::max(1, chip.hbm.stacks);
+  const double stack_peak = d.peaks.hbm_stack_bytes_per_s;
   std::set<std::string> prefixes;
   for (int c : used) prefixes.insert(fmt::format("rack.chip{}.hbm", c));
   double rd = 0, wr = 0, hits = 0, runs = 0;
@@ -361,15 +340,15 @@ Json memory_json(const run::RunData& d, double T, const std::vector<int>& used) 
     if (dot == std::string::npos) continue;
     const std::string base = b.name.substr(0, dot + 4);
     if (!prefixes.count(base)) continue;
-    const model::Stat* r = find_stat(b, "bytes_read");
-    const model::Stat* wv = find_stat(b, "bytes_written");
+    const model::Stat* r = find_stat(b, model::MemoryStats::bytes_read);
+    const model::Stat* wv = find_stat(b, model::MemoryStats::bytes_written);
     if (b.name == base && r && wv) {
       rd += r->value;
       wr += wv->value;
     }
-    const model::Stat* h = find_stat(b, "row_hits");
+    const model::Stat* h = find_stat(b, model::HbmStackStats::row_hits);
     if (h && r && wv) {  // a stack of the detailed model
-      const model::Stat* n = find_stat(b, "runs");
+      const model::Stat* n = find_stat(b, model::HbmStackStats::runs);
       hits += h->value;
       if (n) runs += n->value;
       stacks.push_back({{"name", b.name},
@@ -379,7 +358,7 @@ Json memory_json(const run::RunData& d, double T, const std::vector<int>& used) 
                         {"row_hit_rate", n && n->value > 0 ? Json(h->value / n->value) : Json()}});
     }
   }
-  const double peak = chip.hbm.bandwidth.si * double(used.size());
+  const double peak = d.peaks.hbm_bytes_per_s * double(used.size());
   Json j = {{"chips", used.size()},
             {"read_bytes", rd},
             {"write_bytes", wr},
@@ -437,17 +416,19 @@ Json fabric_json(const run::RunData& d, double T) {
   for (const auto& l : links) mean += l.second;
   std::map<std::string, const model::BlockStats*> by_name;
   for (const auto& b : d.stats) by_name[b.name] = &b;
-  auto stat = [&](const std::string& block, std::string_view name) {
+  // A statistic of a block, 0 when the block does not count it (a flow-level link has no
+  // credits or buffers).
+  auto stat = [&](const std::string& block, const model::StatKey& key) {
     const auto it = by_name.find(block);
-    const model::Stat* st = it == by_name.end() ? nullptr : find_stat(*it->second, name);
+    const model::Stat* st = it == by_name.end() ? nullptr : find_stat(*it->second, key);
     return st ? st->value : 0.0;
   };
   auto link_json = [&](const std::string& name) {
     return Json{{"name", name},
-                {"utilisation", stat(name, "utilisation")},
-                {"credit_stall_ns", stat(name, "credit_stall_time") * 1e9},
-                {"max_buffer_occupancy_flits", stat(name, "max_buffer_occupancy")},
-                {"buffer_per_vc_flits", stat(name, "buffer_per_vc")}};
+                {"utilisation", stat(name, model::LinkDirectionStats::utilisation)},
+                {"credit_stall_ns", stat(name, model::LinkStats::credit_stall_time) * 1e9},
+                {"max_buffer_occupancy_flits", stat(name, model::LinkStats::max_buffer_occupancy)},
+                {"buffer_per_vc_flits", stat(name, model::LinkStats::buffer_per_vc)}};
   };
   Json hottest = Json::array();
   for (std::size_t i = 0; i < links.size() && i < 10; ++i) hottest.push_back(link_json(links[i].first));
@@ -456,13 +437,17 @@ Json fabric_json(const run::RunData& d, double T) {
   std::vector<std::pair<double, std::string>> stalled, switches;
   for (const auto& b : d.stats) {
     if (!b.name.starts_with("rack.fabric.")) continue;
-    if (const model::Stat* cs = find_stat(b, "credit_stall_time"); cs && cs->value > 0) {
+    if (const model::Stat* cs = find_stat(b, model::LinkStats::credit_stall_time);
+        cs && cs->value > 0) {
       stalled.emplace_back(cs->value, b.name);
     }
-    if (b.name.starts_with("rack.fabric.chip") || !find_stat(b, "packets_forwarded")) continue;
+    if (b.name.starts_with("rack.fabric.chip") ||
+        !find_stat(b, model::RouterStats::packets_forwarded)) {
+      continue;
+    }
     double wait = 0;
     for (const auto& st : b.stats) {
-      if (st.name.ends_with("_wait_time")) wait += st.value;
+      if (model::RouterStats::port_wait_time.matches(st.name)) wait += st.value;
     }
     switches.emplace_back(wait, b.name);
   }
@@ -476,7 +461,9 @@ Json fabric_json(const run::RunData& d, double T) {
   for (std::size_t i = 0; i < switches.size() && i < 5; ++i) {
     double deepest = 0;
     for (const auto& st : by_name[switches[i].second]->stats) {
-      if (st.name.ends_with("_max_queue")) deepest = std::max(deepest, st.value);
+      if (model::RouterStats::port_max_queue.matches(st.name)) {
+        deepest = std::max(deepest, st.value);
+      }
     }
     switches_j.push_back({{"name", switches[i].second},
                           {"port_wait_ns", switches[i].first * 1e9},
@@ -758,14 +745,6 @@ std::string number(const Json& v) {
 
 }  // namespace
 
-const std::array<std::string_view, 24> kSummaryColumns = {
-    "rack", "chip", "workload", "ranks", "chips_used", "step_time_ns", "flops_per_s",
-    "tensor_fraction_of_peak", "tokens_per_s", "compute_ns", "overlapped_ns",
-    "exposed_communication_ns", "waiting_ns", "hbm_bytes_per_s", "hbm_fraction_of_peak",
-    "fabric_bytes_delivered", "message_latency_p99_ns", "packet_latency_p99_ns",
-    "hottest_link_utilisation", "energy_j", "average_power_w", "peak_power_w", "flops_per_j",
-    "tokens_per_j"};
-
 Json percentiles_ns(std::vector<double> seconds) {
   if (seconds.empty()) return Json::object();
   // The figures of model::Histogram (the mean summed in the samples' order, nearest ranks),
@@ -819,27 +798,13 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   for (const auto& n : w.warnings) notes.push_back(n);
   s["notes"] = notes;
 
-  // summary.csv: the same columns for every run, empty where a figure does not exist.
-  const Json& m = s["breakdown"]["machine"];
-  const Json& all = s["fabric"]["tiers"].contains("all") ? s["fabric"]["tiers"]["all"] : Json::object();
-  auto pointer = [&](const Json& j, const char* key) { return j.contains(key) ? j[key] : Json(); };
-  const Json& hot = s["fabric"]["links"]["hottest"];
-  const std::vector<Json> row = {
-      cfg.rack->name, cfg.chip->name, w.name, w.num_ranks(), used.size(), ns_of(d.end),
-      s["performance"]["flops_per_s"], s["performance"]["tensor_fraction_of_peak"],
-      s["performance"]["tokens_per_s"], m["compute_ns"], m["overlapped_ns"],
-      m["exposed_communication_ns"], m["waiting_ns"], s["memory"]["bytes_per_s"],
-      s["memory"]["fraction_of_peak"], s["fabric"]["bytes_delivered"],
-      all.contains("message_latency_ns") ? pointer(all["message_latency_ns"], "p99") : Json(),
-      all.contains("packet_latency_ns") ? pointer(all["packet_latency_ns"], "p99") : Json(),
-      hot.empty() ? Json() : hot[0]["utilisation"], e.total, e.average_power, e.peak_power,
-      s["energy"]["flops_per_j"], s["energy"]["tokens_per_j"]};
-  static_assert(kSummaryColumns.size() == 24);
-  if (row.size() != kSummaryColumns.size()) throw InternalError("summary.csv: row and columns differ");
+  // summary.csv: the same columns for every run (summary.hpp), empty where a figure does not
+  // exist.
   std::string header, line;
-  for (std::size_t i = 0; i < row.size(); ++i) {
-    header += fmt::format("{}{}", i ? "," : "", kSummaryColumns[i]);
-    line += fmt::format("{}{}", i ? "," : "", number(row[i]));
+  for (std::size_t i = 0; i < kSummaryColumns.size(); ++i) {
+    const Json::json_pointer at{std::string(kSummaryColumns[i].pointer)};
+    header += fmt::format("{}{}", i ? "," : "", kSummaryColumns[i].name);
+    line += fmt::format("{}{}", i ? "," : "", s.contains(at) ? number(s.at(at)) : "");
   }
   out.summary_csv = header + "\n" + line + "\n";
   if (parts == ReportParts::all) {

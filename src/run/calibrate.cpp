@@ -56,11 +56,9 @@ model::OpProfile from_json(const json& j) {
   return p;
 }
 
-double stat_value(const model::Block& b, const char* name) {
-  for (const auto& s : b.stats().all()) {
-    if (s.name == name) return s.value;
-  }
-  throw InternalError(fmt::format("{} has no statistic {}", b.name(), name));
+double stat_value(const model::Block& b, const model::StatKey& key) {
+  if (const model::Stat* s = b.stats().find(key)) return s->value;
+  throw InternalError(fmt::format("{} has no statistic {}", b.name(), key.name));
 }
 
 // What the chip has counted so far, to take differences around one op.
@@ -76,8 +74,8 @@ Counters counters(model::Chip& chip, const model::Block& memory) {
   for (const auto& [k, v] : model::collect_energy(Duration(0), &memory).by_category_joules) {
     c.energy[k] -= v;
   }
-  c.read = stat_value(memory, "bytes_read");
-  c.written = stat_value(memory, "bytes_written");
+  c.read = stat_value(memory, model::MemoryStats::bytes_read);
+  c.written = stat_value(memory, model::MemoryStats::bytes_written);
   for (std::size_t e = 0; e < 4; ++e) {
     for (int k = 0; k < chip.cores(); ++k) c.busy[e] += chip.core(k).engine(kEngines[e]).busy().to_seconds();
   }

@@ -2,11 +2,13 @@
 #include "compute_ops.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/peaks.hpp"
 
 namespace trnsim::run {
 
@@ -22,21 +24,22 @@ model::ElementKind element_kind(trace::OpKind k) {
   }
 }
 
+// The type an op of type `d` runs as on the Tensor engines (resolve/peaks.hpp); a substitution
+// is said once in the report's notes.
 model::Dtype chip_dtype(trace::DType d, const config::ChipParams& chip,
                         std::vector<std::string>& notes) {
-  const model::Dtype want = d;
-  const auto& rates = chip.core.tensor.macs_per_pe_cycle;
-  if (model::macs_per_pe_cycle(rates, want) > 0) return want;
-  // The chip lacks this type: run it as the nearest type it has, and say so in the report.
-  for (model::Dtype alt : {model::Dtype::mxfp8, model::Dtype::fp8, model::Dtype::bf16}) {
-    if (model::macs_per_pe_cycle(rates, alt) > 0) {
-      const std::string note = fmt::format("{} has no {}: those ops ran as {}", chip.name,
-                                           model::to_string(want), model::to_string(alt));
-      if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
-      return alt;
-    }
+  const auto ran = resolve::tensor_dtype(chip.core.tensor.macs_per_pe_cycle, d);
+  if (!ran) {
+    std::vector<std::string_view> names;
+    for (DType alt : resolve::kTensorSubstitutes) names.push_back(to_string(alt));
+    throw ConfigError(fmt::format("{} supports none of {}", chip.name, fmt::join(names, ", ")));
   }
-  throw ConfigError(fmt::format("{} supports none of mxfp8, fp8, bf16", chip.name));
+  if (*ran != d) {
+    const std::string note = fmt::format("{} has no {}: those ops ran as {}", chip.name,
+                                         model::to_string(d), model::to_string(*ran));
+    if (std::find(notes.begin(), notes.end(), note) == notes.end()) notes.push_back(note);
+  }
+  return *ran;
 }
 
 }  // namespace

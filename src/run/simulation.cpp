@@ -8,8 +8,10 @@
 #include <chrono>
 
 #include "calibrate.hpp"
+#include "chip/chip.hpp"
 #include "common/activity.hpp"
 #include "rack.hpp"
+#include "trnsim/resolve/peaks.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
 
@@ -178,11 +180,9 @@ void Simulation::attach_probes(const ProgressFn& progress) {
     if (b.name.find(".link") == std::string::npos) continue;
     const auto* block = dynamic_cast<const model::Block*>(sc_core::sc_find_object(b.name.c_str()));
     if (!block) continue;
-    for (const auto& st : block->stats().all()) {
-      if (st.name == "busy") {
-        p.link_names.push_back(b.name);
-        p.link_busy.push_back(&st);
-      }
+    if (const model::Stat* st = block->stats().find(model::LinkDirectionStats::busy)) {
+      p.link_names.push_back(b.name);
+      p.link_busy.push_back(st);
     }
   }
   for (int c : s.driver.used_chips()) p.chip_blocks.push_back(model::blocks_under(&s.rack->chip(c)));
@@ -226,6 +226,7 @@ RunData Simulation::collect() {
 
   RunData d;
   d.config = &cfg;
+  d.peaks = resolve::chip_peaks(plan.chip);
   s.driver.collect(d);
   d.chips = std::size_t(rack.chip_count());
   d.memory_model = plan.chip.memory_model;
@@ -259,9 +260,11 @@ RunData Simulation::collect() {
     d.compute_shapes_simulated = s.calibration->shapes_simulated;
     for (const auto& b : d.stats) {
       if (b.name.rfind("rack.chip", 0) != 0 || b.name.find('.', 5) != std::string::npos) continue;
-      for (const auto& st : b.stats) {
-        if (st.name == "ops") d.compute_ops += std::uint64_t(st.value);
-        if (st.name == "ops_extrapolated") d.compute_ops_extrapolated += std::uint64_t(st.value);
+      if (const model::Stat* st = model::find_stat(b, model::ChipModelStats::ops)) {
+        d.compute_ops += std::uint64_t(st->value);
+      }
+      if (const model::Stat* st = model::find_stat(b, model::ChipStats::ops_extrapolated)) {
+        d.compute_ops_extrapolated += std::uint64_t(st->value);
       }
     }
     d.calibration_seconds = std::chrono::duration<double>(s.tc - s.t0).count();

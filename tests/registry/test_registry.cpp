@@ -7,10 +7,12 @@
 #include <string>
 
 #include "chip/chip.hpp"
+#include "common/network.hpp"
 #include "common/histogram.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/peaks.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::registry {
@@ -87,6 +89,21 @@ TEST(Registry, DuplicateRegistrationIsAnInternalError) {
   EXPECT_THROW(r.add(copy), InternalError);
 }
 
+// The statistics the registry documents for `impl` are the ones its block registers: names,
+// units and descriptions (the registry takes them from the block's keys; this catches a block
+// that registers a statistic its key list lacks, or lists a key it never registers).
+void expect_documented(const Implementation& impl, const model::Block& block) {
+  std::set<std::string> declared, documented;
+  for (const auto& s : block.stats().all()) {
+    declared.insert(s.name + " " + std::string(model::unit_symbol(s.unit)) + " " + s.description);
+  }
+  for (const auto& s : impl.statistics) {
+    documented.insert(s.name + " " + std::string(model::unit_symbol(s.unit)) + " " + s.description);
+  }
+  EXPECT_EQ(declared, documented) << impl.name;
+  EXPECT_FALSE(documented.empty()) << impl.name;
+}
+
 // The memory model the plan names is the one the chip gets, and the statistics the registry
 // documents are the ones the block declares.
 void expect_memory(const std::string& model, const std::string& description) {
@@ -100,16 +117,55 @@ void expect_memory(const std::string& model, const std::string& description) {
   const auto* block = dynamic_cast<const model::Block*>(
       sc_core::sc_find_object("chip.hbm"));
   ASSERT_NE(block, nullptr);
-  std::set<std::string> declared, documented;
-  for (const auto& s : block->stats().all()) declared.insert(s.name + " " + std::string(model::unit_symbol(s.unit)));
-  for (const auto& s : impl.statistics) documented.insert(s.name + " " + std::string(model::unit_symbol(s.unit)));
-  EXPECT_EQ(declared, documented);
+  expect_documented(impl, *block);
+  expect_documented(r.get(Role::compute, "tile", "/chip/compute/model"), *chip);
 }
 
 TEST(Registry, HbmMemoryIsBuiltWhenChosen) { expect_memory("hbm", "HbmSystem"); }
 
 TEST(Registry, BandwidthMemoryIsBuiltWhenChosen) {
   expect_memory("bandwidth", "fallback: per-stack bandwidth + fixed latency (models/chip/memory.hpp)");
+}
+
+// Both networks document the statistics their top block registers.
+TEST(Registry, NetworkStatisticsAreTheBlocks) {
+  const Registry r = builtin();
+  const auto loaded = preset("racks/trn2-instance.json");
+  const auto rack = resolve::resolve_rack(loaded);
+  for (const std::string name : {"packet", "flow"}) {
+    auto plan = rack.fabric;
+    plan.model = name;
+    const auto net = make_network(r, "net", rack.topology, plan);
+    const auto* block = dynamic_cast<const model::Block*>(net.get());
+    ASSERT_NE(block, nullptr) << name;
+    expect_documented(r.get(Role::network, name, "/rack/fabric/model"), *block);
+  }
+}
+
+// A statistic family is one key for every port: it matches its members and nothing else.
+TEST(StatKey, FamilyMatchesItsMembersOnly) {
+  constexpr model::StatKey wait{"port{}_wait_time", model::StatUnit::seconds, "waited at {}"};
+  static_assert(wait.is_family());
+  EXPECT_TRUE(wait.matches("port3_wait_time"));
+  EXPECT_TRUE(wait.matches("port12_wait_time"));
+  EXPECT_FALSE(wait.matches("port3_max_queue"));
+  EXPECT_FALSE(wait.matches("credit_stall_time"));
+  EXPECT_FALSE(wait.matches("port_wait_tim"));
+  constexpr model::StatKey ops{"ops", model::StatUnit::count, "ops executed"};
+  EXPECT_TRUE(ops.matches("ops"));
+  EXPECT_FALSE(ops.matches("ops_extrapolated"));
+  model::StatGroup g;
+  const model::Stat& w = g.add(wait, "7");
+  EXPECT_EQ(w.name, "port7_wait_time");
+  EXPECT_EQ(w.description, "waited at 7");
+  g.add(ops);
+  EXPECT_EQ(g.find(ops), &g.all().back());
+  EXPECT_THROW(g.add(wait), InternalError);  // a family needs its member
+  EXPECT_THROW(g.add(ops, "1"), InternalError);
+  EXPECT_THROW(g.find(wait), InternalError);
+  // The same name in another unit is a key that does not describe this block.
+  EXPECT_THROW(g.find(model::StatKey{"ops", model::StatUnit::seconds, ""}), InternalError);
+  EXPECT_EQ(g.find(model::StatKey{"flops", model::StatUnit::count, ""}), nullptr);
 }
 
 // The chip benchmarks measure the tile model: asked for another, they say which key to change.
@@ -163,6 +219,34 @@ TEST(Resolve, HbmRuleNamesTheFieldTheUserSet) {
     EXPECT_EQ(std::string(e.what()).rfind("--set chip.hbm.pseudo_channels:/chip/hbm/pseudo_channels:", 0),
               0u) << e.what();
   }
+}
+
+// Trn2 (8 cores of 128 x 128 PEs at 2.4 GHz; 1 BF16 and 2 FP8 MACs per PE per cycle, no MX
+// types): BF16 8 x 128 x 128 x 2 x 1 x 2.4e9 = 629.1456 TFLOP/s, FP8 twice that; MXFP8 and MXFP4
+// run as FP8, the first of mxfp8, fp8, bf16 the chip has. HBM 2.9 TB/s over 4 stacks.
+TEST(Peaks, OfThePlansChipWithItsSubstitutions) {
+  const auto loaded = preset("chips/trn2.json");
+  const auto p = resolve::chip_peaks(resolve::resolve_chip(loaded, resolve::ChipUse::as_configured));
+  EXPECT_DOUBLE_EQ(p.tensor(DType::bf16), 629.1456e12);
+  EXPECT_DOUBLE_EQ(p.tensor(DType::fp8), 1258.2912e12);
+  EXPECT_DOUBLE_EQ(p.tensor(DType::fp32), 629.1456e12 / 4);
+  EXPECT_EQ(p.tensor(DType::mxfp8), 0.0);
+  EXPECT_EQ(p.ran_as(DType::bf16), DType::bf16);
+  EXPECT_EQ(p.ran_as(DType::mxfp8), DType::fp8);
+  EXPECT_EQ(p.ran_as(DType::mxfp4), DType::fp8);
+  EXPECT_DOUBLE_EQ(p.hbm_bytes_per_s, 2.9e12);
+  EXPECT_DOUBLE_EQ(p.hbm_stack_bytes_per_s, 0.725e12);
+  // Trn3 has MX types: they run as themselves.
+  const auto trn3 = resolve::chip_peaks(*preset("chips/trn3.json").config.chip);
+  EXPECT_EQ(trn3.ran_as(DType::mxfp8), DType::mxfp8);
+  EXPECT_DOUBLE_EQ(trn3.tensor(DType::mxfp8), 4 * trn3.tensor(DType::bf16));
+  // A chip with none of the substitutes has nothing to run an op it lacks as.
+  config::DtypeRates fp32_only;
+  fp32_only.fp32 = 1;
+  EXPECT_EQ(resolve::tensor_dtype(fp32_only, DType::fp32), DType::fp32);
+  EXPECT_EQ(resolve::tensor_dtype(fp32_only, DType::bf16), std::nullopt);
+  fp32_only.bf16 = 1;
+  EXPECT_EQ(resolve::tensor_dtype(fp32_only, DType::fp8), DType::bf16);
 }
 
 TEST(Resolve, DmaQueueLimitIsCheckedBeforeTheModel) {

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "../common/run_trnsim.hpp"
+#include "trnsim/report/summary.hpp"
 
 namespace {
 
@@ -138,6 +139,30 @@ TEST_F(Run, SummaryCsvIsOneRowOfTheFixedColumns) {
   EXPECT_TRUE(header.starts_with("rack,chip,workload,ranks,chips_used,step_time_ns,"));
   EXPECT_EQ(std::count(header.begin(), header.end(), ','), 23);
   EXPECT_EQ(std::count(row.begin(), row.end(), ','), 23);
+  // Each column is the figure of report.json its pointer names (no name here has a comma).
+  auto split = [](const std::string& s) {
+    std::vector<std::string> out(1);
+    for (char c : s) {
+      if (c == ',') {
+        out.emplace_back();
+      } else {
+        out.back().push_back(c);
+      }
+    }
+    return out;
+  };
+  const auto names = split(header), values = split(row);
+  ASSERT_EQ(names.size(), trnsim::report::kSummaryColumns.size());
+  ASSERT_EQ(values.size(), names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    const auto& col = trnsim::report::kSummaryColumns[i];
+    EXPECT_EQ(names[i], col.name);
+    const Json::json_pointer at{std::string(col.pointer)};
+    ASSERT_TRUE(report.contains(at)) << col.pointer;  // the detailed tier has every figure
+    const Json& v = report.at(at);
+    EXPECT_EQ(values[i], v.is_string() ? v.get<std::string>() : v.dump()) << col.name;
+  }
+  EXPECT_EQ(values[0], "Trn3 Gen2 UltraServer");
 }
 
 TEST_F(Run, OpsCsvHasNoFloatNoise) {

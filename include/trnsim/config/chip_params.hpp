@@ -6,6 +6,7 @@
 #include <string>
 
 #include "trnsim/config/schema.hpp"
+#include "trnsim/dtype.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::config {
@@ -26,6 +27,18 @@ inline constexpr AtMost kMaxCycles{1e6};
 
 struct DtypeRates {
   double fp32 = 0, bf16 = 0, fp16 = 0, fp8 = 0, mxfp8 = 0, mxfp4 = 0;
+  // The rate of `d` (the field of that name).
+  constexpr double at(DType d) const {
+    switch (d) {
+      case DType::fp32: return fp32;
+      case DType::bf16: return bf16;
+      case DType::fp16: return fp16;
+      case DType::fp8: return fp8;
+      case DType::mxfp8: return mxfp8;
+      case DType::mxfp4: return mxfp4;
+    }
+    return 0;
+  }
   template <class V>
   void visit(V& v) {
     v.field("fp32", fp32, "FP32 MACs per PE per cycle", InRange{0, kMaxMacsPerPeCycle});

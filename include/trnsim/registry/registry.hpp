@@ -74,7 +74,9 @@ struct Implementation {
   std::string block;                    // the sc_module class that it elaborates
   std::vector<std::string> parameters;  // JSON pointers (or subtrees) of the fields it reads
   std::vector<PortDoc> ports;
-  std::vector<StatDoc> statistics;      // of `block` itself (children report their own)
+  // Of `block` itself (children report their own), from the keys its header declares
+  // (model::StatKey): the registry spells no statistic itself.
+  std::vector<StatDoc> statistics;
   MemoryFactory memory;                 // the factory of its role; the others are empty
   NetworkFactory network;
   ComputeFactory compute;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "trnsim/config/config.hpp"
+#include "trnsim/report/summary.hpp"
 #include "trnsim/run/run.hpp"
 
 namespace trnsim::report {
@@ -64,9 +65,6 @@ Json make_timeline(const run::RunData& run, const TimelineOptions& options);
 // count, mean, p50, p90, p99 and max of `seconds`, in nanoseconds (nearest-rank percentiles); an
 // empty object for no values.
 Json percentiles_ns(std::vector<double> seconds);
-
-// The columns of summary.csv, the same for every run.
-extern const std::array<std::string_view, 24> kSummaryColumns;
 
 // Writes report.json, summary.csv, host.json, config.json (fully resolved), stats.json, ops.csv and
 // timeline.json into `dir` (created if missing), all together or none: `report` has all parts.

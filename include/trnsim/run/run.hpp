@@ -16,6 +16,7 @@
 #include "common/network.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/replay/engine.hpp"
+#include "trnsim/resolve/peaks.hpp"
 #include "trnsim/trace/workload.hpp"
 
 namespace trnsim::run {
@@ -51,7 +52,8 @@ inline constexpr std::size_t kMaxSamples = 256;
 
 // What one run measured, before any of it is formatted.
 struct RunData {
-  const config::Config* config = nullptr;  // as loaded (the chip's peaks, names)
+  const config::Config* config = nullptr;  // as loaded (names)
+  resolve::ChipPeaks peaks;                 // of the plan's chip: what fractions of peak divide by
   const trace::Workload* workload = nullptr;  // as replayed (a cluster's: its levels split)
   // A cluster (/cluster): the workload it replayed (held here), its UltraServers, how many of
   // them were simulated (1 when folded: each simulated rank stands for all its replicas), and
