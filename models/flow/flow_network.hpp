@@ -49,7 +49,7 @@ class FlowLinkDirection : public Block {
   Stat& s_util_;
   Stat& s_flows_;
   EnergyPerBit dyn_;
-  double* link_energy_ = nullptr;  // its "link" energy slot, created on its first charge
+  ActionMeter* meter_ = nullptr;  // of Action::link, created on its first charge
 };
 
 // A switch, or a chip that forwards for others: bytes passed through, energy, idle power.
@@ -61,8 +61,8 @@ class FlowNode : public Block {
   friend class FlowNetwork;
   Stat& s_bytes_;
   EnergyPerBit energy_;
-  const char* category_;
-  double* energy_slot_ = nullptr;  // of category_, created on its first charge
+  Action action_;                 // chip_forwarding or switch
+  ActionMeter* meter_ = nullptr;  // of action_, created on its first charge
 };
 
 class FlowNetwork : public Block, public Network {

@@ -109,7 +109,7 @@ class DmaEngine : public Block, public WakeClient {
   int calendar_id_ = 0;
   Stat& bytes_;
   Stat& packets_;
-  double* energy_ = nullptr;  // the "dma" energy accumulator, created on the first packet
+  ActionMeter* meter_ = nullptr;  // of Action::dma, created on the first packet
 };
 
 // The DMA side of a core: the descriptor generation engines (DGE), the fixed start latency and

@@ -110,7 +110,7 @@ class TensorEngine : public Engine {
   Stat& macs_;
   Stat& matmuls_;
   Stat& throttled_;
-  std::array<double*, 8> mac_energy_{};  // per dtype, created on first use
+  std::array<ActionMeter*, 8> mac_meters_{};  // per dtype, created on first use
 };
 
 // Vector, Scalar and GpSimd: an instruction on E elements with I inputs occupies the engine for
@@ -132,7 +132,8 @@ class ElementEngine : public Engine {
   Sram& sbuf_;
   Sram& psum_;
   Stat& elements_;
-  double* energy_ = nullptr;  // "<engine>_elements", created on first use
+  Action action_;                 // vector_, scalar_ or gpsimd_elements, by the engine
+  ActionMeter* meter_ = nullptr;  // created on first use
 };
 
 }  // namespace trnsim::model

@@ -94,6 +94,7 @@ ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use) {
   if (use == ChipUse::replay) apply_replay_overrides(cfg.replay, plan, at);
   check_chip(plan.params, at);
   plan.memory_model = plan.params.memory.model;
+  plan.power_model = plan.params.power.model;
   const config::Fidelity fid = fidelity_of(
       cfg, use == ChipUse::replay ? config::Fidelity::fast : config::Fidelity::detailed);
   plan.compute_model =

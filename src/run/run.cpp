@@ -196,7 +196,9 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
       }
     }
   }
-  // The blocks whose energy each sample adds up, per used chip and per network.
+  // The blocks whose energy each sample adds up, per used chip and per network, priced by the
+  // power model of the whole run.
+  const auto power = registry::make_power(registry, plan.chip, &loaded.provenance);
   std::vector<std::vector<const model::Block*>> chip_blocks, net_blocks;
   for (int c : used) chip_blocks.push_back(model::blocks_under(&rack.chip(c)));
   for (const model::Network* net : nets) net_blocks.push_back(model::blocks_under(as_object(net)));
@@ -206,9 +208,11 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
     last_sample = sc_core::sc_time_stamp();
     Sample s;
     s.t_s = sc_core::sc_time_stamp().to_seconds();
-    for (const auto& blocks : chip_blocks) s.used_chips_dynamic_j += model::dynamic_energy(blocks).si;
+    for (const auto& blocks : chip_blocks) {
+      s.used_chips_dynamic_j += model::dynamic_energy(*power, blocks).si;
+    }
     for (std::size_t i = 0; i < nets.size(); ++i) {
-      s.fabric_dynamic_j += model::dynamic_energy(net_blocks[i]).si;
+      s.fabric_dynamic_j += model::dynamic_energy(*power, net_blocks[i]).si;
       s.fabric_wire_bytes += nets[i]->totals().wire_bytes;
     }
     s.hbm_bytes = rack.hbm_bytes();
@@ -280,7 +284,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.fast_forward_charges_links = rack.network().charges_accounted();
   d.collectives = replay.collectives();
   d.stats = model::collect_stats(Duration(d.end.to_seconds()));
-  d.energy = model::collect_energy(Duration(d.end.to_seconds()));
+  d.energy = model::collect_energy(*power, Duration(d.end.to_seconds()));
   for (const model::Network* net : nets) add_totals(d.network, net->totals());
   d.transfer_latencies = rack.transfer_latencies();
   d.packet_latencies = rack.packet_latencies();
@@ -316,10 +320,11 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   d.peak_helper_processes = rack.peak_helper_processes();
   d.first_tier_chips = plan.topology.first_tier_chips();
   for (int c = 0; c < rack.chip_count(); ++c) {
-    d.chip_energy.push_back(model::collect_energy(Duration(d.end.to_seconds()), &rack.chip(c)));
+    d.chip_energy.push_back(
+        model::collect_energy(*power, Duration(d.end.to_seconds()), &rack.chip(c)));
   }
   for (const model::Network* net : nets) {
-    const auto e = model::collect_energy(Duration(d.end.to_seconds()), as_object(net));
+    const auto e = model::collect_energy(*power, Duration(d.end.to_seconds()), as_object(net));
     d.fabric_energy.dynamic = d.fabric_energy.dynamic + e.dynamic;
     d.fabric_energy.static_ = d.fabric_energy.static_ + e.static_;
     for (const auto& [k, j] : e.by_category_joules) d.fabric_energy.by_category_joules[k] += j;

@@ -368,6 +368,7 @@ struct ChipParams {
   ChipLinkParams link{};
   ModelChoice memory{"hbm"};
   ModelChoice compute{};  // empty: chosen by /sim/fidelity
+  ModelChoice power{"table"};
   template <class V>
   void visit(V& v) {
     v.field("name", name, "chip name", Required{});
@@ -392,6 +393,9 @@ struct ChipParams {
     v.field("compute", compute, "compute model: tile (engine programs of every tile) or op "
                                 "(each distinct op simulated once on the tile model, then "
                                 "replayed); empty: by /sim/fidelity");
+    v.field("power", power,
+            "power model: table (each counted action at its rated energy, each block's rated "
+            "static power all the time; docs/architecture.md#statistics-and-energy)");
   }
 };
 

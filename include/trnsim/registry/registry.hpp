@@ -3,7 +3,7 @@
 // with its description, the config fields it reads, its ports and its statistics, and the
 // factory that builds it from resolved parameters. Racks and benchmarks are built through it; the
 // config chooses the implementation of each role (/chip/memory/model, /rack/fabric/model,
-// /chip/compute/model); `trnsim list-types` prints it. Registration is an explicit call,
+// /chip/compute/model, /chip/power/model); `trnsim list-types` prints it. Registration is an explicit call,
 // register_builtin_models(), not a static initialiser the linker could drop.
 #pragma once
 
@@ -16,11 +16,12 @@
 #include "chip/chip.hpp"
 #include "common/memory.hpp"
 #include "common/network.hpp"
+#include "common/power.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::registry {
 
-enum class Role { memory, network, compute };
+enum class Role { memory, network, compute, power };
 std::string_view role_name(Role r);
 
 struct PortDoc {
@@ -38,6 +39,7 @@ using NetworkFactory = std::function<std::unique_ptr<model::Network>(
     std::vector<model::MemoryPort*> memories)>;
 using ComputeFactory = std::function<std::unique_ptr<model::ChipModel>(
     const char* name, const resolve::ChipPlan&, model::ChipOptions)>;
+using PowerFactory = std::function<std::unique_ptr<model::PowerModel>(const resolve::ChipPlan&)>;
 
 struct Implementation {
   Role role = Role::memory;
@@ -49,6 +51,7 @@ struct Implementation {
   MemoryFactory memory;                 // the factory of its role; the others are empty
   NetworkFactory network;
   ComputeFactory compute;
+  PowerFactory power{};
 };
 
 class Registry {
@@ -65,7 +68,7 @@ class Registry {
   std::vector<Implementation> impls_;
 };
 
-// hbm and bandwidth (memory), packet (network), tile and op (compute).
+// hbm and bandwidth (memory), packet and flow (network), tile and op (compute), table (power).
 void register_builtin_models(Registry& r);
 
 // A chip of `plan` with the memory and compute implementations the plan names. `external` (a
@@ -87,6 +90,11 @@ std::unique_ptr<model::Network> make_network(const Registry& r, const char* name
                                              const resolve::FabricPlan& plan,
                                              std::vector<model::MemoryPort*> memories = {},
                                              const config::Provenance* prov = nullptr);
+
+// The power model of `plan` (/chip/power/model): what prices the energy of every block of a run,
+// the chips' and the network's.
+std::unique_ptr<model::PowerModel> make_power(const Registry& r, const resolve::ChipPlan& plan,
+                                              const config::Provenance* prov = nullptr);
 
 // The resolve step plus the check that every chosen implementation is registered (what
 // `trnsim config` runs).
