@@ -77,7 +77,6 @@ struct TensorEngineParams {
   int fixed_overhead_cycles = 64;  // pipeline fill/drain per dependent instruction
   DtypeRates macs_per_pe_cycle{};
   DtypeEnergy energy_per_mac{};
-  Power idle_power{1.0};
   PowerRamp power_ramp{};
   template <class V>
   void visit(V& v) {
@@ -95,7 +94,6 @@ struct TensorEngineParams {
     v.field("macs_per_pe_cycle", macs_per_pe_cycle, "MAC rate per PE per cycle by data type",
             Required{});
     v.field("energy_per_mac", energy_per_mac, "energy per MAC by data type", Required{});
-    v.field("idle_power", idle_power, "clock-gated idle power per core");
     v.field("power_ramp", power_ramp, "dI/dt throttle of the Tensor engine");
   }
 };
