@@ -78,6 +78,7 @@ ChipPlan plan_chip(const config::ChipParams& params, int granularity, const Wher
                 params.compute.model.empty() ? compute_model_for(config::Fidelity::detailed)
                                              : params.compute.model,
                 granularity, {}};
+  plan.power_model = params.power.model;
   check_chip(plan.params, at);
   return plan;
 }
