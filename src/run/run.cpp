@@ -156,6 +156,8 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
   check_estimate(estimate_work(w, plan, cfg.replay), cfg.sim,
                  fmt::format("workload {}", w.name.empty() ? "(unnamed)" : w.name));
 
+  // What prices the energy of every block, chosen before anything is calibrated or built.
+  const auto power = registry::make_power(registry, plan.chip, &loaded.provenance);
   const auto t0 = std::chrono::steady_clock::now();
   // The op-level model's calibration elaborates tile chips in child processes: before the rack.
   // Fast-forward counts the energy and traffic of the compute ops it skips from the same
@@ -196,9 +198,7 @@ RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& 
       }
     }
   }
-  // The blocks whose energy each sample adds up, per used chip and per network, priced by the
-  // power model of the whole run.
-  const auto power = registry::make_power(registry, plan.chip, &loaded.provenance);
+  // The blocks whose energy each sample adds up, per used chip and per network.
   std::vector<std::vector<const model::Block*>> chip_blocks, net_blocks;
   for (int c : used) chip_blocks.push_back(model::blocks_under(&rack.chip(c)));
   for (const model::Network* net : nets) net_blocks.push_back(model::blocks_under(as_object(net)));
