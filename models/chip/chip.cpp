@@ -144,10 +144,12 @@ OpStats Chip::extend_head(const OpProfile& pr, const OpProfile& ph, const OpStat
            pr.time_ps > ph.time_ps ? sc_time(double(pr.time_ps - ph.time_ps), sc_core::SC_PS)
                                    : sc_core::SC_ZERO_TIME,
            std::max(1, std::min(pr.cores_used, cores())));
-  for (const auto& [cat, j] : pr.energy_j) {
-    const auto it = ph.energy_j.find(cat);
-    const double head_j = it == ph.energy_j.end() ? 0.0 : it->second;
-    if (j > head_j) energy_slot(cat) += j - head_j;
+  for (const auto& [a, m] : pr.actions) {
+    const auto it = ph.actions.find(a);
+    const ActionMeter head = it == ph.actions.end() ? ActionMeter{} : it->second;
+    if (m.rated_j > head.rated_j) {
+      meter(a, 0).count_priced(std::max(0.0, m.quantity - head.quantity), m.rated_j - head.rated_j);
+    }
   }
   OpStats st = h;
   st.end_s = sc_core::sc_time_stamp().to_seconds();

@@ -43,7 +43,7 @@ OpStats ChipModel::replay_profile(const OpProfile& p, const OpProfile& counterpa
   }
   const sc_time end = start + duration;
   if (end > sc_core::sc_time_stamp()) wait_counted(activity(), end - sc_core::sc_time_stamp());
-  for (const auto& [cat, j] : p.energy_j) energy_slot(cat) += j;
+  for (const auto& [a, m] : p.actions) meter(a, 0).count_priced(m.quantity, m.rated_j);
   st.end_s = sc_core::sc_time_stamp().to_seconds();
   st.time_s = st.end_s - st.start_s;
   st.flops = p.flops;

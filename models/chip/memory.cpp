@@ -86,9 +86,12 @@ sc_time BandwidthMemory::access(const MemRequest& r) {
     if (per[s] == 0) continue;
     done = std::max(done, stacks_[s].reserve(now, to_sc(transfer_time(Bytes(double(per[s])), stack_bw_))));
   }
-  double*& slot = r.write ? write_slot_ : read_slot_;
-  if (!slot) slot = &energy_slot(r.write ? "hbm_write" : "hbm_read");
-  *slot += energy(r.write ? write_energy_ : read_energy_, Bytes(double(r.bytes))).si;
+  ActionMeter*& m = r.write ? write_meter_ : read_meter_;
+  if (!m) {
+    m = r.write ? &meter(Action::hbm_write, per_byte(write_energy_))
+                : &meter(Action::hbm_read, per_byte(read_energy_));
+  }
+  m->count(double(r.bytes));
   (r.write ? written_ : read_) += double(r.bytes);
   return done + (r.write ? write_latency_ : read_latency_);
 }
@@ -105,8 +108,8 @@ DieCrossing::DieCrossing(const sc_core::sc_module_name& name, const config::Chip
 
 sc_time DieCrossing::cross(int from, int to, std::uint64_t bytes) {
   const Bytes b{double(bytes)};
-  if (!energy_slot_) energy_slot_ = &energy_slot("die_to_die");
-  *energy_slot_ += energy(energy_, b).si;
+  if (!meter_) meter_ = &meter(Action::die_to_die, per_byte(energy_));
+  meter_->count(b.si);
   bytes_ += double(bytes);
   return dir_[std::size_t(from * dies_ + to)].reserve(sc_core::sc_time_stamp(),
                                                       to_sc(transfer_time(b, bw_))) +

@@ -42,8 +42,8 @@ class BandwidthMemory : public Block, public MemoryPort {
   Bandwidth stack_bw_;
   sc_core::sc_time read_latency_, write_latency_;
   EnergyPerBit read_energy_, write_energy_;
-  double* read_slot_ = nullptr;  // energy accumulators, created on first use
-  double* write_slot_ = nullptr;
+  ActionMeter* read_meter_ = nullptr;  // created on first use
+  ActionMeter* write_meter_ = nullptr;
 };
 
 // The statistics of the die crossing.
@@ -69,7 +69,7 @@ class DieCrossing : public Block {
   std::vector<Timeline> dir_;
   Stat& bytes_;
   sc_core::sc_time latency_sc_;
-  double* energy_slot_ = nullptr;  // created on first use
+  ActionMeter* meter_ = nullptr;  // die_to_die, created on first use
 };
 
 // The memory as the cores of one die see it: bytes held by stacks of another die cross the

@@ -171,7 +171,7 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
     if (end > now()) wait_counted(activity(), end - now());
   }
   release(*pr, used);
-  for (const auto& [cat, j] : pr->energy_j) energy_slot(cat) += j;
+  for (const auto& [a, m] : pr->actions) meter(a, 0).count_priced(m.quantity, m.rated_j);
   st.end_s = now().to_seconds();
   st.time_s = st.end_s - st.start_s;
   st.flops = pr->flops;

@@ -98,11 +98,15 @@ OpProfile interpolate(const OpProfile& a, const OpProfile& b, double w) {
   for (std::size_t e = 0; e < p.engine_busy_s.size(); ++e) {
     p.engine_busy_s[e] = mix(a.engine_busy_s[e], b.engine_busy_s[e]);
   }
-  for (const auto& [k, v] : a.energy_j) p.energy_j[k] = 0;
-  for (const auto& [k, v] : b.energy_j) p.energy_j[k] = 0;
-  for (auto& [k, v] : p.energy_j) {
-    const auto ia = a.energy_j.find(k), ib = b.energy_j.find(k);
-    v = mix(ia == a.energy_j.end() ? 0.0 : ia->second, ib == b.energy_j.end() ? 0.0 : ib->second);
+  for (const auto& [k, v] : a.actions) p.actions[k] = {};
+  for (const auto& [k, v] : b.actions) p.actions[k] = {};
+  for (auto& [k, v] : p.actions) {
+    const auto ia = a.actions.find(k), ib = b.actions.find(k);
+    const ActionMeter none{};
+    const ActionMeter& ma = ia == a.actions.end() ? none : ia->second;
+    const ActionMeter& mb = ib == b.actions.end() ? none : ib->second;
+    v.quantity = mix(ma.quantity, mb.quantity);
+    v.rated_j = mix(ma.rated_j, mb.rated_j);
   }
   return p;
 }
@@ -238,7 +242,7 @@ const OpProfile* resolve_profile(const OpTable& t, const ComputeOp& op, OpProfil
   timed.hbm_bytes = p->hbm_bytes;
   timed.read_bytes = p->read_bytes;
   timed.write_bytes = p->write_bytes;
-  timed.energy_j = p->energy_j;
+  timed.actions = p->actions;
   scratch = std::move(timed);
   return &scratch;
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "chip/compute_op.hpp"
+#include "common/power.hpp"
 
 namespace trnsim::model {
 
@@ -36,7 +37,9 @@ struct OpProfile {
   std::uint64_t sbuf_bytes_per_partition = 0;
   int psum_banks = 0;
   std::array<double, 4> engine_busy_s{};  // tensor, vector, scalar, gpsimd, summed over cores
-  std::map<std::string, double> energy_j;  // dynamic energy by category, except the memory's own
+  // What the op's blocks counted, except the memory's own: quantity and rated energy by action
+  // (per_unit_j unused). The op-level model's meters replay them (ActionMeter::count_priced).
+  std::map<Action, ActionMeter> actions;
 };
 
 // A piece's HBM traffic is issued as slices spread evenly over the piece, so that a transfer

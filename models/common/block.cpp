@@ -103,16 +103,26 @@ std::vector<BlockStats> collect_stats(Duration elapsed, const sc_core::sc_object
   return out;
 }
 
-EnergyReport collect_energy(Duration elapsed, const sc_core::sc_object* root) {
+EnergyReport collect_energy(const PowerModel& power, Duration elapsed,
+                            const sc_core::sc_object* root) {
   EnergyReport r;
   walk(root, [&](const Block& b) {
-    for (const auto& [cat, joules] : b.energy_joules()) {
-      r.by_category_joules[cat] += joules;
-      r.dynamic = r.dynamic + Energy(joules);
+    for (const auto& [action, m] : b.meters()) {
+      const Energy e = power.dynamic(b, action, m);
+      r.by_category_joules[std::string(action_name(action))] += e.si;
+      r.dynamic = r.dynamic + e;
     }
-    r.static_ = r.static_ + energy(b.static_power(), elapsed);
+    r.static_ = r.static_ + power.static_energy(b, elapsed);
   });
   return r;
+}
+
+std::map<Action, ActionMeter> collect_actions(const sc_core::sc_object* root) {
+  std::map<Action, ActionMeter> out;
+  walk(root, [&](const Block& b) {
+    for (const auto& [action, m] : b.meters()) out[action].count_priced(m.quantity, m.rated_j);
+  });
+  return out;
 }
 
 std::vector<const Block*> blocks_under(const sc_core::sc_object* root) {
@@ -121,10 +131,10 @@ std::vector<const Block*> blocks_under(const sc_core::sc_object* root) {
   return out;
 }
 
-Energy dynamic_energy(const std::vector<const Block*>& blocks) {
+Energy dynamic_energy(const PowerModel& power, const std::vector<const Block*>& blocks) {
   Energy e{};
   for (const Block* b : blocks) {
-    for (const auto& [cat, joules] : b->energy_joules()) e = e + Energy(joules);
+    for (const auto& [action, m] : b->meters()) e = e + power.dynamic(*b, action, m);
   }
   return e;
 }

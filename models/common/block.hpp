@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // What every SystemC hardware block shares: conversion between trnsim quantities and sc_time,
-// statistics with units, energy accounting, and a bandwidth-reservation helper.
+// statistics with units, the actions energy is counted by (power.hpp), and a bandwidth-reservation
+// helper.
 //
 // Event granularity (see docs/architecture.md): blocks wake only when they have work. A resource
 // that moves data (HBM pseudo-channel, DMA engine, link direction) is a Timeline: a transfer
@@ -21,6 +22,7 @@
 
 #include "common/activity.hpp"
 #include "common/stat_key.hpp"
+#include "common/power.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::model {
@@ -70,18 +72,23 @@ class StatGroup {
   std::deque<Stat> stats_;
 };
 
-// Base of every hardware block: an sc_module with statistics, dynamic energy by category and a
-// static power. collect_stats() and collect_energy() walk the SystemC hierarchy to find them.
+// Base of every hardware block: an sc_module with statistics, its actions counted for energy and a
+// rated static power. collect_stats() and collect_energy() walk the SystemC hierarchy to find them.
 class Block : public sc_core::sc_module {
  public:
   explicit Block(const sc_core::sc_module_name& name) : sc_core::sc_module(name) {}
   StatGroup& stats() { return stats_; }
   const StatGroup& stats() const { return stats_; }
-  void add_energy(const std::string& category, Energy e) { energy_[category] += e.si; }
-  // The accumulator of one category, for hot paths (a map lookup per action is measurable).
-  // Stable for the life of the block; create it on first use so idle blocks report no category.
-  double& energy_slot(const std::string& category) { return energy_[category]; }
-  const std::map<std::string, double>& energy_joules() const { return energy_; }
+  // The meter of `action`, rated at `per_unit_j` joules per unit of the action (power.hpp). Keep
+  // the reference for hot paths (a map lookup per action is measurable); it is stable for the
+  // life of the block. Create it on first use so idle blocks report no category.
+  ActionMeter& meter(Action action, double per_unit_j) {
+    auto [it, added] = meters_.try_emplace(action);
+    if (added) it->second.per_unit_j = per_unit_j;
+    return it->second;
+  }
+  const std::map<Action, ActionMeter>& meters() const { return meters_; }
+  // The rated static power (leakage, idle) the `table` power model charges for all of a run.
   void set_static_power(Power p) { static_power_ = p; }
   Power static_power() const { return static_power_; }
   // Counts this block's process activations in the run's Simulation (activity.hpp).
@@ -96,7 +103,7 @@ class Block : public sc_core::sc_module {
  private:
   ActivityCounter activity_;
   StatGroup stats_;
-  std::map<std::string, double> energy_;
+  std::map<Action, ActionMeter> meters_;
   Power static_power_{};
 };
 
@@ -115,18 +122,22 @@ std::vector<BlockStats> collect_stats(Duration elapsed, const sc_core::sc_object
 struct EnergyReport {
   Energy dynamic{};
   Energy static_{};
-  std::map<std::string, double> by_category_joules;  // dynamic energy by category
+  std::map<std::string, double> by_category_joules;  // dynamic energy by action_name()
   Energy total() const { return dynamic + static_; }
 };
-// Dynamic energy counted by the blocks plus static power integrated over `elapsed`.
-EnergyReport collect_energy(Duration elapsed, const sc_core::sc_object* root = nullptr);
+// The energy `power` prices for the blocks' counted actions and for `elapsed` of static power.
+EnergyReport collect_energy(const PowerModel& power, Duration elapsed,
+                            const sc_core::sc_object* root = nullptr);
+// What the blocks under `root` counted, summed by action in the order collect_energy() sums it,
+// before any power model prices it (per_unit_j unused).
+std::map<Action, ActionMeter> collect_actions(const sc_core::sc_object* root);
 // Every Block under `root` (or under every top-level object when root is null), in the order
 // collect_stats() and collect_energy() visit them: for figures read many times during a run,
 // where walking the object tree (a dynamic_cast per object) cost a tenth of a rack run.
 std::vector<const Block*> blocks_under(const sc_core::sc_object* root);
 // The dynamic energy of `blocks` so far, summed in the order collect_energy() sums it (so the
 // two agree to the bit).
-Energy dynamic_energy(const std::vector<const Block*>& blocks);
+Energy dynamic_energy(const PowerModel& power, const std::vector<const Block*>& blocks);
 
 // A resource that serves one transfer at a time at a fixed bandwidth (or for a given duration),
 // first come, first served in simulated time.

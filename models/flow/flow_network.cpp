@@ -67,7 +67,7 @@ FlowNode::FlowNode(const sc_core::sc_module_name& name, EnergyPerBit energy, Pow
     : Block(name),
       s_bytes_(stats().add(FlowNodeStats::bytes_forwarded)),
       energy_(energy),
-      category_(chip ? "chip_forwarding" : "switch") {
+      action_(chip ? Action::chip_forwarding : Action::switch_) {
   set_static_power(idle);
 }
 
@@ -283,16 +283,16 @@ void FlowNetwork::charge(const Flow& f, std::uint64_t bytes) {
     b.s_wire_ += f.wire;
     b.s_busy_ += f.wire / dirs_[d].capacity;
     b.s_flows_ += 1;
-    // Through the slot: a lookup by name per hop was a tenth of a fast-forwarded run.
-    if (!b.link_energy_) b.link_energy_ = &b.energy_slot("link");
-    *b.link_energy_ += energy(b.dyn_, Bytes(f.wire)).si;
+    // Through the meter: a lookup by name per hop was a tenth of a fast-forwarded run.
+    if (!b.meter_) b.meter_ = &b.meter(Action::link, per_byte(b.dyn_));
+    b.meter_->count(f.wire);
   }
   for (const topo::NodeId n : f.via) {
     FlowNode* node = nodes_[n.v].get();
     if (!node) continue;
     node->s_bytes_ += double(bytes);
-    if (!node->energy_slot_) node->energy_slot_ = &node->energy_slot(node->category_);
-    *node->energy_slot_ += energy(node->energy_, Bytes(f.wire)).si;
+    if (!node->meter_) node->meter_ = &node->meter(node->action_, per_byte(node->energy_));
+    node->meter_->count(f.wire);
   }
   wire_ += f.wire * double(f.path.size());
 }

@@ -59,7 +59,7 @@ class FlowLinkDirection : public Block {
   Stat& s_util_;
   Stat& s_flows_;
   EnergyPerBit dyn_;
-  double* link_energy_ = nullptr;  // its "link" energy slot, created on its first charge
+  ActionMeter* meter_ = nullptr;  // of Action::link, created on its first charge
 };
 
 // The statistics of a switch or a relaying chip in the flow network.
@@ -78,8 +78,8 @@ class FlowNode : public Block {
   friend class FlowNetwork;
   Stat& s_bytes_;
   EnergyPerBit energy_;
-  const char* category_;
-  double* energy_slot_ = nullptr;  // of category_, created on its first charge
+  Action action_;                 // chip_forwarding or switch
+  ActionMeter* meter_ = nullptr;  // of action_, created on its first charge
 };
 
 // The statistics of the flow network itself (registry entry "flow").

@@ -233,21 +233,23 @@ void HbmStack::account_until(std::int64_t t_ck) {
     accounted_ = t_ck;
   }
   const auto& e = geo_.params().energy;
-  const double burst_bits = double(geo_.burst()) * 8.0;
-  if (pending_acts_) add_energy("hbm_activate", e.activate_precharge * double(pending_acts_));
-  if (pending_rd_) add_energy("hbm_read", Energy(e.read.si * burst_bits * double(pending_rd_)));
-  if (pending_wr_) add_energy("hbm_write", Energy(e.write.si * burst_bits * double(pending_wr_)));
+  const double burst = double(geo_.burst());
+  if (pending_acts_) {
+    meter(Action::hbm_activate, e.activate_precharge.si).count(double(pending_acts_));
+  }
+  if (pending_rd_) meter(Action::hbm_read, per_byte(e.read)).count(burst * double(pending_rd_));
+  if (pending_wr_) meter(Action::hbm_write, per_byte(e.write)).count(burst * double(pending_wr_));
   if (pending_rd_ + pending_wr_) {
-    const double bits = burst_bits * double(pending_rd_ + pending_wr_);
-    add_energy("hbm_phy", Energy(e.phy.si * bits));
-    add_energy("hbm_controller", Energy(e.controller.si * bits));
+    const double bytes = burst * double(pending_rd_ + pending_wr_);
+    meter(Action::hbm_phy, per_byte(e.phy)).count(bytes);
+    meter(Action::hbm_controller, per_byte(e.controller)).count(bytes);
   }
   if (pending_ref_) {
     // A REFsb refreshes one bank of the pseudo_channels x banks_per_pc that one REFab of the
     // channel refreshes, and each bank gets one per tREFI in both modes: same energy per time.
     const double per_ref =
         per_bank_ ? 1.0 / double(geo_.params().pseudo_channels * geo_.banks_per_pc()) : 1.0;
-    add_energy("hbm_refresh", e.refresh_per_channel * (per_ref * double(pending_ref_)));
+    meter(Action::hbm_refresh, e.refresh_per_channel.si).count(per_ref * double(pending_ref_));
   }
   pending_acts_ = pending_rd_ = pending_wr_ = pending_ref_ = 0;
   if (first_arrival_ >= 0 && last_end_ > first_arrival_) {

@@ -82,8 +82,8 @@ class HbmStack : public Block {
   std::int64_t reserve(const Run& r, std::int64_t arrival_ck, RowResult* result = nullptr);
 
   // Counts the refreshes that started before clock `t_ck` (refresh happens whether or not there
-  // is traffic, so it is counted from the clock, not from accesses) and moves the energy counted
-  // since the last call into the Block's energy.
+  // is traffic, so it is counted from the clock, not from accesses) and moves the actions counted
+  // since the last call into the Block's action meters.
   void account_until(std::int64_t t_ck);
 
   // refresh_mode all_bank: start clock of refresh `k` (k >= 0) of `channel`; all-bank refresh of
@@ -156,7 +156,8 @@ class HbmStack : public Block {
   }
   std::int64_t first_arrival_ = -1, last_end_ = 0, accounted_ = 0;
   std::uint64_t activates_ = 0, bursts_read_ = 0, bursts_written_ = 0, refreshes_ = 0;
-  // Counted but not yet passed to add_energy (add_energy is a map lookup; see account_until).
+  // Counted but not yet passed to the Block's action meters (a meter is a map lookup; see
+  // account_until).
   std::uint64_t pending_acts_ = 0, pending_rd_ = 0, pending_wr_ = 0, pending_ref_ = 0;
 
   Stat& s_bytes_read_;

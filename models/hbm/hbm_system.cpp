@@ -11,7 +11,8 @@
 namespace trnsim::model {
 
 namespace {
-// access() passes counted energy to the Block every this many calls (add_energy is a map lookup).
+// access() passes counted actions to the Block's meters every this many calls (finding a meter
+// is a map lookup).
 constexpr unsigned kAccountEvery = 64;
 }  // namespace
 

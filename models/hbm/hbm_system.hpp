@@ -42,7 +42,7 @@ class HbmSystem : public Block, public MemoryPort {
   // from call to call. Lets tests drive the model without running the kernel.
   sc_core::sc_time access_at(const MemRequest& r, const sc_core::sc_time& arrival);
 
-  // Counts refreshes up to `t` and passes all energy counted so far to the stacks' Block energy.
+  // Counts refreshes up to `t` and passes all actions counted so far to the stacks' meters.
   // Call it with the end of the run before collect_stats()/collect_energy(); access() does so
   // itself every few calls, so without it only the tail of the run is missing.
   void account_until(const sc_core::sc_time& t) override;

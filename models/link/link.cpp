@@ -105,7 +105,8 @@ void Link::send(int dir, Packet* p, int vc, const sc_core::sc_time& end) {
   d.s_bytes_ += double(p->payload);
   d.s_wire_ += wire;
   d.s_packets_ += 1;
-  d.add_energy("link", energy(d.dyn_energy_, Bytes(wire)));
+  if (!d.meter_) d.meter_ = &d.meter(Action::link, per_byte(d.dyn_energy_));
+  d.meter_->count(wire);
 
   p->vc = vc;
   p->t_link += d.latency_;

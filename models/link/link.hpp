@@ -133,6 +133,7 @@ class LinkDirection : public Block {
   mutable std::vector<Return> returns_;
   mutable sc_core::sc_time next_return_;
   EnergyPerBit dyn_energy_;
+  ActionMeter* meter_ = nullptr;  // of Action::link, created on the first packet
   LinkEndpoint* up_ = nullptr;
   int up_out_ = 0;
   LinkEndpoint* down_ = nullptr;

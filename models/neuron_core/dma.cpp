@@ -134,8 +134,8 @@ DmaEngine::Wake DmaEngine::issue(const sc_time& now) {
     } else if (sh.dst_sbuf) {
       sbuf_.count_write(double(bytes));
     }
-    if (!energy_) energy_ = &energy_slot("dma");
-    *energy_ += energy(p_.energy, Bytes(double(bytes))).si;
+    if (!meter_) meter_ = &meter(Action::dma, per_byte(p_.energy));
+    meter_->count(double(bytes));
     bytes_ += double(bytes);
     packets_ += 1;
     window_[window_pos_] = done;

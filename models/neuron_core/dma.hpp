@@ -116,7 +116,7 @@ class DmaEngine : public Block, public WakeClient {
   int calendar_id_ = 0;
   Stat& bytes_;
   Stat& packets_;
-  double* energy_ = nullptr;  // the "dma" energy accumulator, created on the first packet
+  ActionMeter* meter_ = nullptr;  // of Action::dma, created on the first packet
 };
 
 // The statistics of a core's DMA system (its engines count their own).

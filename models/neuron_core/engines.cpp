@@ -34,8 +34,8 @@ Sram::Sram(const sc_core::sc_module_name& name, const config::SramParams& p, Uni
       unit_(unit),
       capacity_(unit == Unit::banks ? std::uint64_t(p.banks)
                                     : whole_bytes(p.bytes_per_partition)),
-      read_cat_(std::string(basename()) + "_read"),
-      write_cat_(std::string(basename()) + "_write"),
+      read_action_(unit == Unit::banks ? Action::psum_read : Action::sbuf_read),
+      write_action_(unit == Unit::banks ? Action::psum_write : Action::sbuf_write),
       read_(stats().add(SramStats::bytes_read)),
       written_(stats().add(SramStats::bytes_written)),
       peak_(stats().add(unit == Unit::banks ? SramStats::peak_banks : SramStats::peak_bytes)) {}
@@ -175,9 +175,9 @@ sc_time TensorEngine::execute(const Instr& in, const sc_time& start, const sc_ti
   const double macs = double(in.k) * in.m * in.n;
   macs_ += macs;
   matmuls_ += reps;
-  double*& slot = mac_energy_.at(std::size_t(in.dtype));
-  if (!slot) slot = &energy_slot(fmt::format("tensor_mac_{}", to_string(in.dtype)));
-  *slot += (energy_per_mac(p_.energy_per_mac, in.dtype) * macs).si;
+  ActionMeter*& m = mac_meters_.at(std::size_t(in.dtype));
+  if (!m) m = &meter(tensor_mac(in.dtype), energy_per_mac(p_.energy_per_mac, in.dtype).si);
+  m->count(macs);
   sbuf_.count_read(double(in.k) * in.n * dtype_bytes(in.dtype));
   const double psum_bytes = double(in.m) * in.n * 4;  // FP32 accumulators
   psum_.count_write(psum_bytes * reps);
@@ -194,15 +194,18 @@ ElementEngine::ElementEngine(const sc_core::sc_module_name& name, EngineId id,
       p_(p),
       sbuf_(sbuf),
       psum_(psum),
-      elements_(stats().add(ElementEngineStats::elements)) {}
+      elements_(stats().add(ElementEngineStats::elements)),
+      action_(id == EngineId::scalar   ? Action::scalar_elements
+              : id == EngineId::gpsimd ? Action::gpsimd_elements
+                                       : Action::vector_elements) {}
 
 sc_time ElementEngine::execute(const Instr& in, const sc_time& start, const sc_time&) {
   const double epc = in.wide ? p_.elements_per_cycle_32bit : p_.elements_per_cycle_16bit;
   const double cycles = p_.fixed_overhead_cycles +
                         std::ceil(double(in.elements) / epc) * std::max<std::uint32_t>(1, in.inputs);
   elements_ += double(in.elements);
-  if (!energy_) energy_ = &energy_slot(fmt::format("{}_elements", basename()));
-  *energy_ += (p_.energy_per_element * double(in.elements)).si;
+  if (!meter_) meter_ = &meter(action_, p_.energy_per_element.si);
+  meter_->count(double(in.elements));
   psum_.count_read(double(in.psum_read));
   sbuf_.count_read(double(in.sbuf_read));
   sbuf_.count_write(double(in.sbuf_write));

@@ -127,7 +127,7 @@ class TensorEngine : public Engine {
   Stat& macs_;
   Stat& matmuls_;
   Stat& throttled_;
-  std::array<double*, 8> mac_energy_{};  // per dtype, created on first use
+  std::array<ActionMeter*, 8> mac_meters_{};  // per dtype, created on first use
 };
 
 // The Vector, Scalar and GpSimd engines' statistics besides EngineStats.
@@ -155,7 +155,8 @@ class ElementEngine : public Engine {
   Sram& sbuf_;
   Sram& psum_;
   Stat& elements_;
-  double* energy_ = nullptr;  // "<engine>_elements", created on first use
+  Action action_;                 // vector_, scalar_ or gpsimd_elements, by the engine
+  ActionMeter* meter_ = nullptr;  // created on first use
 };
 
 }  // namespace trnsim::model

@@ -43,13 +43,13 @@ class Sram : public Block {
   void check_fits(std::uint64_t units, const std::string& op) const;
 
   void count_read(double bytes) {
-    if (!read_energy_) read_energy_ = &energy_slot(read_cat_);
-    *read_energy_ += energy(p_.read_energy, Bytes(bytes)).si;
+    if (!read_meter_) read_meter_ = &meter(read_action_, per_byte(p_.read_energy));
+    read_meter_->count(bytes);
     read_ += bytes;
   }
   void count_write(double bytes) {
-    if (!write_energy_) write_energy_ = &energy_slot(write_cat_);
-    *write_energy_ += energy(p_.write_energy, Bytes(bytes)).si;
+    if (!write_meter_) write_meter_ = &meter(write_action_, per_byte(p_.write_energy));
+    write_meter_->count(bytes);
     written_ += bytes;
   }
 
@@ -57,9 +57,9 @@ class Sram : public Block {
   config::SramParams p_;
   Unit unit_;
   std::uint64_t capacity_ = 0, used_ = 0;
-  std::string read_cat_, write_cat_;
-  double* read_energy_ = nullptr;  // energy accumulators, created on first use
-  double* write_energy_ = nullptr;
+  Action read_action_, write_action_;  // sbuf_* or psum_*, by the unit
+  ActionMeter* read_meter_ = nullptr;  // created on first use
+  ActionMeter* write_meter_ = nullptr;
   sc_core::sc_event freed_;
   Stat& read_;
   Stat& written_;

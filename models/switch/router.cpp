@@ -228,8 +228,11 @@ void Router::dispatch(int out, int in, int vc) {
     input.link->free_buffer(input.dir, p->vc, p->flits, end);
     s_forwarded_ += 1;
     s_fwd_bytes_ += double(p->payload);
-    add_energy(p_.local_port ? "chip_forwarding" : "switch",
-               energy(p_.energy, Bytes(double(p->flits) * o.ld->flit_bytes())));
+    if (!forward_meter_) {
+      forward_meter_ = &meter(p_.local_port ? Action::chip_forwarding : Action::switch_,
+                              per_byte(p_.energy));
+    }
+    forward_meter_->count(double(p->flits) * o.ld->flit_bytes());
   }
   o.busy_until = end;
   o.link->send(o.dir, p, local ? 0 : p->vc + 1, end);

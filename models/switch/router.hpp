@@ -160,6 +160,7 @@ class Router : public Block, public LinkEndpoint {
   TimedQueue<Timer> timers_;
   Stat& s_forwarded_;
   Stat& s_fwd_bytes_;
+  ActionMeter* forward_meter_ = nullptr;  // chip_forwarding or switch, created on first use
 };
 
 }  // namespace trnsim::model

@@ -78,6 +78,7 @@ json measure_gemm(const ConfigSource& o, const GemmArgs& a, std::uint64_t m, std
                                  p.name, a.dtype, a.dtype));
   }
   auto chip = build_chip(loaded, a.fallback_memory);
+  const auto power_model = power_of(loaded);
   model::OpStats st;
   Driver drv("driver", [&] {
     st = chip->execute(model::GemmOp{m, k, n, dt, a.batch}, fmt::format("gemm {}x{}x{}", m, k, n));
@@ -88,7 +89,7 @@ json measure_gemm(const ConfigSource& o, const GemmArgs& a, std::uint64_t m, std
   const double elapsed = st.end_s;  // the op starts at t = 0
   const double peak = resolve::chip_peaks(p).tensor(dt);
   chip->account_until(sc_core::sc_time(elapsed, sc_core::SC_SEC));
-  const auto e = model::collect_energy(Duration(elapsed), chip.get());
+  const auto e = model::collect_energy(*power_model, Duration(elapsed), chip.get());
   const double events = double(chip->wakeups());
   const double power = elapsed > 0 ? e.total().si / elapsed : 0.0;
   // The chip's NeuronLink SerDes idle at `idle_fraction` of full rate; in rack runs the fabric

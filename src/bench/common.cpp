@@ -40,6 +40,13 @@ const config::ChipParams& chip_of(const config::LoadedConfig& c, const std::stri
   return *c.config.chip;
 }
 
+std::unique_ptr<model::PowerModel> power_of(const config::LoadedConfig& c) {
+  registry::Registry registry;
+  registry::register_builtin_models(registry);
+  return registry::make_power(
+      registry, resolve::resolve_chip(c, resolve::ChipUse::as_configured), &c.provenance);
+}
+
 std::uint64_t parse_size(const std::string& s, const char* option, std::uint64_t min) {
   const auto bad = [&] {
     return InputError(fmt::format(

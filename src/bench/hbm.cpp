@@ -162,7 +162,7 @@ class Requesters : public sc_core::sc_module {
   std::vector<std::uint64_t> stream_next_;  // streams: each stream's next request
 };
 
-Json measure(const config::ChipParams& chip, const Plan& plan) {
+Json measure(const config::ChipParams& chip, const Plan& plan, const model::PowerModel& power) {
   model::HbmSystem hbm("hbm", chip.hbm);
   const auto& geo = hbm.geometry();
   const std::uint64_t need = plan.pattern == Pattern::copy
@@ -202,7 +202,7 @@ Json measure(const config::ChipParams& chip, const Plan& plan) {
     refreshes += value(K::refreshes);
   }
   const double seconds = end.to_seconds();
-  const auto e = model::collect_energy(model::from_sc(end), &hbm);
+  const auto e = model::collect_energy(power, model::from_sc(end), &hbm);
   Json by_cat = Json::object();
   for (const auto& [cat, j] : e.by_category_joules) by_cat[cat] = j;
   by_cat["hbm_background"] = e.static_.si;
@@ -319,7 +319,8 @@ Json hbm(const ConfigSource& config, const HbmArgs& a) {
   const auto loaded = config.load();
   const auto& chip = chip_of(loaded, config.path);
   plan.seed = loaded.config.sim.seed;
-  return run_isolated([&] { return measure(chip, plan); });
+  const auto power = power_of(loaded);
+  return run_isolated([&] { return measure(chip, plan, *power); });
 }
 
 }  // namespace trnsim::bench

@@ -20,6 +20,7 @@ std::string_view role_name(Role r) {
     case Role::network: return "network";
     case Role::compute: return "compute";
     case Role::scale_out: return "scale_out";
+    case Role::power: return "power";
   }
   throw InternalError("role without a name");
 }
@@ -34,7 +35,8 @@ void Registry::add(Implementation impl) {
   const bool has = (impl.role == Role::memory && impl.memory) ||
                    (impl.role == Role::network && impl.network) ||
                    (impl.role == Role::compute && impl.compute) ||
-                   (impl.role == Role::scale_out && impl.scale_out);
+                   (impl.role == Role::scale_out && impl.scale_out) ||
+                   (impl.role == Role::power && impl.power);
   if (!has) {
     throw InternalError(fmt::format("{} implementation \"{}\" has no factory",
                                     role_name(impl.role), impl.name));
@@ -229,6 +231,26 @@ void register_builtin_models(Registry& r) {
          },
          {},
          {}});
+  Implementation table{Role::power,
+                       "table",
+                       "each action a block counted (bytes, MACs, elements, activations, "
+                       "refreshes) at the rated energy per unit of the block's parameters; each "
+                       "block's rated static power (chip leakage and uncore, HBM background, "
+                       "link idle_fraction, switch idle_power) for the whole run "
+                       "(models/common/power.hpp)",
+                       "model::TablePower (prices every model::Block's action meters)",
+                       {"/chip/power/model", "/chip/static_power", "/chip/die_to_die_energy",
+                        "/chip/hbm/energy", "/chip/core", "/chip/link/energy",
+                        "/chip/link/idle_fraction", "/rack/topology"},
+                       {},
+                       {},
+                       {},
+                       {},
+                       {}};
+  table.power = [](const resolve::ChipPlan&) -> std::unique_ptr<model::PowerModel> {
+    return std::make_unique<model::TablePower>();
+  };
+  r.add(std::move(table));
 }
 
 std::unique_ptr<model::ChipModel> make_chip(const Registry& r, const char* name,
@@ -293,6 +315,13 @@ std::unique_ptr<model::Network> make_network(const Registry& r, const char* name
   return net.network(name, topology, plan, std::move(memories));
 }
 
+std::unique_ptr<model::PowerModel> make_power(const Registry& r, const resolve::ChipPlan& plan,
+                                              const config::Provenance* prov) {
+  const Implementation& power = r.get(Role::power, plan.power_model, "/chip/power/model", prov);
+  logger("build")->debug("power model {}", power.name);
+  return power.power(plan);
+}
+
 void check(const Registry& r, const config::LoadedConfig& loaded) {
   resolve::check(loaded);
   const auto* prov = &loaded.provenance;
@@ -300,6 +329,7 @@ void check(const Registry& r, const config::LoadedConfig& loaded) {
     const auto& c = *loaded.config.chip;
     r.get(Role::memory, c.memory.model, "/chip/memory/model", prov);
     if (!c.compute.model.empty()) r.get(Role::compute, c.compute.model, "/chip/compute/model", prov);
+    r.get(Role::power, c.power.model, "/chip/power/model", prov);
   }
   if (loaded.config.rack && !loaded.config.rack->fabric.model.empty()) {
     r.get(Role::network, loaded.config.rack->fabric.model, "/rack/fabric/model", prov);

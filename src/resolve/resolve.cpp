@@ -78,6 +78,7 @@ ChipPlan plan_chip(const config::ChipParams& params, int granularity, const Wher
                 params.compute.model.empty() ? compute_model_for(config::Fidelity::detailed)
                                              : params.compute.model,
                 granularity, {}};
+  plan.power_model = params.power.model;
   check_chip(plan.params, at);
   return plan;
 }
@@ -94,6 +95,7 @@ ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use) {
   if (use == ChipUse::replay) apply_replay_overrides(cfg.replay, plan, at);
   check_chip(plan.params, at);
   plan.memory_model = plan.params.memory.model;
+  plan.power_model = plan.params.power.model;
   const config::Fidelity fid = fidelity_of(
       cfg, use == ChipUse::replay ? config::Fidelity::fast : config::Fidelity::detailed);
   plan.compute_model =

@@ -30,13 +30,20 @@ constexpr model::EngineId kEngines[4] = {model::EngineId::tensor, model::EngineI
 
 std::int64_t to_ps(const sc_time& t) { return std::llround(t.to_seconds() * 1e12); }
 
+// {"dma": [quantity, rated joules], ...}
+json actions_json(const std::map<model::Action, model::ActionMeter>& actions) {
+  json out = json::object();
+  for (const auto& [a, m] : actions) out[std::string(model::action_name(a))] = {m.quantity, m.rated_j};
+  return out;
+}
+
 json to_json(const model::OpProfile& p) {
   return {{"time_ps", p.time_ps},         {"cores_used", p.cores_used},
           {"sbuf", p.sbuf_bytes_per_partition}, {"psum", p.psum_banks},
           {"flops", p.flops},             {"hbm_bytes", p.hbm_bytes},
           {"instructions", p.instructions}, {"read_bytes", p.read_bytes},
           {"write_bytes", p.write_bytes}, {"memory_ps", p.memory_ps},
-          {"engine_busy_s", p.engine_busy_s}, {"energy_j", p.energy_j}};
+          {"engine_busy_s", p.engine_busy_s}, {"actions", actions_json(p.actions)}};
 }
 
 model::OpProfile from_json(const json& j) {
@@ -52,7 +59,11 @@ model::OpProfile from_json(const json& j) {
   p.write_bytes = j.at("write_bytes").get<double>();
   p.memory_ps = j.at("memory_ps").get<std::int64_t>();
   p.engine_busy_s = j.at("engine_busy_s").get<std::array<double, 4>>();
-  p.energy_j = j.at("energy_j").get<std::map<std::string, double>>();
+  for (const auto& [name, qj] : j.at("actions").items()) {
+    const auto a = model::action_named(name);
+    if (!a) throw InternalError(fmt::format("op-level calibration: no action named {}", name));
+    p.actions[*a].count_priced(qj.at(0).get<double>(), qj.at(1).get<double>());
+  }
   return p;
 }
 
@@ -63,16 +74,17 @@ double stat_value(const model::Block& b, const model::StatKey& key) {
 
 // What the chip has counted so far, to take differences around one op.
 struct Counters {
-  std::map<std::string, double> energy;  // the chip's dynamic energy without its memory's
+  std::map<model::Action, model::ActionMeter> actions;  // the chip's without its memory's
   double read = 0, written = 0;
   std::array<double, 4> busy{};
 };
 
 Counters counters(model::Chip& chip, const model::Block& memory) {
   Counters c;
-  c.energy = model::collect_energy(Duration(0), &chip).by_category_joules;
-  for (const auto& [k, v] : model::collect_energy(Duration(0), &memory).by_category_joules) {
-    c.energy[k] -= v;
+  c.actions = model::collect_actions(&chip);
+  for (const auto& [k, v] : model::collect_actions(&memory)) {
+    c.actions[k].quantity -= v.quantity;
+    c.actions[k].rated_j -= v.rated_j;
   }
   c.read = stat_value(memory, model::MemoryStats::bytes_read);
   c.written = stat_value(memory, model::MemoryStats::bytes_written);
@@ -120,10 +132,11 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       p.read_bytes = after.read - before.read;
       p.write_bytes = after.written - before.written;
       for (std::size_t e = 0; e < 4; ++e) p.engine_busy_s[e] = after.busy[e] - before.busy[e];
-      for (const auto& [k, v] : after.energy) {
-        const auto b = before.energy.find(k);
-        const double d = v - (b == before.energy.end() ? 0.0 : b->second);
-        if (d != 0) p.energy_j[k] = d;
+      for (const auto& [k, v] : after.actions) {
+        const auto b = before.actions.find(k);
+        const model::ActionMeter was = b == before.actions.end() ? model::ActionMeter{} : b->second;
+        const double d = v.rated_j - was.rated_j;
+        if (d != 0) p.actions[k].count_priced(v.quantity - was.quantity, d);
       }
       // The probe: one slice's requests on the idle memory, as model::OpChip issues them.
       sc_core::wait(gap);
@@ -143,9 +156,10 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
     }
   });
   sc_core::sc_start();
+  const auto power = registry::make_power(registry, tile);
   const double static_w =
-      model::collect_energy(Duration(1.0), chip.get()).static_.si -
-      model::collect_energy(Duration(1.0), memory).static_.si;
+      model::collect_energy(*power, Duration(1.0), chip.get()).static_.si -
+      model::collect_energy(*power, Duration(1.0), memory).static_.si;
   return {{"profiles", out}, {"static_power_w", static_w}};
 }
 

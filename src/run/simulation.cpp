@@ -74,6 +74,7 @@ struct Simulation::State {
   registry::Registry registry;
   std::unique_ptr<resolve::RackPlan> plan;
   Models models;
+  std::unique_ptr<model::PowerModel> power;  // prices every block's energy
   std::shared_ptr<const model::OpTable> calibration;
   std::unique_ptr<model::Simulation> sim;
   std::unique_ptr<Rack> rack;
@@ -123,6 +124,8 @@ void Simulation::plan() {
   s.models.network =
       &s.registry.get(registry::Role::network, s.plan->fabric.model, "/rack/fabric/model", prov);
   s.driver.plan(s.setup());
+  // What prices the energy of every block, chosen before anything is calibrated or built.
+  s.power = registry::make_power(s.registry, s.plan->chip, prov);
 }
 
 void Simulation::calibrate() {
@@ -155,10 +158,10 @@ void Simulation::State::take_sample() {
   Sample x;
   x.t_s = sc_core::sc_time_stamp().to_seconds();
   for (const auto& blocks : probes.chip_blocks) {
-    x.used_chips_dynamic_j += model::dynamic_energy(blocks).si;
+    x.used_chips_dynamic_j += model::dynamic_energy(*power, blocks).si;
   }
   for (std::size_t i = 0; i < nets.size(); ++i) {
-    x.fabric_dynamic_j += model::dynamic_energy(probes.net_blocks[i]).si;
+    x.fabric_dynamic_j += model::dynamic_energy(*power, probes.net_blocks[i]).si;
     x.fabric_wire_bytes += nets[i]->totals().wire_bytes;
   }
   x.hbm_bytes = rack->hbm_bytes();
@@ -250,7 +253,7 @@ RunData Simulation::collect() {
       s.calibration && s.models.compute->capabilities.times_op_heads ? plan.chip.op_head : 1.0;
   d.fast_forward_charges_links = rack.network().charges_accounted();
   d.stats = model::collect_stats(Duration(d.end.to_seconds()));
-  d.energy = model::collect_energy(Duration(d.end.to_seconds()));
+  d.energy = model::collect_energy(*s.power, Duration(d.end.to_seconds()));
   for (const model::Network* net : s.nets) add_totals(d.network, net->totals());
   d.transfer_latencies = rack.transfer_latencies();
   d.packet_latencies = rack.packet_latencies();
@@ -281,10 +284,11 @@ RunData Simulation::collect() {
   d.peak_helper_processes = rack.peak_helper_processes();
   d.first_tier_chips = plan.topology.first_tier_chips();
   for (int c = 0; c < rack.chip_count(); ++c) {
-    d.chip_energy.push_back(model::collect_energy(Duration(d.end.to_seconds()), &rack.chip(c)));
+    d.chip_energy.push_back(
+        model::collect_energy(*s.power, Duration(d.end.to_seconds()), &rack.chip(c)));
   }
   for (const model::Network* net : s.nets) {
-    const auto e = model::collect_energy(Duration(d.end.to_seconds()), as_object(net));
+    const auto e = model::collect_energy(*s.power, Duration(d.end.to_seconds()), as_object(net));
     d.fabric_energy.dynamic = d.fabric_energy.dynamic + e.dynamic;
     d.fabric_energy.static_ = d.fabric_energy.static_ + e.static_;
     for (const auto& [k, j] : e.by_category_joules) d.fabric_energy.by_category_joules[k] += j;

@@ -168,7 +168,7 @@ TEST(Chip, IdlePowerIsStaticPower) {
   const auto p = chip_preset("trn3");
   Chip chip("chip", p, chip_options(p, "bandwidth"));
   sc_core::sc_start(sc_core::sc_time(10, sc_core::SC_US));
-  const auto e = collect_energy(Duration(10e-6), &chip);
+  const auto e = collect_energy(TablePower{}, Duration(10e-6), &chip);
   EXPECT_DOUBLE_EQ(e.dynamic.si, 0.0);
   EXPECT_NEAR(e.total().si / 10e-6, 105.0 + 4 * 1.5, 1e-9);
 }

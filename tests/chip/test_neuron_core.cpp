@@ -46,7 +46,7 @@ TEST(NeuronCore, MatmulCyclesAndEnergy) {
   const double macs = 128.0 * 128 * 512;
   const double expected = macs * 0.65e-12 + (128.0 * 128 * 2 + 128.0 * 512 * 2) * 8 * 0.085e-12 +
                           128.0 * 512 * 4 * 8 * 0.024e-12;
-  EXPECT_NEAR(collect_energy(Duration(0), &core).dynamic.si, expected, expected * 1e-9);
+  EXPECT_NEAR(collect_energy(TablePower{}, Duration(0), &core).dynamic.si, expected, expected * 1e-9);
   EXPECT_DOUBLE_EQ(core.tensor().macs(), macs);
 }
 

@@ -319,7 +319,7 @@ TEST(HbmSystem, RefreshesCountedFromTheClock) {
   // (phase = tREFI) at {1, 2} x tREFI: 15 x 3 + 2 = 47 per stack.
   h.account_until(at_clock(h, 3 * 9332));
   EXPECT_EQ(sum_stat(h, "refreshes"), 4 * 47);
-  const auto e = collect_energy(Duration(0), &h);
+  const auto e = collect_energy(TablePower{}, Duration(0), &h);
   EXPECT_NEAR(e.by_category_joules.at("hbm_refresh"), 4 * 47 * 70e-9, 1e-15);
 }
 
@@ -333,7 +333,7 @@ TEST(HbmSystem, SequentialReadEnergyByHand) {
   EXPECT_EQ(sum_stat(h, "activates"), 512);
   EXPECT_EQ(sum_stat(h, "row_hits"), 1536);
   EXPECT_EQ(sum_stat(h, "bytes_read"), double(n));
-  const auto e = collect_energy(Duration(0), &h);
+  const auto e = collect_energy(TablePower{}, Duration(0), &h);
   const double bits = 8.0 * double(n);
   EXPECT_NEAR(e.by_category_joules.at("hbm_activate"), 512 * 0.55e-9, 1e-18);
   EXPECT_NEAR(e.by_category_joules.at("hbm_read"), bits * 2.5e-12, 1e-18);
@@ -344,7 +344,7 @@ TEST(HbmSystem, SequentialReadEnergyByHand) {
   expect_time(done, done_at(340));
   EXPECT_EQ(e.by_category_joules.count("hbm_refresh"), 0u);
   // Background power: 4 stacks x 1.5 W.
-  EXPECT_NEAR(collect_energy(Duration(1e-3), &h).static_.si, 4 * 1.5 * 1e-3, 1e-12);
+  EXPECT_NEAR(collect_energy(TablePower{}, Duration(1e-3), &h).static_.si, 4 * 1.5 * 1e-3, 1e-12);
 }
 
 TEST(HbmSystem, SubBurstRoundsUpToWholeBursts) {
@@ -521,7 +521,7 @@ TEST(HbmPerBank, RefreshesCountedFromTheClockWithTheirEnergy) {
   h.account_until(at_clock(h, 1971));
   EXPECT_EQ(sum_stat(h, "refreshes"), 4 * 32 * 10);
   // A REFsb refreshes one of the 2 PCs x 48 banks a channel's REFab (70 nJ) refreshes.
-  const auto e = collect_energy(Duration(0), &h);
+  const auto e = collect_energy(TablePower{}, Duration(0), &h);
   EXPECT_NEAR(e.by_category_joules.at("hbm_refresh"), 1280 * 70e-9 / 96, 1e-15);
 }
 
@@ -533,7 +533,7 @@ TEST(HbmPerBank, RefreshEnergyPerTimeMatchesAllBank) {
   EXPECT_EQ(sum_stat(h, "refreshes"), 4 * 32 * 96);
   // 96 x 32 x 70/96 nJ = 2240 nJ per stack: what two REFab of each of the 16 channels cost
   // (16 x 2 x 70 nJ).
-  const auto e = collect_energy(Duration(0), &h);
+  const auto e = collect_energy(TablePower{}, Duration(0), &h);
   EXPECT_NEAR(e.by_category_joules.at("hbm_refresh"), 4 * 2240e-9, 1e-14);
 }
 

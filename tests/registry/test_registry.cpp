@@ -34,7 +34,7 @@ TEST(Registry, EveryRoleHasItsBuiltins) {
   for (const auto& i : r.all()) names.insert(std::string(role_name(i.role)) + "/" + i.name);
   EXPECT_EQ(names, (std::set<std::string>{"memory/hbm", "memory/bandwidth", "network/packet",
                                           "network/flow", "compute/tile", "compute/op",
-                                          "scale_out/flow"}));
+                                          "scale_out/flow", "power/table"}));
 }
 
 // What a run asks of an implementation comes from its entry, not from its name: the tile chip
@@ -53,6 +53,28 @@ TEST(Registry, CapabilitiesSayWhatEachImplementationNeeds) {
   const auto& flow = r.get(Role::network, "flow", "/rack/fabric/model");
   EXPECT_TRUE(packet.capabilities.events_per_packet && packet.packet_probe);
   EXPECT_FALSE(flow.capabilities.events_per_packet || flow.packet_probe);
+}
+
+// The power model is a registry name like the other roles: `table` by default, and a name that
+// is not registered fails in `trnsim config` as in every command, naming the choices.
+TEST(Registry, PowerModelIsChosenInTheConfig) {
+  const Registry r = builtin();
+  const auto plan = resolve::resolve_chip(preset("chips/trn2.json"), resolve::ChipUse::as_configured);
+  EXPECT_EQ(plan.power_model, "table");
+  const auto power = make_power(r, plan);
+  EXPECT_NE(dynamic_cast<const model::TablePower*>(power.get()), nullptr);
+  const auto loaded = preset("racks/trn2-instance.json", {"chip.power.model=measured"});
+  try {
+    check(r, loaded);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--set chip.power.model:/chip/power/model"), std::string::npos) << m;
+    EXPECT_NE(m.find("no power model named \"measured\"; expected one of \"table\""),
+              std::string::npos) << m;
+  }
+  const auto bad = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  EXPECT_THROW(make_power(r, bad, &loaded.provenance), ConfigError);
 }
 
 // A registered parameter is a field of `trnsim schema` or a subtree of fields.

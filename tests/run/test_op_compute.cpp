@@ -178,8 +178,8 @@ TEST(OpCompute, AloneAHeadedOpTakesItsTileTime) {
     EXPECT_EQ(hs[i].instructions, ws[i].instructions);
     EXPECT_EQ(stat(*headed[i], "ops_extrapolated"), 1.0);
     EXPECT_EQ(stat(*whole[i], "ops_extrapolated"), 0.0);
-    const double eh = model::collect_energy(Duration(0), headed[i].get()).dynamic.si;
-    const double ew = model::collect_energy(Duration(0), whole[i].get()).dynamic.si;
+    const double eh = model::collect_energy(model::TablePower{}, Duration(0), headed[i].get()).dynamic.si;
+    const double ew = model::collect_energy(model::TablePower{}, Duration(0), whole[i].get()).dynamic.si;
     EXPECT_GT(ew, 0);
     EXPECT_NEAR(eh / ew, 1.0, 0.01);
   }
@@ -226,7 +226,7 @@ TEST(OpCompute, CalibrationIsIndependentOfParallelismAndOrder) {
     EXPECT_EQ(p.read_bytes, q.read_bytes);
     EXPECT_EQ(p.write_bytes, q.write_bytes);
     EXPECT_EQ(p.engine_busy_s, q.engine_busy_s);
-    EXPECT_EQ(p.energy_j, q.energy_j);
+    EXPECT_EQ(p.actions, q.actions);
   }
   EXPECT_EQ(one->static_power_w, two->static_power_w);
 }
@@ -279,7 +279,7 @@ TEST(OpCompute, ASourcesDeclaredOpsAreCalibratedAsATracesAre) {
     EXPECT_GT(p.time_ps, 0);
     EXPECT_EQ(generated->exact.at(key).time_ps, p.time_ps);
     EXPECT_EQ(traced->exact.at(key).time_ps, p.time_ps);
-    EXPECT_EQ(generated->exact.at(key).energy_j, p.energy_j);
+    EXPECT_EQ(generated->exact.at(key).actions, p.actions);
   }
 }
 
@@ -292,10 +292,11 @@ TEST(OpCompute, GridSizesAndInterpolation) {
   model::OpProfile lo, hi;
   lo.time_ps = 1000;
   lo.read_bytes = 100;
-  lo.energy_j = {{"vector", 1.0}};
+  lo.actions[model::Action::vector_elements] = {100, 1.0, 0};
   hi.time_ps = 2000;
   hi.read_bytes = 300;
-  hi.energy_j = {{"vector", 3.0}, {"sbuf_read", 2.0}};
+  hi.actions[model::Action::vector_elements] = {300, 3.0, 0};
+  hi.actions[model::Action::sbuf_read] = {64, 2.0, 0};
   const ElementOp op{ElementKind::elementwise, 0, Dtype::bf16, 2};
   t.grids[model::grid_key(op)] = {{4, lo}, {8, hi}};
   model::OpProfile scratch;
@@ -305,8 +306,10 @@ TEST(OpCompute, GridSizesAndInterpolation) {
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->time_ps, 1500);
   EXPECT_DOUBLE_EQ(p->read_bytes, 200);
-  EXPECT_DOUBLE_EQ(p->energy_j.at("vector"), 2.0);
-  EXPECT_DOUBLE_EQ(p->energy_j.at("sbuf_read"), 1.0);
+  EXPECT_DOUBLE_EQ(p->actions.at(model::Action::vector_elements).rated_j, 2.0);
+  EXPECT_DOUBLE_EQ(p->actions.at(model::Action::vector_elements).quantity, 200);
+  EXPECT_DOUBLE_EQ(p->actions.at(model::Action::sbuf_read).rated_j, 1.0);
+  EXPECT_DOUBLE_EQ(p->actions.at(model::Action::sbuf_read).quantity, 32);
   // Asked again, the remembered answer: the same profile, still said to be interpolated, though
   // the scratch has since been overwritten.
   bool interpolated = false;
@@ -329,7 +332,7 @@ TEST(OpCompute, GridSizesAndInterpolation) {
   p = model::find_profile(t, GemmOp{160, 64, 32, Dtype::fp8, 1}, scratch);
   EXPECT_EQ(p->time_ps, 2000);
   EXPECT_DOUBLE_EQ(p->read_bytes, 150);
-  EXPECT_DOUBLE_EQ(p->energy_j.at("vector"), 1.5);
+  EXPECT_DOUBLE_EQ(p->actions.at(model::Action::vector_elements).rated_j, 1.5);
   // 300 rows: three tiles, the time of 384; bytes of 300, 44/128 of the way from 256 to 384.
   p = model::find_profile(t, GemmOp{300, 64, 32, Dtype::fp8, 1}, scratch);
   EXPECT_EQ(p->time_ps, 1000);

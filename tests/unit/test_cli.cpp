@@ -118,6 +118,25 @@ TEST(Cli, ChakraMatmulRunsAsGemmOfTheSameWork) {
   fs::remove_all(dir);
 }
 
+// The power model is a registry name: one that is not registered is refused by `config`, `run`
+// and the benchmarks that report energy alike, naming the key and the registered names.
+TEST(Cli, UnknownPowerModelIsBadInputEverywhere) {
+  const std::string set = " --set chip.power.model=measured";
+  for (const std::string& cmd :
+       {"config configs/racks/trn2-instance.json" + set,
+        "run --config configs/racks/trn2-instance.json --trace tests/golden/inputs/golden-moe-16.json"
+        " --out " + (fs::temp_directory_path() / "trnsim-cli-power").string() + set,
+        "bench gemm --config configs/chips/trn2.json --m 128 --k 128 --n 128" + set,
+        "bench hbm --config configs/chips/trn2.json --bytes 1MiB" + set}) {
+    const auto r = run(cmd);
+    EXPECT_EQ(r.code, 2) << cmd << "\n" << r.out;
+    EXPECT_NE(r.out.find("--set chip.power.model:/chip/power/model: no power model named "
+                         "\"measured\"; expected one of \"table\""),
+              std::string::npos)
+        << cmd << "\n" << r.out;
+  }
+}
+
 TEST(Cli, RunWithMissingTraceIsBadInput) {
   const auto r = run("run --trace /nonexistent/trace");
   EXPECT_EQ(r.code, 2);

@@ -90,7 +90,6 @@ struct TensorEngineParams {
   int fixed_overhead_cycles = 64;  // pipeline fill/drain per dependent instruction
   DtypeRates macs_per_pe_cycle{};
   DtypeEnergy energy_per_mac{};
-  Power idle_power{1.0};
   PowerRamp power_ramp{};
   template <class V>
   void visit(V& v) {
@@ -108,7 +107,6 @@ struct TensorEngineParams {
     v.field("macs_per_pe_cycle", macs_per_pe_cycle, "MAC rate per PE per cycle by data type",
             Required{});
     v.field("energy_per_mac", energy_per_mac, "energy per MAC by data type", Required{});
-    v.field("idle_power", idle_power, "clock-gated idle power per core");
     v.field("power_ramp", power_ramp, "dI/dt throttle of the Tensor engine");
   }
 };
@@ -381,6 +379,7 @@ struct ChipParams {
   ChipLinkParams link{};
   ModelChoice memory{"hbm"};
   ModelChoice compute{};  // empty: chosen by /sim/fidelity
+  ModelChoice power{"table"};
   template <class V>
   void visit(V& v) {
     v.field("name", name, "chip name", Required{});
@@ -405,6 +404,9 @@ struct ChipParams {
     v.field("compute", compute, "compute model: tile (engine programs of every tile) or op "
                                 "(each distinct op simulated once on the tile model, then "
                                 "replayed); empty: by /sim/fidelity");
+    v.field("power", power,
+            "power model: table (each counted action at its rated energy, each block's rated "
+            "static power all the time; docs/architecture.md#statistics-and-energy)");
   }
 };
 

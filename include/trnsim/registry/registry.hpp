@@ -3,7 +3,7 @@
 // with its description, the config fields it reads, its ports and its statistics, and the
 // factory that builds it from resolved parameters. Racks and benchmarks are built through it; the
 // config chooses the implementation of each role (/chip/memory/model, /rack/fabric/model,
-// /chip/compute/model); `trnsim list-types` prints it. Registration is an explicit call,
+// /chip/compute/model, /chip/power/model); `trnsim list-types` prints it. Registration is an explicit call,
 // register_builtin_models(), not a static initialiser the linker could drop.
 #pragma once
 
@@ -16,13 +16,15 @@
 #include "chip/chip.hpp"
 #include "common/memory.hpp"
 #include "common/network.hpp"
+#include "common/power.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::registry {
 
 // memory, network and compute are chosen per chip and rack; scale_out is the network between
-// UltraServers of a folded cluster, on which transfers follow explicit paths.
-enum class Role { memory, network, compute, scale_out };
+// UltraServers of a folded cluster, on which transfers follow explicit paths; power prices what
+// the blocks count.
+enum class Role { memory, network, compute, scale_out, power };
 std::string_view role_name(Role r);
 
 struct PortDoc {
@@ -43,6 +45,7 @@ using ComputeFactory = std::function<std::unique_ptr<model::ChipModel>(
 using ScaleOutFactory = std::function<std::unique_ptr<model::PathNetwork>(
     const char* name, const topo::Topology&, const resolve::FabricPlan&,
     std::vector<model::MemoryPort*> memories)>;
+using PowerFactory = std::function<std::unique_ptr<model::PowerModel>(const resolve::ChipPlan&)>;
 
 // One packet delivered by a packet-level network, as a probe sees it: its chips, the time it
 // spent on links, in switches and relaying chips, and the time it waited for busy outputs and
@@ -84,6 +87,7 @@ struct Implementation {
   Capabilities capabilities;
   // network: attaches `probe` to every packet the network delivers (empty: it has no packets).
   std::function<void(model::Network&, PacketProbe probe)> packet_probe;
+  PowerFactory power{};
 };
 
 class Registry {
@@ -102,7 +106,8 @@ class Registry {
   std::vector<Implementation> impls_;
 };
 
-// hbm and bandwidth (memory), packet and flow (network), tile and op (compute), flow (scale_out).
+// hbm and bandwidth (memory), packet and flow (network), tile and op (compute), flow
+// (scale_out), table (power).
 void register_builtin_models(Registry& r);
 
 // A chip of `plan` with the memory and compute implementations the plan names. `external` (a
@@ -131,6 +136,11 @@ std::unique_ptr<model::Network> make_network(const Registry& r, const char* name
                                              const resolve::FabricPlan& plan,
                                              std::vector<model::MemoryPort*> memories = {},
                                              const config::Provenance* prov = nullptr);
+
+// The power model of `plan` (/chip/power/model): what prices the energy of every block of a run,
+// the chips' and the network's.
+std::unique_ptr<model::PowerModel> make_power(const Registry& r, const resolve::ChipPlan& plan,
+                                              const config::Provenance* prov = nullptr);
 
 // The resolve step plus the check that every chosen implementation is registered (what
 // `trnsim config` runs).

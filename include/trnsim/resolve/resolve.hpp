@@ -35,6 +35,7 @@ struct ChipPlan {
   // Share of an op a tile chip simulates before it times the rest (model::op_head): the rack sets
   // /sim/fast_forward_op_head when fast-forward is on; 1 otherwise.
   double op_head = 1;
+  std::string power_model{};         // registry name of the power role: "table"
 };
 
 // The fabric as the network model is built from it.
