@@ -232,7 +232,7 @@ std::unique_ptr<model::Network> make_network(const Registry& r, const char* name
 }
 
 void check(const Registry& r, const config::LoadedConfig& loaded) {
-  resolve::check(loaded);
+  resolve::plan(loaded, resolve::Purpose::config);
   const auto* prov = &loaded.provenance;
   if (loaded.config.chip) {
     const auto& c = *loaded.config.chip;

@@ -127,9 +127,9 @@ void add_totals(model::NetworkTotals& a, const model::NetworkTotals& b) {
 }  // namespace
 
 RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& given,
-                     const ProgressFn& progress) {
+                     const ProgressFn& progress, resolve::Purpose purpose) {
   const config::Config& cfg = loaded.config;
-  const resolve::RackPlan plan = resolve::resolve_rack(loaded);
+  const resolve::RackPlan plan = *resolve::plan(loaded, purpose).rack;
   // A cluster replays the trace as one data-parallel replica per UltraServer (docs/scaling.md).
   std::shared_ptr<const ClusterWorkload> cluster;
   if (cfg.cluster) {

@@ -73,7 +73,7 @@ TEST(Registry, DuplicateRegistrationIsAnInternalError) {
 void expect_memory(const std::string& model, const std::string& description) {
   const Registry r = builtin();
   const auto loaded = preset("chips/trn3.json", {"chip.memory.model=" + model});
-  const auto plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::bench_chip).chip;
   EXPECT_EQ(plan.memory_model, model);
   const auto chip = make_tile_chip(r, "chip", plan, &loaded.provenance);
   EXPECT_EQ(chip->memory_model(), description);
@@ -97,7 +97,7 @@ TEST(Registry, BandwidthMemoryIsBuiltWhenChosen) {
 TEST(Registry, TileChipIsRefusedForTheOpModel) {
   const Registry r = builtin();
   const auto loaded = preset("chips/trn3.json", {"chip.compute.model=op"});
-  const auto plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::bench_chip).chip;
   try {
     make_tile_chip(r, "chip", plan, &loaded.provenance);
     FAIL() << "expected a ConfigError";
@@ -109,10 +109,12 @@ TEST(Registry, TileChipIsRefusedForTheOpModel) {
 
 TEST(Registry, ReplayChoosesTheMemoryWithTheKeyTheUserWrote) {
   const auto loaded = preset("racks/trn2-instance.json", {"replay.chip_memory=hbm"});
-  EXPECT_EQ(resolve::resolve_chip(loaded, resolve::ChipUse::replay).memory_model, "hbm");
-  EXPECT_EQ(resolve::resolve_chip(loaded, resolve::ChipUse::as_configured).memory_model, "hbm");
+  EXPECT_EQ(resolve::plan(loaded, resolve::Purpose::run).rack->chip.memory_model, "hbm");
+  EXPECT_EQ(resolve::plan(loaded, resolve::Purpose::bench_chip).chip->memory_model, "hbm");
   const auto dflt = preset("racks/trn2-instance.json");
-  EXPECT_EQ(resolve::resolve_chip(dflt, resolve::ChipUse::replay).memory_model, "bandwidth");
+  EXPECT_EQ(resolve::plan(dflt, resolve::Purpose::run).rack->chip.memory_model, "bandwidth");
+  // The chip benchmarks build the chip as configured: the replay's memory model does not apply.
+  EXPECT_EQ(resolve::plan(dflt, resolve::Purpose::bench_chip).chip->memory_model, "hbm");
 }
 
 // Overrides keep the pointer the user wrote: a rule failing on an overridden field names the
@@ -138,7 +140,7 @@ TEST(Resolve, ReplayOverrideErrorNamesTheReplayKey) {
 TEST(Resolve, HbmRuleNamesTheFieldTheUserSet) {
   const auto loaded = preset("chips/trn3.json", {"chip.hbm.pseudo_channels=3"});
   try {
-    resolve::check(loaded);
+    resolve::plan(loaded, resolve::Purpose::config);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("--set chip.hbm.pseudo_channels:/chip/hbm/pseudo_channels:", 0),
@@ -148,9 +150,9 @@ TEST(Resolve, HbmRuleNamesTheFieldTheUserSet) {
 
 TEST(Resolve, DmaQueueLimitIsCheckedBeforeTheModel) {
   const auto loaded = preset("chips/trn2.json", {"chip.core.dma.queues_per_engine=65"});
-  EXPECT_THROW(resolve::check(loaded), ConfigError);
+  EXPECT_THROW(resolve::plan(loaded, resolve::Purpose::config), ConfigError);
   const auto ok = preset("chips/trn2.json", {"chip.core.dma.queues_per_engine=64"});
-  EXPECT_NO_THROW(resolve::check(ok));
+  EXPECT_NO_THROW(resolve::plan(ok, resolve::Purpose::config));
 }
 
 }  // namespace
@@ -183,20 +185,34 @@ namespace {
 // /sim/fidelity fills the models the config leaves empty: a rack run is fast by default, a
 // benchmark detailed; a model the config names wins over the fidelity.
 TEST(Registry, FidelityChoosesTheModelsLeftEmpty) {
-  const auto run = resolve::resolve_rack(preset("racks/trn2-instance.json"));
+  using resolve::Purpose;
+  auto rack = [](const config::LoadedConfig& l, Purpose p) { return *resolve::plan(l, p).rack; };
+  const auto run = rack(preset("racks/trn2-instance.json"), Purpose::run);
   EXPECT_EQ(run.fabric.model, "flow");
   EXPECT_EQ(run.chip.compute_model, "op");
   EXPECT_EQ(run.fidelity, config::Fidelity::fast);
   const auto detailed =
-      resolve::resolve_rack(preset("racks/trn2-instance.json", {"sim.fidelity=detailed"}));
+      rack(preset("racks/trn2-instance.json", {"sim.fidelity=detailed"}), Purpose::run);
   EXPECT_EQ(detailed.fabric.model, "packet");
   EXPECT_EQ(detailed.chip.compute_model, "tile");
-  const auto named = resolve::resolve_rack(
-      preset("racks/trn2-instance.json", {"sim.fidelity=fast", "rack.fabric.model=packet"}));
+  const auto named = rack(
+      preset("racks/trn2-instance.json", {"sim.fidelity=fast", "rack.fabric.model=packet"}),
+      Purpose::run);
   EXPECT_EQ(named.fabric.model, "packet");
+  // The benchmarks are detailed by default, the collective one through the whole rack too.
   const auto loaded = preset("racks/trn2-instance.json");
-  const auto topo = resolve::resolve_rack(loaded).topology;
-  EXPECT_EQ(resolve::resolve_fabric(loaded, topo, false).model, "packet");
+  EXPECT_EQ(resolve::plan(loaded, Purpose::bench_fabric).fabric->model, "packet");
+  EXPECT_EQ(resolve::plan(loaded, Purpose::bench_chip).chip->compute_model, "tile");
+  const auto collective = rack(loaded, Purpose::bench_collective);
+  EXPECT_EQ(collective.fabric.model, "packet");
+  EXPECT_EQ(collective.chip.compute_model, "tile");
+  EXPECT_EQ(collective.fidelity, config::Fidelity::detailed);
+  EXPECT_FALSE(collective.fast_forward);
+  // `trnsim config` resolves the rack as a run does, the chip and fabric as the benchmarks do.
+  const auto all = resolve::plan(loaded, Purpose::config);
+  EXPECT_EQ(all.rack->fabric.model, "flow");
+  EXPECT_EQ(all.fabric->model, "packet");
+  EXPECT_EQ(all.chip->compute_model, "tile");
   EXPECT_THROW(preset("racks/trn2-instance.json", {"sim.fidelity=quick"}), ConfigError);
 }
 

@@ -16,6 +16,7 @@
 #include "common/network.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/replay/engine.hpp"
+#include "trnsim/resolve/resolve.hpp"
 #include "trnsim/trace/workload.hpp"
 
 namespace trnsim::run {
@@ -118,8 +119,10 @@ using ProgressFn = std::function<void(const Progress&)>;
 // once per process. `workload` and `cfg` must outlive the result.
 // Throws InputError for configs, topologies and traces that cannot run (and for a replay that
 // deadlocks), InternalError for broken invariants.
+// `purpose` is the resolve step's (resolve::plan): a run, or the collective benchmark's rack.
 RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
-                     const ProgressFn& progress = {});
+                     const ProgressFn& progress = {},
+                     resolve::Purpose purpose = resolve::Purpose::run);
 
 // The chip of each of `ranks` ranks under /replay/placement on a rack of `chips` chips.
 // Throws ConfigError for a bad placement file or LNC, TraceError when the ranks do not fit.
