@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "internal.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
 
@@ -248,6 +249,21 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded, config::Fidelity fid) 
     straggler = (folded ? st.ultraserver % simulated : st.ultraserver) *
                     int(topology.chip_count()) + st.chip;
   }
+  // A rack chip runs a trace dtype it lacks as the first of mxfp8, fp8 and bf16 it has
+  // (run::to_compute_op): it must have one.
+  const auto& rates = chip.params.core.tensor.macs_per_pe_cycle;
+  if (!(rates.mxfp8 > 0 || rates.fp8 > 0 || rates.bf16 > 0)) {
+    Where(&loaded.provenance)
+        .fail("/chip/core/tensor/macs_per_pe_cycle",
+              fmt::format("{} supports none of mxfp8, fp8 and bf16 (all 0), the types a rack "
+                          "replay runs the dtypes a chip lacks as; expected a rate > 0 for one",
+                          chip.params.name));
+  }
+  // Ranks are placed on one replica's chips in a cluster (its UltraServers), else the rack's.
+  PlacementPlan placement = plan_placement(
+      loaded, cfg.cluster ? std::size_t(scale_out->chips_per_ultraserver()) *
+                                std::size_t(cfg.cluster->ultraservers_per_replica)
+                          : topology.chip_count());
   FabricPlan fabric = resolve_fabric(loaded, topology, true, fid);
   const int local = topology.first_tier_chips();
   const bool fast_forward = cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast);
@@ -263,7 +279,8 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded, config::Fidelity fid) 
                   std::move(scale_out_topology),
                   simulated,
                   straggler,
-                  cfg.cluster && cfg.cluster->straggler ? cfg.cluster->straggler->slowdown : 1.0};
+                  cfg.cluster && cfg.cluster->straggler ? cfg.cluster->straggler->slowdown : 1.0,
+                  std::move(placement)};
 }
 
 }  // namespace
@@ -272,6 +289,7 @@ Plan plan(const config::LoadedConfig& loaded, Purpose purpose) {
   const config::Config& cfg = loaded.config;
   // The fidelity the purpose gives unset model names; /sim/fidelity wins over it.
   auto fidelity = [&](Purpose p) { return cfg.sim.fidelity.value_or(default_fidelity(p)); };
+  check_config(loaded);  // the rules over the raw config, first, for every purpose
   Plan out;
   out.purpose = purpose;
   switch (purpose) {

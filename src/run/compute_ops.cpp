@@ -36,7 +36,9 @@ model::Dtype chip_dtype(trace::DType d, const config::ChipParams& chip,
       return alt;
     }
   }
-  throw ConfigError(fmt::format("{} supports none of mxfp8, fp8, bf16", chip.name));
+  throw InternalError(fmt::format("{} supports none of mxfp8, fp8, bf16 (the resolve step checks "
+                                  "/chip/core/tensor/macs_per_pe_cycle)",
+                                  chip.name));
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 // the implementation, and a wrong name is an error that names the choices.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -145,6 +149,88 @@ TEST(Resolve, HbmRuleNamesTheFieldTheUserSet) {
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("--set chip.hbm.pseudo_channels:/chip/hbm/pseudo_channels:", 0),
               0u) << e.what();
+  }
+}
+
+// What a ConfigError thrown by `f` says ("" when none is thrown).
+template <class F>
+std::string config_error(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto p = std::filesystem::temp_directory_path() /
+                 ("trnsim-resolve-" + std::to_string(::getpid()) + "-" + name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// The placement rules are the plan's: `trnsim config` (Purpose::config) refuses what a run does.
+TEST(Resolve, PlacementFileIsReadAndCheckedByThePlan) {
+  using resolve::Purpose;
+  auto with_file = [](const std::string& f) {
+    return preset("racks/trn2-instance.json",
+                  {"replay.placement=file", "replay.placement_file=" + f});
+  };
+  const auto bad_id = write_temp("bad-id.json", R"({"chips": [0, 16]})");
+  EXPECT_EQ(config_error([&] { resolve::plan(with_file(bad_id), Purpose::config); }),
+            bad_id + ":/chips/1: expected a chip id from 0 to 15, got 16");
+  const auto negative = write_temp("negative.json", R"({"chips": [0, -1]})");
+  EXPECT_EQ(config_error([&] { resolve::plan(with_file(negative), Purpose::config); }),
+            negative + ":/chips/1: expected an integer >= 0, got -1");
+  const auto typo = write_temp("typo.json", R"({"chips": [0, 1], "chip": 2})");
+  EXPECT_EQ(config_error([&] { resolve::plan(with_file(typo), Purpose::run); }),
+            typo + ":/chip: unknown key \"chip\"; did you mean \"chips\"?");
+  EXPECT_EQ(config_error([&] {
+              resolve::plan(preset("racks/trn2-instance.json", {"replay.placement=file"}),
+                            Purpose::config);
+            }),
+            std::string(TRNSIM_SOURCE_DIR) + "/configs/racks/trn2-instance.json:"
+            "/replay/placement_file: missing: placement \"file\" needs a placement file");
+  // A good file places the ranks it names; fewer entries than ranks is refused when placing.
+  const auto good = write_temp("good.json", R"({"chips": [3, 3, 7]})");
+  const auto plan = resolve::plan(with_file(good), Purpose::run);
+  EXPECT_EQ(resolve::place_ranks(plan.rack->placement, 2, 16), (std::vector<int>{3, 3}));
+  EXPECT_EQ(config_error([&] { resolve::place_ranks(plan.rack->placement, 4, 16); }),
+            good + ":/chips: places 3 ranks, the workload has 4");
+  for (const auto& f : {bad_id, negative, typo, good}) std::filesystem::remove(f);
+}
+
+// LNC must divide the cores (placement logical_core); the rule names the key the user set.
+TEST(Resolve, LogicalCorePlacementNeedsLncToDivideTheCores) {
+  const auto loaded = preset("racks/trn2-instance.json",
+                             {"replay.placement=logical_core", "chip.dies=1", "chip.cores=5"});
+  EXPECT_EQ(config_error([&] { resolve::plan(loaded, resolve::Purpose::config); }),
+            "--set chip.cores:/chip/cores: 2 does not divide the chip's 5 cores");
+  const auto ok = preset("racks/trn2-instance.json", {"replay.placement=logical_core"});
+  const auto plan = resolve::plan(ok, resolve::Purpose::run);
+  EXPECT_EQ(plan.rack->placement.per_chip, 4);  // 8 cores at LNC=2
+  EXPECT_EQ(resolve::place_ranks(plan.rack->placement, 6, 16), (std::vector<int>{0, 0, 0, 0, 1, 1}));
+}
+
+// A rack chip must have a type to run the dtypes it lacks as (it was refused only when an op
+// needed it, deep in the run).
+TEST(Resolve, RackChipNeedsAFallbackDtype) {
+  const auto loaded = preset("racks/trn2-instance.json",
+                             {"chip.core.tensor.macs_per_pe_cycle.bf16=0",
+                              "chip.core.tensor.macs_per_pe_cycle.fp8=0",
+                              "chip.core.tensor.macs_per_pe_cycle.mxfp8=0"});
+  const std::string e = config_error([&] { resolve::plan(loaded, resolve::Purpose::config); });
+  EXPECT_NE(e.find(":/chip/core/tensor/macs_per_pe_cycle: "), std::string::npos) << e;
+  EXPECT_NE(e.find("supports none of mxfp8, fp8 and bf16"), std::string::npos) << e;
+}
+
+// The loader's rules are the plan's now: loading accepts, every purpose refuses.
+TEST(Resolve, RulesOverTheRawConfigAreThePlans) {
+  const auto loaded = preset("chips/trn2.json", {"chip.cores=7"});
+  for (auto p : {resolve::Purpose::config, resolve::Purpose::bench_chip}) {
+    EXPECT_EQ(config_error([&] { resolve::plan(loaded, p); }),
+              "--set chip.cores:/chip/cores: expected a multiple of /chip/dies (2), got 7");
   }
 }
 

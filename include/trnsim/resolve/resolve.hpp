@@ -67,6 +67,16 @@ struct FabricPlan {
   std::uint64_t seed = 1;            // sim.seed: perturbs route hashing and tie-breaks
 };
 
+// Where ranks run (/replay/placement), checked against the chips it places ranks on.
+struct PlacementPlan {
+  config::RankPlacement how = config::RankPlacement::chip;
+  int per_chip = 1;             // ranks per chip (chip, logical_core, block)
+  std::string description;      // "placement block (4 ranks per chip)", for errors
+  std::string file;             // placement file: its chips, each below `chips`
+  std::vector<int> file_chips;
+  std::size_t chips = 0;        // chips ranks are placed on (a replica's, in a cluster)
+};
+
 struct RackPlan {
   ChipPlan chip;
   topo::Topology topology;
@@ -87,6 +97,7 @@ struct RackPlan {
   int simulated_ultraservers = 1;
   int straggler_chip = -1;
   double straggler_slowdown = 1;
+  PlacementPlan placement;  // /replay/placement on the chips of a replica (or the rack)
 };
 
 // What models are built from, for one purpose: the parts that purpose needs.
@@ -105,6 +116,10 @@ struct Plan {
 // ConfigError naming the file and JSON pointer (TopologyError for a bad topology) when `loaded`
 // lacks what the purpose needs or breaks a rule.
 Plan plan(const config::LoadedConfig& loaded, Purpose purpose);
+
+// The chip of each of `ranks` ranks on `chips` chips under a placement. TraceError when the ranks
+// do not fit; ConfigError naming the placement file when it places fewer ranks than there are.
+std::vector<int> place_ranks(const PlacementPlan& placement, int ranks, std::size_t chips);
 
 // The models a fidelity gives the parts whose model the config leaves empty (registry names).
 struct FidelityModels {

@@ -124,13 +124,6 @@ RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& wor
                      const ProgressFn& progress = {},
                      resolve::Purpose purpose = resolve::Purpose::run);
 
-// The chip of each of `ranks` ranks under /replay/placement on a rack of `chips` chips.
-// Throws ConfigError for a bad placement file or LNC, TraceError when the ranks do not fit.
-std::vector<int> place_ranks(const config::LoadedConfig& cfg, int ranks, std::size_t chips);
-// A placement file {"chips": [chip of rank 0, ...]} (errors name the file and pointer).
-std::vector<int> read_placement(const std::string& file, const std::string& config_path,
-                                int ranks, std::size_t chips);
-
 // Chips of the rack of `cfg` (builds and validates its topology; no simulation).
 std::size_t rack_chip_count(const config::LoadedConfig& cfg);
 
