@@ -165,7 +165,7 @@ class Requesters : public sc_core::sc_module {
 
 Json measure(const resolve::ChipPlan& chip_plan, const Plan& plan) {
   const config::ChipParams& chip = chip_plan.params;
-  model::HbmSystem hbm("hbm", chip.hbm);
+  model::HbmSystem hbm("hbm", chip_plan.hbm);
   const auto& geo = hbm.geometry();
   const std::uint64_t need = plan.pattern == Pattern::copy
                                  ? 2 * ((plan.bytes + plan.chunk - 1) / plan.chunk) * plan.chunk

@@ -67,7 +67,7 @@ void register_builtin_models(Registry& r) {
           {"bytes_written", model::StatUnit::bytes, "bytes requested by writes"},
           {"achieved_bandwidth", model::StatUnit::bytes_per_second, "bytes moved over the time the system was busy"}},
          [](const char* name, const resolve::ChipPlan& plan) {
-           auto m = std::make_unique<model::HbmSystem>(name, plan.params.hbm);
+           auto m = std::make_unique<model::HbmSystem>(name, plan.hbm);
            model::MemoryPort* port = m.get();
            return model::MemoryBlock{std::move(m), port, "HbmSystem"};
          },
