@@ -177,8 +177,9 @@ namespace {
 
 topo::Topology rack_topology(const config::LoadedConfig& loaded) {
   const config::Config& cfg = loaded.config;
-  return topo::build_topology(cfg.rack->topology, cfg.chip ? &*cfg.chip : nullptr,
-                              {&loaded.provenance, "/rack/topology", config::memory_budget(cfg.sim)});
+  return topo::build_topology(
+      cfg.rack->topology, cfg.chip ? &*cfg.chip : nullptr,
+      {&loaded.provenance, "/rack/topology", config::memory_budget(cfg.sim)});
 }
 
 RackPlan resolve_rack(const config::LoadedConfig& loaded, config::Fidelity fid) {
@@ -310,7 +311,9 @@ Plan plan(const config::LoadedConfig& loaded, Purpose purpose) {
     case Purpose::config:
       // Every part every command builds: the chip as the benchmarks build it, the rack as a run
       // does, the fabric as the fabric benchmarks do.
-      if (cfg.chip) out.chip = resolve_chip(loaded, ChipUse::as_configured, fidelity(Purpose::bench_chip));
+      if (cfg.chip) {
+        out.chip = resolve_chip(loaded, ChipUse::as_configured, fidelity(Purpose::bench_chip));
+      }
       if (cfg.rack) {
         if (cfg.chip) out.rack = resolve_rack(loaded, fidelity(Purpose::run));
         out.topology = out.rack ? out.rack->topology : rack_topology(loaded);

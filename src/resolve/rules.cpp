@@ -10,7 +10,8 @@ void check_config(const config::LoadedConfig& loaded) {
   const config::Config& c = loaded.config;
   const Where at(&loaded.provenance);
   // A time step derived from a size and a rate must be a whole number of the kernel's picoseconds
-  // and far below its 2^64 ps range, or events collapse onto one instant or run off the end of time.
+  // and far below its 2^64 ps range, or events collapse onto one instant or run off the end of
+  // time.
   auto check_step = [&](const std::string& ptr, Bytes size, Bandwidth rate, std::string_view what) {
     const double step = size.si / rate.si;
     if (!(step >= 1e-12 && step <= 1.0)) {

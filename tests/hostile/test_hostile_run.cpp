@@ -59,7 +59,8 @@ trace::Workload gemm_then_all_reduce(std::uint64_t bytes) {
 
 TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   const auto loaded = config::load_config(kInstance);
-  const auto plan = *resolve::plan(loaded, resolve::Purpose::run).rack;  // fast: flow network, op-level compute
+  // fast: flow network, op-level compute
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::run).rack;
   ASSERT_EQ(plan.fabric.model, "flow");
   const auto e = run::estimate_work(gemm_then_all_reduce(8 << 20), plan, loaded.config.replay);
   EXPECT_EQ(e.ops, 4u);
