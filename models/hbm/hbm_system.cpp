@@ -16,15 +16,15 @@ namespace {
 constexpr unsigned kAccountEvery = 64;
 }  // namespace
 
-HbmSystem::HbmSystem(const sc_core::sc_module_name& name, const config::HbmParams& p)
+HbmSystem::HbmSystem(const sc_core::sc_module_name& name, const HbmGeometry& geometry)
     : Block(name),
-      geo_(p),
-      controller_latency_(to_sc(p.controller_latency)),
+      geo_(geometry),
+      controller_latency_(to_sc(geometry.params().controller_latency)),
       s_requests_(stats().add(HbmSystemStats::requests)),
       s_bytes_read_(stats().add(HbmSystemStats::bytes_read)),
       s_bytes_written_(stats().add(HbmSystemStats::bytes_written)),
       s_bandwidth_(stats().add(HbmSystemStats::achieved_bandwidth)) {
-  for (int s = 0; s < p.stacks; ++s) {
+  for (int s = 0; s < geo_.params().stacks; ++s) {
     stacks_.push_back(std::make_unique<HbmStack>(fmt::format("stack{}", s).c_str(), geo_));
   }
 }

@@ -34,8 +34,8 @@ struct HbmSystemStats {
 
 class HbmSystem : public Block, public MemoryPort {
  public:
-  // `p` must have passed the resolve step (resolve::HbmGeometry checks it).
-  HbmSystem(const sc_core::sc_module_name& name, const config::HbmParams& p);
+  // Built from the geometry the resolve step derived (ChipPlan::hbm): nothing is derived again.
+  HbmSystem(const sc_core::sc_module_name& name, const HbmGeometry& geometry);
 
   sc_core::sc_time access(const MemRequest& r) override { return access_at(r, now()); }
   // access() for a request arriving at `arrival` instead of now(); arrivals must not decrease

@@ -59,7 +59,7 @@ json utilisation(Chip& chip, double elapsed) {
 // bandwidth memory model. `granularity` overrides /sim/compute_granularity when given.
 std::unique_ptr<Chip> build_chip(const config::LoadedConfig& loaded, bool fallback_memory,
                                  int granularity = 0) {
-  resolve::ChipPlan plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  resolve::ChipPlan plan = *resolve::plan(loaded, resolve::Purpose::bench_chip).chip;
   if (fallback_memory) plan.memory_model = "bandwidth";
   if (granularity > 0) plan.granularity = granularity;
   registry::Registry registry;

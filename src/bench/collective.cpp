@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/resolve.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -41,9 +42,13 @@ config::LoadedConfig load_rack(const ConfigSource& source) {
     throw ConfigError(fmt::format("{}:/rack: missing: bench collective needs a rack preset",
                                   cfg.path));
   }
-  // A benchmark measures the detailed models unless the config asks otherwise.
-  if (!cfg.config.sim.fidelity) cfg.config.sim.fidelity = config::Fidelity::detailed;
   return cfg;
+}
+
+// The rack as the benchmark builds it (resolve::Purpose::bench_collective: the detailed models
+// unless the config names others).
+resolve::RackPlan rack_plan(const config::LoadedConfig& cfg) {
+  return *resolve::plan(cfg, resolve::Purpose::bench_collective).rack;
 }
 
 // Everything a point of the sweep needs besides its size.
@@ -54,12 +59,11 @@ struct Setup {
 
 // The config a point runs: --ranks-per-chip as /replay/placement block.
 config::LoadedConfig point_config(const ConfigSource& source, const Setup& su) {
-  auto cfg = load_rack(source);
-  if (su.per_chip > 1) {
-    cfg.config.replay.placement = config::RankPlacement::block;
-    cfg.config.replay.ranks_per_chip = su.per_chip;
-  }
-  return cfg;
+  if (su.per_chip == 1) return load_rack(source);
+  ConfigSource with = source;
+  with.sets.push_back("replay.placement=block");
+  with.sets.push_back(fmt::format("replay.ranks_per_chip={}", su.per_chip));
+  return load_rack(with);
 }
 
 // The link direction that carried the most bytes for its bandwidth over the run, as a fraction
@@ -81,13 +85,6 @@ std::pair<double, std::string> busiest_link(const run::RunData& d, const topo::T
     }
   }
   return best;
-}
-
-topo::Topology topology_of(const config::LoadedConfig& cfg) {
-  return topo::build_topology(cfg.config.rack->topology,
-                              cfg.config.chip ? &*cfg.config.chip : nullptr,
-                              {&cfg.provenance, "/rack/topology",
-                               config::memory_budget(cfg.config.sim)});
 }
 
 // What limits a point: the part of the critical member's time that dominates, or a link that
@@ -120,13 +117,13 @@ Json measure(const ConfigSource& source, const Setup& su, std::uint64_t bytes) {
       w.ranks[std::size_t(r)].rank = r;
       w.ranks[std::size_t(r)].ops = {op};
     }
-    const auto out = run::run_workload(cfg, w);
+    const auto out = run::run_workload(cfg, w, {}, resolve::Purpose::bench_collective);
     const double t = out.end.to_seconds();
     if (out.collectives.size() != 1) throw InternalError("bench collective: no collective ran");
     const auto& c = out.collectives[0];
     const auto& b = c.breakdown;
     const double algbw = t > 0 ? double(bytes) / t : 0;
-    const auto [link_util, link] = busiest_link(out, topology_of(cfg), t);
+    const auto [link_util, link] = busiest_link(out, rack_plan(cfg).topology, t);
     return {{"op", su.op},
             {"ranks", n},
             {"ranks_per_chip", su.per_chip},
@@ -155,8 +152,8 @@ Json measure(const ConfigSource& source, const Setup& su, std::uint64_t bytes) {
 // themselves, so busbw <= the chip's injection bandwidth. All-to-all: each of the K ranks of a
 // chip sends (n-K)/n of its data off the chip, so busbw = S/t (n-1)/n <= inj (n-1)/(K (n-K));
 // and the bisection carries (n/2)(n/2) messages of S/n each way.
-Json bound_of(const config::LoadedConfig& cfg, const Setup& su) {
-  const auto sum = topo::summarize(topology_of(cfg));
+Json bound_of(const topo::Topology& topology, const Setup& su) {
+  const auto sum = topo::summarize(topology);
   const double inj = sum.injection_min.si;
   const double n = su.ranks, k = su.per_chip;
   if (kind_of(su.op) != trace::OpKind::all_to_all) {
@@ -206,8 +203,9 @@ Json collective(const ConfigSource& config, const CollectiveArgs& a) {
     throw InputError(fmt::format("--ranks-per-chip: expected 1 to {} (the cores of a chip), got {}",
                                  cores, a.ranks_per_chip));
   }
-  // Every chip of the rack by default: count them from a topology summary without elaborating.
-  const int chips = int(run::rack_chip_count(cfg));
+  // Every chip of the rack by default: count them from the plan, without elaborating.
+  const resolve::RackPlan rack = rack_plan(cfg);
+  const int chips = int(rack.topology.chip_count());
   const int slots = chips * a.ranks_per_chip;
   const int ranks = a.ranks ? *a.ranks : slots;  // an explicit --ranks 0 is refused below
   if (ranks < 2 || ranks > slots) {
@@ -215,7 +213,7 @@ Json collective(const ConfigSource& config, const CollectiveArgs& a) {
                                  slots, chips, a.ranks_per_chip, ranks));
   }
   const Setup su{a.op, ranks, a.ranks_per_chip};
-  const Json bound = bound_of(cfg, su);
+  const Json bound = bound_of(rack.topology, su);
   Json points = Json::array();
   for (auto s : sizes_of(a)) {
     Json p = measure(config, su, s);

@@ -44,7 +44,7 @@ std::unique_ptr<model::PowerModel> power_of(const config::LoadedConfig& c) {
   registry::Registry registry;
   registry::register_builtin_models(registry);
   return registry::make_power(
-      registry, resolve::resolve_chip(c, resolve::ChipUse::as_configured), &c.provenance);
+      registry, *resolve::plan(c, resolve::Purpose::bench_chip).chip, &c.provenance);
 }
 
 std::uint64_t parse_size(const std::string& s, const char* option, std::uint64_t min) {

@@ -58,23 +58,21 @@ Duration parse_positive_duration(const std::string& s, const char* option) {
   return d;
 }
 
-// What every measurement needs: the loaded rack, its validated topology and its figures.
+// What every measurement needs: the loaded rack, its validated topology and its fabric's plan.
 struct Rack {
   config::LoadedConfig loaded;
   topo::Topology topo;
-  const config::ChipParams* chip = nullptr;
+  resolve::FabricPlan fabric;
 };
 
 Rack load_rack(const ConfigSource& o) {
-  Rack r{o.load(), {}, nullptr};
-  if (!r.loaded.config.rack) {
+  auto loaded = o.load();
+  if (!loaded.config.rack) {
     throw ConfigError(fmt::format("{}:/rack: missing: fabric benchmarks need a rack preset",
-                                  r.loaded.path));
+                                  loaded.path));
   }
-  r.chip = r.loaded.config.chip ? &*r.loaded.config.chip : nullptr;
-  r.topo = topo::build_topology(r.loaded.config.rack->topology, r.chip,
-                                {&r.loaded.provenance, "/rack/topology",
-                                 config::memory_budget(r.loaded.config.sim)});
+  resolve::Plan plan = resolve::plan(loaded, resolve::Purpose::bench_fabric);
+  Rack r{std::move(loaded), std::move(*plan.topology), std::move(*plan.fabric)};
   if (r.topo.chip_count() < 2) {
     throw InputError(fmt::format("{}: fabric benchmarks need at least 2 chips, the rack has {}",
                                  r.loaded.path, r.topo.chip_count()));
@@ -90,7 +88,7 @@ struct Net {
 };
 
 Net make_fabric(const Rack& rack) {
-  Net n{resolve::resolve_fabric(rack.loaded, rack.topo, false), nullptr};
+  Net n{rack.fabric, nullptr};
   registry::Registry registry;
   registry::register_builtin_models(registry);
   n.net = registry::make_network(registry, "fabric", rack.topo, n.plan, {}, &rack.loaded.provenance);

@@ -25,6 +25,7 @@
 #include "hbm/hbm_system.hpp"
 #include "internal.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::bench {
 
@@ -162,8 +163,9 @@ class Requesters : public sc_core::sc_module {
   std::vector<std::uint64_t> stream_next_;  // streams: each stream's next request
 };
 
-Json measure(const config::ChipParams& chip, const Plan& plan, const model::PowerModel& power) {
-  model::HbmSystem hbm("hbm", chip.hbm);
+Json measure(const resolve::ChipPlan& chip_plan, const Plan& plan, const model::PowerModel& power) {
+  const config::ChipParams& chip = chip_plan.params;
+  model::HbmSystem hbm("hbm", chip_plan.hbm);
   const auto& geo = hbm.geometry();
   const std::uint64_t need = plan.pattern == Pattern::copy
                                  ? 2 * ((plan.bytes + plan.chunk - 1) / plan.chunk) * plan.chunk
@@ -317,7 +319,8 @@ Json hbm(const ConfigSource& config, const HbmArgs& a) {
   plan.requesters = a.requesters;
   if (plan.pattern == Pattern::streams) resolve_streams(a, plan);
   const auto loaded = config.load();
-  const auto& chip = chip_of(loaded, config.path);
+  chip_of(loaded, config.path);
+  const resolve::ChipPlan chip = *resolve::plan(loaded, resolve::Purpose::bench_chip).chip;
   plan.seed = loaded.config.sim.seed;
   const auto power = power_of(loaded);
   return run_isolated([&] { return measure(chip, plan, *power); });

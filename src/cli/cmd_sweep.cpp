@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "trnsim/registry/registry.hpp"
 #include "trnsim/sweep/merge.hpp"
 #include "trnsim/sweep/runner.hpp"
 #include "trnsim/sweep/slurm.hpp"
@@ -170,7 +171,10 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
     std::size_t total = 1;
     for (const auto& a : s.axes) total *= a.values.size();
     if (s.combine == Sweep::Combine::zip) total = all.size();
-    validate(s, all);  // every point loads before anything runs
+    // Every point passes what `trnsim config` checks before anything runs.
+    registry::Registry registry;
+    registry::register_builtin_models(registry);
+    validate(s, all, [&](const config::LoadedConfig& l) { registry::check(registry, l); });
     if (o->out.empty()) o->out = "out/sweeps/" + s.name;
     if (o->slurm) {
       SlurmOptions so = o->slurm_opts;

@@ -9,6 +9,7 @@
 #include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/resolve/resolve.hpp"
 #include "trnsim/topology/cluster.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -33,10 +34,8 @@ void register_topo_command(CLI::App& app, Registry& reg) {
                                     "(this looks like a chip preset)",
                                     o->file));
     }
-    const auto topo = topo::build_topology(loaded.config.rack->topology,
-                                           loaded.config.chip ? &*loaded.config.chip : nullptr,
-                                           {&loaded.provenance, "/rack/topology",
-                                            config::memory_budget(loaded.config.sim)});
+    // The resolve step as `trnsim config` runs it: topo refuses what every command refuses.
+    const auto topo = std::move(*resolve::plan(loaded, resolve::Purpose::config).topology);
     const auto s = topo::summarize(topo);
     if (!o->dot.empty()) write_file_atomic(o->dot, topo::to_dot(topo));
     // A cluster's scale-out network, by rule (docs/scaling.md): nothing per chip is built.

@@ -89,7 +89,7 @@ void register_builtin_models(Registry& r) {
          {{"access", "model::MemoryPort", "requests of the chip's DMA engines, by address"}},
          documented(model::HbmSystemStats::all),
          [](const char* name, const resolve::ChipPlan& plan) {
-           auto m = std::make_unique<model::HbmSystem>(name, plan.params.hbm);
+           auto m = std::make_unique<model::HbmSystem>(name, plan.hbm);
            model::MemoryPort* port = m.get();
            return model::MemoryBlock{std::move(m), port, "HbmSystem"};
          },
@@ -323,7 +323,7 @@ std::unique_ptr<model::PowerModel> make_power(const Registry& r, const resolve::
 }
 
 void check(const Registry& r, const config::LoadedConfig& loaded) {
-  resolve::check(loaded);
+  resolve::plan(loaded, resolve::Purpose::config);
   const auto* prov = &loaded.provenance;
   if (loaded.config.chip) {
     const auto& c = *loaded.config.chip;

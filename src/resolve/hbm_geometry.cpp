@@ -68,6 +68,13 @@ HbmGeometry::HbmGeometry(const config::HbmParams& p, const Where& at) : p_(p) {
   }
   pin_rate_ = p.bandwidth.si * 8.0 / (double(p.stacks) * double(p.bus_bits_per_stack));
   tck_ = double(kBitsPerPinPerClock) / pin_rate_;
+  // The kernel counts picoseconds: a clock shorter than one has no whole cycle.
+  if (!(tck_ >= 1e-12)) {
+    at.fail(ptr("bandwidth"),
+            fmt::format("implies an HBM command clock of {:.3g} Hz ({} bits per pin per clock over "
+                        "{} pins per stack); expected at most 1 THz",
+                        1.0 / tck_, kBitsPerPinPerClock, p.bus_bits_per_stack));
+  }
   // The per-stack bandwidth the timing gives must be the configured one: a burst carries
   // pc_width * burst_ck * 4 bits.
   const double timing_bw = double(pcs) * double(burst_) / (double(p.timing.burst_ck) * tck_);

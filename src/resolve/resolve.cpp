@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "internal.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
 
@@ -61,29 +62,33 @@ void check_chip(const config::ChipParams& p, const Where& at) {
 
 }  // namespace
 
-std::string network_model_for(config::Fidelity f) {
-  return f == config::Fidelity::fast ? "flow" : "packet";
+config::Fidelity default_fidelity(Purpose purpose) {
+  return purpose == Purpose::run ? config::Fidelity::fast : config::Fidelity::detailed;
 }
 
-std::string compute_model_for(config::Fidelity f) {
-  return f == config::Fidelity::fast ? "op" : "tile";
-}
-
-config::Fidelity fidelity_of(const config::Config& cfg, config::Fidelity fallback) {
-  return cfg.sim.fidelity.value_or(fallback);
+FidelityModels models_for(config::Fidelity f) {
+  return f == config::Fidelity::fast ? FidelityModels{"flow", "op"}
+                                     : FidelityModels{"packet", "tile"};
 }
 
 ChipPlan plan_chip(const config::ChipParams& params, int granularity, const Where& at) {
   ChipPlan plan{params, HbmGeometry(params.hbm, at), params.memory.model,
-                params.compute.model.empty() ? compute_model_for(config::Fidelity::detailed)
-                                             : params.compute.model,
+                params.compute.model.empty()
+                    ? models_for(default_fidelity(Purpose::bench_chip)).compute
+                    : params.compute.model,
                 granularity, {}};
   plan.power_model = params.power.model;
   check_chip(plan.params, at);
   return plan;
 }
 
-ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use) {
+namespace {
+
+// Whether the chip is built as a whole-rack replay builds it (the /replay overrides) or as
+// configured (single-chip and fabric benchmarks).
+enum class ChipUse { as_configured, replay };
+
+ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use, config::Fidelity fid) {
   const config::Config& cfg = loaded.config;
   if (!cfg.chip) {
     throw ConfigError(fmt::format("{}:/chip: missing: expected a chip preset, or a rack preset "
@@ -96,10 +101,8 @@ ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use) {
   check_chip(plan.params, at);
   plan.memory_model = plan.params.memory.model;
   plan.power_model = plan.params.power.model;
-  const config::Fidelity fid = fidelity_of(
-      cfg, use == ChipUse::replay ? config::Fidelity::fast : config::Fidelity::detailed);
   plan.compute_model =
-      plan.params.compute.model.empty() ? compute_model_for(fid) : plan.params.compute.model;
+      plan.params.compute.model.empty() ? models_for(fid).compute : plan.params.compute.model;
   auto log = logger("resolve");
   log->debug("chip {}: memory model {}, compute model {}, granularity {}", plan.params.name,
              plan.memory_model, plan.compute_model, plan.granularity);
@@ -108,17 +111,14 @@ ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use) {
 }
 
 FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topology& topology,
-                          bool replay) {
+                          bool replay, config::Fidelity fid) {
   const config::Config& cfg = loaded.config;
   if (!cfg.rack) {
     throw ConfigError(fmt::format("{}:/rack: missing: expected a rack preset", loaded.path));
   }
   Where at(&loaded.provenance);
   config::FabricParams params = cfg.rack->fabric;
-  if (params.model.empty()) {
-    params.model = network_model_for(
-        fidelity_of(cfg, replay ? config::Fidelity::fast : config::Fidelity::detailed));
-  }
+  if (params.model.empty()) params.model = models_for(fid).network;
   if (replay) {
     params.packet_bytes = cfg.replay.fabric_packet_bytes;
     at.alias("/rack/fabric/packet_bytes", "/replay/fabric_packet_bytes");
@@ -128,12 +128,14 @@ FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topolo
   return f;
 }
 
+}  // namespace
+
 FabricPlan plan_fabric(const config::FabricParams& params, const topo::Topology& topology,
                        const config::ChipParams* chip, const Where& at) {
   FabricPlan f;
   f.params = params;
   const config::FabricParams& p = f.params;
-  f.model = p.model.empty() ? network_model_for(config::Fidelity::detailed) : p.model;
+  f.model = p.model.empty() ? models_for(default_fidelity(Purpose::bench_fabric)).network : p.model;
   f.packet_bytes = whole(p.packet_bytes, "/rack/fabric/packet_bytes", at);
   f.flit_bytes = std::uint32_t(whole(p.flit_bytes, "/rack/fabric/flit_bytes", at));
   f.header_bytes = std::uint32_t(whole(p.header_bytes, "/rack/fabric/header_bytes", at, 0));
@@ -173,13 +175,22 @@ FabricPlan plan_fabric(const config::FabricParams& params, const topo::Topology&
   return f;
 }
 
-RackPlan resolve_rack(const config::LoadedConfig& loaded) {
+namespace {
+
+topo::Topology rack_topology(const config::LoadedConfig& loaded) {
+  const config::Config& cfg = loaded.config;
+  return topo::build_topology(
+      cfg.rack->topology, cfg.chip ? &*cfg.chip : nullptr,
+      {&loaded.provenance, "/rack/topology", config::memory_budget(cfg.sim)});
+}
+
+RackPlan resolve_rack(const config::LoadedConfig& loaded, config::Fidelity fid) {
   const config::Config& cfg = loaded.config;
   if (!cfg.chip || !cfg.rack) {
     throw ConfigError(fmt::format("{}:{}: missing: a run needs a rack preset (with chip and rack)",
                                   loaded.path, cfg.chip ? "/rack" : "/chip"));
   }
-  ChipPlan chip = resolve_chip(loaded, ChipUse::replay);
+  ChipPlan chip = resolve_chip(loaded, ChipUse::replay, fid);
   const topo::SpecOrigin origin{&loaded.provenance, "/rack/topology",
                                 config::memory_budget(cfg.sim)};
   topo::Topology topology = topo::build_topology(cfg.rack->topology, &*cfg.chip, origin);
@@ -241,9 +252,23 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
     straggler = (folded ? st.ultraserver % simulated : st.ultraserver) *
                     int(topology.chip_count()) + st.chip;
   }
-  FabricPlan fabric = resolve_fabric(loaded, topology, true);
+  // A rack chip runs a trace dtype it lacks as the first of mxfp8, fp8 and bf16 it has
+  // (run::to_compute_op): it must have one.
+  const auto& rates = chip.params.core.tensor.macs_per_pe_cycle;
+  if (!(rates.mxfp8 > 0 || rates.fp8 > 0 || rates.bf16 > 0)) {
+    Where(&loaded.provenance)
+        .fail("/chip/core/tensor/macs_per_pe_cycle",
+              fmt::format("{} supports none of mxfp8, fp8 and bf16 (all 0), the types a rack "
+                          "replay runs the dtypes a chip lacks as; expected a rate > 0 for one",
+                          chip.params.name));
+  }
+  // Ranks are placed on one replica's chips in a cluster (its UltraServers), else the rack's.
+  PlacementPlan placement = plan_placement(
+      loaded, cfg.cluster ? std::size_t(scale_out->chips_per_ultraserver()) *
+                                std::size_t(cfg.cluster->ultraservers_per_replica)
+                          : topology.chip_count());
+  FabricPlan fabric = resolve_fabric(loaded, topology, true, fid);
   const int local = topology.first_tier_chips();
-  const config::Fidelity fid = fidelity_of(cfg, config::Fidelity::fast);
   const bool fast_forward = cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast);
   if (fast_forward) chip.op_head = cfg.sim.fast_forward_op_head;
   FabricPlan scale_out_fabric = fabric;
@@ -260,22 +285,48 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded) {
                   std::move(scale_out_fabric),
                   simulated,
                   straggler,
-                  cfg.cluster && cfg.cluster->straggler ? cfg.cluster->straggler->slowdown : 1.0};
+                  cfg.cluster && cfg.cluster->straggler ? cfg.cluster->straggler->slowdown : 1.0,
+                  std::move(placement)};
 }
 
-void check(const config::LoadedConfig& loaded) {
-  if (loaded.config.chip) resolve_chip(loaded, ChipUse::as_configured);
-  if (loaded.config.rack) {
-    if (loaded.config.chip) {
-      resolve_rack(loaded);
-    } else {
-      // A rack without a chip: its topology and fabric can still be checked.
-      const auto t = topo::build_topology(
-          loaded.config.rack->topology, nullptr,
-          {&loaded.provenance, "/rack/topology", config::memory_budget(loaded.config.sim)});
-      resolve_fabric(loaded, t, false);
-    }
+}  // namespace
+
+Plan plan(const config::LoadedConfig& loaded, Purpose purpose) {
+  const config::Config& cfg = loaded.config;
+  // The fidelity the purpose gives unset model names; /sim/fidelity wins over it.
+  auto fidelity = [&](Purpose p) { return cfg.sim.fidelity.value_or(default_fidelity(p)); };
+  check_config(loaded);  // the rules over the raw config, first, for every purpose
+  Plan out;
+  out.purpose = purpose;
+  switch (purpose) {
+    case Purpose::run:
+    case Purpose::bench_collective:
+      out.rack = resolve_rack(loaded, fidelity(purpose));
+      break;
+    case Purpose::bench_chip:
+      out.chip = resolve_chip(loaded, ChipUse::as_configured, fidelity(purpose));
+      break;
+    case Purpose::bench_fabric:
+      if (!cfg.rack) {
+        throw ConfigError(fmt::format("{}:/rack: missing: expected a rack preset", loaded.path));
+      }
+      out.topology = rack_topology(loaded);
+      out.fabric = resolve_fabric(loaded, *out.topology, false, fidelity(purpose));
+      break;
+    case Purpose::config:
+      // Every part every command builds: the chip as the benchmarks build it, the rack as a run
+      // does, the fabric as the fabric benchmarks do.
+      if (cfg.chip) {
+        out.chip = resolve_chip(loaded, ChipUse::as_configured, fidelity(Purpose::bench_chip));
+      }
+      if (cfg.rack) {
+        if (cfg.chip) out.rack = resolve_rack(loaded, fidelity(Purpose::run));
+        out.topology = out.rack ? out.rack->topology : rack_topology(loaded);
+        out.fabric = resolve_fabric(loaded, *out.topology, false, fidelity(Purpose::bench_fabric));
+      }
+      break;
   }
+  return out;
 }
 
 }  // namespace trnsim::resolve

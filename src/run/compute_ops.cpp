@@ -32,7 +32,9 @@ model::Dtype chip_dtype(trace::DType d, const config::ChipParams& chip,
   if (!ran) {
     std::vector<std::string_view> names;
     for (DType alt : resolve::kTensorSubstitutes) names.push_back(to_string(alt));
-    throw ConfigError(fmt::format("{} supports none of {}", chip.name, fmt::join(names, ", ")));
+    throw InternalError(fmt::format("{} supports none of {} (the resolve step checks "
+                                    "/chip/core/tensor/macs_per_pe_cycle)",
+                                    chip.name, fmt::join(names, ", ")));
   }
   if (*ran != d) {
     const std::string note = fmt::format("{} has no {}: those ops ran as {}", chip.name,

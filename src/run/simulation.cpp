@@ -70,6 +70,7 @@ struct Probes {
 struct Simulation::State {
   const config::LoadedConfig& loaded;
   Driver& driver;
+  resolve::Purpose purpose;
   Phase phase = Phase::created;
   registry::Registry registry;
   std::unique_ptr<resolve::RackPlan> plan;
@@ -83,7 +84,8 @@ struct Simulation::State {
   ProgressFn progress;
   Clock::time_point t0, tc, t1, t2;
 
-  State(const config::LoadedConfig& l, Driver& d) : loaded(l), driver(d) {}
+  State(const config::LoadedConfig& l, Driver& d, resolve::Purpose p)
+      : loaded(l), driver(d), purpose(p) {}
 
   void enter(Phase from, Phase to) {
     if (phase != from) throw InternalError("simulation phases called out of order");
@@ -93,8 +95,9 @@ struct Simulation::State {
   void take_sample();
 };
 
-Simulation::Simulation(const config::LoadedConfig& loaded, Driver& driver)
-    : s_(std::make_unique<State>(loaded, driver)) {
+Simulation::Simulation(const config::LoadedConfig& loaded, Driver& driver,
+                       resolve::Purpose purpose)
+    : s_(std::make_unique<State>(loaded, driver, purpose)) {
   registry::register_builtin_models(s_->registry);
 }
 
@@ -115,7 +118,7 @@ RunData Simulation::run(const ProgressFn& progress) {
 void Simulation::plan() {
   State& s = *s_;
   s.enter(Phase::created, Phase::planned);
-  s.plan = std::make_unique<resolve::RackPlan>(resolve::resolve_rack(s.loaded));
+  s.plan = std::make_unique<resolve::RackPlan>(*resolve::plan(s.loaded, s.purpose).rack);
   const auto* prov = &s.loaded.provenance;
   s.models.memory =
       &s.registry.get(registry::Role::memory, s.plan->chip.memory_model, "/chip/memory/model", prov);

@@ -36,11 +36,13 @@ void TraceReplay::plan(const Setup& s) {
   const int replica_chips = cluster_ ? plan.scale_out->chips_per_ultraserver() *
                                            cfg.cluster->ultraservers_per_replica
                                      : 0;
-  rank_chip_ = cluster_ ? cluster_placement(*cluster_,
-                                            place_ranks(s.loaded, cluster_->ranks_per_replica,
-                                                        std::size_t(replica_chips)),
-                                            replica_chips)
-                        : place_ranks(s.loaded, w.num_ranks(), plan.topology.chip_count());
+  rank_chip_ = cluster_
+                   ? cluster_placement(*cluster_,
+                                       resolve::place_ranks(plan.placement,
+                                                            cluster_->ranks_per_replica,
+                                                            std::size_t(replica_chips)),
+                                       replica_chips)
+                   : resolve::place_ranks(plan.placement, w.num_ranks(), plan.topology.chip_count());
   for (const auto& r : w.ranks) ops_total_ += r.ops.size();
   // Before anything is built or calibrated: refuse what would not fit.
   const EventUnits units{s.models.network->capabilities.events_per_packet,

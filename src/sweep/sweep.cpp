@@ -17,6 +17,7 @@
 #include "files.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/config/file_reader.hpp"
+#include "trnsim/resolve/resolve.hpp"
 #include "trnsim/sweep/filter.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -332,20 +333,19 @@ std::vector<std::string> point_sets(const Sweep& s, const Point& p) {
 
 namespace {
 
-void check_loads(const Sweep& s, const std::vector<std::string>& sets) {
-  const auto loaded = config::load_config(s.config, sets);
-  if (loaded.config.rack) {
-    topo::build_topology(loaded.config.rack->topology,
-                         loaded.config.chip ? &*loaded.config.chip : nullptr,
-                         {&loaded.provenance, "/rack/topology"});
-  }
-}
-
 }  // namespace
 
-void validate(const Sweep& s, const std::vector<Point>& points) {
+void check_config(const config::LoadedConfig& loaded) {
+  resolve::plan(loaded, resolve::Purpose::config);
+}
+
+void validate(const Sweep& s, const std::vector<Point>& points, const ConfigCheck& check) {
+  // Each config as `trnsim config` checks it: what that accepts, each point's `trnsim run` does.
+  auto check_loads = [&](const Sweep& sw, const std::vector<std::string>& sets) {
+    check(config::load_config(sw.config, sets));
+  };
   try {
-    config::load_config(s.config, s.sets);
+    check_loads(s, s.sets);
   } catch (const InputError& e) {
     throw SweepError(fmt::format("{}: the base config (\"config\" and \"set\") does not load: {}",
                                  s.file, e.what()));

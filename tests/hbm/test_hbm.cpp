@@ -227,7 +227,7 @@ TEST(HbmGeometry, AddressHashIsOneToOne) {
 }
 
 TEST(HbmSystem, RowMissOnIdleStack) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   // 32 B at 0: ACT at 0, READ at tRCD = 35, data 70..72.
   expect_time(h.access_at({0, 32, false}, sc_core::SC_ZERO_TIME), done_at(35 + 35 + 2));
   EXPECT_EQ(stat(h.stack(0), "row_misses"), 1);
@@ -236,7 +236,7 @@ TEST(HbmSystem, RowMissOnIdleStack) {
 }
 
 TEST(HbmSystem, RowHitAfterMiss) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   h.access_at({0, 32, false}, sc_core::SC_ZERO_TIME);
   // Same row, arriving at clock 479 when the bank is idle: READ at 479, data 514..516.
   expect_time(h.access_at({32, 32, false}, at_clock(h, 479)), done_at(479 + 35 + 2));
@@ -245,7 +245,7 @@ TEST(HbmSystem, RowHitAfterMiss) {
 }
 
 TEST(HbmSystem, RowConflictAddsPrecharge) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   h.access_at({0, 32, false}, sc_core::SC_ZERO_TIME);
   // Row 1 of the same bank at clock 300: PRE 300, ACT 335 (tRP), READ 370, data 405..407
   // (before channel 0's first refresh at 583).
@@ -254,7 +254,7 @@ TEST(HbmSystem, RowConflictAddsPrecharge) {
 }
 
 TEST(HbmSystem, RowConflictWaitsForTras) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   h.access_at({0, 32, false}, sc_core::SC_ZERO_TIME);
   // Immediately: PRE waits for tRAS (83), ACT at max(83 + tRP, tRC) = max(118, 116) = 118,
   // data 188..190.
@@ -262,7 +262,7 @@ TEST(HbmSystem, RowConflictWaitsForTras) {
 }
 
 TEST(HbmSystem, ReadAfterWriteWaitsForTwtrL) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   // Write: ACT 0, WRITE at 35, data 46..48.
   expect_time(h.access_at({0, 32, true}, sc_core::SC_ZERO_TIME), done_at(35 + 11 + 2));
   // Read of the same row (same bank group): READ at 48 + tWTR_L = 68, data 103..105.
@@ -272,7 +272,7 @@ TEST(HbmSystem, ReadAfterWriteWaitsForTwtrL) {
 TEST(HbmSystem, ClosedPagePolicyPrechargesAfterEachAccess) {
   auto p = trn("trn3");
   p.page_policy = config::PagePolicy::closed;
-  HbmSystem h("hbm", p);
+  HbmSystem h("hbm", HbmGeometry(p));
   h.access_at({0, 32, false}, sc_core::SC_ZERO_TIME);
   // Same row again: the bank was auto-precharged at max(tRAS 83, READ 35 + tRTP 15) = 83, so
   // ACT at max(83 + tRP, tRC) = 118, data 188..190, a miss.
@@ -282,7 +282,7 @@ TEST(HbmSystem, ClosedPagePolicyPrechargesAfterEachAccess) {
 }
 
 TEST(HbmSystem, FourActivateWindowDelaysTheFifth) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   // Five banks of stack 0, channel 0, PC 0: bank groups 0..3, then bank group 0 bank 1.
   // ACTs at 0, 3, 6, 9 (tRRD_S); the fifth waits for the first + tFAW = 72.
   const std::uint64_t addr[5] = {0, 0x8000, 0x10000, 0x18000, 0x80000};
@@ -294,7 +294,7 @@ TEST(HbmSystem, FourActivateWindowDelaysTheFifth) {
 }
 
 TEST(HbmSystem, RefreshBlocksTheChannel) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   // Channel 0 refreshes first at tREFI / 16 = 583, for tRFC: [583, 1780). A read of channel 0
   // arriving at 560 would run 560..632, so it goes behind the refresh: ACT 1780, data ..1852.
   EXPECT_EQ(h.stack(0).refresh_start(0, 0), 583);
@@ -305,7 +305,7 @@ TEST(HbmSystem, RefreshBlocksTheChannel) {
 }
 
 TEST(HbmSystem, RefreshClosesOpenRows) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   h.access_at({0, 32, false}, sc_core::SC_ZERO_TIME);  // opens row 0, done at clock 72
   // After the refresh of channel 0 ([583, 1780)) the row is closed: a miss, not a hit.
   expect_time(h.access_at({32, 32, false}, at_clock(h, 1800)), done_at(1800 + 72));
@@ -314,7 +314,7 @@ TEST(HbmSystem, RefreshClosesOpenRows) {
 }
 
 TEST(HbmSystem, RefreshesCountedFromTheClock) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   // Until clock 3 x 9332: channels 0..14 start refreshes at phase + {0, 1, 2} x tREFI, channel 15
   // (phase = tREFI) at {1, 2} x tREFI: 15 x 3 + 2 = 47 per stack.
   h.account_until(at_clock(h, 3 * 9332));
@@ -324,7 +324,7 @@ TEST(HbmSystem, RefreshesCountedFromTheClock) {
 }
 
 TEST(HbmSystem, SequentialReadEnergyByHand) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   // 512 KiB from 0: 2048 units of 256 B over 128 PCs = 16 units per PC, 4 per bank group, all in
   // one 1 KiB row of bank 0 (4 units per row): 4 ACTs per PC, 512 in all; 1536 row hits.
   const std::uint64_t n = 512 * 1024;
@@ -348,7 +348,7 @@ TEST(HbmSystem, SequentialReadEnergyByHand) {
 }
 
 TEST(HbmSystem, SubBurstRoundsUpToWholeBursts) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   h.access_at({5, 1, false}, sc_core::SC_ZERO_TIME);      // one burst
   h.access_at({0x130, 40, false}, sc_core::SC_ZERO_TIME);  // bytes 0x30..0x58 of a unit: 2 bursts
   EXPECT_EQ(stat(h.stack(0), "bytes_read"), 32);
@@ -357,7 +357,7 @@ TEST(HbmSystem, SubBurstRoundsUpToWholeBursts) {
 }
 
 TEST(HbmSystem, AddressOutsideCapacityIsInputError) {
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   const std::uint64_t cap = h.geometry().capacity();
   EXPECT_THROW(h.access_at({cap, 32, false}, sc_core::SC_ZERO_TIME), InputError);
   EXPECT_THROW(h.access_at({cap - 16, 32, false}, sc_core::SC_ZERO_TIME), InputError);
@@ -396,7 +396,7 @@ TEST(HbmGeometry, PerBankRefreshIntervalTooLongIsConfigError) {
 TEST(HbmSystem, ReadToWriteTurnaroundIsAField) {
   auto p = trn("trn3");
   p.timing.tRTW_ck = 10;
-  HbmSystem h("hbm", p);
+  HbmSystem h("hbm", HbmGeometry(p));
   // Read bank group 0: ACT 0, data 70..72.
   expect_time(h.access_at({0, 32, false}, sc_core::SC_ZERO_TIME), done_at(72));
   // Write bank group 1 of the same PC: ACT just in time at 72 - tCWL - tRCD = 26, data ready at
@@ -411,7 +411,7 @@ TEST(HbmSystem, ReadToWriteTurnaroundIsAField) {
 // [203, 682), bank group 0 bank 1 (0x80000, position 4) in [794, 1273).
 
 TEST(HbmPerBank, RotationAndStagger) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   const auto& s = h.stack(0);
   EXPECT_EQ(s.refsb_start(0, 0), 6);
   EXPECT_EQ(s.refsb_start(0, 1), 203);
@@ -427,7 +427,7 @@ TEST(HbmPerBank, RotationAndStagger) {
 }
 
 TEST(HbmPerBank, RequestToTheRefreshingBankWaitsOthersDoNot) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   // At clock 100 bank 0 of PC 0 is in its REFsb [6, 485). Bank 1 of the same bank group and PC
   // (position 4, next refresh at 794) is not: ACT 100 (the last REFsb of the PC, at 6, is more
   // than tRREFD before), data 170..172.
@@ -443,13 +443,13 @@ TEST(HbmPerBank, RequestToTheRefreshingBankWaitsOthersDoNot) {
 TEST(HbmPerBank, AllBankSameRequestsDoNotWait) {
   // The same two reads under all-bank refresh: channel 0 refreshes only from 583, so neither
   // waits: 172, and the second's ACT at 106 gives data 176..178.
-  HbmSystem h("hbm", trn("trn3"));
+  HbmSystem h("hbm", HbmGeometry(trn("trn3")));
   expect_time(h.access_at({0x80000, 32, false}, at_clock(h, 100)), done_at(172));
   expect_time(h.access_at({0, 32, false}, at_clock(h, 100)), done_at(106 + 70 + 2));
 }
 
 TEST(HbmPerBank, QueuedRequestPostponesTheRefreshOfItsBank) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   // Bank group 1 bank 0 (0x8000) is due for its REFsb at 203. A read queued at 100: ACT 100,
   // READ 135, data 170..172; the bank is precharged only at max(ACT + tRAS, READ + tRTP) + tRP =
   // 183 + 35 = 218 > 203, so the controller issues that REFsb at 218 instead (15 clocks late,
@@ -465,7 +465,7 @@ TEST(HbmPerBank, QueuedRequestPostponesTheRefreshOfItsBank) {
 }
 
 TEST(HbmPerBank, PostponementIsBoundedByEightSlots) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   // 400 reads of the same 32 B of 0x8000 (REFsb due at 203), all queued at 100. Read i >= 1 is a
   // hit with READ at 135 + 4 i (tCCD_L) and leaves the bank precharged at 135 + 4 i + tRTP + tRP
   // = 185 + 4 i (from i = 9 on, when that passes ACT + tRAS = 183). Each postpones the REFsb to
@@ -481,7 +481,7 @@ TEST(HbmPerBank, PostponementIsBoundedByEightSlots) {
 }
 
 TEST(HbmPerBank, RunThatEndsBeforeTheRefreshIsNotDelayed) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   // 0x8000 (REFsb due at 203) read at 80: ACT 80, READ 115, precharged by max(163, 130) + 35 =
   // 198 <= 203.
   expect_time(h.access_at({0x8000, 32, false}, at_clock(h, 80)), done_at(152));
@@ -489,7 +489,7 @@ TEST(HbmPerBank, RunThatEndsBeforeTheRefreshIsNotDelayed) {
 }
 
 TEST(HbmPerBank, ActivateWaitsTrrefdAfterARefreshOfTheSameSid) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   // REFsb 1 of PC 0 starts at 203, to a SID-0 bank. SID 1, bank group 0, bank 0 (0x200000,
   // position 16, refreshed from 3158) at 205 is not held: ACT 205, data 275..277.
   expect_time(h.access_at({0x200000, 32, false}, at_clock(h, 205)), done_at(277));
@@ -500,7 +500,7 @@ TEST(HbmPerBank, ActivateWaitsTrrefdAfterARefreshOfTheSameSid) {
 }
 
 TEST(HbmPerBank, RefreshClosesTheRowOfItsBankOnly) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   // Row 0 of 0x80000 (position 4, REFsb [794, 1273)) opened at 0: data 70..72.
   expect_time(h.access_at({0x80000, 32, false}, sc_core::SC_ZERO_TIME), done_at(72));
   // At 700 the REFsb of positions 0..3 (at 6, 203, 400, 597) have not closed it: a hit, READ
@@ -515,7 +515,7 @@ TEST(HbmPerBank, RefreshClosesTheRowOfItsBankOnly) {
 }
 
 TEST(HbmPerBank, RefreshesCountedFromTheClockWithTheirEnergy) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   // Until clock 1971: PC i starts REFsb at p_i + 197 k with p_i = (i + 1) x 197 / 32 in [6, 197],
   // so k = 0..9 all start before 1971 (197 + 9 x 197 = 1970): 10 per PC, 32 PCs, 4 stacks.
   h.account_until(at_clock(h, 1971));
@@ -526,7 +526,7 @@ TEST(HbmPerBank, RefreshesCountedFromTheClockWithTheirEnergy) {
 }
 
 TEST(HbmPerBank, RefreshEnergyPerTimeMatchesAllBank) {
-  HbmSystem h("hbm", preset("trn3"));
+  HbmSystem h("hbm", HbmGeometry(preset("trn3")));
   // Until clock 48 x 197 x 2 + 6 = 18918: PC i starts REFsb k while p_i + 197 k <= 18917, i.e.
   // k = 0..95 for every p_i in [6, 197]: 96 REFsb per PC, each bank refreshed twice.
   h.account_until(at_clock(h, 48 * 197 * 2 + 6));

@@ -43,7 +43,7 @@ config::HbmParams params(std::optional<config::AddressHash> hash = std::nullopt)
 // Runs `reqs` through the model and the reference; prints and returns the relative errors.
 std::pair<double, double> compare(const std::vector<Req>& reqs, const char* what,
                                   std::optional<config::AddressHash> hash = std::nullopt) {
-  HbmSystem h("hbm", params(hash));
+  HbmSystem h("hbm", HbmGeometry(params(hash)));
   test::PerBurstReference ref(h.geometry());
   const double tck = h.geometry().tck_seconds();
   const double ctrl = h.geometry().params().controller_latency.si;

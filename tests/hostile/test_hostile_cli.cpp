@@ -347,3 +347,44 @@ TEST_F(Hostile, MoreReadyOpsThanProcessSlots) {
   EXPECT_NE(r.out.find("\"ops\": 6000"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"step_time_ns\": 3600181.954"), std::string::npos) << r.out;
 }
+
+// ---- one plan: what `trnsim config` refuses, every command refuses, with the same message --------
+// A placement file that names a chip the rack lacks: `trnsim config` used to accept it and only
+// `run` refused it. Now every command resolves it in resolve::plan, before anything is built.
+TEST_F(Hostile, OneBadValueIsRefusedAlikeByEveryCommand) {
+  const auto place = write("place.json", R"({"chips": [0, 99]})");
+  const std::string sets = " --set replay.placement=file --set replay.placement_file=" + place;
+  const std::string message = place + ":/chips/1: expected a chip id from 0 to 15, got 99";
+  expect_refused("config " + kC + sets, message);
+  expect_refused("topo " + kC + sets, message);
+  expect_refused(run_args(sets), message);
+  expect_refused("bench gemm --config " + kC + sets, message);
+  expect_refused("bench hbm --config " + kC + sets, message);
+  expect_refused("bench ping --config " + kC + sets, message);
+  expect_refused("bench collective --config " + kC + sets, message);
+  // A sweep one of whose points sets it: refused before any point runs.
+  const auto sweep = write("s.json", R"({"name": "bad", "config": ")" + fs::absolute(kC).string() +
+                                         R"(", "trace": ")" + trace_ +
+                                         R"(", "set": ["replay.placement_file=)" + place + R"("],
+                                         "axes": [{"path": "replay.placement", "values": ["chip", "file"]}]})");
+  expect_refused("sweep " + sweep + " --out " + path("out"), message);
+  EXPECT_FALSE(fs::exists(path("out") + "/points"));
+  // And the same placement within the rack passes every check (`config` prints the config).
+  const auto good = write("good.json", R"({"chips": [0, 15]})");
+  EXPECT_EQ(trnsim::test::run_trnsim("config " + kC + " --set replay.placement=file "
+                                     "--set replay.placement_file=" + good).code, 0);
+}
+
+// A rule moved from the loader into the plan, where the loader and HbmGeometry disagreed: the
+// loader derived the HBM command clock at 2 transfers per pin per clock, HbmGeometry (which the
+// models use) at 4 bits per pin per clock. 1536 TB/s on Trn3 is 3 Tb/s per pin: a 0.75 THz
+// command clock to the geometry (accepted now), 1.5 THz to the old loader rule (it refused it).
+TEST_F(Hostile, HbmCommandClockIsTheGeometrys) {
+  const std::string trn3 = "configs/chips/trn3.json";
+  EXPECT_EQ(trnsim::test::run_trnsim("config " + trn3 + " --set chip.hbm.bandwidth=1536TB/s").code, 0);
+  // 2560 TB/s: 5 Tb/s per pin, a 1.25 THz clock at 4 bits per pin per clock.
+  expect_refused("config " + trn3 + " --set chip.hbm.bandwidth=2560TB/s",
+                 "--set chip.hbm.bandwidth:/chip/hbm/bandwidth: implies an HBM command clock of "
+                 "1.25e+12 Hz (4 bits per pin per clock over 1024 pins per stack); expected at "
+                 "most 1 THz");
+}

@@ -59,7 +59,8 @@ trace::Workload gemm_then_all_reduce(std::uint64_t bytes) {
 
 TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   const auto loaded = config::load_config(kInstance);
-  const auto plan = resolve::resolve_rack(loaded);  // fast: flow network, op-level compute
+  // fast: flow network, op-level compute
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::run).rack;
   ASSERT_EQ(plan.fabric.model, "flow");
   const auto e = run::estimate_work(gemm_then_all_reduce(8 << 20), plan, loaded.config.replay);
   EXPECT_EQ(e.ops, 4u);
@@ -79,7 +80,7 @@ TEST(HostileEstimate, FiguresOfASmallRunByHand) {
 
 TEST(HostileEstimate, PacketFabricCountsPacketsAndHops) {
   const auto loaded = config::load_config(kInstance, {"sim.fidelity=detailed"});
-  const auto plan = resolve::resolve_rack(loaded);
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::run).rack;
   ASSERT_EQ(plan.fabric.model, "packet");
   auto w = world(2, [](int r) {
     auto s = op_of(0, r == 0 ? OpKind::send : OpKind::recv);
@@ -98,7 +99,7 @@ TEST(HostileEstimate, PacketFabricCountsPacketsAndHops) {
 
 TEST(HostileEstimate, EachBudgetNamesItsSetting) {
   const auto loaded = config::load_config(kInstance);
-  const auto plan = resolve::resolve_rack(loaded);
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::run).rack;
   auto message = [&](const trace::Workload& w, config::SimParams sim) {
     try {
       run::check_estimate(run::estimate_work(w, plan, loaded.config.replay), sim, "workload t");
@@ -208,7 +209,7 @@ TEST(HostileEstimate, BoundsTheMessagesARunSends) {
   // The packet network: it gets one transfer per piece (the flow network merges the pieces a
   // step sends together, so it starts fewer).
   const auto loaded = config::load_config(kInstance, {"rack.fabric.model=packet"});
-  const auto plan = resolve::resolve_rack(loaded);
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::run).rack;
   auto w = world(8, [](int r) {
     std::vector<trace::Op> ops;
     trace::OpId id = 0;

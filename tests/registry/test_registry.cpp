@@ -3,6 +3,10 @@
 // the implementation, and a wrong name is an error that names the choices.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -59,7 +63,7 @@ TEST(Registry, CapabilitiesSayWhatEachImplementationNeeds) {
 // is not registered fails in `trnsim config` as in every command, naming the choices.
 TEST(Registry, PowerModelIsChosenInTheConfig) {
   const Registry r = builtin();
-  const auto plan = resolve::resolve_chip(preset("chips/trn2.json"), resolve::ChipUse::as_configured);
+  const auto plan = *resolve::plan(preset("chips/trn2.json"), resolve::Purpose::bench_chip).chip;
   EXPECT_EQ(plan.power_model, "table");
   const auto power = make_power(r, plan);
   EXPECT_NE(dynamic_cast<const model::TablePower*>(power.get()), nullptr);
@@ -73,7 +77,7 @@ TEST(Registry, PowerModelIsChosenInTheConfig) {
     EXPECT_NE(m.find("no power model named \"measured\"; expected one of \"table\""),
               std::string::npos) << m;
   }
-  const auto bad = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  const auto bad = *resolve::plan(loaded, resolve::Purpose::bench_chip).chip;
   EXPECT_THROW(make_power(r, bad, &loaded.provenance), ConfigError);
 }
 
@@ -131,7 +135,7 @@ void expect_documented(const Implementation& impl, const model::Block& block) {
 void expect_memory(const std::string& model, const std::string& description) {
   const Registry r = builtin();
   const auto loaded = preset("chips/trn3.json", {"chip.memory.model=" + model});
-  const auto plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::bench_chip).chip;
   EXPECT_EQ(plan.memory_model, model);
   const auto chip = make_tile_chip(r, "chip", plan, &loaded.provenance);
   EXPECT_EQ(chip->memory_model(), description);
@@ -153,7 +157,7 @@ TEST(Registry, BandwidthMemoryIsBuiltWhenChosen) {
 TEST(Registry, NetworkStatisticsAreTheBlocks) {
   const Registry r = builtin();
   const auto loaded = preset("racks/trn2-instance.json");
-  const auto rack = resolve::resolve_rack(loaded);
+  const auto rack = *resolve::plan(loaded, resolve::Purpose::run).rack;
   for (const std::string name : {"packet", "flow"}) {
     auto plan = rack.fabric;
     plan.model = name;
@@ -194,7 +198,7 @@ TEST(StatKey, FamilyMatchesItsMembersOnly) {
 TEST(Registry, TileChipIsRefusedForTheOpModel) {
   const Registry r = builtin();
   const auto loaded = preset("chips/trn3.json", {"chip.compute.model=op"});
-  const auto plan = resolve::resolve_chip(loaded, resolve::ChipUse::as_configured);
+  const auto plan = *resolve::plan(loaded, resolve::Purpose::bench_chip).chip;
   try {
     make_tile_chip(r, "chip", plan, &loaded.provenance);
     FAIL() << "expected a ConfigError";
@@ -206,10 +210,12 @@ TEST(Registry, TileChipIsRefusedForTheOpModel) {
 
 TEST(Registry, ReplayChoosesTheMemoryWithTheKeyTheUserWrote) {
   const auto loaded = preset("racks/trn2-instance.json", {"replay.chip_memory=hbm"});
-  EXPECT_EQ(resolve::resolve_chip(loaded, resolve::ChipUse::replay).memory_model, "hbm");
-  EXPECT_EQ(resolve::resolve_chip(loaded, resolve::ChipUse::as_configured).memory_model, "hbm");
+  EXPECT_EQ(resolve::plan(loaded, resolve::Purpose::run).rack->chip.memory_model, "hbm");
+  EXPECT_EQ(resolve::plan(loaded, resolve::Purpose::bench_chip).chip->memory_model, "hbm");
   const auto dflt = preset("racks/trn2-instance.json");
-  EXPECT_EQ(resolve::resolve_chip(dflt, resolve::ChipUse::replay).memory_model, "bandwidth");
+  EXPECT_EQ(resolve::plan(dflt, resolve::Purpose::run).rack->chip.memory_model, "bandwidth");
+  // The chip benchmarks build the chip as configured: the replay's memory model does not apply.
+  EXPECT_EQ(resolve::plan(dflt, resolve::Purpose::bench_chip).chip->memory_model, "hbm");
 }
 
 // Overrides keep the pointer the user wrote: a rule failing on an overridden field names the
@@ -235,7 +241,7 @@ TEST(Resolve, ReplayOverrideErrorNamesTheReplayKey) {
 TEST(Resolve, HbmRuleNamesTheFieldTheUserSet) {
   const auto loaded = preset("chips/trn3.json", {"chip.hbm.pseudo_channels=3"});
   try {
-    resolve::check(loaded);
+    resolve::plan(loaded, resolve::Purpose::config);
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_EQ(std::string(e.what()).rfind("--set chip.hbm.pseudo_channels:/chip/hbm/pseudo_channels:", 0),
@@ -248,7 +254,7 @@ TEST(Resolve, HbmRuleNamesTheFieldTheUserSet) {
 // run as FP8, the first of mxfp8, fp8, bf16 the chip has. HBM 2.9 TB/s over 4 stacks.
 TEST(Peaks, OfThePlansChipWithItsSubstitutions) {
   const auto loaded = preset("chips/trn2.json");
-  const auto p = resolve::chip_peaks(resolve::resolve_chip(loaded, resolve::ChipUse::as_configured));
+  const auto p = resolve::chip_peaks(*resolve::plan(loaded, resolve::Purpose::bench_chip).chip);
   EXPECT_DOUBLE_EQ(p.tensor(DType::bf16), 629.1456e12);
   EXPECT_DOUBLE_EQ(p.tensor(DType::fp8), 1258.2912e12);
   EXPECT_DOUBLE_EQ(p.tensor(DType::fp32), 629.1456e12 / 4);
@@ -271,11 +277,93 @@ TEST(Peaks, OfThePlansChipWithItsSubstitutions) {
   EXPECT_EQ(resolve::tensor_dtype(fp32_only, DType::fp8), DType::bf16);
 }
 
+// What a ConfigError thrown by `f` says ("" when none is thrown).
+template <class F>
+std::string config_error(F f) {
+  try {
+    f();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const auto p = std::filesystem::temp_directory_path() /
+                 ("trnsim-resolve-" + std::to_string(::getpid()) + "-" + name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+
+// The placement rules are the plan's: `trnsim config` (Purpose::config) refuses what a run does.
+TEST(Resolve, PlacementFileIsReadAndCheckedByThePlan) {
+  using resolve::Purpose;
+  auto with_file = [](const std::string& f) {
+    return preset("racks/trn2-instance.json",
+                  {"replay.placement=file", "replay.placement_file=" + f});
+  };
+  const auto bad_id = write_temp("bad-id.json", R"({"chips": [0, 16]})");
+  EXPECT_EQ(config_error([&] { resolve::plan(with_file(bad_id), Purpose::config); }),
+            bad_id + ":/chips/1: expected a chip id from 0 to 15, got 16");
+  const auto negative = write_temp("negative.json", R"({"chips": [0, -1]})");
+  EXPECT_EQ(config_error([&] { resolve::plan(with_file(negative), Purpose::config); }),
+            negative + ":/chips/1: expected an integer >= 0, got -1");
+  const auto typo = write_temp("typo.json", R"({"chips": [0, 1], "chip": 2})");
+  EXPECT_EQ(config_error([&] { resolve::plan(with_file(typo), Purpose::run); }),
+            typo + ":/chip: unknown key \"chip\"; did you mean \"chips\"?");
+  EXPECT_EQ(config_error([&] {
+              resolve::plan(preset("racks/trn2-instance.json", {"replay.placement=file"}),
+                            Purpose::config);
+            }),
+            std::string(TRNSIM_SOURCE_DIR) + "/configs/racks/trn2-instance.json:"
+            "/replay/placement_file: missing: placement \"file\" needs a placement file");
+  // A good file places the ranks it names; fewer entries than ranks is refused when placing.
+  const auto good = write_temp("good.json", R"({"chips": [3, 3, 7]})");
+  const auto plan = resolve::plan(with_file(good), Purpose::run);
+  EXPECT_EQ(resolve::place_ranks(plan.rack->placement, 2, 16), (std::vector<int>{3, 3}));
+  EXPECT_EQ(config_error([&] { resolve::place_ranks(plan.rack->placement, 4, 16); }),
+            good + ":/chips: places 3 ranks, the workload has 4");
+  for (const auto& f : {bad_id, negative, typo, good}) std::filesystem::remove(f);
+}
+
+// LNC must divide the cores (placement logical_core); the rule names the key the user set.
+TEST(Resolve, LogicalCorePlacementNeedsLncToDivideTheCores) {
+  const auto loaded = preset("racks/trn2-instance.json",
+                             {"replay.placement=logical_core", "chip.dies=1", "chip.cores=5"});
+  EXPECT_EQ(config_error([&] { resolve::plan(loaded, resolve::Purpose::config); }),
+            "--set chip.cores:/chip/cores: 2 does not divide the chip's 5 cores");
+  const auto ok = preset("racks/trn2-instance.json", {"replay.placement=logical_core"});
+  const auto plan = resolve::plan(ok, resolve::Purpose::run);
+  EXPECT_EQ(plan.rack->placement.per_chip, 4);  // 8 cores at LNC=2
+  EXPECT_EQ(resolve::place_ranks(plan.rack->placement, 6, 16), (std::vector<int>{0, 0, 0, 0, 1, 1}));
+}
+
+// A rack chip must have a type to run the dtypes it lacks as (it was refused only when an op
+// needed it, deep in the run).
+TEST(Resolve, RackChipNeedsAFallbackDtype) {
+  const auto loaded = preset("racks/trn2-instance.json",
+                             {"chip.core.tensor.macs_per_pe_cycle.bf16=0",
+                              "chip.core.tensor.macs_per_pe_cycle.fp8=0",
+                              "chip.core.tensor.macs_per_pe_cycle.mxfp8=0"});
+  const std::string e = config_error([&] { resolve::plan(loaded, resolve::Purpose::config); });
+  EXPECT_NE(e.find(":/chip/core/tensor/macs_per_pe_cycle: "), std::string::npos) << e;
+  EXPECT_NE(e.find("supports none of mxfp8, fp8 and bf16"), std::string::npos) << e;
+}
+
+// The loader's rules are the plan's now: loading accepts, every purpose refuses.
+TEST(Resolve, RulesOverTheRawConfigAreThePlans) {
+  const auto loaded = preset("chips/trn2.json", {"chip.cores=7"});
+  for (auto p : {resolve::Purpose::config, resolve::Purpose::bench_chip}) {
+    EXPECT_EQ(config_error([&] { resolve::plan(loaded, p); }),
+              "--set chip.cores:/chip/cores: expected a multiple of /chip/dies (2), got 7");
+  }
+}
+
 TEST(Resolve, DmaQueueLimitIsCheckedBeforeTheModel) {
   const auto loaded = preset("chips/trn2.json", {"chip.core.dma.queues_per_engine=65"});
-  EXPECT_THROW(resolve::check(loaded), ConfigError);
+  EXPECT_THROW(resolve::plan(loaded, resolve::Purpose::config), ConfigError);
   const auto ok = preset("chips/trn2.json", {"chip.core.dma.queues_per_engine=64"});
-  EXPECT_NO_THROW(resolve::check(ok));
+  EXPECT_NO_THROW(resolve::plan(ok, resolve::Purpose::config));
 }
 
 }  // namespace
@@ -308,20 +396,34 @@ namespace {
 // /sim/fidelity fills the models the config leaves empty: a rack run is fast by default, a
 // benchmark detailed; a model the config names wins over the fidelity.
 TEST(Registry, FidelityChoosesTheModelsLeftEmpty) {
-  const auto run = resolve::resolve_rack(preset("racks/trn2-instance.json"));
+  using resolve::Purpose;
+  auto rack = [](const config::LoadedConfig& l, Purpose p) { return *resolve::plan(l, p).rack; };
+  const auto run = rack(preset("racks/trn2-instance.json"), Purpose::run);
   EXPECT_EQ(run.fabric.model, "flow");
   EXPECT_EQ(run.chip.compute_model, "op");
   EXPECT_EQ(run.fidelity, config::Fidelity::fast);
   const auto detailed =
-      resolve::resolve_rack(preset("racks/trn2-instance.json", {"sim.fidelity=detailed"}));
+      rack(preset("racks/trn2-instance.json", {"sim.fidelity=detailed"}), Purpose::run);
   EXPECT_EQ(detailed.fabric.model, "packet");
   EXPECT_EQ(detailed.chip.compute_model, "tile");
-  const auto named = resolve::resolve_rack(
-      preset("racks/trn2-instance.json", {"sim.fidelity=fast", "rack.fabric.model=packet"}));
+  const auto named = rack(
+      preset("racks/trn2-instance.json", {"sim.fidelity=fast", "rack.fabric.model=packet"}),
+      Purpose::run);
   EXPECT_EQ(named.fabric.model, "packet");
+  // The benchmarks are detailed by default, the collective one through the whole rack too.
   const auto loaded = preset("racks/trn2-instance.json");
-  const auto topo = resolve::resolve_rack(loaded).topology;
-  EXPECT_EQ(resolve::resolve_fabric(loaded, topo, false).model, "packet");
+  EXPECT_EQ(resolve::plan(loaded, Purpose::bench_fabric).fabric->model, "packet");
+  EXPECT_EQ(resolve::plan(loaded, Purpose::bench_chip).chip->compute_model, "tile");
+  const auto collective = rack(loaded, Purpose::bench_collective);
+  EXPECT_EQ(collective.fabric.model, "packet");
+  EXPECT_EQ(collective.chip.compute_model, "tile");
+  EXPECT_EQ(collective.fidelity, config::Fidelity::detailed);
+  EXPECT_FALSE(collective.fast_forward);
+  // `trnsim config` resolves the rack as a run does, the chip and fabric as the benchmarks do.
+  const auto all = resolve::plan(loaded, Purpose::config);
+  EXPECT_EQ(all.rack->fabric.model, "flow");
+  EXPECT_EQ(all.fabric->model, "packet");
+  EXPECT_EQ(all.chip->compute_model, "tile");
   EXPECT_THROW(preset("racks/trn2-instance.json", {"sim.fidelity=quick"}), ConfigError);
 }
 

@@ -137,7 +137,9 @@ Json to_json(const Config& config);
 // Every field of the schema: pointer, type, default and description (for docs and list-types).
 std::vector<FieldDoc> schema_fields();
 
-// Cross-field checks that a single field's constraint cannot express.
-void validate(const LoadedConfig& loaded);
+// A placement file (/replay/placement_file), read as a config file is: ConfigError naming the
+// file and JSON pointer for bad JSON, an unknown key or a wrong type. Its rule over the rack's
+// chips is the resolve step's (resolve::plan).
+PlacementFileParams load_placement_file(const std::string& path);
 
 }  // namespace trnsim::config

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "trnsim/config/schema.hpp"
 #include "trnsim/units.hpp"
@@ -117,6 +118,15 @@ constexpr auto enum_names(ChipMemoryModel) {
   using S = std::string_view;
   return std::array{std::pair{M::hbm, S("hbm")}, std::pair{M::bandwidth, S("bandwidth")}};
 }
+
+// A placement file: the chip of each rank.
+struct PlacementFileParams {
+  std::vector<int> chips;
+  template <class V>
+  void visit(V& v) {
+    v.field("chips", chips, "the chip of each rank, rank 0 first", Required{}, AtLeast{0});
+  }
+};
 
 struct ReplayParams {
   CollectiveParams collectives{};

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
-// The resolve step: between the typed config and the models. It applies every cross-field rule
-// (HBM geometry, DMA limits, chip layout, fabric packet and VC sizing), applies the replay layer's
-// overrides of chip and fabric fields while remembering which key the user wrote, and derives what
-// the models are built from. Every error names the file and the JSON pointer of that key. No
-// SystemC here: `trnsim config` runs the same step as every simulation.
+// The resolve step: between the typed config and the models. plan() is the one way from a loaded
+// config to what models are built from. It applies every cross-field rule (time steps, HBM
+// geometry, DMA limits, chip layout, fabric packet and VC sizing, rank placement), applies the
+// replay layer's overrides of chip and fabric fields while remembering which key the user wrote,
+// turns the fidelity into model names, and derives the plans. Every error names the file and the
+// JSON pointer of that key. No SystemC here: `trnsim config` (Purpose::config) runs every rule
+// of every command, so what it accepts every command accepts.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +25,20 @@ namespace trnsim::resolve {
 // Limits of the models' fixed-size structures, checked here so that the models need not.
 inline constexpr int kMaxHbmStacks = 16;       // per chip (per-stack byte split of a request)
 inline constexpr int kMaxDmaQueues = 64;       // per DMA engine (a 64-bit ready mask)
+
+// What a loaded config is resolved for. Each command names its purpose; the purpose decides which
+// parts the plan holds, whether the /replay overrides apply, and the fidelity that fills the model
+// names the config leaves unset (default_fidelity).
+enum class Purpose {
+  config,            // `trnsim config`, sweep points, claims: every part every other purpose checks
+  run,               // `trnsim run`: the rack with the /replay overrides; fast by default
+  bench_chip,        // bench gemm, dma, hbm: the chip as configured; detailed by default
+  bench_fabric,      // bench ping, traffic: the rack's topology and fabric as configured
+  bench_collective,  // bench collective: the rack as a run builds it; detailed by default
+};
+
+// "fast for run, detailed for benches": the one place that says it.
+config::Fidelity default_fidelity(Purpose purpose);
 
 // The chip as the models are built from it.
 struct ChipPlan {
@@ -52,6 +68,16 @@ struct FabricPlan {
   std::uint64_t seed = 1;            // sim.seed: perturbs route hashing and tie-breaks
 };
 
+// Where ranks run (/replay/placement), checked against the chips it places ranks on.
+struct PlacementPlan {
+  config::RankPlacement how = config::RankPlacement::chip;
+  int per_chip = 1;             // ranks per chip (chip, logical_core, block)
+  std::string description;      // "placement block (4 ranks per chip)", for errors
+  std::string file;             // placement file: its chips, each below `chips`
+  std::vector<int> file_chips;
+  std::size_t chips = 0;        // chips ranks are placed on (a replica's, in a cluster)
+};
+
 struct RackPlan {
   ChipPlan chip;
   topo::Topology topology;
@@ -75,32 +101,40 @@ struct RackPlan {
   int simulated_ultraservers = 1;
   int straggler_chip = -1;
   double straggler_slowdown = 1;
+  PlacementPlan placement;  // /replay/placement on the chips of a replica (or the rack)
 };
 
-// What a chip is resolved for: a single-chip benchmark uses the chip preset as written; a whole
-// rack replay applies the /replay granularity overrides (DMA engines, packets, memory model).
-enum class ChipUse { as_configured, replay };
+// What models are built from, for one purpose: the parts that purpose needs.
+struct Plan {
+  Purpose purpose = Purpose::config;
+  std::optional<ChipPlan> chip;        // bench_chip; config when there is a chip
+  std::optional<RackPlan> rack;        // run, bench_collective; config with a chip and a rack
+  // bench_fabric; config when there is a rack: the rack's own topology and its fabric as
+  // configured (no /replay overrides), as the fabric benchmarks build them.
+  std::optional<topo::Topology> topology;
+  std::optional<FabricPlan> fabric;
+};
 
-// Throws ConfigError naming the file and pointer when `loaded` has no chip.
-ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use);
-// Throws ConfigError when `loaded` has no rack (or no chip); TopologyError for a bad topology.
-RackPlan resolve_rack(const config::LoadedConfig& loaded);
-// The fabric of `rack` on `topology` (benchmarks that build a fabric without the replay).
-FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topology& topology,
-                          bool replay);
+// The one way from a loaded config to what models are built from: applies every cross-field rule
+// the purpose's parts are subject to (Purpose::config: every rule of every purpose). Throws
+// ConfigError naming the file and JSON pointer (TopologyError for a bad topology) when `loaded`
+// lacks what the purpose needs or breaks a rule.
+Plan plan(const config::LoadedConfig& loaded, Purpose purpose);
 
-// The models a fidelity gives the parts whose model the config leaves empty.
-std::string network_model_for(config::Fidelity f);
-std::string compute_model_for(config::Fidelity f);
-// /sim/fidelity, or `fallback` when unset (fast for whole-rack runs, detailed for benchmarks).
-config::Fidelity fidelity_of(const config::Config& cfg, config::Fidelity fallback);
+// The chip of each of `ranks` ranks on `chips` chips under a placement. TraceError when the ranks
+// do not fit; ConfigError naming the placement file when it places fewer ranks than there are.
+std::vector<int> place_ranks(const PlacementPlan& placement, int ranks, std::size_t chips);
+
+// The models a fidelity gives the parts whose model the config leaves empty (registry names).
+struct FidelityModels {
+  const char* network;
+  const char* compute;
+};
+FidelityModels models_for(config::Fidelity f);
 
 // The same from parameters built by hand (tests), errors naming pointers without a file.
 ChipPlan plan_chip(const config::ChipParams& params, int granularity = 1, const Where& at = Where{});
 FabricPlan plan_fabric(const config::FabricParams& params, const topo::Topology& topology,
                        const config::ChipParams* chip = nullptr, const Where& at = Where{});
-
-// Everything `loaded` describes, resolved as a run would (what `trnsim config` checks).
-void check(const config::LoadedConfig& loaded);
 
 }  // namespace trnsim::resolve

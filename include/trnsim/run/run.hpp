@@ -17,6 +17,7 @@
 #include "trnsim/config/config.hpp"
 #include "trnsim/replay/engine.hpp"
 #include "trnsim/resolve/peaks.hpp"
+#include "trnsim/resolve/resolve.hpp"
 #include "trnsim/trace/workload.hpp"
 
 namespace trnsim::run {
@@ -122,17 +123,9 @@ using ProgressFn = std::function<void(const Progress&)>;
 // once per process. `workload` and `cfg` must outlive the result.
 // Throws InputError for configs, topologies and traces that cannot run (and for a replay that
 // deadlocks), InternalError for broken invariants.
+// `purpose` is the resolve step's (resolve::plan): a run, or the collective benchmark's rack.
 RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
-                     const ProgressFn& progress = {});
-
-// The chip of each of `ranks` ranks under /replay/placement on a rack of `chips` chips.
-// Throws ConfigError for a bad placement file or LNC, TraceError when the ranks do not fit.
-std::vector<int> place_ranks(const config::LoadedConfig& cfg, int ranks, std::size_t chips);
-// A placement file {"chips": [chip of rank 0, ...]} (errors name the file and pointer).
-std::vector<int> read_placement(const std::string& file, const std::string& config_path,
-                                int ranks, std::size_t chips);
-
-// Chips of the rack of `cfg` (builds and validates its topology; no simulation).
-std::size_t rack_chip_count(const config::LoadedConfig& cfg);
+                     const ProgressFn& progress = {},
+                     resolve::Purpose purpose = resolve::Purpose::run);
 
 }  // namespace trnsim::run

@@ -67,8 +67,10 @@ class Driver {
 
 class Simulation {
  public:
-  // `loaded` and `driver` must outlive the simulation and the RunData it returns.
-  Simulation(const config::LoadedConfig& loaded, Driver& driver);
+  // `loaded` and `driver` must outlive the simulation and the RunData it returns. `purpose` is
+  // the resolve step's (resolve::plan): a run, or the collective benchmark's rack.
+  Simulation(const config::LoadedConfig& loaded, Driver& driver,
+             resolve::Purpose purpose = resolve::Purpose::run);
   ~Simulation();
 
   // Every phase in order.

@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::sweep {
@@ -72,10 +74,16 @@ std::string value_text(const Json& value);
 // The --set assignments of one point: the base sets, then one per axis.
 std::vector<std::string> point_sets(const Sweep& sweep, const Point& point);
 
-// Loads the config of every value of every axis, then of every point (config and topology
-// checks), through the same loader as `trnsim run`. Throws SweepError naming the sweep file, the
-// axis pointer or point, and the loader's message, before anything runs.
-void validate(const Sweep& sweep, const std::vector<Point>& points);
+// What a loaded config must pass: by default check_config, the resolve step as `trnsim config`
+// runs it (resolve::plan with Purpose::config); the CLI adds the registry's check of model names.
+using ConfigCheck = std::function<void(const config::LoadedConfig&)>;
+void check_config(const config::LoadedConfig& loaded);
+
+// Loads the base config, the config of every value of every axis, then of every point, and runs
+// `check` on each, before anything runs. Throws SweepError naming the sweep file, the axis
+// pointer or point, and the message `trnsim config` would give.
+void validate(const Sweep& sweep, const std::vector<Point>& points,
+              const ConfigCheck& check = check_config);
 
 // The I-th of N slices (1 <= I <= N): point k belongs to slice (k mod N) + 1, so that every
 // slice gets the same mix of the grid.
