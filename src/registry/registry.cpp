@@ -331,6 +331,9 @@ void check(const Registry& r, const config::LoadedConfig& loaded) {
     if (!c.compute.model.empty()) r.get(Role::compute, c.compute.model, "/chip/compute/model", prov);
     r.get(Role::power, c.power.model, "/chip/power/model", prov);
   }
+  if (loaded.config.rack) {
+    r.get(Role::memory, loaded.config.replay.chip_memory, "/replay/chip_memory", prov);
+  }
   if (loaded.config.rack && !loaded.config.rack->fabric.model.empty()) {
     r.get(Role::network, loaded.config.rack->fabric.model, "/rack/fabric/model", prov);
   }

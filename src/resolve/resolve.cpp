@@ -36,7 +36,7 @@ void apply_replay_overrides(const config::ReplayParams& r, ChipPlan& plan, Where
   note("/replay/dma_packet_bytes", "/chip/core/dma/packet_bytes");
   dma.outstanding_packets = r.dma_outstanding_packets;
   note("/replay/dma_outstanding_packets", "/chip/core/dma/outstanding_packets");
-  plan.params.memory.model = std::string(config::enum_name(r.chip_memory));
+  plan.params.memory.model = r.chip_memory;
   note("/replay/chip_memory", "/chip/memory/model");
 }
 

@@ -120,8 +120,9 @@ void Simulation::plan() {
   s.enter(Phase::created, Phase::planned);
   s.plan = std::make_unique<resolve::RackPlan>(*resolve::plan(s.loaded, s.purpose).rack);
   const auto* prov = &s.loaded.provenance;
-  s.models.memory =
-      &s.registry.get(registry::Role::memory, s.plan->chip.memory_model, "/chip/memory/model", prov);
+  // A rack replay's chips take their memory from /replay/chip_memory (resolve's override).
+  s.models.memory = &s.registry.get(registry::Role::memory, s.plan->chip.memory_model,
+                                    "/replay/chip_memory", prov);
   s.models.compute = &s.registry.get(registry::Role::compute, s.plan->chip.compute_model,
                                      "/chip/compute/model", prov);
   s.models.network =

@@ -218,6 +218,20 @@ TEST(Registry, ReplayChoosesTheMemoryWithTheKeyTheUserWrote) {
   EXPECT_EQ(resolve::plan(dflt, resolve::Purpose::bench_chip).chip->memory_model, "hbm");
 }
 
+// /replay/chip_memory is a registry name like the other roles: a name that is not registered is
+// refused by `trnsim config` (registry::check) naming the key the user wrote and the choices.
+TEST(Registry, ReplayMemoryIsARegistryName) {
+  const auto loaded = preset("racks/trn2-instance.json", {"replay.chip_memory=dram"});
+  try {
+    check(builtin(), loaded);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "--set replay.chip_memory:/replay/chip_memory: no memory model named \"dram\"; "
+              "expected one of \"hbm\", \"bandwidth\"");
+  }
+}
+
 // Overrides keep the pointer the user wrote: a rule failing on an overridden field names the
 // override's key and file. (A fractional byte count is refused when the config is read, before
 // any override, so the alias is exercised on the Where directly.)

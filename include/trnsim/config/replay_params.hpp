@@ -107,18 +107,6 @@ constexpr auto enum_names(RankPlacement) {
                     std::pair{P::block, S("block")}, std::pair{P::file, S("file")}};
 }
 
-// Memory model of the chips in a whole-rack replay. The detailed HBM model (banks, rows,
-// refresh) costs one calculation per 256 B of traffic, which for 144 chips moving tens of GB
-// each is minutes of wall time; the bandwidth model (one Timeline per stack at its share of the
-// chip's bandwidth, plus the fixed access latency) keeps whole-rack runs to seconds.
-// docs/models/chip.md gives the error of the bandwidth model on single-chip GEMMs.
-enum class ChipMemoryModel { hbm, bandwidth };
-constexpr auto enum_names(ChipMemoryModel) {
-  using M = ChipMemoryModel;
-  using S = std::string_view;
-  return std::array{std::pair{M::hbm, S("hbm")}, std::pair{M::bandwidth, S("bandwidth")}};
-}
-
 // A placement file: the chip of each rank.
 struct PlacementFileParams {
   std::vector<int> chips;
@@ -134,7 +122,13 @@ struct ReplayParams {
   int lnc = 2;
   int ranks_per_chip = 1;
   std::string placement_file;
-  ChipMemoryModel chip_memory = ChipMemoryModel::bandwidth;
+  // Memory model of the chips in a whole-rack replay, a registry name (role memory). The detailed
+  // HBM model (banks, rows, refresh) costs one calculation per 256 B of traffic, which for 144
+  // chips moving tens of GB each is minutes of wall time; the bandwidth model (one Timeline per
+  // stack at its share of the chip's bandwidth, plus the fixed access latency) keeps whole-rack
+  // runs to seconds. docs/models/chip.md gives the error of the bandwidth model on single-chip
+  // GEMMs.
+  std::string chip_memory = "bandwidth";
   // DMA granularity of every chip in a replay (replaces /chip/core/dma/engines, engine_bandwidth,
   // packet_bytes and outstanding_packets there). A DMA engine runs once per half window and once
   // per share of an instruction, so events scale with engines per instruction and with the bytes
@@ -167,8 +161,9 @@ struct ReplayParams {
     v.field("placement_file", placement_file,
             "placement file for placement file: {\"chips\": [chip of each rank]}");
     v.field("chip_memory", chip_memory,
-            "memory model of each chip in a replay: hbm (banks, rows, refresh) or bandwidth "
-            "(per-stack bandwidth and fixed latency; fast)");
+            "memory model of each chip in a replay (registry role memory, `trnsim list-types`): "
+            "hbm (banks, rows, refresh) or bandwidth (per-stack bandwidth and fixed latency; "
+            "fast)");
     v.field("chip_op_slots", chip_op_slots,
             "compute ops a chip runs at once in a replay, 0 = no limit; "
             "more wait in issue order",
