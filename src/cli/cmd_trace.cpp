@@ -69,6 +69,7 @@ void register_trace_command(CLI::App& app, Registry& reg) {
   trace->require_subcommand(1);
 
   auto oi = std::make_shared<TraceOpts>();
+  oi->in.log_notes = false;  // printed below, with the rest
   auto* info = trace->add_subcommand("info", "ranks, ops by kind, groups, flops and bytes of a trace");
   add_input(info, *oi);
   reg.add(info, [oi] {
@@ -76,7 +77,7 @@ void register_trace_command(CLI::App& app, Registry& reg) {
     fmt::print("{}", trace::describe(t.workload));
     fmt::print("format {}; {} file{}, {} bytes, sha256 {}\n", t.chakra ? "Chakra" : "native",
                t.files.size(), t.files.size() == 1 ? "" : "s", t.bytes, t.sha256);
-    for (const auto& w : t.workload.warnings) fmt::print("warning: {}\n", w);
+    for (const auto& w : grouped_warnings(t.workload)) fmt::print("warning: {}\n", w);
     return 0;
   });
 
