@@ -816,6 +816,31 @@ RankTrace build_rank(int r, const std::vector<pb::Node>& nodes, const std::strin
     from_ctrl = true;
     for (auto d : nodes[i].ctrl_deps()) add(d);
   }
+  // A GPU runs the kernels of one stream in launch order; the converter records the stream as
+  // the kernel's tid but links each kernel only to its CPU op, so without this the replay would
+  // run a whole step's kernels at once.
+  if (ctx.options.stream_order) {
+    std::map<std::int64_t, std::size_t> last;  // stream -> its latest kernel (index)
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const pb::Node& node = nodes[i];
+      if ((node.type() != pb::COMP_NODE && node.type() != pb::COMM_COLL_NODE) || is_cpu_node(node)) {
+        continue;
+      }
+      std::optional<std::int64_t> tid;
+      for (const auto& a : node.attr()) {
+        if (a.name() == "tid") tid = int_value(a);
+      }
+      if (!tid) continue;
+      if (auto it = last.find(*tid); it != last.end()) {
+        Op& op = rank.ops[i];
+        const OpId prev = rank.ops[it->second].id;
+        if (prev != op.id && std::find(op.deps.begin(), op.deps.end(), prev) == op.deps.end()) {
+          op.deps.push_back(prev);
+        }
+      }
+      last[*tid] = i;
+    }
+  }
   summarise(warnings, file, "dependencies name nodes that are not in the file (dropped)",
             absent_ex, absent);
   summarise(warnings, file, "nodes depend on themselves (dropped)", self_ex, self);

@@ -15,6 +15,7 @@
 #include "trnsim/error.hpp"
 #include "trnsim/trace/chakra.hpp"
 #include "trnsim/trace/native.hpp"
+#include "trnsim/trace/pytorch_et.hpp"
 #include "trnsim/trace/torch_ops.hpp"
 
 using namespace trnsim;
@@ -706,11 +707,13 @@ fs::path save_torch_rank(const std::string& name) {
   EtFile f;
   auto& mm = f.node(1, pb::COMP_NODE, "aten::mm");
   attr(mm, "is_cpu_op")->set_bool_val(false);
+  attr(mm, "tid")->set_int64_val(7);  // the CUDA stream
   mm.set_duration_micros(500);
   io(mm.mutable_inputs(), "[[1, 2, 0, 8192, 2, 'cuda:0'], [3, 4, 0, 4096, 2, 'cuda:0']]",
      "[[64, 128], [128, 32]]", "['Tensor(c10::BFloat16)', 'Tensor(c10::BFloat16)']");
   auto& custom = f.node(2, pb::COMP_NODE, "void my_custom_kernel<float>(float*)");
   attr(custom, "is_cpu_op")->set_bool_val(false);
+  attr(custom, "tid")->set_int64_val(7);
   custom.set_duration_micros(250);
   for (std::uint64_t id : {10, 13}) {
     auto& cpu = f.node(id, pb::COMP_NODE, id == 10 ? "aten::addmm(0)" : "aten::addmm(1)");
@@ -726,6 +729,7 @@ fs::path save_torch_rank(const std::string& name) {
   for (std::uint64_t id : {11, 12}) {
     auto& k = f.node(id, pb::COMP_NODE, "sgemm_32x32x32_NN_vec");
     attr(k, "is_cpu_op")->set_bool_val(false);
+    attr(k, "tid")->set_int64_val(7);
     k.add_data_deps(id == 11 ? 10 : 13);
     k.set_duration_micros(id == 11 ? 30 : 40);
   }
@@ -778,6 +782,14 @@ TEST(TorchOps, RecordedMmRunsAsItsGemmAndUnknownKernelsKeepTheirDuration) {
   EXPECT_EQ(w.coverage->unmapped_ops.begin()->second.kernels, 1u);
   EXPECT_EQ(w.coverage->mapped_ops.at("aten::addmm").kernels, 1u);
   EXPECT_NEAR(w.coverage->mapped_ops.at("aten::addmm").seconds, 70e-6, 1e-12);
+  // The kernels of stream 7 run in file order.
+  EXPECT_EQ(op_by_id(w, 1).deps, std::vector<OpId>{});
+  EXPECT_EQ(op_by_id(w, 2).deps, std::vector<OpId>{1});
+  EXPECT_EQ(op_by_id(w, 11).deps, (std::vector<OpId>{10, 2}));
+  EXPECT_EQ(op_by_id(w, 12).deps, (std::vector<OpId>{13, 11}));
+  ChakraOptions unordered;
+  unordered.stream_order = false;
+  EXPECT_EQ(op_by_id(load_chakra(prefix, unordered), 2).deps, std::vector<OpId>{});
   const std::string d = describe(w);
   EXPECT_NE(d.find("3 of 4 recorded kernels (75.0 %), 69.5 % of 0.00082 s recorded GPU time"),
             std::string::npos)
@@ -984,4 +996,51 @@ TEST(ChakraUnitsDetected, TrnsimExportReadsBackAsBytes) {
   EXPECT_TRUE(back.warnings.empty());
   EXPECT_EQ(back.ranks[0].ops[0].bytes, 4096u);
   EXPECT_NE(back.units.find("trnsim's own export"), std::string::npos);
+}
+
+// ---- PyTorch execution traces read directly ------------------------------------------------------
+
+TEST(PytorchEt, Gpt2StepIsTheModelsFlops) {
+  const auto w = load_pytorch_et(kShared + "pytorch/param/hf_gpt2/hf_GPT2_et.json.gz");
+  ASSERT_TRUE(w);
+  ASSERT_EQ(w->num_ranks(), 1);
+  ASSERT_TRUE(w->coverage);
+  EXPECT_EQ(w->coverage->mapped, w->coverage->kernels);
+  EXPECT_EQ(w->coverage->mapped, 3313u);
+  // gpt2-large (774M parameters) on 512 tokens: 6 x N x T for the weights plus the attention
+  // products (3 x 4 x T^2 x d_model per layer, 36 layers): 2.52 TFLOP a training step.
+  double matrix = 0;
+  std::size_t gemms = 0;
+  for (const auto& op : w->ranks[0].ops) {
+    if (op.kind == OpKind::gemm) {
+      matrix += op_flops(op);
+      ++gemms;
+    }
+  }
+  const double model = 6.0 * 774.03e6 * 512 + 3 * 4.0 * 512 * 512 * 1280 * 36;
+  EXPECT_NEAR(matrix / model, 1.0, 0.01) << matrix;
+  EXPECT_EQ(gemms, 651u);
+  EXPECT_TRUE(w->warnings.empty());
+  EXPECT_EQ(w->metadata["pytorch_et_schema"], "1.1.0-chakra.0.0.4");
+}
+
+TEST(PytorchEt, UnmappedCallsAndCollectivesAreCounted) {
+  const auto add = load_pytorch_et(kShared + "pytorch/hta/simple_add/benchmark_simple_add_et.json.gz");
+  ASSERT_TRUE(add);
+  EXPECT_EQ(add->coverage->kernels, 8u);
+  EXPECT_EQ(add->coverage->mapped, 6u);
+  EXPECT_EQ(add->coverage->unmapped_ops.at("aten::uniform_").kernels, 2u);
+  const auto dlrm = load_pytorch_et(kShared + "pytorch/param/dlrm_8rank/et/dlrm_eg_1.json.gz");
+  ASSERT_TRUE(dlrm);
+  ASSERT_EQ(dlrm->warnings.size(), 1u);
+  EXPECT_NE(dlrm->warnings[0].find("13 record_param_comms collectives not replayed"),
+            std::string::npos);
+  // A native trace and a Chakra JSON file are not PyTorch ETs.
+  EXPECT_FALSE(load_pytorch_et(std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/inputs/golden-moe-16.json"));
+  EXPECT_FALSE(load_pytorch_et(kShared + "chakra/small_chakra.0.json"));
+  const auto dir = scratch("et_bad");
+  write_all(dir / "bad.json", R"({"schema": "1.0.1", "nodes": [{"id": 1}]})");
+  EXPECT_NE(error_of([&] { load_pytorch_et((dir / "bad.json").string()); })
+                .find("bad.json:/nodes/0/name: missing"),
+            std::string::npos);
 }

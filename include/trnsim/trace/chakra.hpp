@@ -32,6 +32,9 @@ struct ChakraOptions {
   bool map_operators = true;
   // Factor on the recorded durations of kernels that stay delays (1: as recorded).
   double unmapped_scale = 1.0;
+  // GPU nodes (not CPU ops) with a "tid" attribute (PyTorch-derived traces: the CUDA stream) run
+  // in file order per stream, as a GPU runs a stream's kernels; false: only recorded dependencies.
+  bool stream_order = true;
 
   // Element type given to ops that Chakra records without one.
   DType dtype = DType::bf16;
