@@ -75,7 +75,9 @@ void register_trace_command(CLI::App& app, Registry& reg) {
   reg.add(info, [oi] {
     const LoadedTrace t = load_trace(oi->in, "");
     fmt::print("{}", trace::describe(t.workload));
-    fmt::print("format {}; {} file{}, {} bytes, sha256 {}\n", t.chakra ? "Chakra" : "native",
+    fmt::print("format {}; {} file{}, {} bytes, sha256 {}\n", t.chakra                                              ? "Chakra"
+               : t.workload.metadata.value("source", "") == "pytorch-et" ? "PyTorch ET"
+                                                                         : "native",
                t.files.size(), t.files.size() == 1 ? "" : "s", t.bytes, t.sha256);
     for (const auto& w : grouped_warnings(t.workload)) fmt::print("warning: {}\n", w);
     return 0;

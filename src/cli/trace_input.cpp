@@ -15,6 +15,7 @@
 #include "trnsim/dtype.hpp"
 #include "trnsim/trace/chakra.hpp"
 #include "trnsim/trace/native.hpp"
+#include "trnsim/trace/pytorch_et.hpp"
 
 namespace trnsim::cli {
 
@@ -211,12 +212,31 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
       }
     }
   } else if (fs::is_regular_file(path, ec)) {
-    if (in.chakra_options_given()) {
-      logger("trace")->warn("--trace {} is a native trace: the --chakra-* and --process-groups "
-                            "options apply only to Chakra traces and are ignored",
-                            path);
+    trace::PytorchEtOptions et;
+    if (!in.matmul_dtype.empty()) {
+      try {
+        et.matmul_dtype = parse_dtype(in.matmul_dtype);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("--chakra-matmul-dtype: {}", e.what()));
+      }
     }
-    out.workload = trace::load_native(path);
+    if (auto w = trace::load_pytorch_et(path, et)) {
+      out.workload = std::move(*w);
+      if (in.log_notes) {
+        for (const auto& line : grouped_warnings(out.workload)) logger("trace")->warn("{}", line);
+        std::string line = out.workload.coverage->describe();
+        while (!line.empty() && line.back() == '\n') line.pop_back();
+        for (std::size_t p; (p = line.find('\n')) != std::string::npos;) line[p] = ';';
+        logger("trace")->info("{}: {}", path, line);
+      }
+    } else {
+      if (in.chakra_options_given()) {
+        logger("trace")->warn("--trace {} is a native trace: the --chakra-* and --process-groups "
+                              "options apply only to Chakra traces and are ignored",
+                              path);
+      }
+      out.workload = trace::load_native(path);
+    }
     out.files.push_back(path);
   } else if (fs::exists(fs::symlink_status(path, ec))) {
     // There is something of that name that cannot be read as a trace: a directory, a device

@@ -595,6 +595,25 @@ void OperatorCoverage::add(const OperatorCoverage& o) {
 
 std::string OperatorCoverage::describe(std::size_t top) const {
   const auto pct = [](double a, double b) { return b > 0 ? 100.0 * a / b : 0.0; };
+  if (recorded_seconds <= 0.0) {
+    // A trace without kernel times (a PyTorch ET read directly): calls only.
+    std::string out = fmt::format(
+        "operators mapped to Trainium compute: {} of {} operator calls that do device work "
+        "({:.1f} %); {} operators mapped\n",
+        mapped, kernels, pct(double(mapped), double(kernels)), mapped_ops.size());
+    if (unmapped_ops.empty()) return out;
+    std::vector<std::pair<std::string, Entry>> v(unmapped_ops.begin(), unmapped_ops.end());
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) {
+      return a.second.kernels > b.second.kernels;
+    });
+    out += fmt::format("not mapped ({} operators):", v.size());
+    for (std::size_t i = 0; i < v.size() && i < top; ++i) {
+      out += fmt::format(" {} {},", v[i].first, v[i].second.kernels);
+    }
+    out.pop_back();
+    if (v.size() > top) out += fmt::format(", ... {} more", v.size() - top);
+    return out + "\n";
+  }
   std::string out = fmt::format(
       "operators mapped to Trainium compute: {} of {} recorded kernels ({:.1f} %), {:.1f} % of "
       "{:.6g} s recorded GPU time; {} operators mapped",
