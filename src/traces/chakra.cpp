@@ -999,6 +999,15 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
                                            : "not detected: ",
                           units_given ? "" : units.reason);
   }
+  if (units_given && units.detected &&
+      (units.size_unit != opts.size_unit || units.num_ops_unit != opts.num_ops_unit)) {
+    w.warnings.push_back(fmt::format(
+        "{}: read as {} and {} as the options ask, but the trace says {} and {} ({})", prefix,
+        opts.size_unit == ChakraOptions::SizeUnit::elements ? "elements" : "bytes",
+        opts.num_ops_unit == ChakraOptions::NumOpsUnit::macs ? "MACs" : "FLOPs",
+        units.size_unit == ChakraOptions::SizeUnit::elements ? "elements" : "bytes",
+        units.num_ops_unit == ChakraOptions::NumOpsUnit::macs ? "MACs" : "FLOPs", units.reason));
+  }
   if (!units_given && !units.detected) {
     // Both readings' totals, so that the user sees what the choice changes.
     double comm = 0.0, counted = 0.0;

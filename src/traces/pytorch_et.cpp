@@ -57,6 +57,29 @@ std::vector<TorchArg> args(const Json& node, const char* side) {
   return torch_args_from_json(v, get(one + "_shapes"), get(one + "_types"));
 }
 
+// True when every tensor the call names lives on the host ("cpu" in the value's sixth field):
+// host work, which a Trainium run does not put on the device.
+bool host_only(const std::vector<TorchArg>& in, const std::vector<TorchArg>& out) {
+  bool any = false;
+  const auto scan = [&](const Json& v, const auto& self) -> bool {  // false: a device tensor
+    if (!v.is_array()) return true;
+    if (v.size() == 6 && v[5].is_string()) {
+      any = true;
+      return v[5].get<std::string>().starts_with("cpu");
+    }
+    for (const auto& x : v) {
+      if (!self(x, self)) return false;
+    }
+    return true;
+  };
+  for (const auto* side : {&in, &out}) {
+    for (const auto& a : *side) {
+      if (!scan(a.value, scan)) return false;
+    }
+  }
+  return any;
+}
+
 std::optional<std::int64_t> parent_of(const Json& node) {
   for (const char* k : {"parent", "ctrl_deps"}) {
     if (node.contains(k) && node[k].is_number_integer()) return node[k].get<std::int64_t>();
@@ -126,8 +149,14 @@ std::optional<Workload> load_pytorch_et(const std::string& path, const PytorchEt
 
   RankTrace rank;
   OperatorCoverage cov;
-  std::set<std::int64_t> inside;  // nodes under a mapped call: its own work
-  std::size_t collectives = 0;
+  std::set<std::int64_t> inside;    // nodes under a mapped call: its own work
+  std::set<std::int64_t> above;     // nodes with a mapped call under them
+  std::vector<std::pair<std::int64_t, std::string>> candidates;  // unmapped calls, in order
+  std::size_t collectives = 0, host = 0;
+  const auto parent_id = [&](std::int64_t id) -> std::optional<std::int64_t> {
+    const auto it = by_id.find(id);
+    return it == by_id.end() ? std::nullopt : parent_of(nodes[it->second]);
+  };
   for (const std::size_t i : order) {
     const Json& n = nodes[i];
     const std::int64_t id = n["id"].get<std::int64_t>();
@@ -139,29 +168,56 @@ std::optional<Workload> load_pytorch_et(const std::string& path, const PytorchEt
     }
     if (name == "record_param_comms") ++collectives;
     const std::string op_name = torch_op_name(name);
+    // (autograd nodes wrap the aten calls that do a backward's work)
+    if (name.find("::") == std::string::npos || no_device_work(op_name) || is_collective(name) ||
+        name.starts_with("autograd::") || name.starts_with("torch::autograd::")) {
+      continue;
+    }
+    TorchCall call;
+    call.op = op_name;
+    call.inputs = args(n, "inputs");
+    call.outputs = args(n, "outputs");
+    if (host_only(call.inputs, call.outputs)) {
+      ++host;
+      inside.insert(id);  // host work and its sub-calls
+      continue;
+    }
     if (is_known_torch_op(op_name)) {
-      TorchCall call;
-      call.op = op_name;
-      call.inputs = args(n, "inputs");
-      call.outputs = args(n, "outputs");
       if (auto op = map_torch_op(call, options.matmul_dtype)) {
         op->id = static_cast<OpId>(rank.ops.size());
         op->name = name;
         if (!rank.ops.empty()) op->deps = {rank.ops.back().id};
         rank.ops.push_back(std::move(*op));
         inside.insert(id);
+        for (auto p = parent; p && above.insert(*p).second; p = parent_id(*p)) {
+        }
         ++cov.kernels;
         ++cov.mapped;
         ++cov.mapped_ops[op_name].kernels;
         continue;
       }
     }
-    // A leaf that does device work and did not map (its shapes, or an operator not in the table).
-    if (!has_children.contains(id) && name.find("::") != std::string::npos &&
-        !no_device_work(op_name) && !is_collective(name)) {
-      ++cov.kernels;
-      ++cov.unmapped_ops[op_name].kernels;
+    candidates.emplace_back(id, op_name);
+  }
+  // A call that did not map counts once, at its outermost unmapped call, unless calls under it
+  // mapped (then those are its work): a fbgemm embedding lookup counts, its aten internals not.
+  std::set<std::int64_t> counted;
+  for (const auto& [id, op_name] : candidates) {
+    if (above.contains(id)) continue;
+    bool under = false;
+    // (bounded: a root may name itself as its parent)
+    int depth = 0;
+    for (auto p = parent_id(id); p && !under && depth < 256; p = parent_id(*p), ++depth) {
+      under = counted.contains(*p);
     }
+    if (under) continue;
+    counted.insert(id);
+    ++cov.kernels;
+    ++cov.unmapped_ops[op_name].kernels;
+  }
+  if (host > 0) {
+    w.warnings.push_back(fmt::format(
+        "{}: {} calls on host (cpu) tensors only: host work, not simulated", path, host));
   }
   if (rank.ops.empty()) {
     // Keep a workload of one rank even when nothing maps (a trace of host work only).
