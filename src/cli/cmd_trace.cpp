@@ -70,7 +70,7 @@ void register_trace_command(CLI::App& app, Registry& reg) {
 
   auto oi = std::make_shared<TraceOpts>();
   oi->in.log_notes = false;  // printed below, with the rest
-  auto* info = trace->add_subcommand("info", "ranks, ops by kind, groups, flops and bytes of a trace");
+  auto* info = trace->add_subcommand("info", "ranks, ops by kind, groups, flops and bytes, units and operator coverage of a trace");
   add_input(info, *oi);
   reg.add(info, [oi] {
     const LoadedTrace t = load_trace(oi->in, "");
