@@ -208,7 +208,7 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
         std::string line = out.workload.coverage->describe();
         while (!line.empty() && line.back() == '\n') line.pop_back();
         for (std::size_t p; (p = line.find('\n')) != std::string::npos;) line[p] = ';';
-        logger("trace")->info("{}: {}", prefix, line);
+        fmt::print(stderr, "[trace] {}: {}\n", prefix, line);  // always: what the run simulates
       }
     }
   } else if (fs::is_regular_file(path, ec)) {
@@ -227,7 +227,7 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
         std::string line = out.workload.coverage->describe();
         while (!line.empty() && line.back() == '\n') line.pop_back();
         for (std::size_t p; (p = line.find('\n')) != std::string::npos;) line[p] = ';';
-        logger("trace")->info("{}: {}", path, line);
+        fmt::print(stderr, "[trace] {}: {}\n", path, line);
       }
     } else {
       if (in.chakra_options_given()) {
