@@ -69,14 +69,17 @@ void register_trace_command(CLI::App& app, Registry& reg) {
   trace->require_subcommand(1);
 
   auto oi = std::make_shared<TraceOpts>();
-  auto* info = trace->add_subcommand("info", "ranks, ops by kind, groups, flops and bytes of a trace");
+  oi->in.log_notes = false;  // printed below, with the rest
+  auto* info = trace->add_subcommand("info", "ranks, ops by kind, groups, flops and bytes, units and operator coverage of a trace");
   add_input(info, *oi);
   reg.add(info, [oi] {
     const LoadedTrace t = load_trace(oi->in, "");
     fmt::print("{}", trace::describe(t.workload));
-    fmt::print("format {}; {} file{}, {} bytes, sha256 {}\n", t.chakra ? "Chakra" : "native",
+    fmt::print("format {}; {} file{}, {} bytes, sha256 {}\n", t.chakra                                              ? "Chakra"
+               : t.workload.metadata.value("source", "") == "pytorch-et" ? "PyTorch ET"
+                                                                         : "native",
                t.files.size(), t.files.size() == 1 ? "" : "s", t.bytes, t.sha256);
-    for (const auto& w : t.workload.warnings) fmt::print("warning: {}\n", w);
+    for (const auto& w : grouped_warnings(t.workload)) fmt::print("warning: {}\n", w);
     return 0;
   });
 

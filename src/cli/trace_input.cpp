@@ -4,7 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
+#include <map>
 
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
@@ -13,6 +15,7 @@
 #include "trnsim/dtype.hpp"
 #include "trnsim/trace/chakra.hpp"
 #include "trnsim/trace/native.hpp"
+#include "trnsim/trace/pytorch_et.hpp"
 
 namespace trnsim::cli {
 
@@ -24,15 +27,27 @@ bool TraceInput::chakra_options_given() const {
 }
 
 void add_chakra_options(CLI::App* sub, TraceInput& in) {
-  in.chakra_options.push_back(sub->add_option("--chakra-size-unit", in.size_unit,
-                                              "Chakra comm_size/tensor_size unit: bytes or elements")
-                                  ->check(CLI::IsMember({"bytes", "elements"})));
+  in.chakra_options.push_back(
+      sub->add_option("--chakra-size-unit", in.size_unit,
+                      "Chakra comm_size/tensor_size unit: bytes or elements (default: detected "
+                      "from the trace)")
+          ->check(CLI::IsMember({"bytes", "elements"})));
   in.chakra_options.push_back(sub->add_option("--chakra-element-bytes", in.element_bytes,
                                               "bytes per element when sizes count elements")
                                   ->check(CLI::Range(1, 64)));
   in.chakra_options.push_back(
-      sub->add_option("--chakra-num-ops", in.num_ops_unit, "what Chakra num_ops counts: flops or macs")
+      sub->add_option("--chakra-num-ops", in.num_ops_unit,
+                      "what Chakra num_ops counts: flops or macs (default: detected with the "
+                      "size unit)")
           ->check(CLI::IsMember({"flops", "macs"})));
+  in.chakra_options.push_back(sub->add_flag(
+      "--chakra-keep-durations", in.keep_durations,
+      "replay every recorded GPU kernel as its recorded duration (default: kernels of known aten "
+      "operators with shapes run as Trainium compute)"));
+  in.chakra_options.push_back(
+      sub->add_option("--chakra-unmapped-scale", in.unmapped_scale,
+                      "factor on the recorded durations of kernels that are not mapped")
+          ->check(CLI::Range(0.0, 1e6)));
   in.chakra_options.push_back(
       sub->add_option("--chakra-all-gather-size", in.all_gather_size,
                       "what an ALL_GATHER's comm_size is: input (each rank's, as ASTRA-sim) or "
@@ -69,6 +84,70 @@ void warn_if_element_counts(const trace::Workload& w, const std::string& prefix)
 
 }  // namespace
 
+std::vector<std::string> grouped_warnings(const trace::Workload& w) {
+  struct Group {
+    std::vector<std::string> where;
+    std::uint64_t count = 0;
+    bool counted = false;
+    std::string example, example_where;
+  };
+  std::vector<std::string> order;
+  std::map<std::string, Group> groups;
+  for (const auto& text : w.warnings) {
+    // "<file>: <count> <what>, e.g. <examples>" (the Chakra reader's summaries), or
+    // "<file>: <message>"
+    std::string where, msg = text;
+    if (const auto p = text.find(": "); p != std::string::npos && text.find(' ') > p) {
+      where = text.substr(0, p);
+      msg = text.substr(p + 2);
+    }
+    std::uint64_t count = 0;
+    bool counted = false;
+    std::string example;
+    std::size_t digits = 0;
+    while (digits < msg.size() && std::isdigit(static_cast<unsigned char>(msg[digits]))) ++digits;
+    if (digits > 0 && digits < msg.size() && msg[digits] == ' ') {
+      count = std::stoull(msg.substr(0, digits));
+      counted = true;
+      msg = msg.substr(digits + 1);
+      if (const auto e = msg.find(", e.g. "); e != std::string::npos) {
+        example = msg.substr(e + 7);
+        msg = msg.substr(0, e);
+      }
+    }
+    const std::string key = (counted ? "#" : "") + msg;
+    auto [it, fresh] = groups.try_emplace(key);
+    if (fresh) order.push_back(key);
+    Group& g = it->second;
+    if (!where.empty()) g.where.push_back(where);
+    g.count += count;
+    g.counted = counted;
+    if (g.example.empty() && !example.empty()) {
+      g.example = example;
+      g.example_where = where;
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& key : order) {
+    const Group& g = groups.at(key);
+    const std::string msg = g.counted ? key.substr(1) : key;
+    std::string files;
+    if (g.where.size() == 1) {
+      files = g.where[0];
+    } else if (g.where.size() > 1) {
+      files = fmt::format("{} files ({} .. {})", g.where.size(), g.where.front(), g.where.back());
+    }
+    std::string line = g.counted ? fmt::format("{} {}", g.count, msg) : msg;
+    if (!files.empty()) line = fmt::format("{}: {}", files, line);
+    if (!g.example.empty()) {
+      line += fmt::format(", e.g. {}{}", g.example,
+                          g.where.size() > 1 ? fmt::format(" in {}", g.example_where) : "");
+    }
+    out.push_back(std::move(line));
+  }
+  return out;
+}
+
 LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
   const std::string path = in.path.empty() ? fallback : in.path;
   if (path.empty()) throw TraceError("--trace: an empty file name");
@@ -87,11 +166,17 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
   }
   if (!prefix.empty()) {
     trace::ChakraOptions c;
-    c.size_unit = in.size_unit == "elements" ? trace::ChakraOptions::SizeUnit::elements
-                                             : trace::ChakraOptions::SizeUnit::bytes;
+    if (!in.size_unit.empty()) {
+      c.size_unit = in.size_unit == "elements" ? trace::ChakraOptions::SizeUnit::elements
+                                               : trace::ChakraOptions::SizeUnit::bytes;
+    }
     c.element_bytes = in.element_bytes;
-    c.num_ops_unit = in.num_ops_unit == "macs" ? trace::ChakraOptions::NumOpsUnit::macs
-                                               : trace::ChakraOptions::NumOpsUnit::flops;
+    if (!in.num_ops_unit.empty()) {
+      c.num_ops_unit = in.num_ops_unit == "macs" ? trace::ChakraOptions::NumOpsUnit::macs
+                                                 : trace::ChakraOptions::NumOpsUnit::flops;
+    }
+    c.map_operators = !in.keep_durations;
+    c.unmapped_scale = in.unmapped_scale;
     c.all_gather_size = in.all_gather_size == "output" ? trace::ChakraOptions::AllGatherSize::output
                                                        : trace::ChakraOptions::AllGatherSize::input;
     if (!in.matmul_dtype.empty()) {
@@ -116,14 +201,42 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
     }
     const std::string groups = in.groups.empty() ? prefix + ".json" : in.groups;
     if (fs::is_regular_file(groups, ec)) out.files.push_back(groups);
-    if (c.size_unit == trace::ChakraOptions::SizeUnit::bytes) warn_if_element_counts(out.workload, prefix);
-  } else if (fs::is_regular_file(path, ec)) {
-    if (in.chakra_options_given()) {
-      logger("trace")->warn("--trace {} is a native trace: the --chakra-* and --process-groups "
-                            "options apply only to Chakra traces and are ignored",
-                            path);
+    if (in.size_unit == "bytes") warn_if_element_counts(out.workload, prefix);
+    if (in.log_notes) {
+      for (const auto& w : grouped_warnings(out.workload)) logger("trace")->warn("{}", w);
+      if (out.workload.coverage) {
+        std::string line = out.workload.coverage->describe();
+        while (!line.empty() && line.back() == '\n') line.pop_back();
+        for (std::size_t p; (p = line.find('\n')) != std::string::npos;) line[p] = ';';
+        fmt::print(stderr, "[trace] {}: {}\n", prefix, line);  // always: what the run simulates
+      }
     }
-    out.workload = trace::load_native(path);
+  } else if (fs::is_regular_file(path, ec)) {
+    trace::PytorchEtOptions et;
+    if (!in.matmul_dtype.empty()) {
+      try {
+        et.matmul_dtype = parse_dtype(in.matmul_dtype);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("--chakra-matmul-dtype: {}", e.what()));
+      }
+    }
+    if (auto w = trace::load_pytorch_et(path, et)) {
+      out.workload = std::move(*w);
+      if (in.log_notes) {
+        for (const auto& line : grouped_warnings(out.workload)) logger("trace")->warn("{}", line);
+        std::string line = out.workload.coverage->describe();
+        while (!line.empty() && line.back() == '\n') line.pop_back();
+        for (std::size_t p; (p = line.find('\n')) != std::string::npos;) line[p] = ';';
+        fmt::print(stderr, "[trace] {}: {}\n", path, line);
+      }
+    } else {
+      if (in.chakra_options_given()) {
+        logger("trace")->warn("--trace {} is a native trace: the --chakra-* and --process-groups "
+                              "options apply only to Chakra traces and are ignored",
+                              path);
+      }
+      out.workload = trace::load_native(path);
+    }
     out.files.push_back(path);
   } else if (fs::exists(fs::symlink_status(path, ec))) {
     // There is something of that name that cannot be read as a trace: a directory, a device

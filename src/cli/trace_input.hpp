@@ -16,9 +16,12 @@ namespace trnsim::cli {
 
 struct TraceInput {
   std::string path;
-  std::string size_unit = "bytes", num_ops_unit = "flops", groups;
+  std::string size_unit, num_ops_unit, groups;  // "": detected from the trace
   std::string all_gather_size = "input", matmul_dtype;  // matmul_dtype "": from the trace
   std::uint32_t element_bytes = 2;
+  bool keep_durations = false;   // --chakra-keep-durations: no operator mapping
+  double unmapped_scale = 1.0;   // --chakra-unmapped-scale
+  bool log_notes = true;         // log the reader's warnings and operator coverage (run)
   std::vector<CLI::Option*> chakra_options;  // set by add_chakra_options
   bool chakra_options_given() const;
 };
@@ -35,6 +38,10 @@ struct LoadedTrace {
   std::string sha256;                // of their bytes, concatenated
   std::uint64_t bytes = 0;
 };
+
+// The reader's warnings grouped: the same message of several rank files once, with the files'
+// count and the summed count of what it counts ("3 rank files: 1277 dependencies name ...").
+std::vector<std::string> grouped_warnings(const trace::Workload& w);
 
 // `in.path`, or `fallback` when it is empty. Throws TraceError for what cannot be read.
 LoadedTrace load_trace(const TraceInput& in, const std::string& fallback);

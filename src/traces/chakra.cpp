@@ -21,6 +21,7 @@
 #include "trnsim/io.hpp"
 #include "trnsim/trace/gzip.hpp"
 #include "trnsim/trace/native.hpp"
+#include "trnsim/trace/torch_ops.hpp"
 
 namespace trnsim::trace {
 
@@ -239,6 +240,7 @@ struct RankContext {
   // their group's size once the groups are known.
   std::map<int, std::set<OpId>>* input_sized_gathers;
   int* rank;  // the rank being read
+  OperatorCoverage* coverage;  // recorded GPU kernels, mapped or kept
 };
 
 std::uint64_t size_of(const Attrs& at, const std::string& name, std::int64_t v,
@@ -578,6 +580,198 @@ std::pair<std::size_t, std::vector<std::string>> drop_cycle_edges(
   return {dropped.size(), examples};
 }
 
+// A short label for a kernel without a known operator: its name up to the first template or
+// argument list ("void at::native::vectorized_elementwise_kernel<...>(...)" -> the function).
+std::string kernel_label(const std::string& name) {
+  std::string s = name;
+  if (s.starts_with("void ")) s = s.substr(5);
+  const auto cut = s.find_first_of("<(");
+  if (cut != std::string::npos && cut > 0) s = s.substr(0, cut);
+  if (s.size() > 60) s = s.substr(0, 57) + "...";
+  return "kernel " + s;
+}
+
+bool is_cpu_node(const pb::Node& n) {
+  for (const auto& a : n.attr()) {
+    if (a.name() == "is_cpu_op") return int_value(a).value_or(0) != 0;
+  }
+  return false;
+}
+
+bool has_attr(const pb::Node& n, std::string_view name) {
+  return std::any_of(n.attr().begin(), n.attr().end(),
+                     [&](const A& a) { return a.name() == name; });
+}
+
+// GPU kernels recorded with only a duration (a PyTorch-derived trace's COMP nodes that are not
+// CPU ops) become Trainium compute where their operator is known: the kernel's own name when it
+// is an aten operator, else the CPU op that launched it (the first CPU op among its data
+// dependencies, as Chakra's converter links them). An operator launching several kernels runs
+// once, at its first kernel; the others take no time. Kernels of other operators keep their
+// recorded duration (times options.unmapped_scale) and are counted by operator.
+void map_kernels(const std::vector<pb::Node>& nodes,
+                 const std::unordered_map<OpId, std::size_t>& index, RankTrace& rank,
+                 const RankContext& ctx) {
+  const ChakraOptions& o = ctx.options;
+  OperatorCoverage& cov = *ctx.coverage;
+  cov.unmapped_scale = o.unmapped_scale;
+  // Chakra's converter splits a CPU op that launched n kernels into n nodes "op(0)" .. "op(n-1)"
+  // with the same rf_id (record-function id): one operator call, run once.
+  const auto call_key = [&](std::size_t i) {
+    for (const auto& a : nodes[i].attr()) {
+      if (a.name() != "rf_id") continue;
+      if (const auto v = int_value(a)) {
+        return fmt::format("{}#{}", torch_op_name(nodes[i].name()), *v);
+      }
+    }
+    return fmt::format("node#{}", i);
+  };
+  std::unordered_map<std::string, std::optional<Op>> by_operator;  // call -> its op
+  std::set<std::string> placed;  // calls whose op already runs at an earlier kernel
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const pb::Node& node = nodes[i];
+    Op& op = rank.ops[i];
+    if (node.type() != pb::COMP_NODE || op.kind != OpKind::delay || is_cpu_node(node) ||
+        has_attr(node, "num_ops") || has_attr(node, "trnsim_op")) {
+      continue;
+    }
+    const double seconds = op.duration.si;
+    ++cov.kernels;
+    cov.recorded_seconds += seconds;
+    std::optional<std::size_t> opnode;
+    if (is_known_torch_op(torch_op_name(node.name()))) {
+      opnode = i;
+    } else {
+      for (auto d : node.data_deps()) {
+        const auto it = index.find(d);
+        if (it != index.end() && is_cpu_node(nodes[it->second])) {
+          opnode = it->second;
+          break;
+        }
+      }
+    }
+    const std::string label =
+        opnode ? torch_op_name(nodes[*opnode].name()) : kernel_label(node.name());
+    if (opnode && o.map_operators) {
+      const std::string key = call_key(*opnode);
+      auto [it, fresh] = by_operator.try_emplace(key);
+      if (fresh) {
+        const pb::Node& src = nodes[*opnode];
+        const std::string where = fmt::format("node {} ({})", src.id(), src.name());
+        try {
+          TorchCall call;
+          call.op = label;
+          call.inputs = parse_torch_args(src.inputs().values(), src.inputs().shapes(),
+                                         src.inputs().types(), where + " inputs");
+          call.outputs = parse_torch_args(src.outputs().values(), src.outputs().shapes(),
+                                          src.outputs().types(), where + " outputs");
+          it->second = map_torch_op(call, o.matmul_dtype);
+        } catch (const TraceError&) {
+          it->second.reset();  // inputs that are not Python literals: kept as recorded
+        }
+      }
+      if (it->second) {
+        ++cov.mapped;
+        cov.mapped_seconds += seconds;
+        auto& e = cov.mapped_ops[label];
+        e.seconds += seconds;
+        if (placed.insert(key).second) {
+          ++e.kernels;
+          Op mapped = *it->second;
+          mapped.id = op.id;
+          mapped.name = nodes[*opnode].name();
+          op = std::move(mapped);
+        } else {
+          op.duration = Duration(0.0);  // folded into the operator's op at its first kernel
+        }
+        continue;
+      }
+    }
+    auto& e = cov.unmapped_ops[label];
+    ++e.kernels;
+    e.seconds += seconds;
+    if (o.unmapped_scale != 1.0) op.duration = Duration(seconds * o.unmapped_scale);
+  }
+}
+
+// The units of a trace from its own metadata and shapes (docs/trace-format.md, "Units"):
+// - GlobalMetadata schema "symbolic_tensor_network": ASTRA-sim's symbolic tensor graph generator
+//   (STAGE), which counts sizes in elements and num_ops in multiply-accumulates;
+// - a node whose "outputs" attribute lists (name, element count) pairs summing to its
+//   tensor_size: the same generator's shape records, so elements;
+// - trnsim's own export (trnsim_metadata) and PyTorch-converted traces (a PyTorch ET schema such
+//   as "1.0.1" or "1.1.0-chakra.0.0.4", or pid/start_ts): bytes and FLOPs;
+// - nothing that carries a size or num_ops: nothing to tell, bytes and FLOPs.
+// Otherwise the units cannot be told: `detected` is false.
+ChakraUnits detect_units(const pb::GlobalMetadata& meta, const std::vector<pb::Node>& nodes) {
+  ChakraUnits u;
+  const auto elements = [&](std::string why) {
+    u.size_unit = ChakraOptions::SizeUnit::elements;
+    u.num_ops_unit = ChakraOptions::NumOpsUnit::macs;
+    u.detected = true;
+    u.reason = std::move(why);
+    return u;
+  };
+  const auto bytes = [&](std::string why) {
+    u.detected = true;
+    u.reason = std::move(why);
+    return u;
+  };
+  std::string schema;
+  bool pytorch_meta = false, trnsim = false;
+  for (const auto& a : meta.attr()) {
+    if (a.name() == "schema" && a.value_case() == A::kStringVal) schema = a.string_val();
+    if (a.name() == "pid" || a.name() == "start_ts" || a.name() == "finish_ts") pytorch_meta = true;
+    if (a.name() == "trnsim_metadata" || a.name() == "trnsim_name") trnsim = true;
+  }
+  if (schema == "symbolic_tensor_network") {
+    return elements("GlobalMetadata schema \"symbolic_tensor_network\": ASTRA-sim's symbolic "
+                    "tensor graph generator, which counts elements and multiply-accumulates");
+  }
+  if (trnsim) return bytes("GlobalMetadata trnsim_metadata: trnsim's own export");
+  if ((!schema.empty() && std::isdigit(static_cast<unsigned char>(schema[0]))) || pytorch_meta) {
+    return bytes(fmt::format("GlobalMetadata schema \"{}\"{}: written by Chakra's converters (from "
+                             "PyTorch execution traces, or ASTRA-sim's), which write bytes",
+                             schema, pytorch_meta ? " and pid/start_ts" : ""));
+  }
+  bool sized = false;
+  for (const auto& n : nodes) {
+    std::optional<std::int64_t> ts;
+    const A* outputs = nullptr;
+    for (const auto& a : n.attr()) {
+      if (a.name() == "tensor_size" || a.name() == "comm_size" || a.name() == "num_ops") {
+        sized = true;
+      }
+      if (a.name() == "tensor_size") ts = int_value(a);
+      if (a.name() == "outputs" && a.value_case() == A::kStringList) outputs = &a;
+    }
+    if (!ts || !outputs || *ts <= 0) continue;
+    // [name, count, name, count, ...] with counts written as numbers ("33554432.0")
+    const auto& v = outputs->string_list().values();
+    double sum = 0.0;
+    bool numbers = v.size() >= 2 && v.size() % 2 == 0;
+    for (int k = 1; numbers && k < v.size(); k += 2) {
+      try {
+        std::size_t used = 0;
+        sum += std::stod(v[k], &used);
+        numbers = used == v[k].size();
+      } catch (const std::exception&) {
+        numbers = false;
+      }
+    }
+    if (numbers && sum == static_cast<double>(*ts)) {
+      return elements(fmt::format("node {}: its outputs attribute lists {} elements, its "
+                                  "tensor_size: sizes count elements (and num_ops MACs), as "
+                                  "ASTRA-sim's symbolic tensor graph generator writes them",
+                                  n.id(), *ts));
+    }
+  }
+  if (!sized) return bytes("no node carries comm_size, tensor_size or num_ops");
+  u.reason = fmt::format("GlobalMetadata {}has no schema or producer that fixes them",
+                         meta.version().empty() ? "" : fmt::format("(version \"{}\") ", meta.version()));
+  return u;
+}
+
 // The ops of one rank from its nodes: map each node, then its dependencies (dropping, with a
 // warning, edges to absent nodes, self-edges and the edges that close cycles).
 RankTrace build_rank(int r, const std::vector<pb::Node>& nodes, const std::string& file,
@@ -594,6 +788,7 @@ RankTrace build_rank(int r, const std::vector<pb::Node>& nodes, const std::strin
       throw TraceError(fmt::format("{}: node id {} is used twice", file, node.id()));
     }
   }
+  map_kernels(nodes, index, rank, ctx);
   // Dependencies: data then control, each once. Edges to absent nodes and to the node itself
   // occur in real traces; they cannot constrain anything, so they are dropped with a warning.
   std::size_t absent = 0, self = 0;
@@ -620,6 +815,31 @@ RankTrace build_rank(int r, const std::vector<pb::Node>& nodes, const std::strin
     for (auto d : nodes[i].data_deps()) add(d);
     from_ctrl = true;
     for (auto d : nodes[i].ctrl_deps()) add(d);
+  }
+  // A GPU runs the kernels of one stream in launch order; the converter records the stream as
+  // the kernel's tid but links each kernel only to its CPU op, so without this the replay would
+  // run a whole step's kernels at once.
+  if (ctx.options.stream_order) {
+    std::map<std::int64_t, std::size_t> last;  // stream -> its latest kernel (index)
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      const pb::Node& node = nodes[i];
+      if ((node.type() != pb::COMP_NODE && node.type() != pb::COMM_COLL_NODE) || is_cpu_node(node)) {
+        continue;
+      }
+      std::optional<std::int64_t> tid;
+      for (const auto& a : node.attr()) {
+        if (a.name() == "tid") tid = int_value(a);
+      }
+      if (!tid) continue;
+      if (auto it = last.find(*tid); it != last.end()) {
+        Op& op = rank.ops[i];
+        const OpId prev = rank.ops[it->second].id;
+        if (prev != op.id && std::find(op.deps.begin(), op.deps.end(), prev) == op.deps.end()) {
+          op.deps.push_back(prev);
+        }
+      }
+      last[*tid] = i;
+    }
   }
   summarise(warnings, file, "dependencies name nodes that are not in the file (dropped)",
             absent_ex, absent);
@@ -662,8 +882,21 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
   std::size_t untyped_collectives = 0;
   std::map<int, std::set<OpId>> input_sized_gathers;
   int reading = 0;  // the rank being read
-  RankContext ctx{options,       pg_file ? &*pg_file : nullptr, &unresolved_pgs, &uses_world,
-                  &untyped_collectives, &input_sized_gathers, &reading};
+  OperatorCoverage coverage;
+  ChakraOptions opts = options;  // units resolved from rank 0 when not given
+  ChakraUnits units;
+  const bool units_given = options.size_unit.has_value() || options.num_ops_unit.has_value();
+  const auto set_units = [&](const ChakraUnits& u) {
+    units = u;
+    if (!opts.size_unit) opts.size_unit = u.size_unit;
+    if (!opts.num_ops_unit) opts.num_ops_unit = u.num_ops_unit;
+  };
+  if (!(opts.unmapped_scale >= 0.0) || !std::isfinite(opts.unmapped_scale)) {
+    throw TraceError(fmt::format("Chakra reader: the scale of unmapped kernels must be >= 0, got {}",
+                                 opts.unmapped_scale));
+  }
+  RankContext ctx{opts,       pg_file ? &*pg_file : nullptr, &unresolved_pgs, &uses_world,
+                  &untyped_collectives, &input_sized_gathers, &reading, &coverage};
   // node index -> node id per rank, for error messages
   std::vector<std::string> files;
 
@@ -672,7 +905,12 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
     files.push_back(file);
     reading = r;
     if (file.ends_with(".json")) {
-      if (r == 0) w.metadata = Json{{"source", "chakra-json"}};
+      if (r == 0) {
+        w.metadata = Json{{"source", "chakra-json"}};
+        // Chakra's JSON form records runtimes and names, not sizes: nothing to tell.
+        set_units({ChakraOptions::SizeUnit::bytes, ChakraOptions::NumOpsUnit::flops, true,
+                   "Chakra's JSON form"});
+      }
       w.ranks.push_back(build_rank(r, json_nodes(file), file, ctx, w.warnings));
       continue;
     }
@@ -711,6 +949,7 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
         throw TraceError(fmt::format("{}: message #{} is not a Chakra Node", file, i));
       }
     }
+    if (r == 0) set_units(detect_units(meta, nodes));
     RankTrace rank = build_rank(r, nodes, file, ctx, w.warnings);
     w.ranks.push_back(std::move(rank));
   }
@@ -747,6 +986,43 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
       }
       op.bytes *= members;
     }
+  }
+  if (coverage.kernels > 0) w.coverage = coverage;
+  {
+    const bool el = opts.size_unit == ChakraOptions::SizeUnit::elements;
+    const bool macs = opts.num_ops_unit == ChakraOptions::NumOpsUnit::macs;
+    w.units = fmt::format("sizes in {}, num_ops in {} ({}{})",
+                          el ? fmt::format("elements of {} bytes", opts.element_bytes) : "bytes",
+                          macs ? "MACs" : "FLOPs",
+                          units_given ? "given by the reader's options"
+                          : units.detected ? "detected: "
+                                           : "not detected: ",
+                          units_given ? "" : units.reason);
+  }
+  if (units_given && units.detected &&
+      (units.size_unit != opts.size_unit || units.num_ops_unit != opts.num_ops_unit)) {
+    w.warnings.push_back(fmt::format(
+        "{}: read as {} and {} as the options ask, but the trace says {} and {} ({})", prefix,
+        opts.size_unit == ChakraOptions::SizeUnit::elements ? "elements" : "bytes",
+        opts.num_ops_unit == ChakraOptions::NumOpsUnit::macs ? "MACs" : "FLOPs",
+        units.size_unit == ChakraOptions::SizeUnit::elements ? "elements" : "bytes",
+        units.num_ops_unit == ChakraOptions::NumOpsUnit::macs ? "MACs" : "FLOPs", units.reason));
+  }
+  if (!units_given && !units.detected) {
+    // Both readings' totals, so that the user sees what the choice changes.
+    double comm = 0.0, counted = 0.0;
+    for (const auto& rank : w.ranks) {
+      for (const auto& op : rank.ops) {
+        comm += comm_bytes(op);
+        if (op.flops) counted += *op.flops;
+      }
+    }
+    w.warnings.push_back(fmt::format(
+        "{}: the units of comm_size, tensor_size and num_ops cannot be told ({}): read as bytes "
+        "and FLOPs ({:.0f} B moved, {:.0f} FLOP); read as {}-byte elements and MACs they would "
+        "be {:.0f} B and {:.0f} FLOP. Pass --chakra-size-unit and --chakra-num-ops to choose",
+        prefix, units.reason, comm, counted, opts.element_bytes, comm * opts.element_bytes,
+        counted * 2));
   }
   if (untyped_collectives > 0) {
     w.warnings.push_back(fmt::format(

@@ -559,6 +559,8 @@ std::string describe(const Workload& w) {
                      si(flops, "FLOP"), si(matmul, "FLOP"), si(max_flops, "FLOP"));
   out += fmt::format("communication: {} sent; memory traffic: {}; delays: {}\n", si(comm, "B"),
                      si(mem, "B"), si(delay, "s"));
+  if (!w.units.empty()) out += fmt::format("units: {}\n", w.units);
+  if (w.coverage) out += w.coverage->describe();
   if (!w.warnings.empty()) out += fmt::format("warnings: {}\n", w.warnings.size());
   return out;
 }

@@ -15,6 +15,8 @@
 #include "trnsim/error.hpp"
 #include "trnsim/trace/chakra.hpp"
 #include "trnsim/trace/native.hpp"
+#include "trnsim/trace/pytorch_et.hpp"
+#include "trnsim/trace/torch_ops.hpp"
 
 using namespace trnsim;
 using namespace trnsim::trace;
@@ -133,7 +135,16 @@ TEST(ChakraShared, AstraSimMicrobenchmarks) {
           fmt::format("{}astra-sim/microbenchmarks/{}/{}npus_1MB/{}", kShared, coll, npus, coll);
       const Workload w = load_chakra(prefix);
       ASSERT_EQ(w.num_ranks(), npus);
-      EXPECT_TRUE(w.warnings.empty());
+      // ASTRA-sim's microbenchmarks say nothing about their units (GlobalMetadata is only
+      // version "0.0.4"): read as bytes, but not silently; the warning gives both readings.
+      ASSERT_EQ(w.warnings.size(), 1u);
+      EXPECT_NE(w.warnings[0].find("cannot be told"), std::string::npos);
+      EXPECT_NE(w.warnings[0].find(fmt::format("read as bytes and FLOPs ({} B moved",
+                                               npus * (kind == OpKind::all_gather ? npus : 1) *
+                                                   1048576)),
+                std::string::npos)
+          << w.warnings[0];
+      EXPECT_NE(w.units.find("not detected"), std::string::npos);
       ASSERT_EQ(w.groups.size(), 1u);
       EXPECT_EQ(w.groups.at("world").size(), static_cast<std::size_t>(npus));
       EXPECT_EQ(w.metadata["chakra_version"], "0.0.4");
@@ -477,15 +488,18 @@ TEST(Chakra, MatmulDtypeFromTheOptionOrTheTrace) {
 TEST(Chakra, ProcessGroups) {
   const auto dir = scratch("pg");
   save_even_odd(dir, "p", pb::ALL_REDUCE, 64);
-  // Without a process-group file: pg_names fall back to the world group, with a warning.
-  const Workload world = load_chakra((dir / "p").string());
+  // Without a process-group file: pg_names fall back to the world group, with a warning. (Units
+  // given: this file says nothing that fixes them.)
+  ChakraOptions bytes;
+  bytes.size_unit = ChakraOptions::SizeUnit::bytes;
+  const Workload world = load_chakra((dir / "p").string(), bytes);
   EXPECT_EQ(world.groups.at("world"), (std::vector<int>{0, 1, 2, 3}));
   ASSERT_EQ(world.warnings.size(), 2u);
   EXPECT_NE(world.warnings[0].find("pg_name \"even\" is used but there is no process-group file"),
             std::string::npos);
   // With one given explicitly.
   write_all(dir / "groups.json", R"({"even": [0, 2], "odd": [1, 3]})");
-  ChakraOptions o;
+  ChakraOptions o = bytes;
   o.process_groups = (dir / "groups.json").string();
   const Workload w = load_chakra((dir / "p").string(), o);
   EXPECT_TRUE(w.warnings.empty());
@@ -671,5 +685,380 @@ TEST(ChakraJson, BadNodeNamesItsPointer) {
   std::ofstream(dir / "u.0.json") << R"({"workload_graph": [{"Id": 1, "NodeType": 99}]})";
   EXPECT_NE(error_of([&] { load_chakra((dir / "u").string()); })
                 .find("/workload_graph/0/NodeType: 99 is not a Chakra node type"),
+            std::string::npos);
+}
+
+// ---- recorded PyTorch operators as Trainium compute ----------------------------------------------
+
+namespace {
+
+void io(pb::IOInfo* info, const std::string& values, const std::string& shapes,
+        const std::string& types) {
+  info->set_values(values);
+  info->set_shapes(shapes);
+  info->set_types(types);
+}
+
+// A PyTorch-derived rank: an aten::mm kernel recorded with its own shapes, a kernel of no known
+// operator, and an addmm CPU op that Chakra's converter split into two nodes (same rf_id), one
+// per kernel it launched.
+fs::path save_torch_rank(const std::string& name) {
+  const auto dir = scratch(name);
+  EtFile f;
+  auto& mm = f.node(1, pb::COMP_NODE, "aten::mm");
+  attr(mm, "is_cpu_op")->set_bool_val(false);
+  attr(mm, "tid")->set_int64_val(7);  // the CUDA stream
+  mm.set_duration_micros(500);
+  io(mm.mutable_inputs(), "[[1, 2, 0, 8192, 2, 'cuda:0'], [3, 4, 0, 4096, 2, 'cuda:0']]",
+     "[[64, 128], [128, 32]]", "['Tensor(c10::BFloat16)', 'Tensor(c10::BFloat16)']");
+  auto& custom = f.node(2, pb::COMP_NODE, "void my_custom_kernel<float>(float*)");
+  attr(custom, "is_cpu_op")->set_bool_val(false);
+  attr(custom, "tid")->set_int64_val(7);
+  custom.set_duration_micros(250);
+  for (std::uint64_t id : {10, 13}) {
+    auto& cpu = f.node(id, pb::COMP_NODE, id == 10 ? "aten::addmm(0)" : "aten::addmm(1)");
+    attr(cpu, "is_cpu_op")->set_bool_val(true);
+    attr(cpu, "rf_id")->set_int64_val(7);
+    io(cpu.mutable_inputs(), "[[5, 6, 0, 32, 4, 'cuda:0'], [7, 8, 0, 1024, 4, 'cuda:0'], "
+                             "[9, 10, 0, 2048, 4, 'cuda:0'], 1, 1]",
+       "[[32], [16, 64], [64, 32], [], []]",
+       "['Tensor(float)', 'Tensor(float)', 'Tensor(float)', 'Int', 'Int']");
+    io(cpu.mutable_outputs(), "[[11, 12, 0, 512, 4, 'cuda:0']]", "[[16, 32]]",
+       "['Tensor(float)']");
+  }
+  for (std::uint64_t id : {11, 12}) {
+    auto& k = f.node(id, pb::COMP_NODE, "sgemm_32x32x32_NN_vec");
+    attr(k, "is_cpu_op")->set_bool_val(false);
+    attr(k, "tid")->set_int64_val(7);
+    k.add_data_deps(id == 11 ? 10 : 13);
+    k.set_duration_micros(id == 11 ? 30 : 40);
+  }
+  f.save(dir / "t.0.et");
+  return dir / "t";
+}
+
+const Op& op_by_id(const Workload& w, OpId id) {
+  return w.ranks[0].ops[index_by_id(w.ranks[0]).at(id)];
+}
+
+}  // namespace
+
+TEST(TorchOps, RecordedMmRunsAsItsGemmAndUnknownKernelsKeepTheirDuration) {
+  const auto prefix = save_torch_rank("torch").string();
+  const Workload w = load_chakra(prefix);
+  EXPECT_TRUE(w.warnings.empty());
+  const Op& mm = op_by_id(w, 1);
+  ASSERT_EQ(mm.kind, OpKind::gemm);
+  EXPECT_EQ(mm.m, 64u);
+  EXPECT_EQ(mm.k, 128u);
+  EXPECT_EQ(mm.n, 32u);
+  EXPECT_EQ(mm.batch, 1u);
+  EXPECT_EQ(mm.dtype, DType::bf16);
+  EXPECT_EQ(op_flops(mm), 2.0 * 64 * 128 * 32);
+  EXPECT_EQ(mm.source_type, "aten::mm");
+  const Op& custom = op_by_id(w, 2);
+  EXPECT_EQ(custom.kind, OpKind::delay);
+  EXPECT_DOUBLE_EQ(custom.duration.si, 250e-6);
+  // addmm(0) and addmm(1) are one call (rf_id 7): its GEMM runs at the first kernel, and the
+  // second kernel takes no time.
+  const Op& addmm = op_by_id(w, 11);
+  ASSERT_EQ(addmm.kind, OpKind::gemm);
+  EXPECT_EQ(addmm.m, 16u);
+  EXPECT_EQ(addmm.k, 64u);
+  EXPECT_EQ(addmm.n, 32u);
+  EXPECT_EQ(addmm.dtype, DType::fp32);
+  EXPECT_EQ(addmm.name, "aten::addmm(0)");
+  EXPECT_EQ(op_by_id(w, 12).kind, OpKind::delay);
+  EXPECT_EQ(op_by_id(w, 12).duration.si, 0.0);
+  EXPECT_EQ(op_by_id(w, 10).kind, OpKind::delay);  // the CPU op itself: host time, none
+  EXPECT_EQ(op_by_id(w, 10).duration.si, 0.0);
+  ASSERT_TRUE(w.coverage);
+  EXPECT_EQ(w.coverage->kernels, 4u);
+  EXPECT_EQ(w.coverage->mapped, 3u);
+  EXPECT_NEAR(w.coverage->recorded_seconds, 820e-6, 1e-12);
+  EXPECT_NEAR(w.coverage->mapped_seconds, 570e-6, 1e-12);
+  ASSERT_EQ(w.coverage->unmapped_ops.size(), 1u);
+  EXPECT_EQ(w.coverage->unmapped_ops.begin()->first, "kernel my_custom_kernel");
+  EXPECT_EQ(w.coverage->unmapped_ops.begin()->second.kernels, 1u);
+  EXPECT_EQ(w.coverage->mapped_ops.at("aten::addmm").kernels, 1u);
+  EXPECT_NEAR(w.coverage->mapped_ops.at("aten::addmm").seconds, 70e-6, 1e-12);
+  // The kernels of stream 7 run in file order.
+  EXPECT_EQ(op_by_id(w, 1).deps, std::vector<OpId>{});
+  EXPECT_EQ(op_by_id(w, 2).deps, std::vector<OpId>{1});
+  EXPECT_EQ(op_by_id(w, 11).deps, (std::vector<OpId>{10, 2}));
+  EXPECT_EQ(op_by_id(w, 12).deps, (std::vector<OpId>{13, 11}));
+  ChakraOptions unordered;
+  unordered.stream_order = false;
+  EXPECT_EQ(op_by_id(load_chakra(prefix, unordered), 2).deps, std::vector<OpId>{});
+  const std::string d = describe(w);
+  EXPECT_NE(d.find("3 of 4 recorded kernels (75.0 %), 69.5 % of 0.00082 s recorded GPU time"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(d.find("kernel my_custom_kernel 1 (30.5 %)"), std::string::npos) << d;
+}
+
+TEST(TorchOps, KeepDurationsAndUnmappedScale) {
+  const auto prefix = save_torch_rank("torch_keep").string();
+  ChakraOptions keep;
+  keep.map_operators = false;
+  const Workload w = load_chakra(prefix, keep);
+  EXPECT_EQ(op_by_id(w, 1).kind, OpKind::delay);
+  EXPECT_DOUBLE_EQ(op_by_id(w, 1).duration.si, 500e-6);
+  EXPECT_DOUBLE_EQ(op_by_id(w, 12).duration.si, 40e-6);
+  ASSERT_TRUE(w.coverage);
+  EXPECT_EQ(w.coverage->mapped, 0u);
+  EXPECT_EQ(w.coverage->unmapped_ops.at("aten::addmm").kernels, 2u);
+  ChakraOptions half;
+  half.unmapped_scale = 0.5;
+  const Workload h = load_chakra(prefix, half);
+  EXPECT_DOUBLE_EQ(op_by_id(h, 2).duration.si, 125e-6);
+  EXPECT_EQ(op_by_id(h, 1).kind, OpKind::gemm);
+  half.unmapped_scale = -1;
+  EXPECT_NE(error_of([&] { load_chakra(prefix, half); }).find("must be >= 0"), std::string::npos);
+}
+
+TEST(TorchOps, OperatorTable) {
+  const auto call = [](const std::string& op, const std::string& shapes, const std::string& types,
+                       const std::string& values = "", const std::string& out_shapes = "",
+                       const std::string& out_types = "") {
+    TorchCall c;
+    c.op = op;
+    c.inputs = parse_torch_args(values, shapes, types, "test");
+    c.outputs = parse_torch_args("", out_shapes, out_types, "test");
+    return map_torch_op(c);
+  };
+  // bmm [20,512,64] x [20,64,512] (GPT-2's attention scores)
+  auto op = call("aten::bmm", "[[20, 512, 64], [20, 64, 512]]", "['Tensor(float)', 'Tensor(float)']");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op_flops(*op), 2.0 * 20 * 512 * 64 * 512);
+  // linear: input [4, 512, 1280], weight [5120, 1280] -> [2048 x 1280] x [1280 x 5120]
+  op = call("aten::linear", "[[4, 512, 1280], [5120, 1280], [5120]]",
+            "['Tensor(c10::Half)', 'Tensor(c10::Half)', 'Tensor(c10::Half)']");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->m, 2048u);
+  EXPECT_EQ(op->k, 1280u);
+  EXPECT_EQ(op->n, 5120u);
+  EXPECT_EQ(op->dtype, DType::fp16);
+  // conv2d [32,1024,14,14] * [256,1024,1,1] -> [32,256,14,14]: 6272 x 1024 x 256
+  op = call("aten::conv2d", "[[32, 1024, 14, 14], [256, 1024, 1, 1], [], [[], []], [[], []], [[], []], []]",
+            "['Tensor(float)', 'Tensor(float)', 'None', 'GenericList[Int,Int]', "
+            "'GenericList[Int,Int]', 'GenericList[Int,Int]', 'Int']",
+            "", "[[32, 256, 14, 14]]", "['Tensor(float)']");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op_flops(*op), 2.0 * 32 * 14 * 14 * 1024 * 256);
+  // its backward with output_mask [True, True, False]: two products of that size
+  op = call("aten::convolution_backward",
+            "[[32, 256, 14, 14], [32, 1024, 14, 14], [256, 1024, 1, 1], [], [], [], [], [], [], "
+            "[], [[], [], []]]",
+            "['Tensor(float)', 'Tensor(float)', 'Tensor(float)', 'GenericList[Int]', "
+            "'GenericList[Int,Int]', 'GenericList[Int,Int]', 'GenericList[Int,Int]', 'Bool', "
+            "'GenericList[Int,Int]', 'Int', 'GenericList[Bool,Bool,Bool]']",
+            "[[], [], [], [256], [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False]]");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op_flops(*op), 2 * 2.0 * 32 * 14 * 14 * 1024 * 256);
+  // attention [1,20,512,64], causal
+  op = call("aten::scaled_dot_product_attention",
+            "[[1, 20, 512, 64], [1, 20, 512, 64], [1, 20, 512, 64], [], [], []]",
+            "['Tensor(c10::BFloat16)', 'Tensor(c10::BFloat16)', 'Tensor(c10::BFloat16)', 'None', "
+            "'Double', 'Bool']",
+            "[[], [], [], None, 0.0, True]");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->kind, OpKind::attention);
+  EXPECT_TRUE(op->causal);
+  EXPECT_EQ(op->heads, 20u);
+  // layer norm over the last dimension; softmax rows
+  op = call("aten::native_layer_norm", "[[1, 512, 1280], [[]], [1280], [1280], []]",
+            "['Tensor(float)', 'GenericList[Int]', 'Tensor(float)', 'Tensor(float)', 'Double']");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->kind, OpKind::norm);
+  EXPECT_EQ(op->elements, 512u * 1280);
+  EXPECT_EQ(op->rows, 512u);
+  op = call("aten::_softmax", "[[1, 20, 512, 512], [], []]", "['Tensor(float)', 'Int', 'Bool']");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->kind, OpKind::softmax);
+  EXPECT_EQ(op->rows, 20u * 512);
+  // Adam over a list of parameters
+  op = call("aten::_foreach_add_", "[[[64], [256]], [[64], [256]]]",
+            "['GenericList[Tensor(float),Tensor(float)]', 'GenericList[Tensor(float),Tensor(float)]']");
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->elements, 320u);
+  // unknown operators and missing shapes map to nothing
+  EXPECT_FALSE(call("aten::embedding_bag", "[[10, 4], [3]]", "['Tensor(float)', 'Tensor(long)']"));
+  EXPECT_FALSE(call("aten::mm", "[[], []]", "['Tensor(float)', 'Tensor(float)']"));
+  EXPECT_EQ(torch_op_name("aten::mm(12)"), "aten::mm");
+  EXPECT_EQ(torch_op_name("f(x)"), "f(x)");
+  EXPECT_NE(error_of([] { parse_python_literal("[[1, 2]", "here"); }).find("here"),
+            std::string::npos);
+}
+
+TEST(TorchOps, SharedResNetTraceRunsAsTrainiumCompute) {
+  const Workload w = load_chakra(kShared + "chakra/chakra");
+  ASSERT_TRUE(w.coverage);
+  EXPECT_EQ(w.coverage->kernels, 1209u);
+  EXPECT_EQ(w.coverage->mapped, 1209u);
+  EXPECT_NEAR(w.coverage->recorded_seconds, 0.292828, 1e-9);
+  // ResNet-50 on 32 images of 224x224: 53 convolutions of 8.17 GFLOP an image forward.
+  double conv = 0, conv_bwd = 0;
+  for (const auto& op : w.ranks[0].ops) {
+    if (op.source_type == "aten::conv2d") conv += op_flops(op);
+    if (op.source_type == "aten::convolution_backward") conv_bwd += op_flops(op);
+  }
+  EXPECT_NEAR(conv / 32, 8.174e9, 0.01e9);
+  EXPECT_NEAR(conv_bwd / conv, 1.97, 0.01);  // the first layer computes no input gradient
+  EXPECT_NE(w.units.find("detected: GlobalMetadata schema \"1.0.1\""), std::string::npos);
+}
+
+// ---- units ---------------------------------------------------------------------------------------
+
+TEST(ChakraUnitsDetected, GeneratorTraceWithoutFlagsMatchesTheFlags) {
+  const std::string prefix = kShared + "moe-generated/mixtral_like_dp2_tp2_ep4/workload";
+  ChakraOptions flags;
+  flags.size_unit = ChakraOptions::SizeUnit::elements;
+  flags.num_ops_unit = ChakraOptions::NumOpsUnit::macs;
+  const Workload given = load_chakra(prefix, flags);
+  const Workload detected = load_chakra(prefix);
+  EXPECT_TRUE(detected.warnings.empty());
+  EXPECT_NE(detected.units.find("detected: GlobalMetadata schema \"symbolic_tensor_network\""),
+            std::string::npos);
+  EXPECT_NE(detected.units.find("elements of 2 bytes, num_ops in MACs"), std::string::npos);
+  double f0 = 0, f1 = 0, b0 = 0, b1 = 0;
+  for (int r = 0; r < 16; ++r) {
+    f0 += total_flops(given.ranks[r]);
+    f1 += total_flops(detected.ranks[r]);
+    for (const auto& op : given.ranks[r].ops) b0 += comm_bytes(op);
+    for (const auto& op : detected.ranks[r].ops) b1 += comm_bytes(op);
+  }
+  EXPECT_EQ(f0, f1);
+  EXPECT_EQ(b0, b1);
+  EXPECT_NEAR(f1, 295.4e12, 0.1e12);
+  EXPECT_TRUE(given.warnings.empty());
+  // Options that contradict the trace win, with a warning.
+  ChakraOptions bytes;
+  bytes.size_unit = ChakraOptions::SizeUnit::bytes;
+  bytes.num_ops_unit = ChakraOptions::NumOpsUnit::flops;
+  const Workload contrary = load_chakra(prefix, bytes);
+  ASSERT_EQ(contrary.warnings.size(), 1u);
+  EXPECT_NE(contrary.warnings[0].find("read as bytes and FLOPs as the options ask, but the trace "
+                                      "says elements and MACs"),
+            std::string::npos);
+}
+
+TEST(ChakraUnitsDetected, FromTheGeneratorsShapeRecords) {
+  // No schema, but an outputs attribute of (name, element count) pairs that sums to tensor_size.
+  const auto dir = scratch("units_shapes");
+  EtFile f;
+  auto& c = f.node(1, pb::COMP_NODE);
+  attr(c, "num_ops")->set_int64_val(1000);
+  attr(c, "tensor_size")->set_uint64_val(96);
+  auto* outs = attr(c, "outputs")->mutable_string_list();
+  outs->add_values("x@0Seq,Dmodel");
+  outs->add_values("64.0");
+  outs->add_values("y@0Seq,Dmodel");
+  outs->add_values("32.0");
+  f.save(dir / "s.0.et");
+  const Workload w = load_chakra((dir / "s").string());
+  EXPECT_TRUE(w.warnings.empty());
+  EXPECT_EQ(w.ranks[0].ops[0].flops, 2000.0);
+  EXPECT_EQ(w.ranks[0].ops[0].tensor_bytes, 192u);
+  EXPECT_NE(w.units.find("node 1: its outputs attribute lists 96 elements"), std::string::npos);
+}
+
+TEST(ChakraUnitsDetected, UnknownUnitsAreNotReadSilently) {
+  const auto dir = scratch("units_unknown");
+  EtFile f;
+  auto& c = f.node(1, pb::COMP_NODE);
+  attr(c, "num_ops")->set_int64_val(1000);
+  auto& ar = f.node(2, pb::COMM_COLL_NODE);
+  attr(ar, "comm_type")->set_int64_val(pb::ALL_REDUCE);
+  attr(ar, "comm_size")->set_int64_val(4096);
+  f.save(dir / "u.0.et");
+  const Workload w = load_chakra((dir / "u").string());
+  ASSERT_EQ(w.warnings.size(), 1u);
+  EXPECT_NE(w.warnings[0].find("cannot be told"), std::string::npos);
+  EXPECT_NE(w.warnings[0].find("read as bytes and FLOPs (4096 B moved, 1000 FLOP); read as 2-byte "
+                               "elements and MACs they would be 8192 B and 2000 FLOP"),
+            std::string::npos)
+      << w.warnings[0];
+  EXPECT_EQ(w.ranks[0].ops[1].bytes, 4096u);
+  // Either flag settles it, without a warning.
+  ChakraOptions o;
+  o.num_ops_unit = ChakraOptions::NumOpsUnit::flops;
+  EXPECT_TRUE(load_chakra((dir / "u").string(), o).warnings.empty());
+}
+
+TEST(ChakraUnitsDetected, TrnsimExportReadsBackAsBytes) {
+  const auto dir = scratch("units_export");
+  Workload w;
+  w.name = "x";
+  w.groups["world"] = {0};
+  RankTrace r;
+  Op ar;
+  ar.id = 1;
+  ar.kind = OpKind::all_reduce;
+  ar.group = "world";
+  ar.bytes = 4096;
+  r.ops.push_back(ar);
+  w.ranks.push_back(r);
+  ChakraExportOptions plain;
+  plain.embed_native = false;
+  export_chakra(w, (dir / "x").string(), plain);
+  const Workload back = load_chakra((dir / "x").string());
+  EXPECT_TRUE(back.warnings.empty());
+  EXPECT_EQ(back.ranks[0].ops[0].bytes, 4096u);
+  EXPECT_NE(back.units.find("trnsim's own export"), std::string::npos);
+}
+
+// ---- PyTorch execution traces read directly ------------------------------------------------------
+
+TEST(PytorchEt, Gpt2StepIsTheModelsFlops) {
+  const auto w = load_pytorch_et(kShared + "pytorch/param/hf_gpt2/hf_GPT2_et.json.gz");
+  ASSERT_TRUE(w);
+  ASSERT_EQ(w->num_ranks(), 1);
+  ASSERT_TRUE(w->coverage);
+  EXPECT_EQ(w->coverage->kernels, 3313u);
+  EXPECT_EQ(w->coverage->mapped, 3312u);
+  EXPECT_EQ(w->coverage->unmapped_ops.at("aten::arange").kernels, 1u);
+  // gpt2-large (774M parameters) on 512 tokens: 6 x N x T for the weights plus the attention
+  // products (3 x 4 x T^2 x d_model per layer, 36 layers): 2.52 TFLOP a training step.
+  double matrix = 0;
+  std::size_t gemms = 0;
+  for (const auto& op : w->ranks[0].ops) {
+    if (op.kind == OpKind::gemm) {
+      matrix += op_flops(op);
+      ++gemms;
+    }
+  }
+  const double model = 6.0 * 774.03e6 * 512 + 3 * 4.0 * 512 * 512 * 1280 * 36;
+  EXPECT_NEAR(matrix / model, 1.0, 0.01) << matrix;
+  EXPECT_EQ(gemms, 651u);
+  ASSERT_EQ(w->warnings.size(), 1u);
+  EXPECT_NE(w->warnings[0].find("1 calls on host (cpu) tensors only"), std::string::npos);
+  EXPECT_EQ(w->metadata["pytorch_et_schema"], "1.1.0-chakra.0.0.4");
+}
+
+TEST(PytorchEt, UnmappedCallsAndCollectivesAreCounted) {
+  const auto add = load_pytorch_et(kShared + "pytorch/hta/simple_add/benchmark_simple_add_et.json.gz");
+  ASSERT_TRUE(add);
+  // torch.add of two [256, 256] tensors, twice; the inputs come from aten::rand (counted once, not
+  // its uniform_ inside); 4 calls on CPU tensors are host work.
+  EXPECT_EQ(add->coverage->kernels, 4u);
+  EXPECT_EQ(add->coverage->mapped, 2u);
+  EXPECT_EQ(add->coverage->unmapped_ops.at("aten::rand").kernels, 2u);
+  const auto dlrm = load_pytorch_et(kShared + "pytorch/param/dlrm_8rank/et/dlrm_eg_1.json.gz");
+  ASSERT_TRUE(dlrm);
+  ASSERT_EQ(dlrm->warnings.size(), 2u);
+  EXPECT_NE(dlrm->warnings[1].find("13 record_param_comms collectives not replayed"),
+            std::string::npos);
+  // The embedding lookups do not map: counted once each, at the fbgemm call.
+  EXPECT_EQ(dlrm->coverage->unmapped_ops.at("fbgemm::split_embedding_codegen_lookup_adagrad_function")
+                .kernels,
+            1u);
+  // A native trace and a Chakra JSON file are not PyTorch ETs.
+  EXPECT_FALSE(load_pytorch_et(std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/inputs/golden-moe-16.json"));
+  EXPECT_FALSE(load_pytorch_et(kShared + "chakra/small_chakra.0.json"));
+  const auto dir = scratch("et_bad");
+  write_all(dir / "bad.json", R"({"schema": "1.0.1", "nodes": [{"id": 1}]})");
+  EXPECT_NE(error_of([&] { load_pytorch_et((dir / "bad.json").string()); })
+                .find("bad.json:/nodes/0/name: missing"),
             std::string::npos);
 }

@@ -14,15 +14,27 @@ namespace trnsim::trace {
 
 struct ChakraOptions {
   // Units of comm_size, tensor_size and trnsim_send_bytes: bytes, or elements of element_bytes
-  // each (ASTRA-sim's symbolic generator counts elements).
+  // each (ASTRA-sim's symbolic generator counts elements). Unset: detected from the trace
+  // (detect_units); a trace whose units cannot be told is read as bytes with a warning that
+  // gives both readings' totals.
   enum class SizeUnit { bytes, elements };
-  SizeUnit size_unit = SizeUnit::bytes;
+  std::optional<SizeUnit> size_unit;
   std::uint32_t element_bytes = 2;
 
   // What num_ops counts: floating-point operations, or multiply-accumulates (2 FLOPs each;
-  // ASTRA-sim's symbolic generator counts MACs).
+  // ASTRA-sim's symbolic generator counts MACs). Unset: detected with the size unit.
   enum class NumOpsUnit { flops, macs };
-  NumOpsUnit num_ops_unit = NumOpsUnit::flops;
+  std::optional<NumOpsUnit> num_ops_unit;
+
+  // GPU kernels of a PyTorch-derived trace whose operator (the kernel's own name, or the CPU op
+  // that launched it) is a known aten operator with recorded shapes run as Trainium compute ops
+  // (torch_ops.hpp); false keeps every kernel's recorded duration.
+  bool map_operators = true;
+  // Factor on the recorded durations of kernels that stay delays (1: as recorded).
+  double unmapped_scale = 1.0;
+  // GPU nodes (not CPU ops) with a "tid" attribute (PyTorch-derived traces: the CUDA stream) run
+  // in file order per stream, as a GPU runs a stream's kernels; false: only recorded dependencies.
+  bool stream_order = true;
 
   // Element type given to ops that Chakra records without one.
   DType dtype = DType::bf16;
@@ -42,6 +54,14 @@ struct ChakraOptions {
 
   // Largest size of one rank file, after gzip decompression (a gzip bomb stops here).
   std::uint64_t max_file_bytes = std::uint64_t(4) << 30;
+};
+
+// How a trace's sizes and num_ops were read, and why.
+struct ChakraUnits {
+  ChakraOptions::SizeUnit size_unit = ChakraOptions::SizeUnit::bytes;
+  ChakraOptions::NumOpsUnit num_ops_unit = ChakraOptions::NumOpsUnit::flops;
+  bool detected = false;  // false: could not be told (read as bytes and FLOPs, with a warning)
+  std::string reason;     // "GlobalMetadata schema \"symbolic_tensor_network\" (...)", ...
 };
 
 // Reads PREFIX.0.et, PREFIX.1.et, ... while they exist (a rank without an .et file may be in

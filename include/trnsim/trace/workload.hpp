@@ -249,6 +249,25 @@ struct RankTrace {
   std::vector<Op> ops;
 };
 
+// How many recorded GPU kernels a reader replaced by Trainium compute and how many kept their
+// recorded durations, with the recorded time of each, per operator.
+struct OperatorCoverage {
+  std::size_t kernels = 0;  // recorded compute kernels (GPU ops with a duration)
+  std::size_t mapped = 0;   // of them, run as (or folded into) a mapped compute op
+  double recorded_seconds = 0.0, mapped_seconds = 0.0;
+  double unmapped_scale = 1.0;  // factor applied to the kept durations
+  struct Entry {
+    std::size_t kernels = 0;
+    double seconds = 0.0;
+  };
+  std::map<std::string, Entry> mapped_ops, unmapped_ops;  // by operator (or kernel) name
+
+  void add(const OperatorCoverage& o);
+  // Two or more lines: the shares mapped, then the operators kept as recorded durations, the
+  // largest recorded time first (at most `top` of them).
+  std::string describe(std::size_t top = 8) const;
+};
+
 struct Workload {
   int version = 1;
   std::string name;
@@ -257,6 +276,11 @@ struct Workload {
   std::vector<RankTrace> ranks;  // ranks[r].rank == r
   // Things a reader tolerated (Chakra: dependencies on absent nodes, ...); never errors.
   std::vector<std::string> warnings;
+  // Readers of recorded traces (Chakra from PyTorch): how much of the recorded GPU time became
+  // Trainium compute. Summed over ranks.
+  std::optional<OperatorCoverage> coverage;
+  // How the reader took the trace's units, and why (Chakra); empty for native traces.
+  std::string units;
 
   int num_ranks() const { return static_cast<int>(ranks.size()); }
 };
