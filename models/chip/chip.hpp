@@ -26,7 +26,7 @@
 #include "chip/op_profile.hpp"
 #include "common/block.hpp"
 #include "neuron_core/neuron_core.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 
 namespace trnsim::model {
 

@@ -12,7 +12,7 @@
 #include "chip/op_profile.hpp"
 #include "common/block.hpp"
 #include "common/memory.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 
 namespace trnsim::model {
 

@@ -23,7 +23,7 @@
 
 #include "chip/compute_op.hpp"
 #include "neuron_core/program.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 
 namespace trnsim::model {
 

@@ -7,7 +7,7 @@
 #include <array>
 
 #include "trnsim/error.hpp"
-#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/resolve/plan.hpp"
 
 namespace trnsim::model {
 

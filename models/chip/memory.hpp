@@ -10,7 +10,7 @@
 
 #include "common/block.hpp"
 #include "common/memory.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 
 namespace trnsim::model {
 

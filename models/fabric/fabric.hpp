@@ -27,7 +27,7 @@
 #include "common/transfer.hpp"
 #include "link/link.hpp"
 #include "switch/router.hpp"
-#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/resolve/plan.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::model {

@@ -28,7 +28,7 @@
 #include "common/memory.hpp"
 #include "common/network.hpp"
 #include "common/transfer.hpp"
-#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/resolve/plan.hpp"
 #include "trnsim/topology/cluster.hpp"
 #include "trnsim/topology/topology.hpp"
 

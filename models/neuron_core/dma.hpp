@@ -33,7 +33,7 @@
 #include "common/memory.hpp"
 #include "common/wake_calendar.hpp"
 #include "neuron_core/program.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 
 namespace trnsim::model {
 

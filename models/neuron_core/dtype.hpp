@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 #include "trnsim/dtype.hpp"
 #include "trnsim/units.hpp"
 

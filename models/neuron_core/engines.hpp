@@ -19,7 +19,7 @@
 #include "common/block.hpp"
 #include "common/fifo.hpp"
 #include "neuron_core/program.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 
 namespace trnsim::model {
 

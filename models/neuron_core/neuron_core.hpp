@@ -18,7 +18,7 @@
 #include "neuron_core/engines.hpp"
 #include "neuron_core/program.hpp"
 #include "neuron_core/sram.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 
 namespace trnsim::model {
 

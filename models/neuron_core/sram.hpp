@@ -13,7 +13,7 @@
 #include <string>
 
 #include "common/block.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 
 namespace trnsim::model {
 

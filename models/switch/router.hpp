@@ -23,7 +23,7 @@
 
 #include "common/block.hpp"
 #include "link/link.hpp"
-#include "trnsim/config/fabric_params.hpp"
+#include "trnsim/params/fabric.hpp"
 #include "trnsim/hash.hpp"
 #include "trnsim/topology/topology.hpp"
 

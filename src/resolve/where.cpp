@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 
 namespace trnsim::resolve {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "chip/compute_op.hpp"
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 #include "trnsim/trace/workload.hpp"
 
 namespace trnsim::run {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "draft.hpp"
+#include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "trnsim/config/fabric_params.hpp"
+#include "trnsim/params/fabric.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::test {

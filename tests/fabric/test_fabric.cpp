@@ -17,6 +17,7 @@
 #include "../common/run_trnsim.hpp"
 #include "../common/topologies.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/resolve.hpp"
 
 // libsystemc's own main() needs sc_main; GoogleTest's main() is the one that runs.
 int sc_main(int, char**) { return 1; }

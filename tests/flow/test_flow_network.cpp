@@ -15,6 +15,7 @@
 #include "../common/topologies.hpp"
 #include "flow/flow_network.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/resolve/resolve.hpp"
 
 int sc_main(int, char**) { return 1; }
 

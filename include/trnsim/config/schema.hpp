@@ -16,6 +16,9 @@
 // the JSON pointer), JsonWriter turns it back into JSON with units, SchemaCollector lists the
 // fields for the docs. Defaults live in the member initialisers and nowhere else.
 #pragma once
+// Marks that the config layer (JSON readers and writers) is included: models/ checks that none of
+// its headers include it (models/CMakeLists.txt, trnsim_model_headers).
+#define TRNSIM_CONFIG_LAYER_INCLUDED 1
 
 #include <fmt/format.h>
 
@@ -34,55 +37,12 @@
 #include <vector>
 
 #include "trnsim/error.hpp"
+#include "trnsim/params/describe.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::config {
 
 using Json = nlohmann::json;
-
-// ---- constraints, given as the optional last argument of field() --------------------------------
-struct NoCheck {};
-struct Required {};  // the key must be present (hardware facts that have no sensible default)
-struct AtLeast {
-  double min;
-};
-struct Positive {};  // > 0
-struct InRange {
-  double min, max;
-};
-struct AtMost {
-  double max;
-};
-// Several constraints may be given together: field(key, x, "...", Required{}, Positive{}).
-
-// The kernel counts time in picoseconds in 64 bits (about 213 days); no single duration of a
-// config or trace may come near that, so every Duration is refused above this (docs/configuration.md,
-// "Input limits").
-inline constexpr double kMaxDurationSeconds = 1e6;
-// Byte counts are whole numbers that a double holds exactly.
-inline constexpr double kMaxBytes = 9007199254740992.0;  // 2^53
-// Nesting deeper than this in a config or trace is refused before any recursion can overflow the
-// stack.
-inline constexpr int kMaxJsonDepth = 256;
-
-// ---- enums: a type opts in by declaring `enum_names(E)` returning pairs of value and name -------
-template <class E>
-concept NamedEnum = std::is_enum_v<E> && requires(E e) { enum_names(e); };
-
-template <NamedEnum E>
-std::string_view enum_name(E value) {
-  for (const auto& [v, n] : enum_names(E{})) {
-    if (v == value) return n;
-  }
-  throw InternalError("enum value without a name");
-}
-
-struct ProbeVisitor {
-  template <class F, class... C>
-  void field(std::string_view, F&, std::string_view, C...) {}
-};
-template <class T>
-concept Visitable = requires(T& t, ProbeVisitor& v) { t.visit(v); };
 
 // ---- where each value came from ----------------------------------------------------------------
 // Maps a JSON pointer to the file (or "--set") that last set it; lookups walk up to the nearest

@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "trnsim/config/replay_params.hpp"
+#include "trnsim/params/replay.hpp"
 #include "trnsim/trace/workload.hpp"
 
 namespace trnsim::replay {

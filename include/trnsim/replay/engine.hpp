@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "trnsim/config/replay_params.hpp"
+#include "trnsim/params/replay.hpp"
 #include "trnsim/replay/collectives.hpp"
 #include "trnsim/replay/source.hpp"
 #include "trnsim/trace/workload.hpp"

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 #include "trnsim/resolve/where.hpp"
 
 namespace trnsim::resolve {

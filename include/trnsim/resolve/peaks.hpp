@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <optional>
 
-#include "trnsim/config/chip_params.hpp"
+#include "trnsim/params/chip.hpp"
 #include "trnsim/dtype.hpp"
 
 namespace trnsim::resolve {

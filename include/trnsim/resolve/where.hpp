@@ -9,7 +9,9 @@
 #include <string>
 #include <string_view>
 
-#include "trnsim/config/schema.hpp"
+namespace trnsim::config {
+class Provenance;
+}
 
 namespace trnsim::resolve {
 

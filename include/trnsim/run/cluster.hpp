@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "trnsim/config/cluster_params.hpp"
+#include "trnsim/params/cluster.hpp"
 #include "trnsim/replay/engine.hpp"
 #include "trnsim/trace/workload.hpp"
 

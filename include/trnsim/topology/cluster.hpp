@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "trnsim/config/cluster_params.hpp"
+#include "trnsim/params/cluster.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::topo {

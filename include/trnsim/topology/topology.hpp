@@ -12,10 +12,13 @@
 #include <string_view>
 #include <vector>
 
-#include "trnsim/config/chip_params.hpp"
-#include "trnsim/config/schema.hpp"
-#include "trnsim/config/topology_params.hpp"
+#include "trnsim/params/chip.hpp"
+#include "trnsim/params/topology.hpp"
 #include "trnsim/units.hpp"
+
+namespace trnsim::config {
+class Provenance;
+}
 
 namespace trnsim::topo {
 

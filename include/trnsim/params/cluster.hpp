@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "trnsim/config/schema.hpp"
+#include "trnsim/params/describe.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::config {

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <utility>
 
-#include "trnsim/config/schema.hpp"
+#include "trnsim/params/describe.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::config {

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "trnsim/config/schema.hpp"
 #include "trnsim/dtype.hpp"
+#include "trnsim/params/describe.hpp"
 #include "trnsim/units.hpp"
 
 namespace trnsim::config {
