@@ -22,7 +22,6 @@
 #include <vector>
 
 #include "common/histogram.hpp"
-#include "fabric/fabric.hpp"
 #include "internal.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
@@ -34,7 +33,6 @@ namespace trnsim::bench {
 namespace {
 
 using nlohmann::json;
-using model::Fabric;
 using topo::ChipId;
 
 constexpr std::uint64_t kMinBulk = 1024, kMaxBulk = 256ULL << 20;
@@ -85,13 +83,17 @@ Rack load_rack(const ConfigSource& o) {
 struct Net {
   resolve::FabricPlan plan;
   std::unique_ptr<model::Network> net;
+  // The implementation's packet probe (empty for a network without packets).
+  std::function<void(model::Network&, registry::PacketProbe)> packet_probe;
 };
 
 Net make_fabric(const Rack& rack) {
-  Net n{rack.fabric, nullptr};
+  Net n{rack.fabric, nullptr, {}};
   registry::Registry registry;
   registry::register_builtin_models(registry);
   n.net = registry::make_network(registry, "fabric", rack.topo, n.plan, {}, &rack.loaded.provenance);
+  n.packet_probe = registry.get(registry::Role::network, n.plan.model, "/rack/fabric/model",
+                                &rack.loaded.provenance).packet_probe;
   return n;
 }
 
@@ -208,9 +210,9 @@ Pattern parse_pattern(const std::string& s) {
 // sim.seed and the chip id.
 class UniformDriver : public sc_core::sc_module {
  public:
-  UniformDriver(const sc_core::sc_module_name& name, model::Network& f, const topo::Topology& topo,
+  UniformDriver(const sc_core::sc_module_name& name, const Net& net, const topo::Topology& topo,
                 const TrafficPlan& plan, std::uint64_t msg_bytes, std::uint64_t seed)
-      : sc_core::sc_module(name), f_(f), plan_(plan), msg_(msg_bytes) {
+      : sc_core::sc_module(name), f_(*net.net), plan_(plan), msg_(msg_bytes) {
     const auto n = std::uint32_t(topo.chip_count());
     window_start_ = model::to_sc(plan.warmup);
     window_end_ = model::to_sc(plan.warmup + plan.window);
@@ -218,10 +220,12 @@ class UniformDriver : public sc_core::sc_module {
       sc_core::sc_spawn([this, c, n, seed] { run(c, n, seed); }, fmt::format("chip{}", c).c_str());
     }
     // The packet fabric counts bytes as packets arrive; another network as transfers complete.
-    if (auto* packets = dynamic_cast<Fabric*>(&f)) {
+    if (net.packet_probe) {
       per_packet_ = true;
-      packets->set_delivery_observer([this](const model::Packet& p, const sc_core::sc_time& t) {
-        if (t >= window_start_ && t < window_end_) delivered_in_window += double(p.payload);
+      net.packet_probe(f_, [this](const registry::PacketEvent& p) {
+        if (p.delivered >= window_start_ && p.delivered < window_end_) {
+          delivered_in_window += double(p.payload);
+        }
       });
     }
   }
@@ -307,7 +311,7 @@ void measure_uniform(const Rack& rack, const Net& fab, const TrafficPlan& plan, 
   const auto n = rack.topo.chip_count();
   const auto t0 = std::chrono::steady_clock::now();
   const std::uint64_t msg = plan.bytes ? plan.bytes : fab.plan.packet_bytes;
-  UniformDriver driver("uniform", *fab.net, rack.topo, plan, msg, rack.loaded.config.sim.seed);
+  UniformDriver driver("uniform", fab, rack.topo, plan, msg, rack.loaded.config.sim.seed);
   sc_core::sc_start();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();

@@ -138,11 +138,11 @@ void register_builtin_models(Registry& r) {
            auto* fabric = dynamic_cast<model::Fabric*>(&net);
            if (!fabric) throw InternalError("a packet network that is not a model::Fabric");
            fabric->set_delivery_observer(
-               [probe = std::move(probe)](const model::Packet& p, const sc_core::sc_time&) {
+               [probe = std::move(probe)](const model::Packet& p, const sc_core::sc_time& t) {
                  const auto& req = p.transfer->record.request;
                  probe({int(req.src.v), int(req.dst.v),
                         (p.t_link + p.t_switch + p.t_forward).to_seconds(),
-                        p.t_queue.to_seconds()});
+                        p.t_queue.to_seconds(), p.payload, t});
                });
          }});
   r.add({Role::network,

@@ -47,12 +47,14 @@ using ScaleOutFactory = std::function<std::unique_ptr<model::PathNetwork>(
     std::vector<model::MemoryPort*> memories)>;
 using PowerFactory = std::function<std::unique_ptr<model::PowerModel>(const resolve::ChipPlan&)>;
 
-// One packet delivered by a packet-level network, as a probe sees it: its chips, the time it
-// spent on links, in switches and relaying chips, and the time it waited for busy outputs and
-// credits.
+// One packet delivered by a packet-level network, as a probe sees it: its chips, its payload, when
+// it was delivered, the time it spent on links, in switches and relaying chips, and the time it
+// waited for busy outputs and credits.
 struct PacketEvent {
   int src = 0, dst = 0;
   double hops_s = 0, queueing_s = 0;
+  std::uint64_t payload = 0;     // payload bytes of the packet
+  sc_core::sc_time delivered{};  // simulated time of delivery
 };
 using PacketProbe = std::function<void(const PacketEvent&)>;
 
