@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: MIT
+// `trnsim bench iteration`: one inference iteration of a model (configs/models/) under a layout,
+// simulated on the rack (docs/inference.md): its time, where it went, and the roofline bounds
+// it is compared against.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "trnsim/bench/bench.hpp"
+
+namespace trnsim::bench {
+
+struct IterationArgs {
+  std::string model = "llama-3.1-8b";  // a name under configs/models/ or a file
+  std::string layout = "tp=1";         // infer::parse_layout
+  std::uint64_t batch = 1;             // decode sequences
+  std::uint64_t context = 1024;        // their KV length
+  std::uint64_t prefill_tokens = 0;    // one prefill chunk
+  std::uint64_t prefill_context = 0;   // its prompt already cached
+  std::string weights_dtype = "bf16";  // bf16, fp8, mxfp8, mxfp4
+  std::string kv_dtype = "bf16";       // bf16, fp8
+  std::uint64_t seed = 1;
+  double launch_us = 15, sync_us = 10, schedule_us = 0;  // infer::RuntimeCosts
+  double reserve_fraction = 0.10;
+  std::uint64_t block_tokens = 16;
+};
+
+// {"model", "layout", "rack", "chip", "ranks", "time_ns", "breakdown_ns" {part: ns on the rank
+// that finished last}, "bounds" {"memory_ns", "compute_ns", bytes and flops}, "ratio_to_memory",
+// "ratio_to_compute", "limit", "capacity" {KV per chip and replica}, ...}. Refuses (InputError)
+// a model whose weights do not fit the layout, and a batch whose KV does not fit.
+Json iteration(const ConfigSource& config, const IterationArgs& a);
+
+}  // namespace trnsim::bench

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+// `trnsim bench iteration`: an inference iteration on the rack through run::Simulation and the
+// infer::IterationDriver; the bounds are computed from what the iteration's ops must move and
+// compute (infer::RankWork), the time from the simulated chips and fabric.
+#include "trnsim/bench/iteration.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "trnsim/error.hpp"
+#include "trnsim/infer/iteration.hpp"
+#include "trnsim/resolve/peaks.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/run/simulation.hpp"
+
+namespace trnsim::bench {
+
+namespace {
+
+DType dtype_option(const std::string& s, const char* option,
+                   std::initializer_list<DType> allowed) {
+  DType d{};
+  try {
+    d = parse_dtype(s);
+  } catch (const InputError&) {
+    d = DType::fp32;  // refused below
+  }
+  if (std::find(allowed.begin(), allowed.end(), d) == allowed.end()) {
+    std::string names;
+    for (DType x : allowed) names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(x));
+    throw InputError(fmt::format("{}: expected one of {}, got \"{}\"", option, names, s));
+  }
+  return d;
+}
+
+struct Prepared {
+  infer::IterationSpec spec;
+  infer::KvCapacity capacity;
+  double hbm_per_rank = 0;
+  int ranks_per_chip = 1;
+};
+
+Prepared prepare(const config::LoadedConfig& cfg, const IterationArgs& a) {
+  if (!cfg.config.rack) {
+    throw ConfigError(fmt::format("{}:/rack: missing: bench iteration needs a rack preset",
+                                  cfg.path));
+  }
+  Prepared p;
+  auto& s = p.spec;
+  s.model = infer::load_model(infer::model_path(a.model, data_path("configs/models")));
+  s.layout = infer::parse_layout(a.layout);
+  infer::check_layout(s.model, s.layout);
+  s.dtypes.weights = dtype_option(a.weights_dtype, "--weights-dtype",
+                                  {DType::bf16, DType::fp8, DType::mxfp8, DType::mxfp4});
+  s.dtypes.kv = dtype_option(a.kv_dtype, "--kv-dtype", {DType::bf16, DType::fp8});
+  s.decode_seqs = a.batch;
+  s.context = a.context;
+  s.prefill_tokens = a.prefill_tokens;
+  s.prefill_context = a.prefill_context;
+  s.seed = a.seed;
+  for (auto [v, opt] : {std::pair{a.launch_us, "--launch-us"}, {a.sync_us, "--sync-us"},
+                        {a.schedule_us, "--schedule-us"}}) {
+    if (!(v >= 0 && v <= 1e6)) throw InputError(fmt::format("{}: expected 0 to 1e6, got {}", opt, v));
+  }
+  s.runtime = {a.launch_us * 1e-6, a.sync_us * 1e-6, a.schedule_us * 1e-6};
+  if (!(a.reserve_fraction >= 0 && a.reserve_fraction < 1)) {
+    throw InputError(fmt::format("--reserve: expected a fraction in [0, 1), got {}",
+                                 a.reserve_fraction));
+  }
+  if (a.block_tokens < 1) throw InputError("--block-tokens: expected at least 1");
+  const resolve::RackPlan plan = *resolve::plan(cfg, resolve::Purpose::run).rack;
+  const auto& hbm = plan.chip.params.hbm;
+  p.ranks_per_chip = std::max(1, plan.placement.per_chip);
+  p.hbm_per_rank = double(hbm.stacks) * hbm.capacity_per_stack.si / p.ranks_per_chip;
+  const std::size_t chips = plan.topology.chip_count();
+  if (std::size_t(s.layout.ranks()) > chips * std::size_t(p.ranks_per_chip)) {
+    throw InputError(fmt::format("--layout: {} needs {} ranks; {} has {} chips x {} ranks per chip",
+                                 s.layout.text(), s.layout.ranks(), cfg.config.rack->name, chips,
+                                 p.ranks_per_chip));
+  }
+  infer::CapacityOptions o;
+  o.hbm_bytes = p.hbm_per_rank;
+  o.reserve_fraction = a.reserve_fraction;
+  o.block_tokens = a.block_tokens;
+  const auto dp = std::uint64_t(s.layout.dp);
+  o.max_tokens = (a.batch + dp - 1) / dp + a.prefill_tokens;
+  o.max_sequences = (a.batch + dp - 1) / dp + (a.prefill_tokens > 0 ? 1 : 0);
+  p.capacity = infer::kv_capacity(s.model, s.layout, s.dtypes, o);
+  infer::check_fits(s.model, s.layout, p.capacity, plan.chip.params.name);
+  // The fullest data-parallel group's KV: its decode sequences' contexts and the prefill.
+  const std::uint64_t per_group = (a.batch + dp - 1) / dp, block = a.block_tokens;
+  const std::uint64_t blocks = per_group * infer::BlockAllocator::blocks_for(a.context + 1, block) +
+                               infer::BlockAllocator::blocks_for(a.prefill_context + a.prefill_tokens, block);
+  if (blocks > p.capacity.blocks_per_chip) {
+    throw InputError(fmt::format(
+        "--batch {} --context {}: the KV cache of a data-parallel group needs {} blocks of {} "
+        "tokens; {} {} with layout {} holds {} per rank ({} tokens)",
+        a.batch, a.context, blocks, block, s.model.name, plan.chip.params.name, s.layout.text(),
+        p.capacity.blocks_per_chip, p.capacity.tokens_per_chip));
+  }
+  return p;
+}
+
+Json capacity_json(const infer::KvCapacity& c) {
+  return {{"hbm_bytes", c.hbm},
+          {"weights_bytes", c.weights},
+          {"activations_bytes", c.activations},
+          {"reserve_bytes", c.reserve},
+          {"kv_bytes", c.kv},
+          {"kv_bytes_per_token", c.kv_bytes_per_token},
+          {"block_tokens", c.block_tokens},
+          {"blocks_per_chip", c.blocks_per_chip},
+          {"kv_tokens_per_chip", c.tokens_per_chip},
+          {"kv_tokens_per_replica", c.tokens_per_replica},
+          {"fullest_stage", c.stage}};
+}
+
+}  // namespace
+
+Json iteration(const ConfigSource& config, const IterationArgs& a) {
+  const Prepared p = prepare(config.load(), a);
+  return run_isolated([&]() -> Json {
+    const auto cfg = config.load();
+    infer::IterationSource source(p.spec);
+    infer::IterationDriver driver(source);
+    run::Simulation sim(cfg, driver);
+    const run::RunData out = sim.run();
+    const resolve::ChipPeaks peaks = resolve::chip_peaks(sim.rack_plan().chip);
+    const auto& l = p.spec.layout;
+    // Bounds: stages run one after another within an iteration; within a stage, the rank with
+    // the most to move (compute) bounds it. A chip's bandwidth and peak are shared by its ranks.
+    double mem_s = 0, comp_s = 0, weights = 0, kv = 0, flops = 0;
+    for (int st = 0; st < l.pp; ++st) {
+      double mem = 0, comp = 0;
+      for (int r = st * l.stage_ranks(); r < (st + 1) * l.stage_ranks(); ++r) {
+        const auto& w = source.work(r);
+        const double bytes = w.weight_bytes + w.kv_read_bytes + w.kv_write_bytes;
+        mem = std::max(mem, bytes * p.ranks_per_chip / peaks.hbm_bytes_per_s);
+        double c = 0;
+        for (std::size_t d = 0; d < w.flops.size(); ++d) {
+          if (w.flops[d] == 0) continue;
+          const auto ran = peaks.ran_as(DType(d));
+          const double peak = ran ? peaks.tensor(*ran) : 0;
+          if (peak > 0) c += w.flops[d] / peak;
+          flops += w.flops[d];
+        }
+        comp = std::max(comp, c * p.ranks_per_chip);
+        weights += w.weight_bytes;
+        kv += w.kv_read_bytes;
+      }
+      mem_s += mem;
+      comp_s += comp;
+    }
+    // Breakdown: the ops of the rank that finished last, by part (ops that overlap, such as a
+    // shared expert beside the dispatch, count in full, so the parts may add up to more).
+    int last_rank = 0;
+    sc_core::sc_time last_end = sc_core::SC_ZERO_TIME;
+    for (const auto& r : out.records) {
+      if (r.end >= last_end) last_end = r.end, last_rank = r.rank;
+    }
+    std::array<double, infer::kPartCount> parts{};
+    for (const auto& r : out.records) {
+      if (r.rank != last_rank) continue;
+      parts[std::size_t(source.part(r.rank, r.index))] += (r.end - r.start).to_seconds();
+    }
+    Json breakdown = Json::object();
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      breakdown[infer::part_name(infer::Part(i))] = parts[i] * 1e9;
+    }
+    const double t = out.end.to_seconds();
+    const double bound = std::max(mem_s, comp_s);
+    return {{"model", p.spec.model.name},
+            {"layout", l.text()},
+            {"rack", cfg.config.rack->name},
+            {"chip", sim.rack_plan().chip.params.name},
+            {"ranks", l.ranks()},
+            {"ranks_per_chip", p.ranks_per_chip},
+            {"weights_dtype", to_string(p.spec.dtypes.weights)},
+            {"kv_dtype", to_string(p.spec.dtypes.kv)},
+            {"batch", a.batch},
+            {"context", a.context},
+            {"prefill_tokens", a.prefill_tokens},
+            {"prefill_context", a.prefill_context},
+            {"seed", a.seed},
+            {"fidelity", out.fidelity},
+            {"time_ns", t * 1e9},
+            {"breakdown_ns", breakdown},
+            {"breakdown_rank", last_rank},
+            {"bounds",
+             {{"memory_ns", mem_s * 1e9},
+              {"compute_ns", comp_s * 1e9},
+              {"weight_bytes_read", weights},
+              {"kv_bytes_read", kv},
+              {"flops", flops},
+              {"hbm_bytes_per_s_per_chip", peaks.hbm_bytes_per_s}}},
+            {"ratio_to_memory_bound", mem_s > 0 ? t / mem_s : 0},
+            {"ratio_to_compute_bound", comp_s > 0 ? t / comp_s : 0},
+            {"bound_limit", mem_s >= comp_s ? "memory" : "compute"},
+            {"ratio_to_bound", bound > 0 ? t / bound : 0},
+            {"capacity", capacity_json(p.capacity)},
+            {"ops", out.records.size()},
+            {"compute_shapes_simulated", out.compute_shapes_simulated},
+            {"wall_time_s", out.wall_seconds}};
+  });
+}
+
+}  // namespace trnsim::bench

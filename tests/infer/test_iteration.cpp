@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+// The iteration generator's ops and what they must move (hand-computed), and `trnsim bench
+// iteration` end to end: a batch-1 decode on one chip is no faster than its weights over the
+// HBM bandwidth, the same seed gives the same time, a layout that does not fit exits 2.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../common/run_trnsim.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/infer/iteration.hpp"
+
+using namespace trnsim;
+using namespace trnsim::infer;
+
+namespace {
+
+ModelParams load(const std::string& name) {
+  return load_model(std::string(TRNSIM_SOURCE_DIR) + "/configs/models/" + name + ".json");
+}
+
+std::size_t count(const trace::RankTrace& r, trace::OpKind k) {
+  std::size_t n = 0;
+  for (const auto& op : r.ops) n += op.kind == k ? 1 : 0;
+  return n;
+}
+
+nlohmann::json bench(const std::string& args) {
+  const auto r = test::run_trnsim("bench iteration --json " + args, false);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+// Llama 3.1 8B, batch 1, context 1024, BF16, one rank. Weights its GEMMs read: per layer qkv
+// 4096 x 6144, o 4096^2, gate/up 4096 x 28672, down 14336 x 4096 = 218,103,808 parameters,
+// x 32; the LM head 4096 x 128256; 2 B each: 15,009,316,864 B (the embedding table is gathered
+// by rows, not read). KV read: 32 layers x 1024 tokens x 4096 B = 134,217,728 B.
+TEST(InferIteration, Llama8bDecodeReadsItsWeightsAndKvByHand) {
+  IterationSpec s;
+  s.model = load("llama-3.1-8b");
+  const IterationSource src(s);
+  EXPECT_EQ(src.num_ranks(), 1);
+  EXPECT_DOUBLE_EQ(src.work(0).weight_bytes, 15'009'316'864.0);
+  EXPECT_DOUBLE_EQ(src.work(0).kv_read_bytes, 134'217'728.0);
+  EXPECT_DOUBLE_EQ(src.work(0).kv_write_bytes, 32 * 4096.0);
+  const auto& ops = src.workload().ranks[0];
+  EXPECT_EQ(count(ops, trace::OpKind::attention), 32u);
+  EXPECT_EQ(count(ops, trace::OpKind::all_reduce), 0u);
+  EXPECT_EQ(count(ops, trace::OpKind::delay), 2u);  // launch and sync
+}
+
+// TP 8: two all-reduces per layer and the sampling gather; each rank reads an eighth of the
+// split weights.
+TEST(InferIteration, TensorParallelAddsCollectives) {
+  IterationSpec s;
+  s.model = load("llama-3.1-70b");
+  s.layout = Layout{.tp = 8};
+  s.decode_seqs = 4;
+  const IterationSource src(s);
+  EXPECT_EQ(src.num_ranks(), 8);
+  const auto& ops = src.workload().ranks[3];
+  EXPECT_EQ(count(ops, trace::OpKind::all_reduce), 2u * 80);
+  EXPECT_EQ(count(ops, trace::OpKind::all_gather), 1u);
+  EXPECT_EQ(src.groups().at("tp.s0.g0").size(), 8u);
+}
+
+// DeepSeek-V3, expert parallel over 8 data-parallel ranks: a dispatch and a combine per MoE
+// layer (58) on every rank, even one with no sequence of its own; the tokens each rank sends
+// are the tokens the others receive.
+TEST(InferIteration, ExpertParallelDispatchAndCombineBalance) {
+  IterationSpec s;
+  s.model = load("deepseek-v3");
+  s.layout = Layout{.tp = 1, .dp = 8, .ep = 8};
+  s.decode_seqs = 6;  // ranks 6 and 7 have none
+  s.dtypes.weights = DType::fp8;
+  const IterationSource src(s);
+  std::uint64_t sent = 0, received = 0;
+  for (int r = 0; r < 8; ++r) {
+    const auto& ops = src.workload().ranks[std::size_t(r)];
+    EXPECT_EQ(count(ops, trace::OpKind::all_to_all_v), 2u * 58) << r;
+    for (const auto& op : ops.ops) {
+      if (op.kind != trace::OpKind::all_to_all_v || op.layer != 3) continue;
+      for (auto b : op.send_bytes) (op.name.ends_with("dispatch") ? sent : received) += b;
+    }
+  }
+  // 6 tokens x top-8 x 7168 x 2 B dispatched in layer 3, and as many combined.
+  EXPECT_EQ(sent, 6u * 8 * 7168 * 2);
+  EXPECT_EQ(received, sent);
+  EXPECT_EQ(count(src.workload().ranks[7], trace::OpKind::attention), 0u);
+}
+
+TEST(InferIteration, SameSeedSameOpsOtherSeedOtherRouting) {
+  IterationSpec s;
+  s.model = load("qwen3-30b-a3b");
+  s.decode_seqs = 16;
+  const IterationSource a(s), b(s);
+  EXPECT_DOUBLE_EQ(a.work(0).weight_bytes, b.work(0).weight_bytes);
+  s.seed = 2;
+  const IterationSource c(s);
+  EXPECT_NE(a.work(0).weight_bytes, c.work(0).weight_bytes);  // other experts active
+}
+
+TEST(InferIteration, RefusesAnEmptyBatch) {
+  IterationSpec s;
+  s.model = load("llama-3.1-8b");
+  s.decode_seqs = 0;
+  EXPECT_THROW(IterationSource{s}, InputError);
+}
+
+// A batch-1 decode on one Trn2 chip takes at least its bytes over the 2.9 TB/s HBM: the bound
+// is (15,009,316,864 + 134,217,728 + 131,072) B / 2.9e12 B/s = 5,221.95 us.
+TEST(InferIterationCli, Batch1DecodeIsBoundedByWeightBytesOverHbm) {
+  const auto j = bench("--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                       "--batch 1 --context 1024");
+  const double bound_ns = (15'009'316'864.0 + 134'217'728.0 + 131'072.0) / 2.9e12 * 1e9;
+  EXPECT_NEAR(j["bounds"]["memory_ns"].get<double>(), bound_ns, 1e-6 * bound_ns);
+  EXPECT_GE(j["time_ns"].get<double>(), bound_ns);
+  EXPECT_EQ(j["bound_limit"], "memory");
+  EXPECT_GT(j["breakdown_ns"]["dense_ffn"].get<double>(), 0);
+}
+
+TEST(InferIterationCli, DeterministicForASeed) {
+  const std::string args = "--config configs/racks/trn2-ultraserver.json --model qwen3-30b-a3b "
+                           "--layout tp=4 --batch 8 --context 2048 --prefill-tokens 128 --seed 7";
+  const auto a = bench(args), b = bench(args);
+  EXPECT_EQ(a["time_ns"], b["time_ns"]);
+  EXPECT_EQ(a["breakdown_ns"], b["breakdown_ns"]);
+}
+
+TEST(InferIterationCli, RefusedLayoutExitsTwoNamingModelLayoutAndBytes) {
+  const auto r = test::run_trnsim(
+      "bench iteration --config configs/racks/trn2-ultraserver.json --model deepseek-v3 "
+      "--layout tp=1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("model deepseek-v3 with layout tp=1,dp=1,ep=1,pp=1"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("GB of weights"), std::string::npos) << r.out;
+  const auto bad = test::run_trnsim("bench iteration --model llama-3.1-8b --layout tp=3");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--layout: tp=3 does not divide"), std::string::npos) << bad.out;
+}
