@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Decode iterations against their memory bound and prefill chunks against their compute bound,
+for the bundled models (configs/models/) on the Trn2 and Trn3 UltraServer presets, as a Markdown
+table (docs/inference.md). Each point is one `trnsim bench iteration --json`; a point whose
+weights or KV cache do not fit is listed as such. Standard library only.
+
+    tools/infer_table.py [--trnsim build/release/src/cli/trnsim] [--quick]
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RACKS = {"trn2": "configs/racks/trn2-ultraserver.json",
+         "trn3": "configs/racks/trn3-gen2-ultraserver.json"}
+# model -> (layout, weights dtype): the smallest layout of this slice that holds the weights on
+# both racks' chips.
+MODELS = {
+    "llama-3.1-8b": ("tp=1", "bf16"),
+    "llama-3.1-70b": ("tp=4", "bf16"),
+    "qwen3-30b-a3b": ("tp=1", "bf16"),
+    "qwen3-235b-a22b": ("tp=8", "bf16"),
+    "llama-4-maverick": ("tp=8", "fp8"),
+    "deepseek-v3": ("dp=64,ep=64", "fp8"),
+}
+
+
+def point(trnsim, rack, model, layout, wdt, batch, context, prefill):
+    cmd = [trnsim, "bench", "iteration", "--json", "--config", RACKS[rack], "--model", model,
+           "--layout", layout, "--weights-dtype", wdt, "--batch", str(batch), "--context",
+           str(context), "--prefill-tokens", str(prefill)]
+    r = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+    if r.returncode == 2:
+        return None, r.stderr.strip().splitlines()[-1] if r.stderr.strip() else "refused"
+    if r.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed ({r.returncode}): {r.stderr}")
+    return json.loads(r.stdout), None
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--trnsim", default=os.path.join(ROOT, "build/release/src/cli/trnsim"))
+    ap.add_argument("--quick", action="store_true", help="batch 1 and 64, context 1k and 8k")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated model names")
+    a = ap.parse_args()
+    batches = [1, 64] if a.quick else [1, 8, 64, 256]
+    contexts = [1024, 8192] if a.quick else [1024, 8192, 32768]
+    print("| model | chip | layout | kind | batch | context | time us | memory bound us | "
+          "compute bound us | time / bound | bound | KV tokens per replica |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for model in a.models.split(","):
+        layout, wdt = MODELS[model]
+        for rack in RACKS:
+            rows = [("decode", b, c, 0) for b in batches for c in contexts]
+            rows += [("prefill", 0, 0, p) for p in ([2048] if a.quick else [1024, 4096])]
+            for kind, b, c, p in rows:
+                j, why = point(a.trnsim, rack, model, layout, wdt, b, c, p)
+                if j is None:
+                    print(f"| {model} | {rack} | {layout} {wdt} | {kind} | {b} | {c or p} | "
+                          f"does not fit | | | | | |")
+                    continue
+                bd = j["bounds"]
+                ratio = j["ratio_to_bound"]
+                print(f"| {model} | {rack} | {layout} {wdt} | {kind} | {b} | {c or p} | "
+                      f"{j['time_ns'] / 1e3:.1f} | {bd['memory_ns'] / 1e3:.1f} | "
+                      f"{bd['compute_ns'] / 1e3:.1f} | {ratio:.2f} | {j['bound_limit']} | "
+                      f"{j['capacity']['kv_tokens_per_replica']} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
