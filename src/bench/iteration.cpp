@@ -34,6 +34,18 @@ DType dtype_option(const std::string& s, const char* option,
   return d;
 }
 
+std::vector<std::uint64_t> size_list(const std::string& s, const char* option) {
+  std::vector<std::uint64_t> out;
+  std::size_t at = 0;
+  while (at < s.size()) {
+    const auto comma = s.find(',', at);
+    const std::string item = s.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+    out.push_back(parse_size(item, option));
+    at = comma == std::string::npos ? s.size() : comma + 1;
+  }
+  return out;
+}
+
 struct Prepared {
   infer::IterationSpec spec;
   infer::KvCapacity capacity;
@@ -64,6 +76,8 @@ Prepared prepare(const config::LoadedConfig& cfg, const IterationArgs& a) {
     if (!(v >= 0 && v <= 1e6)) throw InputError(fmt::format("{}: expected 0 to 1e6, got {}", opt, v));
   }
   s.runtime = {a.launch_us * 1e-6, a.sync_us * 1e-6, a.schedule_us * 1e-6};
+  s.batch_buckets = size_list(a.batch_buckets, "--batch-buckets");
+  s.seq_buckets = size_list(a.seq_buckets, "--seq-buckets");
   if (!(a.reserve_fraction >= 0 && a.reserve_fraction < 1)) {
     throw InputError(fmt::format("--reserve: expected a fraction in [0, 1), got {}",
                                  a.reserve_fraction));
@@ -102,6 +116,40 @@ Prepared prepare(const config::LoadedConfig& cfg, const IterationArgs& a) {
   return p;
 }
 
+// Stages run one after another within an iteration; within a stage, the rank with the most to
+// move (compute) bounds it. A chip's bandwidth and peak are shared by its ranks.
+struct Bounds {
+  double memory_s = 0, compute_s = 0, weights = 0, kv = 0, flops = 0;
+};
+
+Bounds bounds_of(const infer::IterationSource& source, const resolve::ChipPeaks& peaks,
+                 int ranks_per_chip) {
+  const auto& l = source.spec().layout;
+  Bounds b;
+  for (int st = 0; st < l.pp; ++st) {
+    double mem = 0, comp = 0;
+    for (int r = st * l.stage_ranks(); r < (st + 1) * l.stage_ranks(); ++r) {
+      const auto& w = source.work(r);
+      const double bytes = w.weight_bytes + w.kv_read_bytes + w.kv_write_bytes;
+      mem = std::max(mem, bytes * ranks_per_chip / peaks.hbm_bytes_per_s);
+      double c = 0;
+      for (std::size_t d = 0; d < w.flops.size(); ++d) {
+        if (w.flops[d] == 0) continue;
+        const auto ran = peaks.ran_as(DType(d));
+        const double peak = ran ? peaks.tensor(*ran) : 0;
+        if (peak > 0) c += w.flops[d] / peak;
+        b.flops += w.flops[d];
+      }
+      comp = std::max(comp, c * ranks_per_chip);
+      b.weights += w.weight_bytes;
+      b.kv += w.kv_read_bytes;
+    }
+    b.memory_s += mem;
+    b.compute_s += comp;
+  }
+  return b;
+}
+
 Json capacity_json(const infer::KvCapacity& c) {
   return {{"hbm_bytes", c.hbm},
           {"weights_bytes", c.weights},
@@ -123,35 +171,19 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
   return run_isolated([&]() -> Json {
     const auto cfg = config.load();
     infer::IterationSource source(p.spec);
+    // The same iteration at its exact shapes: the useful work the bounds count.
+    infer::IterationSpec exact_spec = p.spec;
+    exact_spec.batch_buckets.clear();
+    exact_spec.seq_buckets.clear();
+    const infer::IterationSource exact(exact_spec);
     infer::IterationDriver driver(source);
     run::Simulation sim(cfg, driver);
     const run::RunData out = sim.run();
     const resolve::ChipPeaks peaks = resolve::chip_peaks(sim.rack_plan().chip);
     const auto& l = p.spec.layout;
-    // Bounds: stages run one after another within an iteration; within a stage, the rank with
-    // the most to move (compute) bounds it. A chip's bandwidth and peak are shared by its ranks.
-    double mem_s = 0, comp_s = 0, weights = 0, kv = 0, flops = 0;
-    for (int st = 0; st < l.pp; ++st) {
-      double mem = 0, comp = 0;
-      for (int r = st * l.stage_ranks(); r < (st + 1) * l.stage_ranks(); ++r) {
-        const auto& w = source.work(r);
-        const double bytes = w.weight_bytes + w.kv_read_bytes + w.kv_write_bytes;
-        mem = std::max(mem, bytes * p.ranks_per_chip / peaks.hbm_bytes_per_s);
-        double c = 0;
-        for (std::size_t d = 0; d < w.flops.size(); ++d) {
-          if (w.flops[d] == 0) continue;
-          const auto ran = peaks.ran_as(DType(d));
-          const double peak = ran ? peaks.tensor(*ran) : 0;
-          if (peak > 0) c += w.flops[d] / peak;
-          flops += w.flops[d];
-        }
-        comp = std::max(comp, c * p.ranks_per_chip);
-        weights += w.weight_bytes;
-        kv += w.kv_read_bytes;
-      }
-      mem_s += mem;
-      comp_s += comp;
-    }
+    const Bounds useful = bounds_of(exact, peaks, p.ranks_per_chip);
+    const Bounds padded = bounds_of(source, peaks, p.ranks_per_chip);
+    const double mem_s = useful.memory_s, comp_s = useful.compute_s;
     // Breakdown: the ops of the rank that finished last, by part (ops that overlap, such as a
     // shared expert beside the dispatch, count in full, so the parts may add up to more).
     int last_rank = 0;
@@ -190,15 +222,24 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
             {"bounds",
              {{"memory_ns", mem_s * 1e9},
               {"compute_ns", comp_s * 1e9},
-              {"weight_bytes_read", weights},
-              {"kv_bytes_read", kv},
-              {"flops", flops},
+              {"weight_bytes_read", useful.weights},
+              {"kv_bytes_read", useful.kv},
+              {"flops", useful.flops},
               {"hbm_bytes_per_s_per_chip", peaks.hbm_bytes_per_s}}},
             {"ratio_to_memory_bound", mem_s > 0 ? t / mem_s : 0},
             {"ratio_to_compute_bound", comp_s > 0 ? t / comp_s : 0},
             {"bound_limit", mem_s >= comp_s ? "memory" : "compute"},
             {"ratio_to_bound", bound > 0 ? t / bound : 0},
             {"capacity", capacity_json(p.capacity)},
+            {"padding",
+             {{"buckets", !p.spec.batch_buckets.empty() || !p.spec.seq_buckets.empty()},
+              {"decode_per_group", source.shape().decode},
+              {"context", source.shape().context},
+              {"prefill_tokens", source.shape().prefill_tokens},
+              {"memory_ns", padded.memory_s * 1e9},
+              {"compute_ns", padded.compute_s * 1e9},
+              {"flops", padded.flops},
+              {"kv_bytes_read", padded.kv}}},
             {"ops", out.records.size()},
             {"compute_shapes_simulated", out.compute_shapes_simulated},
             {"wall_time_s", out.wall_seconds}};

@@ -34,6 +34,14 @@ void print_table(const nlohmann::json& r) {
              "time/bound {:.2f}\n",
              b["compute_ns"].get<double>() / 1e3, b["flops"].get<double>() / 1e12,
              r["ratio_to_compute_bound"].get<double>());
+  const auto& pad = r["padding"];
+  if (pad["buckets"].get<bool>()) {
+    fmt::print("compiled shapes     batch per group {} at context {}, prefill {}: padded work's "
+               "bounds {:.2f} us memory, {:.2f} us compute\n",
+               pad["decode_per_group"].dump(), pad["context"].get<std::uint64_t>(),
+               pad["prefill_tokens"].get<std::uint64_t>(), pad["memory_ns"].get<double>() / 1e3,
+               pad["compute_ns"].get<double>() / 1e3);
+  }
   fmt::print("breakdown (rank {}, us; overlapping ops count in full):\n",
              r["breakdown_rank"].get<int>());
   for (const auto& [k, v] : r["breakdown_ns"].items()) {
@@ -69,6 +77,11 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
   sub->add_option("--schedule-us", a.schedule_us, "scheduler cost per iteration (us)");
   sub->add_option("--reserve", a.reserve_fraction, "fraction of HBM kept free (default 0.1)");
   sub->add_option("--block-tokens", a.block_tokens, "tokens per KV cache block (default 16)");
+  sub->add_option("--batch-buckets", a.batch_buckets,
+                  "compiled batch sizes, e.g. 1,2,4,8,16,32,64 (default: exact shapes)");
+  sub->add_option("--seq-buckets", a.seq_buckets,
+                  "compiled sequence lengths for the context and the prefill chunk, e.g. "
+                  "128,256,512,1024,2048 (default: exact shapes)");
   reg.add(sub, [o]() {
     const auto r = bench::iteration(o->first.source, o->second);
     if (o->first.json) {

@@ -77,11 +77,9 @@ class IterationBuilder {
   static std::string tp_group(int stage, int group) { return fmt::format("tp.s{}.g{}", stage, group); }
   static std::string ep_group(int stage) { return fmt::format("ep.s{}", stage); }
 
-  std::uint64_t decode_of(int group) const {
-    const auto dp = std::uint64_t(s_.layout.dp), g = std::uint64_t(group);
-    return s_.decode_seqs / dp + (g < s_.decode_seqs % dp ? 1 : 0);
-  }
-  std::uint64_t prefill_of(int group) const { return group == 0 ? s_.prefill_tokens : 0; }
+  // The shapes the iteration runs at (compiled buckets applied).
+  std::uint64_t decode_of(int group) const { return src_.shape_.decode[std::size_t(group)]; }
+  std::uint64_t prefill_of(int group) const { return group == 0 ? src_.shape_.prefill_tokens : 0; }
   std::uint64_t tokens_of(int group) const { return decode_of(group) + prefill_of(group); }
 
   // -- op helpers: each returns the new op's id ---------------------------------------------
@@ -194,8 +192,8 @@ class IterationBuilder {
       work_->kv_write_bytes += double(T) * kv_tok;
       // A KV head's query heads share its keys: they are the rows of one product per KV head.
       if (B > 0) {
-        outs.push_back(attention("attn.decode", {qkv}, B * kvl, g, s_.context, a.head_dim,
-                                 double(B * s_.context) * kv_tok));
+        outs.push_back(attention("attn.decode", {qkv}, B * kvl, g, src_.shape_.context, a.head_dim,
+                                 double(B * src_.shape_.context) * kv_tok));
       }
       if (P > 0) {
         outs.push_back(attention("attn.prefill", {qkv}, kvl, P * g, chunk_kv, a.head_dim,
@@ -221,8 +219,8 @@ class IterationBuilder {
         // are the same latent: a head_dim of half its width reads it once).
         const auto uk = gemm("kv_b.uk", Part::attention_proj, {qb}, B, a.qk_nope_head_dim,
                              a.kv_lora_rank, w, hl);
-        const auto at = attention("attn.decode", {uk, kvn}, B, hl, s_.context, latent / 2,
-                                  double(B * s_.context) * kv_tok);
+        const auto at = attention("attn.decode", {uk, kvn}, B, hl, src_.shape_.context,
+                                  latent / 2, double(B * src_.shape_.context) * kv_tok);
         outs.push_back(gemm("kv_b.uv", Part::attention_proj, {at}, B, a.kv_lora_rank,
                             a.v_head_dim, w, hl));
       }
@@ -415,6 +413,22 @@ class IterationBuilder {
   int stage_ = 0, group_ = 0, layer_ = -1;
 };
 
+namespace {
+
+// The smallest bucket that holds `n` (n itself without buckets, 0 for 0); InputError naming
+// `option` when none does.
+std::uint64_t bucket(std::uint64_t n, const std::vector<std::uint64_t>& buckets,
+                     const char* option, const char* what) {
+  if (buckets.empty() || n == 0) return n;
+  for (auto b : buckets) {
+    if (b >= n) return b;
+  }
+  throw InputError(fmt::format("{}: {} {} is above the largest compiled bucket ({})", option,
+                               what, n, buckets.back()));
+}
+
+}  // namespace
+
 IterationSource::IterationSource(const IterationSpec& spec) : spec_(spec) {
   check_layout(spec_.model, spec_.layout);
   if (spec_.decode_seqs == 0 && spec_.prefill_tokens == 0) {
@@ -423,6 +437,24 @@ IterationSource::IterationSource(const IterationSpec& spec) : spec_(spec) {
   if (spec_.decode_seqs > 0 && spec_.context == 0) {
     throw InputError("--context: decode tokens need a context of at least 1");
   }
+  for (const auto* b : {&spec_.batch_buckets, &spec_.seq_buckets}) {
+    if (!std::is_sorted(b->begin(), b->end()) || (!b->empty() && b->front() == 0)) {
+      throw InputError(fmt::format("--{}: expected increasing sizes of at least 1",
+                                   b == &spec_.batch_buckets ? "batch-buckets" : "seq-buckets"));
+    }
+  }
+  // Each data-parallel group runs its own compiled graph: its batch is padded to a batch
+  // bucket, the decode context and the prefill chunk to sequence buckets.
+  const auto dp = std::uint64_t(spec_.layout.dp);
+  for (std::uint64_t g = 0; g < dp; ++g) {
+    const std::uint64_t exact = spec_.decode_seqs / dp + (g < spec_.decode_seqs % dp ? 1 : 0);
+    shape_.decode.push_back(bucket(exact, spec_.batch_buckets, "--batch-buckets", "batch"));
+  }
+  shape_.context = spec_.decode_seqs > 0
+                       ? bucket(spec_.context, spec_.seq_buckets, "--seq-buckets", "context")
+                       : spec_.context;
+  shape_.prefill_tokens =
+      bucket(spec_.prefill_tokens, spec_.seq_buckets, "--seq-buckets", "prefill chunk");
   IterationBuilder(*this).build();
 }
 

@@ -142,3 +142,32 @@ TEST(InferIterationCli, RefusedLayoutExitsTwoNamingModelLayoutAndBytes) {
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("--layout: tp=3 does not divide"), std::string::npos) << bad.out;
 }
+
+// Compiled shapes: batch 3 at context 1000 runs at the buckets 4 and 1024. KV read: 32 layers x
+// 4 x 1024 x 4096 B = 536,870,912 B (exact: 32 x 3 x 1000 x 4096 = 393,216,000); the QKV GEMM
+// has 4 rows; a context beyond the largest bucket is refused.
+TEST(InferIteration, BucketPaddingByHand) {
+  IterationSpec s;
+  s.model = load("llama-3.1-8b");
+  s.decode_seqs = 3;
+  s.context = 1000;
+  const IterationSource exact(s);
+  EXPECT_DOUBLE_EQ(exact.work(0).kv_read_bytes, 393'216'000.0);
+  s.batch_buckets = {1, 2, 4, 8};
+  s.seq_buckets = {512, 1024, 2048};
+  const IterationSource padded(s);
+  EXPECT_EQ(padded.shape().decode, std::vector<std::uint64_t>{4});
+  EXPECT_EQ(padded.shape().context, 1024u);
+  EXPECT_DOUBLE_EQ(padded.work(0).kv_read_bytes, 536'870'912.0);
+  EXPECT_DOUBLE_EQ(padded.work(0).weight_bytes, exact.work(0).weight_bytes);
+  for (const auto& op : padded.workload().ranks[0].ops) {
+    if (op.name == "l0.qkv") {
+      EXPECT_EQ(op.m, 4u);
+    }
+  }
+  // Padded rows cost 4/3 of the exact GEMM FLOPs of the layers.
+  EXPECT_GT(padded.work(0).flops[std::size_t(DType::bf16)],
+            exact.work(0).flops[std::size_t(DType::bf16)] * 1.3);
+  s.context = 4096;
+  EXPECT_THROW(IterationSource{s}, InputError);
+}

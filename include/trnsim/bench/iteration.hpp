@@ -24,11 +24,13 @@ struct IterationArgs {
   double launch_us = 15, sync_us = 10, schedule_us = 0;  // infer::RuntimeCosts
   double reserve_fraction = 0.10;
   std::uint64_t block_tokens = 16;
+  std::string batch_buckets, seq_buckets;  // "1,2,4,8" (empty: exact shapes)
 };
 
 // {"model", "layout", "rack", "chip", "ranks", "time_ns", "breakdown_ns" {part: ns on the rank
 // that finished last}, "bounds" {"memory_ns", "compute_ns", bytes and flops}, "ratio_to_memory",
-// "ratio_to_compute", "limit", "capacity" {KV per chip and replica}, ...}. Refuses (InputError)
+// "ratio_to_compute", "limit", "capacity" {KV per chip and replica}, "padding" {the shapes run
+// at, and the bounds of the padded work}, ...}. The bounds are the useful (exact-shape) work's. Refuses (InputError)
 // a model whose weights do not fit the layout, and a batch whose KV does not fit.
 Json iteration(const ConfigSource& config, const IterationArgs& a);
 

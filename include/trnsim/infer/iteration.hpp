@@ -41,6 +41,17 @@ struct IterationSpec {
   std::uint64_t sample_top_k = 50;      // candidates each TP rank keeps for sampling
   std::uint64_t seed = 1;               // MoE routing
   RuntimeCosts runtime;
+  // Compiled shapes (the Neuron inference stack compiles for fixed batch sizes and sequence
+  // lengths): a group's decode batch runs at the smallest batch bucket that holds it, the decode
+  // context and the prefill chunk at the smallest sequence bucket; the padding is computed and
+  // read like real rows. Empty: exact shapes.
+  std::vector<std::uint64_t> batch_buckets, seq_buckets;
+};
+
+// The shapes an iteration runs at: its spec's, or their buckets.
+struct IterationShape {
+  std::vector<std::uint64_t> decode;  // decode sequences per data-parallel group
+  std::uint64_t context = 0, prefill_tokens = 0;
 };
 
 // What an op is, for the breakdown of an iteration's time.
@@ -86,9 +97,11 @@ class IterationSource : public replay::WorkSource {
   Part part(int rank, std::size_t index) const { return parts_[std::size_t(rank)][index]; }
   const RankWork& work(int rank) const { return work_[std::size_t(rank)]; }
   const IterationSpec& spec() const { return spec_; }
+  const IterationShape& shape() const { return shape_; }
 
  private:
   IterationSpec spec_;
+  IterationShape shape_;
   trace::Workload w_;
   std::vector<std::vector<Part>> parts_;
   std::vector<RankWork> work_;
