@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 
 #include "trnsim/error.hpp"
 #include "trnsim/infer/iteration.hpp"
@@ -166,8 +167,10 @@ Json capacity_json(const infer::KvCapacity& c) {
 
 }  // namespace
 
-Json iteration(const ConfigSource& config, const IterationArgs& a) {
-  const Prepared p = prepare(config.load(), a);
+namespace {
+
+// One iteration simulated in a child process.
+Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs& a) {
   return run_isolated([&]() -> Json {
     const auto cfg = config.load();
     infer::IterationSource source(p.spec);
@@ -244,6 +247,51 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
             {"compute_shapes_simulated", out.compute_shapes_simulated},
             {"wall_time_s", out.wall_seconds}};
   });
+}
+
+// The shape an iteration runs at: what decides its time (its routing comes from the seed).
+std::string shape_key(const infer::IterationSource& s) {
+  const auto& sh = s.shape();
+  std::string key = fmt::format("C={} P={} B=", sh.context, sh.prefill_tokens);
+  for (auto b : sh.decode) key += fmt::format("{},", b);
+  return key;
+}
+
+}  // namespace
+
+Json iteration(const ConfigSource& config, const IterationArgs& a) {
+  if (a.decode_steps == 0) return measure(config, prepare(config.load(), a), a);
+  if (a.prefill_tokens > 0) {
+    throw InputError("--decode-steps: a decode run has no prefill chunk (--prefill-tokens 0)");
+  }
+  // A decode run: `decode_steps` iterations of the batch, the context growing by one token each.
+  // Each distinct shape is simulated once (its own child) and reused for the steps that run at
+  // it; with sequence buckets most steps share their bucket's shape.
+  IterationArgs last = a;
+  last.context = a.context + a.decode_steps - 1;
+  prepare(config.load(), last);  // the last step's KV must fit too
+  std::map<std::string, Json> simulated;
+  Json first;
+  double total_ns = 0;
+  for (std::uint64_t i = 0; i < a.decode_steps; ++i) {
+    IterationArgs step = a;
+    step.context = a.context + i;
+    const Prepared p = prepare(config.load(), step);
+    const std::string key = shape_key(infer::IterationSource(p.spec));
+    auto it = simulated.find(key);
+    if (it == simulated.end()) it = simulated.emplace(key, measure(config, p, step)).first;
+    if (i == 0) first = it->second;
+    total_ns += it->second["time_ns"].get<double>();
+  }
+  const double steps = double(a.decode_steps);
+  first["decode_run"] = {
+      {"steps", a.decode_steps},
+      {"shapes_simulated", simulated.size()},
+      {"reuse_rate", 1.0 - double(simulated.size()) / steps},
+      {"total_time_ns", total_ns},
+      {"mean_iteration_ns", total_ns / steps},
+      {"tokens_per_s", total_ns > 0 ? double(a.batch) * steps / (total_ns * 1e-9) : 0}};
+  return first;
 }
 
 }  // namespace trnsim::bench

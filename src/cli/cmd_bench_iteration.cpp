@@ -47,6 +47,14 @@ void print_table(const nlohmann::json& r) {
   for (const auto& [k, v] : r["breakdown_ns"].items()) {
     if (v.get<double>() > 0) fmt::print("  {:<16} {:>12.2f}\n", k, v.get<double>() / 1e3);
   }
+  if (r.contains("decode_run")) {
+    const auto& d = r["decode_run"];
+    fmt::print("decode run          {} steps in {:.2f} ms ({:.2f} us each, {:.0f} tokens/s); {} "
+               "shapes simulated, reuse rate {:.1f} %\n",
+               d["steps"].get<std::uint64_t>(), d["total_time_ns"].get<double>() / 1e6,
+               d["mean_iteration_ns"].get<double>() / 1e3, d["tokens_per_s"].get<double>(),
+               d["shapes_simulated"].get<std::size_t>(), 100 * d["reuse_rate"].get<double>());
+  }
   fmt::print("KV cache per rank   {:.2f} GB free of {:.2f} GB HBM (weights {:.2f} GB, activations "
              "{:.3f} GB, reserve {:.2f} GB): {} tokens per chip, {} per replica\n",
              c["kv_bytes"].get<double>() / 1e9, c["hbm_bytes"].get<double>() / 1e9,
@@ -77,6 +85,9 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
   sub->add_option("--schedule-us", a.schedule_us, "scheduler cost per iteration (us)");
   sub->add_option("--reserve", a.reserve_fraction, "fraction of HBM kept free (default 0.1)");
   sub->add_option("--block-tokens", a.block_tokens, "tokens per KV cache block (default 16)");
+  sub->add_option("--decode-steps", a.decode_steps,
+                  "a decode run of N iterations, context growing by one each; distinct shapes "
+                  "simulated once and reused");
   sub->add_option("--batch-buckets", a.batch_buckets,
                   "compiled batch sizes, e.g. 1,2,4,8,16,32,64 (default: exact shapes)");
   sub->add_option("--seq-buckets", a.seq_buckets,

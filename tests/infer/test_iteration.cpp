@@ -171,3 +171,23 @@ TEST(InferIteration, BucketPaddingByHand) {
   s.context = 4096;
   EXPECT_THROW(IterationSource{s}, InputError);
 }
+
+// A decode run of 40 steps from context 1000 with sequence buckets 1024 and 2048: steps at
+// contexts 1000..1024 (25) run at bucket 1024, 1025..1039 (15) at 2048; two shapes simulated,
+// reuse 1 - 2/40 = 95 %, total 25 x t(1024) + 15 x t(2048).
+TEST(InferIterationCli, DecodeRunSimulatesEachBucketOnce) {
+  const std::string base = "--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                           "--batch 2 --seq-buckets 1024,2048 ";
+  const auto run = bench(base + "--context 1000 --decode-steps 40");
+  const auto& d = run["decode_run"];
+  EXPECT_EQ(d["steps"], 40);
+  EXPECT_EQ(d["shapes_simulated"], 2);
+  EXPECT_DOUBLE_EQ(d["reuse_rate"].get<double>(), 0.95);
+  const double t1 = bench(base + "--context 1024")["time_ns"].get<double>();
+  const double t2 = bench(base + "--context 1025")["time_ns"].get<double>();
+  EXPECT_GT(t2, t1);  // twice the keys read
+  EXPECT_DOUBLE_EQ(d["total_time_ns"].get<double>(), 25 * t1 + 15 * t2);
+  EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --decode-steps 4 "
+                             "--prefill-tokens 16").code,
+            2);
+}

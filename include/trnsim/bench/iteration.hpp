@@ -25,6 +25,9 @@ struct IterationArgs {
   double reserve_fraction = 0.10;
   std::uint64_t block_tokens = 16;
   std::string batch_buckets, seq_buckets;  // "1,2,4,8" (empty: exact shapes)
+  // > 0: a decode run of this many iterations, the context growing from `context` by one token
+  // each; each distinct shape simulated once and reused ("decode_run" in the result).
+  std::uint64_t decode_steps = 0;
 };
 
 // {"model", "layout", "rack", "chip", "ranks", "time_ns", "breakdown_ns" {part: ns on the rank
