@@ -245,7 +245,15 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
               {"kv_bytes_read", padded.kv}}},
             {"ops", out.records.size()},
             {"compute_shapes_simulated", out.compute_shapes_simulated},
-            {"wall_time_s", out.wall_seconds}};
+            {"wall_time_s", out.wall_seconds},
+            {"calibration_s", out.calibration_seconds},
+            {"fast_forward",
+             {{"on", out.fast_forward},
+              {"units", out.fast_forward_stats.units},
+              {"repeating_units", out.fast_forward_stats.repeating_units},
+              {"units_fast_forwarded", out.fast_forward_stats.units_fast_forwarded},
+              {"ops_fast_forwarded", out.fast_forward_stats.ops_fast_forwarded}}},
+            {"simulation_s", out.simulation_seconds}};
   });
 }
 

@@ -87,9 +87,12 @@ class IterationSource : public replay::WorkSource {
   int num_ranks() const override { return w_.num_ranks(); }
   const std::map<std::string, std::vector<int>>& groups() const override { return w_.groups; }
   void begin(replay::Emitter& out) override { out.emit(w_.ranks); }
-  // An iteration is not a repeated unit: no fast-forward.
-  std::optional<replay::UnitKey> unit_key(int, const trace::Op&) const override {
-    return std::nullopt;
+  // Fast-forward's units are layers: a layer's ops repeat the previous layer of its kind (series
+  // 0: dense FFN, 1: MoE) when their sizes are within /sim/fast_forward_size_tolerance (routing
+  // makes MoE layers differ); ops outside layers (runtime, embedding, sampling) are in none.
+  std::optional<replay::UnitKey> unit_key(int, const trace::Op& op) const override {
+    if (!op.layer) return std::nullopt;
+    return replay::UnitKey{spec_.model.is_moe(std::uint64_t(*op.layer)) ? 1 : 0, *op.layer};
   }
   void calibration_ops(const replay::OpVisitor& visit) const override;
 
