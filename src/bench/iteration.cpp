@@ -52,6 +52,7 @@ struct Prepared {
   infer::KvCapacity capacity;
   double hbm_per_rank = 0;
   int ranks_per_chip = 1;
+  std::string chip, rack;
 };
 
 Prepared prepare(const config::LoadedConfig& cfg, const IterationArgs& a) {
@@ -87,6 +88,8 @@ Prepared prepare(const config::LoadedConfig& cfg, const IterationArgs& a) {
   const resolve::RackPlan plan = *resolve::plan(cfg, resolve::Purpose::run).rack;
   const auto& hbm = plan.chip.params.hbm;
   p.ranks_per_chip = std::max(1, plan.placement.per_chip);
+  p.chip = plan.chip.params.name;
+  p.rack = cfg.config.rack->name;
   p.hbm_per_rank = double(hbm.stacks) * hbm.capacity_per_stack.si / p.ranks_per_chip;
   const std::size_t chips = plan.topology.chip_count();
   if (std::size_t(s.layout.ranks()) > chips * std::size_t(p.ranks_per_chip)) {
@@ -268,6 +271,18 @@ std::string shape_key(const infer::IterationSource& s) {
 }  // namespace
 
 Json iteration(const ConfigSource& config, const IterationArgs& a) {
+  if (a.capacity_only) {
+    const Prepared p = prepare(config.load(), a);
+    return {{"model", p.spec.model.name},
+            {"layout", p.spec.layout.text()},
+            {"rack", p.rack},
+            {"chip", p.chip},
+            {"ranks", p.spec.layout.ranks()},
+            {"ranks_per_chip", p.ranks_per_chip},
+            {"weights_dtype", to_string(p.spec.dtypes.weights)},
+            {"kv_dtype", to_string(p.spec.dtypes.kv)},
+            {"capacity", capacity_json(p.capacity)}};
+  }
   if (a.decode_steps == 0) return measure(config, prepare(config.load(), a), a);
   if (a.prefill_tokens > 0) {
     throw InputError("--decode-steps: a decode run has no prefill chunk (--prefill-tokens 0)");

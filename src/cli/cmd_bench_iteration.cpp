@@ -14,9 +14,19 @@ namespace trnsim::cli {
 
 namespace {
 
+void print_capacity(const nlohmann::json& c) {
+  fmt::print("KV cache per rank   {:.2f} GB free of {:.2f} GB HBM (weights {:.2f} GB, activations "
+             "{:.3f} GB, reserve {:.2f} GB): {} bytes per token, {} tokens per chip, {} per "
+             "replica\n",
+             c["kv_bytes"].get<double>() / 1e9, c["hbm_bytes"].get<double>() / 1e9,
+             c["weights_bytes"].get<double>() / 1e9, c["activations_bytes"].get<double>() / 1e9,
+             c["reserve_bytes"].get<double>() / 1e9, c["kv_bytes_per_token"].get<double>(),
+             c["kv_tokens_per_chip"].get<std::uint64_t>(),
+             c["kv_tokens_per_replica"].get<std::uint64_t>());
+}
+
 void print_table(const nlohmann::json& r) {
   const auto& b = r["bounds"];
-  const auto& c = r["capacity"];
   fmt::print("{} on {} ({} ranks, layout {}, weights {}, KV {}): batch {} at context {}, prefill {}"
              " after {}\n",
              r["model"].get<std::string>(), r["rack"].get<std::string>(), r["ranks"].get<int>(),
@@ -55,12 +65,7 @@ void print_table(const nlohmann::json& r) {
                d["mean_iteration_ns"].get<double>() / 1e3, d["tokens_per_s"].get<double>(),
                d["shapes_simulated"].get<std::size_t>(), 100 * d["reuse_rate"].get<double>());
   }
-  fmt::print("KV cache per rank   {:.2f} GB free of {:.2f} GB HBM (weights {:.2f} GB, activations "
-             "{:.3f} GB, reserve {:.2f} GB): {} tokens per chip, {} per replica\n",
-             c["kv_bytes"].get<double>() / 1e9, c["hbm_bytes"].get<double>() / 1e9,
-             c["weights_bytes"].get<double>() / 1e9, c["activations_bytes"].get<double>() / 1e9,
-             c["reserve_bytes"].get<double>() / 1e9, c["kv_tokens_per_chip"].get<std::uint64_t>(),
-             c["kv_tokens_per_replica"].get<std::uint64_t>());
+  print_capacity(r["capacity"]);
 }
 
 }  // namespace
@@ -85,6 +90,8 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
   sub->add_option("--schedule-us", a.schedule_us, "scheduler cost per iteration (us)");
   sub->add_option("--reserve", a.reserve_fraction, "fraction of HBM kept free (default 0.1)");
   sub->add_option("--block-tokens", a.block_tokens, "tokens per KV cache block (default 16)");
+  sub->add_flag("--capacity", a.capacity_only,
+               "print the KV cache capacity per chip and per replica only (no simulation)");
   sub->add_option("--decode-steps", a.decode_steps,
                   "a decode run of N iterations, context growing by one each; distinct shapes "
                   "simulated once and reused");
@@ -97,6 +104,12 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
     const auto r = bench::iteration(o->first.source, o->second);
     if (o->first.json) {
       fmt::print("{}\n", r.dump(2));
+    } else if (o->second.capacity_only) {
+      fmt::print("{} on {} ({} ranks, layout {}, weights {}, KV {})\n",
+                 r["model"].get<std::string>(), r["rack"].get<std::string>(),
+                 r["ranks"].get<int>(), r["layout"].get<std::string>(),
+                 r["weights_dtype"].get<std::string>(), r["kv_dtype"].get<std::string>());
+      print_capacity(r["capacity"]);
     } else {
       print_table(r);
     }

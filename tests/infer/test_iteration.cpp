@@ -191,3 +191,16 @@ TEST(InferIterationCli, DecodeRunSimulatesEachBucketOnce) {
                              "--prefill-tokens 16").code,
             2);
 }
+
+// --capacity: no simulation. DeepSeek-V3 with an FP8 KV cache: 61 layers x 576 B = 35,136 B per
+// token on every rank; 64 data-parallel groups hold 64 times a chip's tokens.
+TEST(InferIterationCli, CapacityOnlyByHand) {
+  const auto j = bench("--capacity --model deepseek-v3 --layout dp=64,ep=64 --weights-dtype fp8 "
+                       "--kv-dtype fp8");
+  EXPECT_FALSE(j.contains("time_ns"));
+  const auto& c = j["capacity"];
+  EXPECT_DOUBLE_EQ(c["kv_bytes_per_token"].get<double>(), 35136.0);
+  EXPECT_EQ(c["kv_tokens_per_replica"].get<std::uint64_t>(),
+            64 * c["kv_tokens_per_chip"].get<std::uint64_t>());
+  EXPECT_EQ(c["kv_tokens_per_chip"].get<std::uint64_t>() % 16, 0u);
+}

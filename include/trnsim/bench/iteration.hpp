@@ -28,6 +28,8 @@ struct IterationArgs {
   // > 0: a decode run of this many iterations, the context growing from `context` by one token
   // each; each distinct shape simulated once and reused ("decode_run" in the result).
   std::uint64_t decode_steps = 0;
+  // The KV capacity alone (with the checks that refuse what does not fit), no simulation.
+  bool capacity_only = false;
 };
 
 // {"model", "layout", "rack", "chip", "ranks", "time_ns", "breakdown_ns" {part: ns on the rank
