@@ -92,10 +92,16 @@ Prepared prepare(const config::LoadedConfig& cfg, const IterationArgs& a) {
   p.rack = cfg.config.rack->name;
   p.hbm_per_rank = double(hbm.stacks) * hbm.capacity_per_stack.si / p.ranks_per_chip;
   const std::size_t chips = plan.topology.chip_count();
-  if (std::size_t(s.layout.ranks()) > chips * std::size_t(p.ranks_per_chip)) {
-    throw InputError(fmt::format("--layout: {} needs {} ranks; {} has {} chips x {} ranks per chip",
-                                 s.layout.text(), s.layout.ranks(), cfg.config.rack->name, chips,
-                                 p.ranks_per_chip));
+  s.disaggregated = a.disaggregate;
+  if (a.disaggregate && a.prefill_tokens == 0) {
+    throw InputError("--disaggregate: the prefill pool needs a chunk (--prefill-tokens)");
+  }
+  const int ranks = s.layout.ranks() * (a.disaggregate ? 2 : 1);
+  if (std::size_t(ranks) > chips * std::size_t(p.ranks_per_chip)) {
+    throw InputError(fmt::format("--layout: {}{} needs {} ranks; {} has {} chips x {} ranks per "
+                                 "chip",
+                                 s.layout.text(), a.disaggregate ? " in two pools" : "", ranks,
+                                 cfg.config.rack->name, chips, p.ranks_per_chip));
   }
   infer::CapacityOptions o;
   o.hbm_bytes = p.hbm_per_rank;
@@ -126,13 +132,14 @@ struct Bounds {
   double memory_s = 0, compute_s = 0, weights = 0, kv = 0, flops = 0;
 };
 
-Bounds bounds_of(const infer::IterationSource& source, const resolve::ChipPeaks& peaks,
-                 int ranks_per_chip) {
+// The bounds of the pool whose ranks start at `first`.
+Bounds pool_bounds(const infer::IterationSource& source, const resolve::ChipPeaks& peaks,
+                   int ranks_per_chip, int first) {
   const auto& l = source.spec().layout;
   Bounds b;
   for (int st = 0; st < l.pp; ++st) {
     double mem = 0, comp = 0;
-    for (int r = st * l.stage_ranks(); r < (st + 1) * l.stage_ranks(); ++r) {
+    for (int r = first + st * l.stage_ranks(); r < first + (st + 1) * l.stage_ranks(); ++r) {
       const auto& w = source.work(r);
       const double bytes = w.weight_bytes + w.kv_read_bytes + w.kv_write_bytes;
       mem = std::max(mem, bytes * ranks_per_chip / peaks.hbm_bytes_per_s);
@@ -152,6 +159,42 @@ Bounds bounds_of(const infer::IterationSource& source, const resolve::ChipPeaks&
     b.compute_s += comp;
   }
   return b;
+}
+
+Bounds bounds_of(const infer::IterationSource& source, const resolve::ChipPeaks& peaks,
+                 int ranks_per_chip) {
+  // Disaggregated pools run at the same time: the slower pool's bound.
+  if (source.spec().disaggregated) {
+    const Bounds a = pool_bounds(source, peaks, ranks_per_chip, 0);
+    const Bounds b = pool_bounds(source, peaks, ranks_per_chip, source.spec().layout.ranks());
+    return {std::max(a.memory_s, b.memory_s), std::max(a.compute_s, b.compute_s),
+            a.weights + b.weights, a.kv + b.kv, a.flops + b.flops};
+  }
+  return pool_bounds(source, peaks, ranks_per_chip, 0);
+}
+
+// Disaggregated: the chunk's KV the prefill pool sent, between which chips, and what the network
+// carried in all (the pools' own collectives included).
+Json kv_transfer_json(const infer::IterationSource& source, const run::RunData& out) {
+  if (!source.spec().disaggregated) return nullptr;
+  double bytes = 0;
+  Json pairs = Json::array();
+  const int n = source.spec().layout.ranks();
+  for (int r = 0; r < n; ++r) {
+    const double b = source.work(r).kv_sent_bytes;
+    if (b <= 0) continue;
+    bytes += b;
+    pairs.push_back({{"from_rank", r},
+                     {"to_rank", r + n},
+                     {"from_chip", out.rank_to_chip[std::size_t(r)]},
+                     {"to_chip", out.rank_to_chip[std::size_t(r + n)]},
+                     {"bytes", b}});
+  }
+  // Fast-forwarded layers' transfers are charged to the links without being simulated.
+  return {{"bytes", bytes},
+          {"pairs", pairs},
+          {"network_bytes", double(out.network.bytes_injected) +
+                                out.fast_forward_stats.bytes_accounted}};
 }
 
 Json capacity_json(const infer::KvCapacity& c) {
@@ -212,7 +255,8 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
             {"layout", l.text()},
             {"rack", cfg.config.rack->name},
             {"chip", sim.rack_plan().chip.params.name},
-            {"ranks", l.ranks()},
+            {"ranks", source.num_ranks()},
+            {"disaggregated", p.spec.disaggregated},
             {"ranks_per_chip", p.ranks_per_chip},
             {"weights_dtype", to_string(p.spec.dtypes.weights)},
             {"kv_dtype", to_string(p.spec.dtypes.kv)},
@@ -237,6 +281,7 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
             {"bound_limit", mem_s >= comp_s ? "memory" : "compute"},
             {"ratio_to_bound", bound > 0 ? t / bound : 0},
             {"capacity", capacity_json(p.capacity)},
+            {"kv_transfer", kv_transfer_json(source, out)},
             {"padding",
              {{"buckets", !p.spec.batch_buckets.empty() || !p.spec.seq_buckets.empty()},
               {"decode_per_group", source.shape().decode},

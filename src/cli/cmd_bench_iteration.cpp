@@ -65,6 +65,13 @@ void print_table(const nlohmann::json& r) {
                d["mean_iteration_ns"].get<double>() / 1e3, d["tokens_per_s"].get<double>(),
                d["shapes_simulated"].get<std::size_t>(), 100 * d["reuse_rate"].get<double>());
   }
+  if (!r["kv_transfer"].is_null()) {
+    const auto& k = r["kv_transfer"];
+    fmt::print("KV transfer         {:.3f} MB from the prefill pool to the decode pool over {} "
+               "chip pairs (the network carried {:.3f} MB in all)\n",
+               k["bytes"].get<double>() / 1e6, k["pairs"].size(),
+               k["network_bytes"].get<double>() / 1e6);
+  }
   print_capacity(r["capacity"]);
 }
 
@@ -90,6 +97,9 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
   sub->add_option("--schedule-us", a.schedule_us, "scheduler cost per iteration (us)");
   sub->add_option("--reserve", a.reserve_fraction, "fraction of HBM kept free (default 0.1)");
   sub->add_option("--block-tokens", a.block_tokens, "tokens per KV cache block (default 16)");
+  sub->add_flag("--disaggregate", a.disaggregate,
+               "prefill the chunk and decode the batch on two pools of the layout, the chunk's "
+               "KV sent between them layer by layer");
   sub->add_flag("--capacity", a.capacity_only,
                "print the KV cache capacity per chip and per replica only (no simulation)");
   sub->add_option("--decode-steps", a.decode_steps,

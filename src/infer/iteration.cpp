@@ -21,7 +21,7 @@ const char* part_name(Part p) {
   static constexpr std::array<const char*, kPartCount> names{
       "runtime",   "embedding",    "attention_proj", "attention",      "kv_write",
       "dense_ffn", "router",       "experts",        "shared_experts", "all_to_all",
-      "tp_collective", "pipeline", "sampling"};
+      "tp_collective", "pipeline", "sampling", "kv_transfer"};
   return names[std::size_t(p)];
 }
 
@@ -57,14 +57,18 @@ class IterationBuilder {
 
   void build() {
     const Layout& l = s_.layout;
-    const int n = l.ranks();
-    src_.w_.name = fmt::format("{} {} B={} C={} P={}", m_.name, l.text(), s_.decode_seqs,
-                               s_.context, s_.prefill_tokens);
+    n_ = l.ranks();
+    const int n = n_ * (s_.disaggregated ? 2 : 1);
+    src_.w_.name = fmt::format("{} {} B={} C={} P={}{}", m_.name, l.text(), s_.decode_seqs,
+                               s_.context, s_.prefill_tokens,
+                               s_.disaggregated ? " disaggregated" : "");
     src_.w_.ranks.resize(std::size_t(n));
     src_.parts_.resize(std::size_t(n));
     src_.work_.resize(std::size_t(n));
     for (int r = 0; r < n; ++r) {
-      const int stage = r / l.stage_ranks(), group = (r % l.stage_ranks()) / l.tp;
+      pool_ = r / n_;
+      const int lr = r % n_;
+      const int stage = lr / l.stage_ranks(), group = (lr % l.stage_ranks()) / l.tp;
       if (l.tp > 1) {
         src_.w_.groups[tp_group(stage, group)].push_back(r);
       }
@@ -74,12 +78,22 @@ class IterationBuilder {
   }
 
  private:
-  static std::string tp_group(int stage, int group) { return fmt::format("tp.s{}.g{}", stage, group); }
-  static std::string ep_group(int stage) { return fmt::format("ep.s{}", stage); }
+  // Group names; a disaggregated iteration's pools have their own ("p0.tp.s0.g0").
+  std::string pool_prefix() const { return s_.disaggregated ? fmt::format("p{}.", pool_) : ""; }
+  std::string tp_group(int stage, int group) const {
+    return fmt::format("{}tp.s{}.g{}", pool_prefix(), stage, group);
+  }
+  std::string ep_group(int stage) const { return fmt::format("{}ep.s{}", pool_prefix(), stage); }
 
   // The shapes the iteration runs at (compiled buckets applied).
-  std::uint64_t decode_of(int group) const { return src_.shape_.decode[std::size_t(group)]; }
-  std::uint64_t prefill_of(int group) const { return group == 0 ? src_.shape_.prefill_tokens : 0; }
+  // Disaggregated: pool 0 prefills, pool 1 decodes.
+  std::uint64_t decode_of(int group) const {
+    return s_.disaggregated && pool_ == 0 ? 0 : src_.shape_.decode[std::size_t(group)];
+  }
+  std::uint64_t prefill_of(int group) const {
+    if (s_.disaggregated && pool_ == 1) return 0;
+    return group == 0 ? src_.shape_.prefill_tokens : 0;
+  }
   std::uint64_t tokens_of(int group) const { return decode_of(group) + prefill_of(group); }
 
   // -- op helpers: each returns the new op's id ---------------------------------------------
@@ -170,6 +184,20 @@ class IterationBuilder {
   }
   std::uint64_t act_bytes() const { return std::uint64_t(dtype_bytes(s_.dtypes.activations)); }
 
+  // Disaggregated: the prefill pool sends a layer's KV of the chunk to its counterpart in the
+  // decode pool once written; the send does not hold up the rank's next layer.
+  void send_kv(trace::OpId written, std::uint64_t prefill, double kv_tok) {
+    if (!s_.disaggregated || prefill == 0) return;
+    trace::Op op;
+    op.name = nm("kv_send");
+    op.kind = trace::OpKind::send;
+    op.peer = rank_->rank + n_;
+    op.bytes = std::uint64_t(double(prefill) * kv_tok);
+    op.tag = layer_;
+    work_->kv_sent_bytes += double(op.bytes);
+    add(std::move(op), Part::kv_transfer, {written});
+  }
+
   // -- the layers -------------------------------------------------------------------------------
   trace::OpId attention_block(trace::OpId x) {
     const auto& a = m_.attention;
@@ -190,6 +218,7 @@ class IterationBuilder {
       outs.push_back(vec(trace::OpKind::elementwise, "kv_write", Part::kv_write, {qkv},
                          T * 2 * kvl * a.head_dim, 1, 1));
       work_->kv_write_bytes += double(T) * kv_tok;
+      send_kv(outs.back(), P, kv_tok);
       // A KV head's query heads share its keys: they are the rows of one product per KV head.
       if (B > 0) {
         outs.push_back(attention("attn.decode", {qkv}, B * kvl, g, src_.shape_.context, a.head_dim,
@@ -213,6 +242,7 @@ class IterationBuilder {
       outs.push_back(vec(trace::OpKind::elementwise, "kv_write", Part::kv_write, {kvn},
                          T * latent, 1, 1));
       work_->kv_write_bytes += double(T) * kv_tok;
+      send_kv(outs.back(), P, kv_tok);
       if (B > 0) {
         // Decode absorbs kv_b into the query and the output (W_UK, W_UV): attention is one
         // multi-query product per sequence over the cached latent, read once (keys and values
@@ -344,8 +374,10 @@ class IterationBuilder {
     rank_->rank = r;
     parts_ = &src_.parts_[std::size_t(r)];
     work_ = &src_.work_[std::size_t(r)];
-    stage_ = r / l.stage_ranks();
-    group_ = (r % l.stage_ranks()) / l.tp;
+    pool_ = r / n_;
+    const int lr = r % n_;
+    stage_ = lr / l.stage_ranks();
+    group_ = (lr % l.stage_ranks()) / l.tp;
     layer_ = -1;
     const std::uint64_t T = tokens_of(group_), h = m_.hidden;
     const auto tp = std::uint64_t(l.tp);
@@ -372,6 +404,21 @@ class IterationBuilder {
       x = add(std::move(op), Part::pipeline, {x});
     }
     const auto [first, last] = stage_layers(m_, l, stage_);
+    if (s_.disaggregated && pool_ == 1 && group_ == 0 && src_.shape_.prefill_tokens > 0) {
+      // The chunk's KV arrives layer by layer, beside this pool's own work.
+      const double kv_tok = kv_bytes_per_token_layer_rank(m_, l, s_.dtypes.kv);
+      trace::OpId prev = kNone;
+      for (std::uint64_t layer = first; layer < last; ++layer) {
+        layer_ = int(layer);
+        trace::Op op;
+        op.name = nm("kv_recv");
+        op.kind = trace::OpKind::recv;
+        op.peer = r - n_;
+        op.bytes = std::uint64_t(double(src_.shape_.prefill_tokens) * kv_tok);
+        op.tag = layer_;
+        prev = add(std::move(op), Part::kv_transfer, {prev});
+      }
+    }
     for (std::uint64_t layer = first; layer < last; ++layer) {
       layer_ = int(layer);
       if (T > 0) x = attention_block(x);
@@ -410,7 +457,8 @@ class IterationBuilder {
   trace::RankTrace* rank_ = nullptr;
   std::vector<Part>* parts_ = nullptr;
   RankWork* work_ = nullptr;
-  int stage_ = 0, group_ = 0, layer_ = -1;
+  int n_ = 1;  // ranks of a pool
+  int stage_ = 0, group_ = 0, layer_ = -1, pool_ = 0;
 };
 
 namespace {

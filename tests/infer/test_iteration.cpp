@@ -204,3 +204,48 @@ TEST(InferIterationCli, CapacityOnlyByHand) {
             64 * c["kv_tokens_per_chip"].get<std::uint64_t>());
   EXPECT_EQ(c["kv_tokens_per_chip"].get<std::uint64_t>() % 16, 0u);
 }
+
+// Disaggregated, Llama 3.1 8B, TP 1: rank 0 prefills 512 tokens and sends each of the 32 layers'
+// KV, 512 x 4096 B = 2,097,152 B, to rank 1, which decodes 4 sequences meanwhile: 67,108,864 B.
+TEST(InferIteration, DisaggregatedKvTransferByHand) {
+  IterationSpec s;
+  s.model = load("llama-3.1-8b");
+  s.decode_seqs = 4;
+  s.prefill_tokens = 512;
+  s.disaggregated = true;
+  const IterationSource src(s);
+  ASSERT_EQ(src.num_ranks(), 2);
+  EXPECT_DOUBLE_EQ(src.work(0).kv_sent_bytes, 67'108'864.0);
+  const auto& prefill = src.workload().ranks[0].ops;
+  const auto& decode = src.workload().ranks[1].ops;
+  EXPECT_EQ(count(src.workload().ranks[0], trace::OpKind::send), 32u);
+  EXPECT_EQ(count(src.workload().ranks[1], trace::OpKind::recv), 32u);
+  for (const auto& op : prefill) {
+    EXPECT_NE(op.name, "l0.attn.decode");
+    if (op.kind == trace::OpKind::send) {
+      EXPECT_EQ(op.peer, 1);
+      EXPECT_EQ(op.bytes, 2'097'152u);
+    }
+  }
+  for (const auto& op : decode) {
+    EXPECT_NE(op.name, "l0.attn.prefill");
+    if (op.kind == trace::OpKind::recv) {
+      EXPECT_EQ(op.peer, 0);
+    }
+  }
+}
+
+// The same on the Trn2 UltraServer: the bytes, the chips they go between (rank r on chip r) and
+// the fabric carrying at least them.
+TEST(InferIterationCli, DisaggregatedTransferBytesAndRoute) {
+  const auto j = bench("--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                       "--batch 4 --context 1024 --prefill-tokens 512 --disaggregate");
+  const auto& k = j["kv_transfer"];
+  EXPECT_DOUBLE_EQ(k["bytes"].get<double>(), 67'108'864.0);
+  ASSERT_EQ(k["pairs"].size(), 1u);
+  EXPECT_EQ(k["pairs"][0]["from_chip"], 0);
+  EXPECT_EQ(k["pairs"][0]["to_chip"], 1);
+  EXPECT_GE(k["network_bytes"].get<double>(), 67'108'864.0);
+  EXPECT_GT(j["breakdown_ns"]["kv_transfer"].get<double>(), 0);
+  EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --disaggregate").code, 2);
+}

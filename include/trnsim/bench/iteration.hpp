@@ -30,6 +30,9 @@ struct IterationArgs {
   std::uint64_t decode_steps = 0;
   // The KV capacity alone (with the checks that refuse what does not fit), no simulation.
   bool capacity_only = false;
+  // Disaggregated prefill (the chunk) and decode (the batch) on two pools of the layout, the
+  // chunk's KV sent layer by layer from one to the other (infer::IterationSpec::disaggregated).
+  bool disaggregate = false;
 };
 
 // {"model", "layout", "rack", "chip", "ranks", "time_ns", "breakdown_ns" {part: ns on the rank

@@ -46,6 +46,11 @@ struct IterationSpec {
   // context and the prefill chunk at the smallest sequence bucket; the padding is computed and
   // read like real rows. Empty: exact shapes.
   std::vector<std::uint64_t> batch_buckets, seq_buckets;
+  // Disaggregated prefill and decode: two pools of `layout`, ranks [0, n) prefilling the chunk
+  // and ranks [n, 2n) decoding the batch at the same time; each prefill rank sends each layer's
+  // KV of the chunk to its counterpart as soon as that layer has written it (fabric transfers
+  // that contend with both pools' own collectives).
+  bool disaggregated = false;
 };
 
 // The shapes an iteration runs at: its spec's, or their buckets.
@@ -69,8 +74,9 @@ enum class Part {
   tp_collective,
   pipeline,
   sampling,
+  kv_transfer,  // disaggregated: the chunk's KV sent to (received by) the decode pool
 };
-inline constexpr std::size_t kPartCount = 13;
+inline constexpr std::size_t kPartCount = 14;
 const char* part_name(Part p);
 
 // What one rank must move and compute at least (the roofline bounds of an iteration).
@@ -78,6 +84,7 @@ struct RankWork {
   double weight_bytes = 0;   // weights the rank's GEMMs read (routed experts: the active ones)
   double kv_read_bytes = 0;  // KV cache its attention reads
   double kv_write_bytes = 0;
+  double kv_sent_bytes = 0;  // disaggregated: KV sent to the decode pool
   std::array<double, 6> flops{};  // by DType
 };
 
