@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "trnsim/error.hpp"
@@ -305,6 +306,20 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
   });
 }
 
+// The context lengths of the interpolation grid around `c`: 128 x {1, 1.25, 1.5, 1.75} x 2^k
+// (the op tier's grid of sizes, docs/models/fidelity.md); {c, c} below 128 or on a point.
+std::pair<std::uint64_t, std::uint64_t> context_grid(std::uint64_t c) {
+  if (c <= 128) return {c, c};
+  std::uint64_t lo = 128;
+  for (std::uint64_t p = 128;; p *= 2) {
+    for (std::uint64_t q : {p, p / 4 * 5, p / 4 * 6, p / 4 * 7}) {
+      if (q == c) return {c, c};
+      if (q > c) return {lo, q};
+      lo = q;
+    }
+  }
+}
+
 // The shape an iteration runs at: what decides its time (its routing comes from the seed).
 std::string shape_key(const infer::IterationSource& s) {
   const auto& sh = s.shape();
@@ -332,33 +347,70 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
   if (a.prefill_tokens > 0) {
     throw InputError("--decode-steps: a decode run has no prefill chunk (--prefill-tokens 0)");
   }
+  if (a.interpolate && !a.seq_buckets.empty()) {
+    throw InputError("--interpolate: sequence buckets already fix the shapes (--seq-buckets)");
+  }
   // A decode run: `decode_steps` iterations of the batch, the context growing by one token each.
   // Each distinct shape is simulated once (its own child) and reused for the steps that run at
-  // it; with sequence buckets most steps share their bucket's shape.
+  // it; with sequence buckets most steps share their bucket's shape. With --interpolate a step
+  // between two context lengths of the grid is timed on the line between them.
   IterationArgs last = a;
   last.context = a.context + a.decode_steps - 1;
   prepare(config.load(), last);  // the last step's KV must fit too
   std::map<std::string, Json> simulated;
+  std::map<std::uint64_t, double> by_context;  // contexts whose shape is known
   Json first;
-  double total_ns = 0;
-  for (std::uint64_t i = 0; i < a.decode_steps; ++i) {
+  auto time_at = [&](std::uint64_t context) {
+    if (const auto known = by_context.find(context); known != by_context.end()) {
+      return known->second;
+    }
     IterationArgs step = a;
-    step.context = a.context + i;
+    step.context = context;
     const Prepared p = prepare(config.load(), step);
     const std::string key = shape_key(infer::IterationSource(p.spec));
     auto it = simulated.find(key);
     if (it == simulated.end()) it = simulated.emplace(key, measure(config, p, step)).first;
-    if (i == 0) first = it->second;
-    total_ns += it->second["time_ns"].get<double>();
-  }
+    if (first.is_null()) first = it->second;
+    return by_context[context] = it->second["time_ns"].get<double>();
+  };
+  auto timed = [&](std::uint64_t context) {
+    const auto [lo, hi] = context_grid(context);
+    if (!a.interpolate || lo == hi) return time_at(context);
+    const double tlo = time_at(lo), thi = time_at(hi);
+    return tlo + (thi - tlo) * double(context - lo) / double(hi - lo);
+  };
+  double total_ns = 0;
+  for (std::uint64_t i = 0; i < a.decode_steps; ++i) total_ns += timed(a.context + i);
   const double steps = double(a.decode_steps);
+  const std::size_t shapes = simulated.size();
   first["decode_run"] = {
       {"steps", a.decode_steps},
-      {"shapes_simulated", simulated.size()},
-      {"reuse_rate", 1.0 - double(simulated.size()) / steps},
+      {"interpolated", a.interpolate},
+      {"shapes_simulated", shapes},
+      {"reuse_rate", 1.0 - double(shapes) / steps},
       {"total_time_ns", total_ns},
       {"mean_iteration_ns", total_ns / steps},
       {"tokens_per_s", total_ns > 0 ? double(a.batch) * steps / (total_ns * 1e-9) : 0}};
+  if (a.interpolate && a.held_back > 0) {
+    // Steps off the grid, evenly spread, simulated exactly against their interpolated time.
+    Json checks = Json::array();
+    double worst = 0;
+    for (std::uint64_t k = 0; k < a.held_back; ++k) {
+      std::uint64_t c = a.context + (a.decode_steps - 1) * (2 * k + 1) / (2 * a.held_back);
+      const auto [lo, hi] = context_grid(c);
+      if (lo == hi) continue;  // on the grid: nothing interpolated
+      const double interp = timed(c);
+      IterationArgs step = a;
+      step.context = c;
+      const double exact = measure(config, prepare(config.load(), step), step)["time_ns"];
+      const double err = (interp - exact) / exact;
+      worst = std::max(worst, std::abs(err));
+      checks.push_back({{"context", c}, {"grid", {lo, hi}}, {"exact_ns", exact},
+                        {"interpolated_ns", interp}, {"error", err}});
+    }
+    first["decode_run"]["held_back"] = checks;
+    first["decode_run"]["max_abs_error"] = worst;
+  }
   return first;
 }
 

@@ -64,6 +64,13 @@ void print_table(const nlohmann::json& r) {
                d["steps"].get<std::uint64_t>(), d["total_time_ns"].get<double>() / 1e6,
                d["mean_iteration_ns"].get<double>() / 1e3, d["tokens_per_s"].get<double>(),
                d["shapes_simulated"].get<std::size_t>(), 100 * d["reuse_rate"].get<double>());
+    if (d.contains("held_back")) {
+      for (const auto& h : d["held_back"]) {
+        fmt::print("  held back: context {} exact {:.2f} us, interpolated {:.2f} us ({:+.2f} %)\n",
+                   h["context"].get<std::uint64_t>(), h["exact_ns"].get<double>() / 1e3,
+                   h["interpolated_ns"].get<double>() / 1e3, 100 * h["error"].get<double>());
+      }
+    }
   }
   if (!r["kv_transfer"].is_null()) {
     const auto& k = r["kv_transfer"];
@@ -105,6 +112,10 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
   sub->add_option("--decode-steps", a.decode_steps,
                   "a decode run of N iterations, context growing by one each; distinct shapes "
                   "simulated once and reused");
+  sub->add_flag("--interpolate", a.interpolate,
+               "decode run: simulate only a grid of context lengths and interpolate between them");
+  sub->add_option("--held-back", a.held_back,
+                  "decode run with --interpolate: steps also simulated exactly, with the error");
   sub->add_option("--batch-buckets", a.batch_buckets,
                   "compiled batch sizes, e.g. 1,2,4,8,16,32,64 (default: exact shapes)");
   sub->add_option("--seq-buckets", a.seq_buckets,

@@ -249,3 +249,19 @@ TEST(InferIterationCli, DisaggregatedTransferBytesAndRoute) {
   EXPECT_GT(j["breakdown_ns"]["kv_transfer"].get<double>(), 0);
   EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --disaggregate").code, 2);
 }
+
+// Interpolation: 257 steps from context 1024 to 1280 (two points of the grid 128 x {1, 1.25,
+// 1.5, 1.75} x 2^k) simulate those two shapes only, and the steps between lie on the line:
+// total = 257 x (t(1024) + t(1280)) / 2.
+TEST(InferIterationCli, InterpolatedDecodeRunLiesOnTheLineBetweenGridPoints) {
+  const std::string base = "--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                           "--batch 2 ";
+  const auto d = bench(base + "--context 1024 --decode-steps 257 --interpolate")["decode_run"];
+  EXPECT_EQ(d["shapes_simulated"], 2);
+  const double t0 = bench(base + "--context 1024")["time_ns"].get<double>();
+  const double t1 = bench(base + "--context 1280")["time_ns"].get<double>();
+  EXPECT_NEAR(d["total_time_ns"].get<double>(), 257 * (t0 + t1) / 2, 1e-6 * 257 * t1);
+  EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --decode-steps 4 --interpolate "
+                             "--seq-buckets 1024,2048").code,
+            2);
+}

@@ -28,6 +28,11 @@ struct IterationArgs {
   // > 0: a decode run of this many iterations, the context growing from `context` by one token
   // each; each distinct shape simulated once and reused ("decode_run" in the result).
   std::uint64_t decode_steps = 0;
+  // A decode run's steps between two context lengths of a grid timed on the line between them
+  // (only the grid's shapes simulated); `held_back` steps off the grid also simulated exactly,
+  // and the error reported.
+  bool interpolate = false;
+  std::uint64_t held_back = 0;
   // The KV capacity alone (with the checks that refuse what does not fit), no simulation.
   bool capacity_only = false;
   // Disaggregated prefill (the chunk) and decode (the batch) on two pools of the layout, the
