@@ -36,6 +36,7 @@ void register_bench_commands(CLI::App& app, Registry& reg) {
   register_bench_fabric(*bench, reg);
   register_bench_collective(*bench, reg);
   register_bench_kernel(*bench, reg);
+  register_bench_iteration(*bench, reg);
 }
 
 }  // namespace trnsim::cli

@@ -32,5 +32,6 @@ void register_bench_hbm(CLI::App& bench, Registry& reg);     // hbm
 void register_bench_fabric(CLI::App& bench, Registry& reg);  // ping, traffic
 void register_bench_collective(CLI::App& bench, Registry& reg);  // collective (whole replay)
 void register_bench_kernel(CLI::App& bench, Registry& reg);  // bare SystemC event loop
+void register_bench_iteration(CLI::App& bench, Registry& reg);  // an inference iteration
 
 }  // namespace trnsim::cli

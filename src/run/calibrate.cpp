@@ -287,10 +287,15 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
     grids[key] = grid_points(gemm ? model::kGemmTile : 1, *s.sizes.begin(), *s.sizes.rbegin(),
                              gemm ? kGemmRowCap : kElementCap);
   }
-  // An op on a grid is found there (the first of its grids, as find_profile looks).
+  // An op on a grid is found there (the first of its grids, as find_profile looks), unless its
+  // size is below the grid's first point: find_profile has nothing to interpolate from there (a
+  // GEMM grid starts at one tile of rows, and an expert GEMM of a decode or prefill batch may
+  // have fewer), so such an op is calibrated at its own size.
   auto on_grid = [&](const model::ComputeOp& op) {
     for (int dim = 0; dim < model::grid_dims(op); ++dim) {
-      if (grids.count(model::grid_key(op, dim))) return true;
+      const auto g = grids.find(model::grid_key(op, dim));
+      if (g == grids.end()) continue;
+      return !g->second.empty() && model::grid_size(op, dim) >= g->second.front();
     }
     return false;
   };

@@ -1,0 +1,267 @@
+// SPDX-License-Identifier: MIT
+// The iteration generator's ops and what they must move (hand-computed), and `trnsim bench
+// iteration` end to end: a batch-1 decode on one chip is no faster than its weights over the
+// HBM bandwidth, the same seed gives the same time, a layout that does not fit exits 2.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "../common/run_trnsim.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/infer/iteration.hpp"
+
+using namespace trnsim;
+using namespace trnsim::infer;
+
+namespace {
+
+ModelParams load(const std::string& name) {
+  return load_model(std::string(TRNSIM_SOURCE_DIR) + "/configs/models/" + name + ".json");
+}
+
+std::size_t count(const trace::RankTrace& r, trace::OpKind k) {
+  std::size_t n = 0;
+  for (const auto& op : r.ops) n += op.kind == k ? 1 : 0;
+  return n;
+}
+
+nlohmann::json bench(const std::string& args) {
+  const auto r = test::run_trnsim("bench iteration --json " + args, false);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return nlohmann::json::parse(r.out);
+}
+
+}  // namespace
+
+// Llama 3.1 8B, batch 1, context 1024, BF16, one rank. Weights its GEMMs read: per layer qkv
+// 4096 x 6144, o 4096^2, gate/up 4096 x 28672, down 14336 x 4096 = 218,103,808 parameters,
+// x 32; the LM head 4096 x 128256; 2 B each: 15,009,316,864 B (the embedding table is gathered
+// by rows, not read). KV read: 32 layers x 1024 tokens x 4096 B = 134,217,728 B.
+TEST(InferIteration, Llama8bDecodeReadsItsWeightsAndKvByHand) {
+  IterationSpec s;
+  s.model = load("llama-3.1-8b");
+  const IterationSource src(s);
+  EXPECT_EQ(src.num_ranks(), 1);
+  EXPECT_DOUBLE_EQ(src.work(0).weight_bytes, 15'009'316'864.0);
+  EXPECT_DOUBLE_EQ(src.work(0).kv_read_bytes, 134'217'728.0);
+  EXPECT_DOUBLE_EQ(src.work(0).kv_write_bytes, 32 * 4096.0);
+  const auto& ops = src.workload().ranks[0];
+  EXPECT_EQ(count(ops, trace::OpKind::attention), 32u);
+  EXPECT_EQ(count(ops, trace::OpKind::all_reduce), 0u);
+  EXPECT_EQ(count(ops, trace::OpKind::delay), 2u);  // launch and sync
+}
+
+// TP 8: two all-reduces per layer and the sampling gather; each rank reads an eighth of the
+// split weights.
+TEST(InferIteration, TensorParallelAddsCollectives) {
+  IterationSpec s;
+  s.model = load("llama-3.1-70b");
+  s.layout = Layout{.tp = 8};
+  s.decode_seqs = 4;
+  const IterationSource src(s);
+  EXPECT_EQ(src.num_ranks(), 8);
+  const auto& ops = src.workload().ranks[3];
+  EXPECT_EQ(count(ops, trace::OpKind::all_reduce), 2u * 80);
+  EXPECT_EQ(count(ops, trace::OpKind::all_gather), 1u);
+  EXPECT_EQ(src.groups().at("tp.s0.g0").size(), 8u);
+}
+
+// DeepSeek-V3, expert parallel over 8 data-parallel ranks: a dispatch and a combine per MoE
+// layer (58) on every rank, even one with no sequence of its own; the tokens each rank sends
+// are the tokens the others receive.
+TEST(InferIteration, ExpertParallelDispatchAndCombineBalance) {
+  IterationSpec s;
+  s.model = load("deepseek-v3");
+  s.layout = Layout{.tp = 1, .dp = 8, .ep = 8};
+  s.decode_seqs = 6;  // ranks 6 and 7 have none
+  s.dtypes.weights = DType::fp8;
+  const IterationSource src(s);
+  std::uint64_t sent = 0, received = 0;
+  for (int r = 0; r < 8; ++r) {
+    const auto& ops = src.workload().ranks[std::size_t(r)];
+    EXPECT_EQ(count(ops, trace::OpKind::all_to_all_v), 2u * 58) << r;
+    for (const auto& op : ops.ops) {
+      if (op.kind != trace::OpKind::all_to_all_v || op.layer != 3) continue;
+      for (auto b : op.send_bytes) (op.name.ends_with("dispatch") ? sent : received) += b;
+    }
+  }
+  // 6 tokens x top-8 x 7168 x 2 B dispatched in layer 3, and as many combined.
+  EXPECT_EQ(sent, 6u * 8 * 7168 * 2);
+  EXPECT_EQ(received, sent);
+  EXPECT_EQ(count(src.workload().ranks[7], trace::OpKind::attention), 0u);
+}
+
+TEST(InferIteration, SameSeedSameOpsOtherSeedOtherRouting) {
+  IterationSpec s;
+  s.model = load("qwen3-30b-a3b");
+  s.decode_seqs = 16;
+  const IterationSource a(s), b(s);
+  EXPECT_DOUBLE_EQ(a.work(0).weight_bytes, b.work(0).weight_bytes);
+  s.seed = 2;
+  const IterationSource c(s);
+  EXPECT_NE(a.work(0).weight_bytes, c.work(0).weight_bytes);  // other experts active
+}
+
+TEST(InferIteration, RefusesAnEmptyBatch) {
+  IterationSpec s;
+  s.model = load("llama-3.1-8b");
+  s.decode_seqs = 0;
+  EXPECT_THROW(IterationSource{s}, InputError);
+}
+
+// A batch-1 decode on one Trn2 chip takes at least its bytes over the 2.9 TB/s HBM: the bound
+// is (15,009,316,864 + 134,217,728 + 131,072) B / 2.9e12 B/s = 5,221.95 us.
+TEST(InferIterationCli, Batch1DecodeIsBoundedByWeightBytesOverHbm) {
+  const auto j = bench("--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                       "--batch 1 --context 1024");
+  const double bound_ns = (15'009'316'864.0 + 134'217'728.0 + 131'072.0) / 2.9e12 * 1e9;
+  EXPECT_NEAR(j["bounds"]["memory_ns"].get<double>(), bound_ns, 1e-6 * bound_ns);
+  EXPECT_GE(j["time_ns"].get<double>(), bound_ns);
+  EXPECT_EQ(j["bound_limit"], "memory");
+  EXPECT_GT(j["breakdown_ns"]["dense_ffn"].get<double>(), 0);
+}
+
+TEST(InferIterationCli, DeterministicForASeed) {
+  const std::string args = "--config configs/racks/trn2-ultraserver.json --model qwen3-30b-a3b "
+                           "--layout tp=4 --batch 8 --context 2048 --prefill-tokens 128 --seed 7";
+  const auto a = bench(args), b = bench(args);
+  EXPECT_EQ(a["time_ns"], b["time_ns"]);
+  EXPECT_EQ(a["breakdown_ns"], b["breakdown_ns"]);
+}
+
+TEST(InferIterationCli, RefusedLayoutExitsTwoNamingModelLayoutAndBytes) {
+  const auto r = test::run_trnsim(
+      "bench iteration --config configs/racks/trn2-ultraserver.json --model deepseek-v3 "
+      "--layout tp=1");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("model deepseek-v3 with layout tp=1,dp=1,ep=1,pp=1"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("GB of weights"), std::string::npos) << r.out;
+  const auto bad = test::run_trnsim("bench iteration --model llama-3.1-8b --layout tp=3");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--layout: tp=3 does not divide"), std::string::npos) << bad.out;
+}
+
+// Compiled shapes: batch 3 at context 1000 runs at the buckets 4 and 1024. KV read: 32 layers x
+// 4 x 1024 x 4096 B = 536,870,912 B (exact: 32 x 3 x 1000 x 4096 = 393,216,000); the QKV GEMM
+// has 4 rows; a context beyond the largest bucket is refused.
+TEST(InferIteration, BucketPaddingByHand) {
+  IterationSpec s;
+  s.model = load("llama-3.1-8b");
+  s.decode_seqs = 3;
+  s.context = 1000;
+  const IterationSource exact(s);
+  EXPECT_DOUBLE_EQ(exact.work(0).kv_read_bytes, 393'216'000.0);
+  s.batch_buckets = {1, 2, 4, 8};
+  s.seq_buckets = {512, 1024, 2048};
+  const IterationSource padded(s);
+  EXPECT_EQ(padded.shape().decode, std::vector<std::uint64_t>{4});
+  EXPECT_EQ(padded.shape().context, 1024u);
+  EXPECT_DOUBLE_EQ(padded.work(0).kv_read_bytes, 536'870'912.0);
+  EXPECT_DOUBLE_EQ(padded.work(0).weight_bytes, exact.work(0).weight_bytes);
+  for (const auto& op : padded.workload().ranks[0].ops) {
+    if (op.name == "l0.qkv") {
+      EXPECT_EQ(op.m, 4u);
+    }
+  }
+  // Padded rows cost 4/3 of the exact GEMM FLOPs of the layers.
+  EXPECT_GT(padded.work(0).flops[std::size_t(DType::bf16)],
+            exact.work(0).flops[std::size_t(DType::bf16)] * 1.3);
+  s.context = 4096;
+  EXPECT_THROW(IterationSource{s}, InputError);
+}
+
+// A decode run of 40 steps from context 1000 with sequence buckets 1024 and 2048: steps at
+// contexts 1000..1024 (25) run at bucket 1024, 1025..1039 (15) at 2048; two shapes simulated,
+// reuse 1 - 2/40 = 95 %, total 25 x t(1024) + 15 x t(2048).
+TEST(InferIterationCli, DecodeRunSimulatesEachBucketOnce) {
+  const std::string base = "--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                           "--batch 2 --seq-buckets 1024,2048 ";
+  const auto run = bench(base + "--context 1000 --decode-steps 40");
+  const auto& d = run["decode_run"];
+  EXPECT_EQ(d["steps"], 40);
+  EXPECT_EQ(d["shapes_simulated"], 2);
+  EXPECT_DOUBLE_EQ(d["reuse_rate"].get<double>(), 0.95);
+  const double t1 = bench(base + "--context 1024")["time_ns"].get<double>();
+  const double t2 = bench(base + "--context 1025")["time_ns"].get<double>();
+  EXPECT_GT(t2, t1);  // twice the keys read
+  EXPECT_DOUBLE_EQ(d["total_time_ns"].get<double>(), 25 * t1 + 15 * t2);
+  EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --decode-steps 4 "
+                             "--prefill-tokens 16").code,
+            2);
+}
+
+// --capacity: no simulation. DeepSeek-V3 with an FP8 KV cache: 61 layers x 576 B = 35,136 B per
+// token on every rank; 64 data-parallel groups hold 64 times a chip's tokens.
+TEST(InferIterationCli, CapacityOnlyByHand) {
+  const auto j = bench("--capacity --model deepseek-v3 --layout dp=64,ep=64 --weights-dtype fp8 "
+                       "--kv-dtype fp8");
+  EXPECT_FALSE(j.contains("time_ns"));
+  const auto& c = j["capacity"];
+  EXPECT_DOUBLE_EQ(c["kv_bytes_per_token"].get<double>(), 35136.0);
+  EXPECT_EQ(c["kv_tokens_per_replica"].get<std::uint64_t>(),
+            64 * c["kv_tokens_per_chip"].get<std::uint64_t>());
+  EXPECT_EQ(c["kv_tokens_per_chip"].get<std::uint64_t>() % 16, 0u);
+}
+
+// Disaggregated, Llama 3.1 8B, TP 1: rank 0 prefills 512 tokens and sends each of the 32 layers'
+// KV, 512 x 4096 B = 2,097,152 B, to rank 1, which decodes 4 sequences meanwhile: 67,108,864 B.
+TEST(InferIteration, DisaggregatedKvTransferByHand) {
+  IterationSpec s;
+  s.model = load("llama-3.1-8b");
+  s.decode_seqs = 4;
+  s.prefill_tokens = 512;
+  s.disaggregated = true;
+  const IterationSource src(s);
+  ASSERT_EQ(src.num_ranks(), 2);
+  EXPECT_DOUBLE_EQ(src.work(0).kv_sent_bytes, 67'108'864.0);
+  const auto& prefill = src.workload().ranks[0].ops;
+  const auto& decode = src.workload().ranks[1].ops;
+  EXPECT_EQ(count(src.workload().ranks[0], trace::OpKind::send), 32u);
+  EXPECT_EQ(count(src.workload().ranks[1], trace::OpKind::recv), 32u);
+  for (const auto& op : prefill) {
+    EXPECT_NE(op.name, "l0.attn.decode");
+    if (op.kind == trace::OpKind::send) {
+      EXPECT_EQ(op.peer, 1);
+      EXPECT_EQ(op.bytes, 2'097'152u);
+    }
+  }
+  for (const auto& op : decode) {
+    EXPECT_NE(op.name, "l0.attn.prefill");
+    if (op.kind == trace::OpKind::recv) {
+      EXPECT_EQ(op.peer, 0);
+    }
+  }
+}
+
+// The same on the Trn2 UltraServer: the bytes, the chips they go between (rank r on chip r) and
+// the fabric carrying at least them.
+TEST(InferIterationCli, DisaggregatedTransferBytesAndRoute) {
+  const auto j = bench("--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                       "--batch 4 --context 1024 --prefill-tokens 512 --disaggregate");
+  const auto& k = j["kv_transfer"];
+  EXPECT_DOUBLE_EQ(k["bytes"].get<double>(), 67'108'864.0);
+  ASSERT_EQ(k["pairs"].size(), 1u);
+  EXPECT_EQ(k["pairs"][0]["from_chip"], 0);
+  EXPECT_EQ(k["pairs"][0]["to_chip"], 1);
+  EXPECT_GE(k["network_bytes"].get<double>(), 67'108'864.0);
+  EXPECT_GT(j["breakdown_ns"]["kv_transfer"].get<double>(), 0);
+  EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --disaggregate").code, 2);
+}
+
+// Interpolation: 257 steps from context 1024 to 1280 (two points of the grid 128 x {1, 1.25,
+// 1.5, 1.75} x 2^k) simulate those two shapes only, and the steps between lie on the line:
+// total = 257 x (t(1024) + t(1280)) / 2.
+TEST(InferIterationCli, InterpolatedDecodeRunLiesOnTheLineBetweenGridPoints) {
+  const std::string base = "--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                           "--batch 2 ";
+  const auto d = bench(base + "--context 1024 --decode-steps 257 --interpolate")["decode_run"];
+  EXPECT_EQ(d["shapes_simulated"], 2);
+  const double t0 = bench(base + "--context 1024")["time_ns"].get<double>();
+  const double t1 = bench(base + "--context 1280")["time_ns"].get<double>();
+  EXPECT_NEAR(d["total_time_ns"].get<double>(), 257 * (t0 + t1) / 2, 1e-6 * 257 * t1);
+  EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --decode-steps 4 --interpolate "
+                             "--seq-buckets 1024,2048").code,
+            2);
+}
