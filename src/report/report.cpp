@@ -486,9 +486,21 @@ Json fabric_json(const run::RunData& d, double T) {
                              {"switches_waiting_longest", switches_j}}}};
 }
 
+// The note of a peak power above what the used chips and the fabric can draw.
+std::string peak_power_violation(const Json& e, double tdp_w) {
+  return fmt::format(
+      "peak power {} exceeds what the used chips and the fabric can draw, {} ({} chips x TDP {} "
+      "+ the fabric's static power and all its links busy): a model counted energy outside the "
+      "time it was spent, so the peak is wrong; please report it",
+      fmt_si(e["peak_power_w"].get<double>(), "W"), fmt_si(e["peak_power_bound_w"].get<double>(), "W"),
+      e["chips_used"].get<std::size_t>(), fmt_si(tdp_w, "W"));
+}
+
 struct EnergyFigures {
   Json json;
   double total = 0, average_power = 0, peak_power = 0;
+  double peak_bound = 0;  // the used chips' TDPs and the fabric's maximum
+  bool within_bound = true;
 };
 
 // Energy of the workload: its chips whole, the fabric's dynamic energy and the share of the
@@ -537,6 +549,12 @@ EnergyFigures energy_json(const run::RunData& d, double T, const std::vector<int
     if (dt > 0) peak_dynamic = std::max(peak_dynamic, e / dt);
   }
   f.peak_power = std::max(static_power + peak_dynamic, f.average_power);
+  // Peak power can never exceed what the used chips and the whole fabric can draw: their TDPs,
+  // and the fabric's static power with every link direction busy. A peak above it means a model
+  // counted energy out of its time (as the op tier once did, a whole op's energy at its end).
+  f.peak_bound = double(used.size()) * d.chip_tdp_w + safe_div(d.fabric_energy.static_.si, T) +
+                 d.fabric_max_dynamic_w;
+  f.within_bound = !(d.chip_tdp_w > 0 && f.peak_power > f.peak_bound * (1 + 1e-9));
   Json c = Json::object();
   for (const auto& [k, v] : comp) c[k] = v;
   f.json = {{"chips_used", used.size()},
@@ -548,6 +566,8 @@ EnergyFigures energy_json(const run::RunData& d, double T, const std::vector<int
             {"average_power_per_chip_w", safe_div(f.average_power, double(used.size()))},
             {"peak_power_w", f.peak_power},
             {"peak_power_interval_ns", d.sample_interval_s * 1e9},
+            {"peak_power_bound_w", f.peak_bound},
+            {"peak_power_within_bound", f.within_bound},
             {"flops_per_j", safe_div(flops, total)},
             {"tflops_per_w", safe_div(flops, total) / 1e12},
             {"tokens_per_j", tokens ? Json(safe_div(*tokens, total)) : Json()},
@@ -731,6 +751,9 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   }
   t += "\n";
   for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
+  if (!e["peak_power_within_bound"].get<bool>()) {
+    t += fmt::format("  warning: {}\n", peak_power_violation(e, d.chip_tdp_w));
+  }
   if (!w.warnings.empty()) {
     t += fmt::format("  note: the trace reader reported {} warnings\n", w.warnings.size());
   }
@@ -795,6 +818,7 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   s["busiest"] = busiest;
   Json notes = Json::array();
   for (const auto& n : d.notes) notes.push_back(n);
+  if (!e.within_bound) notes.push_back(peak_power_violation(s["energy"], d.chip_tdp_w));
   for (const auto& n : w.warnings) notes.push_back(n);
   s["notes"] = notes;
 

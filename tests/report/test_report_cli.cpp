@@ -300,6 +300,68 @@ TEST(FastForward, InsideOpsAtTheTileTier) {
   EXPECT_NEAR(o.read[1] / o.read[0], 1.0, 0.01);
 }
 
+// Peak power can never exceed what the used chips (their TDPs) and the fabric can draw. The op
+// tier counted an op's energy when it ended, flow transfers theirs when they drained and the
+// bandwidth memory its bytes when it reserved them, each landing whole in one sample interval of
+// about a microsecond: 21.3 kW on the golden trace (16 chips of 700 W), 21.8 MW on a 16-chip
+// Chakra MoE trace. Spread over their time, the fast tier's peak is that of the detailed tier
+// (7.38 kW) within a few tens of percent, and below the chips' TDPs.
+Json run_json(const std::string& args) {
+  const auto r = run_trnsim("run --json " + args, false);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return r.code == 0 ? Json::parse(r.out) : Json::object();
+}
+
+void expect_peak_below_tdps(const Json& report, int chips, double tdp_w) {
+  const Json& e = report["energy"];
+  ASSERT_EQ(e["chips_used"], chips);
+  const double peak = e["peak_power_w"].get<double>();
+  EXPECT_LT(peak, chips * tdp_w);
+  EXPECT_GE(peak, e["average_power_w"].get<double>());
+  EXPECT_LE(peak, e["peak_power_bound_w"].get<double>());
+  EXPECT_GT(e["peak_power_bound_w"].get<double>(), chips * tdp_w);
+  EXPECT_TRUE(e["peak_power_within_bound"].get<bool>());
+}
+
+TEST_F(Run, PeakPowerOfTheFastTierIsThatOfTheDetailedTier) {
+  const Json fast = run_json("--config trn3-gen2-ultraserver --trace "
+                             "tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast");
+  expect_peak_below_tdps(fast, 16, 700);
+  expect_peak_below_tdps(report, 16, 700);
+  const double ratio = fast["energy"]["peak_power_w"].get<double>() /
+                       report["energy"]["peak_power_w"].get<double>();
+  EXPECT_GT(ratio, 0.7);
+  EXPECT_LT(ratio, 1.3);
+}
+
+TEST(PeakPower, FastForwardAndChakraWithinTheTdps) {
+  expect_peak_below_tdps(
+      run_json("--config trn3-gen2-ultraserver --trace tests/golden/inputs/golden-moe-16-mb6.json"),
+      16, 700);
+  const std::string moe = "../shared/traces/moe-generated/mixtral_like_dp2_tp2_ep4/workload";
+  if (!fs::exists(moe + ".0.et")) GTEST_SKIP() << "no shared traces";
+  expect_peak_below_tdps(run_json("--trace " + moe + " --chakra-size-unit elements "
+                                  "--chakra-num-ops macs"),
+                         16, 700);
+}
+
+// The report checks the bound: 16 Trainium2 chips at a 1 W TDP on their torus (393 W of fabric
+// static and busy-link power) cannot draw the 4 kW they do, and the run says so.
+TEST(PeakPower, AboveTheBoundIsFlagged) {
+  const auto r = run_trnsim("run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json "
+                            "--set chip.tdp=1W");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: peak power"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(16 chips x TDP 1 W"), std::string::npos) << r.out;
+  const Json j = run_json("--config trn2-instance --trace tests/golden/inputs/golden-moe-16.json "
+                          "--set chip.tdp=1W");
+  EXPECT_FALSE(j["energy"]["peak_power_within_bound"].get<bool>());
+  EXPECT_NEAR(j["energy"]["peak_power_bound_w"].get<double>(), 409.216, 0.01);
+  bool noted = false;
+  for (const auto& n : j["notes"]) noted |= n.get<std::string>().starts_with("peak power");
+  EXPECT_TRUE(noted) << j["notes"];
+}
+
 TEST(Timeline, CapKeepsTheLongestOps) {
   const fs::path dir = fs::temp_directory_path() / ("trnsim-timeline-cap-" + std::to_string(::getpid()));
   fs::remove_all(dir);
