@@ -89,6 +89,12 @@ trace::Workload split_levels(const trace::Workload& w, const config::ClusterPara
         x.group = std::move(group);
         x.bytes = bytes;
         x.name = op.name + suffix;
+        // A level is part of its parent: it takes the parent's phase, layer and micro-batch
+        // (from the trace's fields, or the bundled generator's names), which its own name, with
+        // the level's suffix, no longer gives.
+        x.phase = trace::infer_phase(op);
+        x.layer = trace::infer_layer(op);
+        x.micro_batch = trace::infer_micro_batch(op);
         chain.push_back(std::move(x));
       };
       const bool local = L > 1,
