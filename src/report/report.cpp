@@ -846,15 +846,21 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   return out;
 }
 
+std::vector<std::string> output_file_names() {
+  return {"report.json", "summary.csv", "host.json", "config.json",
+          "stats.json",  "ops.csv",     "timeline.json"};
+}
+
 void write_outputs(const std::string& dir, const Report& out, const config::LoadedConfig& cfg) {
   OutputDir d(dir);  // all files appear together or not at all
-  d.add("report.json", out.report.dump(2) + "\n");
-  d.add("summary.csv", out.summary_csv);
-  d.add("host.json", out.host.dump(2) + "\n");
-  d.add("config.json", config::to_json(cfg.config).dump(2) + "\n");
-  d.add("stats.json", out.stats.dump(1) + "\n");
-  d.add("ops.csv", out.ops_csv);
-  d.add("timeline.json", out.timeline.dump() + "\n");
+  const std::vector<std::string> names = output_file_names();
+  d.add(names[0], out.report.dump(2) + "\n");
+  d.add(names[1], out.summary_csv);
+  d.add(names[2], out.host.dump(2) + "\n");
+  d.add(names[3], config::to_json(cfg.config).dump(2) + "\n");
+  d.add(names[4], out.stats.dump(1) + "\n");
+  d.add(names[5], out.ops_csv);
+  d.add(names[6], out.timeline.dump() + "\n");
   d.commit();
 }
 

@@ -424,6 +424,43 @@ TEST(Out, UnderAPlainFileRefusedBeforeSimulating) {
   fs::remove(file);
 }
 
+// A results directory holding a file a run does not write (a plot, notes) is refused before
+// anything is simulated, not after.
+TEST(Out, ForeignFilesRefusedBeforeSimulating) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-foreign-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "plot-breakdown.png") << "x";
+  const auto r = run_trnsim("run --trace tests/golden/inputs/golden-moe-16.json --out " + dir.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(dir.string() + ": cannot write results: the directory holds "
+                       "plot-breakdown.png, which a run does not write"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("wall time"), std::string::npos) << "it simulated first: " << r.out;
+  EXPECT_TRUE(fs::exists(dir / "plot-breakdown.png"));
+  fs::remove_all(dir);
+}
+
+// `run --out` and `trace export --out` create missing parent folders, as `sweep --out` does.
+TEST(Out, MissingParentFoldersAreCreated) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-parents-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto r = run_trnsim("run --trace tests/golden/inputs/golden-moe-16.json --out " +
+                            (dir / "a" / "b" / "run").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "a" / "b" / "run" / "report.json"));
+  const auto x = run_trnsim("trace export tests/golden/inputs/golden-moe-16.json --out " +
+                            (dir / "c" / "d" / "moe").string());
+  EXPECT_EQ(x.code, 0) << x.out;
+  EXPECT_TRUE(fs::exists(dir / "c" / "d" / "moe.0.et"));
+  const auto n = run_trnsim("trace convert tests/golden/inputs/golden-moe-16.json --to native --out " +
+                            (dir / "e" / "moe.json").string());
+  EXPECT_EQ(n.code, 0) << n.out;
+  EXPECT_TRUE(fs::exists(dir / "e" / "moe.json"));
+  fs::remove_all(dir);
+}
+
 // Export, read back from the rank-0 file, run: a plain Chakra export (no embedded native ops)
 // of the golden trace runs and reports the same FLOPs.
 TEST(TraceCommand, ExportInfoAndRunFromRankFile) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "../common/files.hpp"
 #include "trnsim/sweep/compare.hpp"
 #include "trnsim/sweep/filter.hpp"
 #include "trnsim/sweep/merge.hpp"
@@ -206,6 +207,10 @@ TEST(SweepMerge, MeanAndSpreadOverSeedsAcrossShardDirectories) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')).substr(0, 56), "cores,points,ok,failed,step_time_ns,step_time_ns_sd,flop");
   EXPECT_NE(csv.find("\n2,3,3,0,20,10,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\n4,3,2,1,100,0,"), std::string::npos) << csv;
+  // Written where --out says, its missing parent folders created.
+  const fs::path deep = d1 / "merged" / "a" / "b";
+  write_merged(deep.string(), m);
+  EXPECT_EQ(trnsim::test::read_text(deep / "sweep.csv"), csv);
   // A directory of another sweep is refused.
   const auto other = parse(R"([{"path": "chip.cores", "values": [2, 8]}])");
   EXPECT_NE(error_of([&] { write_or_check_plan(d1, make_plan(other, expand(other))); }).find("holds another sweep"),
