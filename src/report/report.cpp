@@ -618,9 +618,15 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   const Json& m = b["machine"];
   const double T = b["step_time_ns"].get<double>();
   std::string t;
-  t += fmt::format("trnsim run: {} ({} x {}), workload {} ({} ranks on {} of {} chips, {} ops)\n",
-                   cfg.rack->name, d.chips, cfg.chip->name, w.name, w.num_ranks(),
-                   s["energy"]["chips_used"].get<std::size_t>(), d.chips,
+  // A cluster by its own name (its UltraServers' rack is the "cluster" line's business).
+  const std::string machine =
+      d.cluster_ultraservers > 0
+          ? fmt::format("{} ({} UltraServers of {} x {})", cfg.name.empty() ? "cluster" : cfg.name,
+                        d.cluster_ultraservers, d.chips / std::size_t(std::max(1, d.cluster_simulated_ultraservers)),
+                        cfg.chip->name)
+          : fmt::format("{} ({} x {})", cfg.rack->name, d.chips, cfg.chip->name);
+  t += fmt::format("trnsim run: {}, workload {} ({} ranks on {} of {} chips, {} ops)\n", machine,
+                   w.name, w.num_ranks(), s["energy"]["chips_used"].get<std::size_t>(), d.chips,
                    s["workload"]["ops"].get<std::size_t>());
   if (!id["config"]["given"].get<std::string>().empty()) {
     t += fmt::format("  config               {}\n", id["config"]["given"].get<std::string>());

@@ -136,6 +136,47 @@ TEST(ClusterRun, GradientSyncAcrossUltraServersIsGradientSync) {
   EXPECT_GT(busy("gradient_sync"), 5 * busy("forward")) << by;
 }
 
+// The bundled generator's traces without /metadata/parallelism/replicas were made for one
+// replica: on a cluster of 8 they would run silently with gradient groups sized for one.
+TEST(ClusterWorkload, AGeneratedTraceOfOneReplicaIsRefused) {
+  auto w = replica();
+  w.metadata = {{"generator", "tools/moe_gen.py"}, {"parallelism", {{"dp", 2}}}};
+  try {
+    make_cluster_workload(w, cluster(8, true));
+    FAIL() << "a one-replica trace ran on 8 UltraServers";
+  } catch (const trnsim::WorkloadError& e) {
+    EXPECT_NE(std::string(e.what()).find("workload replica was generated for 1 data-parallel "
+                                         "replica (/metadata/parallelism/replicas absent: one); "
+                                         "the cluster holds 8"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--replicas 8"), std::string::npos) << e.what();
+  }
+  // One UltraServer: one replica, as made. A trace of another tool says nothing: it runs.
+  EXPECT_NO_THROW(make_cluster_workload(w, cluster(1, true)));
+  w.metadata = {{"parallelism", {{"dp", 2}}}};
+  EXPECT_NO_THROW(make_cluster_workload(w, cluster(8, true)));
+}
+
+// End to end: the bundled one-replica trace on a cluster preset is refused before anything
+// runs; a cluster's run header names the cluster, not its UltraServers' rack.
+TEST(ClusterRun, OneReplicaTraceRefusedAndTheHeaderNamesTheCluster) {
+  auto r = trnsim::test::run_trnsim("run --config configs/clusters/trn3-gen2-ultracluster-8.json "
+                                    "--trace traces/mixtral-moe-16.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("workload mixtral-moe-16 was generated for 1 data-parallel replica"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("wall time"), std::string::npos) << r.out;
+  r = trnsim::test::run_trnsim("run --config configs/clusters/trn3-gen2-ultracluster-8.json "
+                               "--trace tests/golden/inputs/golden-moe-16-x8.json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("trnsim run: trn3-gen2-ultracluster-8 (8 UltraServers of 144 x Trainium3), "
+                       "workload golden-moe-16-x8"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(ClusterWorkload, UnfoldedEveryReplicaHasItsRanksAndTheCrossGroupsJoinThem) {
   const ClusterWorkload cw = make_cluster_workload(replica(), cluster(3, false));
   ASSERT_EQ(cw.workload.num_ranks(), 6);
