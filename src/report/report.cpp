@@ -609,6 +609,11 @@ Json ops_by_kind_json(const run::RunData& d) {
 
 double pct(double part, double whole) { return 100 * safe_div(part, whole); }
 
+// "1 rank", "16 ranks".
+std::string count_of(std::uint64_t n, std::string_view what) {
+  return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+}
+
 // The terminal summary, from report.json `s`: the breakdown first.
 std::string summary_text(const Json& s, const run::RunData& d) {
   const config::Config& cfg = *d.config;
@@ -625,9 +630,10 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                         d.cluster_ultraservers, d.chips / std::size_t(std::max(1, d.cluster_simulated_ultraservers)),
                         cfg.chip->name)
           : fmt::format("{} ({} x {})", cfg.rack->name, d.chips, cfg.chip->name);
-  t += fmt::format("trnsim run: {}, workload {} ({} ranks on {} of {} chips, {} ops)\n", machine,
-                   w.name, w.num_ranks(), s["energy"]["chips_used"].get<std::size_t>(), d.chips,
-                   s["workload"]["ops"].get<std::size_t>());
+  t += fmt::format("trnsim run: {}, workload {} ({} on {} of {} chips, {})\n", machine, w.name,
+                   count_of(std::uint64_t(w.num_ranks()), "rank"),
+                   s["energy"]["chips_used"].get<std::size_t>(), d.chips,
+                   count_of(s["workload"]["ops"].get<std::uint64_t>(), "op"));
   if (!id["config"]["given"].get<std::string>().empty()) {
     t += fmt::format("  config               {}\n", id["config"]["given"].get<std::string>());
   }
@@ -637,7 +643,8 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                    models["network"]["model"].get<std::string>(),
                    models["compute"]["model"].get<std::string>(),
                    models["memory"]["model"].get<std::string>());
-  if (const Json& ff = id["fast_forward"]; ff["enabled"].get<bool>()) {
+  // Fast-forward is reported where the trace has repeated micro-batches for it to skip.
+  if (const Json& ff = id["fast_forward"]; ff["enabled"].get<bool>() && ff["units"].get<std::uint64_t>() > 0) {
     t += fmt::format("  fast-forward         {} of {} micro-batch units timed from the one before "
                      "({} compute ops, {} collectives; {:.3g} GB charged to the links{})\n",
                      ff["units_fast_forwarded"].get<std::uint64_t>(), ff["units"].get<std::uint64_t>(),
@@ -651,7 +658,8 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                        n, ff["op_head"].get<double>());
     }
   }
-  t += fmt::format("  step time            {:.3f} ms (slowest rank {})\n", T / 1e6,
+  t += fmt::format("  step time            {} (slowest rank {})\n",
+                   T >= 1e6 ? fmt::format("{:.3f} ms", T / 1e6) : fmt_time(T),
                    b["critical_path"]["rank"].get<int>());
   t += fmt::format("  step breakdown       mean over ranks: compute {:.1f} %, overlapped {:.1f} %, "
                    "exposed communication {:.1f} %, waiting {:.1f} % ({:.1f} % for peers)\n",
@@ -676,7 +684,8 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   std::stable_sort(longest.begin(), longest.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
   std::string lp;
   for (std::size_t i = 0; i < longest.size() && i < 3; ++i) lp += (i ? ", " : "") + longest[i].second;
-  t += fmt::format("    critical path      {} ops; longest {}\n", b["critical_path"]["ops"].size(), lp);
+  t += fmt::format("    critical path      {}; longest {}\n",
+                   count_of(b["critical_path"]["ops"].size(), "op"), lp);
   const Json& p = s["performance"];
   std::string peaks;
   for (const auto& [k, v] : p["by_dtype"].items()) {
@@ -688,9 +697,13 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                          fmt_si(v["peak_flops_per_s"].get<double>(), "FLOPS"),
                          ran == k ? "" : fmt::format(" (for {})", k));
   }
-  t += fmt::format("  achieved             {} = {:.1f} % of the Tensor peak of the types run ({})\n",
-                   fmt_si(p["flops_per_s"].get<double>(), "FLOPS"),
-                   100 * p["tensor_fraction_of_peak"].get<double>(), peaks);
+  if (peaks.empty()) {
+    t += "  achieved             no floating-point work (the trace has no compute ops)\n";
+  } else {
+    t += fmt::format("  achieved             {} = {:.1f} % of the Tensor peak of the types run ({})\n",
+                     fmt_si(p["flops_per_s"].get<double>(), "FLOPS"),
+                     100 * p["tensor_fraction_of_peak"].get<double>(), peaks);
+  }
   if (!p["tokens_per_s"].is_null()) {
     t += fmt::format("  tokens               {:.0f} per step, {} tokens/s\n", p["tokens"].get<double>(),
                      fmt_si(p["tokens_per_s"].get<double>(), ""));
@@ -717,10 +730,16 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                    h["row_hit_rate"].is_null() ? std::string()
                        : fmt::format(", row hits {:.1f} %", 100 * h["row_hit_rate"].get<double>()));
   const Json& f = s["fabric"];
-  t += fmt::format("  fabric               {} messages, {} packets, {} delivered\n",
-                   f["messages"].get<std::uint64_t>(), f["packets_delivered"].get<std::uint64_t>(),
+  // Packets and credits exist only where the network has them (the packet tier measures each
+  // packet's latency); the flow tier moves flows.
+  bool packets = false;
+  for (const auto& [k, v] : f["tiers"].items()) packets |= !v["packet_latency_ns"].empty();
+  const auto messages = f["messages"].get<std::uint64_t>();
+  t += fmt::format("  fabric               {}{}, {} delivered\n", count_of(messages, "message"),
+                   packets ? ", " + count_of(f["packets_delivered"].get<std::uint64_t>(), "packet") : "",
                    fmt_si(double(f["bytes_delivered"].get<std::uint64_t>()), "B"));
   for (const auto& [k, v] : f["tiers"].items()) {
+    if (messages == 0) break;
     if (k == "all" && f["tiers"].size() > 2) continue;
     const Json& ml = v["message_latency_ns"];
     const Json& pl = v["packet_latency_ns"];
@@ -734,21 +753,30 @@ std::string summary_text(const Json& s, const run::RunData& d) {
     t += "\n";
   }
   const Json& hot = f["links"]["hottest"];
-  if (!hot.empty()) {
-    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %; {} directions waited "
-                     "for credits\n",
+  if (!hot.empty() && messages > 0) {
+    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %{}\n",
                      100 * f["links"]["mean_utilisation"].get<double>(),
                      hot[0]["name"].get<std::string>(), 100 * hot[0]["utilisation"].get<double>(),
-                     f["back_pressure"]["links_stalled"].get<std::size_t>());
+                     packets ? fmt::format("; {} waited for credits",
+                                           count_of(f["back_pressure"]["links_stalled"].get<std::size_t>(),
+                                                    "direction"))
+                             : "");
   }
   const Json& e = s["energy"];
-  t += fmt::format("  energy               {:.3f} J over {} chips: {} average, {} peak, {} "
-                   "({:.3f} TFLOPS/W); idle chips {:.3f} J apart\n",
-                   e["total_j"].get<double>(), e["chips_used"].get<std::size_t>(),
+  // Joules to the millijoule from 1 J up (as always), with an SI prefix below (a 12 us step).
+  const auto joules = [](double j) { return j >= 1 ? fmt::format("{:.3f} J", j) : fmt_si(j, "J"); };
+  const double idle_j = e["idle_chips"]["static_j"].get<double>() +
+                        e["idle_chips"]["dynamic_j"].get<double>() +
+                        e["idle_chips"]["fabric_static_j"].get<double>();
+  t += fmt::format("  energy               {} over {}: {} average, {} peak{}; idle chips {} apart\n",
+                   joules(e["total_j"].get<double>()),
+                   count_of(e["chips_used"].get<std::size_t>(), "chip"),
                    fmt_si(e["average_power_w"].get<double>(), "W"), fmt_si(e["peak_power_w"].get<double>(), "W"),
-                   fmt_si(e["flops_per_j"].get<double>(), "FLOP/J"), e["tflops_per_w"].get<double>(),
-                   e["idle_chips"]["static_j"].get<double>() + e["idle_chips"]["dynamic_j"].get<double>() +
-                       e["idle_chips"]["fabric_static_j"].get<double>());
+                   e["flops_per_j"].get<double>() > 0
+                       ? fmt::format(", {} ({:.3f} TFLOPS/W)", fmt_si(e["flops_per_j"].get<double>(), "FLOP/J"),
+                                     e["tflops_per_w"].get<double>())
+                       : "",
+                   joules(idle_j));
   t += "  busiest resources   ";
   const Json& busiest = s["busiest"];
   for (std::size_t i = 0; i < busiest.size() && i < 5; ++i) {

@@ -461,6 +461,52 @@ TEST(Out, MissingParentFoldersAreCreated) {
   fs::remove_all(dir);
 }
 
+// The terminal summary of small and odd runs reads as English: one rank, one op, one chip; a
+// 12 us step in microseconds; no FLOPS line for a trace without compute, no fast-forward line
+// without micro-batches to repeat, and no packets or credits at the flow tier, which has neither.
+TEST(Summary, SmallAndOddRunsReadWell) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-summary-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Json ar = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "ar"}, {"ranks", 2},
+             {"groups", {{"dp0", {0, 1}}}}};
+  for (int r = 0; r < 2; ++r) {
+    ar["rank_ops"].push_back({{"rank", r}, {"ops", {{{"id", 0}, {"name", "grad"}, {"op", "all_reduce"},
+                                                     {"group", "dp0"}, {"bytes", 1048576}, {"dtype", "bf16"}}}}});
+  }
+  std::ofstream(dir / "ar.json") << ar.dump();
+  const Json one = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "one"}, {"ranks", 1},
+                    {"groups", Json::object()},
+                    {"rank_ops", {{{"rank", 0}, {"ops", {{{"id", 0}, {"name", "g"}, {"op", "gemm"},
+                                                          {"m", 256}, {"k", 256}, {"n", 256},
+                                                          {"dtype", "bf16"}}}}}}}};
+  std::ofstream(dir / "one.json") << one.dump();
+  const auto a = run_trnsim("run --trace " + (dir / "ar.json").string(), false);
+  ASSERT_EQ(a.code, 0) << a.out;
+  for (const char* bad : {"0 FLOPS", "types run ()", "fast-forward", "packets", "credits", "1 ops",
+                          "0.000 J", "0 FLOP/J"}) {
+    EXPECT_EQ(a.out.find(bad), std::string::npos) << bad << " in\n" << a.out;
+  }
+  EXPECT_NE(a.out.find("(2 ranks on 2 of 144 chips, 2 ops)"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("  achieved             no floating-point work"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("  fabric               8 messages, 2.1 MB delivered\n"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("critical path      1 op; "), std::string::npos) << a.out;
+  const auto step = a.out.find("  step time            ");
+  ASSERT_NE(step, std::string::npos) << a.out;
+  EXPECT_EQ(a.out.substr(a.out.find('(', step) - 4, 4), " us ") << a.out;
+  const auto o = run_trnsim("run --trace " + (dir / "one.json").string(), false);
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("workload one (1 rank on 1 of 144 chips, 1 op)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" over 1 chip: "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  fabric               0 messages, 0 B delivered\n  energy"), std::string::npos) << o.out;
+  // The packet tier keeps its packets and credits.
+  const auto p = run_trnsim("run --set sim.fidelity=detailed --trace " + (dir / "ar.json").string(), false);
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find(" packets, "), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("waited for credits"), std::string::npos) << p.out;
+  fs::remove_all(dir);
+}
+
 // Export, read back from the rank-0 file, run: a plain Chakra export (no embedded native ops)
 // of the golden trace runs and reports the same FLOPs.
 TEST(TraceCommand, ExportInfoAndRunFromRankFile) {
