@@ -13,7 +13,7 @@
 #   SLOW=1       also replay the generated MoE trace, which at commit 9048d3e did not finish in
 #                24 min and grew to 19 GB of memory (docs/results/shared-traces.md); without it
 #                its rows say "skipped" and the script takes well under a minute
-# Runs one trace at a time, under `nice -n 10`.
+# Runs one trace at a time, under `nice -n 10`. Exits 1 when a trace did not replay.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 trnsim=${1:-$root/build/release/src/cli/trnsim}
@@ -40,6 +40,7 @@ list+=("chakra JSON form|chakra/small_chakra.0.json|")
 list+=("SLOW MoE mixtral dp2 tp2 ep4|moe-generated/mixtral_like_dp2_tp2_ep4/workload|--chakra-size-unit elements --chakra-num-ops macs")
 list+=("SLOW MoE mixtral dp2 tp2 ep4 (trn2 instance)|moe-generated/mixtral_like_dp2_tp2_ep4/workload|--chakra-size-unit elements --chakra-num-ops macs --config $root/configs/racks/trn2-instance.json")
 
+failed=0
 echo "| trace | ranks | rack | exit | step time | reader warnings | stderr lines | wall s | peak RSS MiB | first error line |"
 echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
 for entry in "${list[@]}"; do
@@ -63,13 +64,21 @@ for entry in "${list[@]}"; do
   errs=$(grep -v '^wall time ' "$tmp/err" | grep -c . || true)
   first=$(grep -v '^wall time ' "$tmp/err" | head -1 | cut -c1-160 |
     sed 's/|/\\|/g')
+  # report.json's fields (docs/report.md): /workload/ranks, /machine/rack and /chips,
+  # /performance/step_time_ns, /notes.
   if [ "$rc" = 0 ] && jq -e . "$tmp/out" >/dev/null 2>&1; then
     ranks=$(jq -r '.workload.ranks' "$tmp/out")
-    rack=$(jq -r '"\(.rack) (\(.chips))"' "$tmp/out")
-    step=$(jq -r '.step_time_ns / 1e3 | . * 1000 | round / 1000 | "\(.) µs"' "$tmp/out")
+    rack=$(jq -r '"\(.machine.rack) (\(.machine.chips))"' "$tmp/out")
+    step=$(jq -r '.performance.step_time_ns / 1e3 | . * 1000 | round / 1000 | "\(.) µs"' "$tmp/out")
     notes=$(jq -r '.notes | length' "$tmp/out")
   else
     ranks=-; rack=-; step=-; notes=-
+    failed=$((failed + 1))
   fi
   echo "| $label | $ranks | $rack | $rc | $step | $notes | $errs | $wall | $((rss_kb / 1024)) | $first |"
 done
+# A trace that did not replay (or whose report could not be read) fails the script.
+if [ "$failed" -gt 0 ]; then
+  echo "replay-shared-traces: $failed trace(s) did not replay" >&2
+  exit 1
+fi

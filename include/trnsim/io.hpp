@@ -35,6 +35,10 @@ std::string read_input_file(const std::string& path, std::uint64_t max_bytes);
 // reason (strerror) when it cannot be written.
 void write_file_atomic(const std::string& path, const std::string& content);
 
+// Creates the missing folders above `path` (a file, a directory or a file prefix); InputError
+// naming `option` and the folder when one cannot be made.
+void create_parent_directories(const std::string& path, std::string_view option = "--out");
+
 // A directory of results that appears complete or not at all. Files are added in memory; commit()
 // writes them into `<dir>.tmp.<pid>` beside `dir` and renames that over `dir`. A `dir` that exists
 // is replaced only when it holds nothing but regular files of the names being written (an earlier
@@ -50,9 +54,10 @@ class OutputDir {
   void add(std::string name, std::string content);
   void commit();
 
-  // Throws InputError when `dir` could not be written (its parent missing or read-only, a file
-  // of that name, a directory holding other files), so a run can refuse before it simulates.
-  static void check_writable(const std::string& dir);
+  // Throws InputError when `dir` could not be written (its parent read-only, a file of that
+  // name, a directory holding anything but regular files named in `ours`), so a run can refuse
+  // before it simulates. Creates the missing parent folders, as commit() would.
+  static void check_writable(const std::string& dir, const std::vector<std::string>& ours);
 
  private:
   std::string dir_;

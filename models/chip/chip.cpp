@@ -139,18 +139,23 @@ OpStats Chip::extend_head(const OpProfile& pr, const OpProfile& ph, const OpStat
   for (std::size_t e = 0; e < rest.engine_busy_s.size(); ++e) {
     rest.engine_busy_s[e] = std::max(0.0, pr.engine_busy_s[e] - ph.engine_busy_s[e]);
   }
-  // The rest's time alone; contention lengthens it as it waits for the engines (run_rest).
-  run_rest(rest,
-           pr.time_ps > ph.time_ps ? sc_time(double(pr.time_ps - ph.time_ps), sc_core::SC_PS)
-                                   : sc_core::SC_ZERO_TIME,
-           std::max(1, std::min(pr.cores_used, cores())));
+  // The actions of the op beyond its head, counted when the rest ends (accruing until then).
+  Actions beyond;
   for (const auto& [a, m] : pr.actions) {
     const auto it = ph.actions.find(a);
     const ActionMeter head = it == ph.actions.end() ? ActionMeter{} : it->second;
     if (m.rated_j > head.rated_j) {
-      meter(a, 0).count_priced(std::max(0.0, m.quantity - head.quantity), m.rated_j - head.rated_j);
+      beyond.push_back({a, {std::max(0.0, m.quantity - head.quantity), m.rated_j - head.rated_j, 0}});
     }
   }
+  // The rest's time alone; contention lengthens it as it waits for the engines (run_rest).
+  const sc_time alone = pr.time_ps > ph.time_ps
+                            ? sc_time(double(pr.time_ps - ph.time_ps), sc_core::SC_PS)
+                            : sc_core::SC_ZERO_TIME;
+  const std::uint64_t accrual = begin_accrual(beyond, sc_core::sc_time_stamp(), alone);
+  run_rest(rest, alone, std::max(1, std::min(pr.cores_used, cores())));
+  end_accrual(accrual);
+  for (const auto& [a, m] : beyond) meter(a, 0).count_priced(m.quantity, m.rated_j);
   OpStats st = h;
   st.end_s = sc_core::sc_time_stamp().to_seconds();
   st.time_s = st.end_s - st.start_s;

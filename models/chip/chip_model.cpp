@@ -21,6 +21,38 @@ std::uint64_t ChipModel::operand_address(std::uint64_t bytes) {
   return a;
 }
 
+std::uint64_t ChipModel::begin_accrual(Actions actions, const sc_time& start,
+                                       const sc_time& expected) {
+  accruing_.push_back({++next_token_, start, expected, std::move(actions)});
+  return next_token_;
+}
+
+std::uint64_t ChipModel::begin_accrual(const std::map<Action, ActionMeter>& actions,
+                                       const sc_time& start, const sc_time& expected) {
+  return begin_accrual(Actions(actions.begin(), actions.end()), start, expected);
+}
+
+void ChipModel::end_accrual(std::uint64_t token) {
+  // Ops end in about the order they began: search from the front, keep the order.
+  const auto it = std::find_if(accruing_.begin(), accruing_.end(),
+                               [token](const Accrual& a) { return a.token == token; });
+  if (it != accruing_.end()) accruing_.erase(it);
+}
+
+Energy ChipModel::dynamic_unmetered(const PowerModel& power, const sc_time& t) const {
+  Energy e{};
+  for (const Accrual& a : accruing_) {
+    if (t <= a.start) continue;
+    const double f = a.expected > sc_core::SC_ZERO_TIME
+                         ? std::min(1.0, (t - a.start).to_seconds() / a.expected.to_seconds())
+                         : 1.0;
+    for (const auto& [action, m] : a.actions) {
+      e = e + power.dynamic(*this, action, {m.quantity * f, m.rated_j * f, m.per_unit_j});
+    }
+  }
+  return e;
+}
+
 OpStats ChipModel::replay_profile(const OpProfile& p, const OpProfile& counterpart,
                                   const std::string& name, int cores_used,
                                   const sc_time& counterpart_duration) {
@@ -34,6 +66,7 @@ OpStats ChipModel::replay_profile(const OpProfile& p, const OpProfile& counterpa
   st.start_s = start.to_seconds();
   // The op-level model's slices (op_chip.cpp), at even steps of the duration.
   const int n = kOpPieces * op_slices(p);
+  const std::uint64_t accrual = begin_accrual(p.actions, start, duration);
   for (int i = 0; i < n; ++i) {
     const sc_time issue = start + duration * (double(i) / double(n));
     if (issue > sc_core::sc_time_stamp()) wait_counted(activity(), issue - sc_core::sc_time_stamp());
@@ -43,6 +76,7 @@ OpStats ChipModel::replay_profile(const OpProfile& p, const OpProfile& counterpa
   }
   const sc_time end = start + duration;
   if (end > sc_core::sc_time_stamp()) wait_counted(activity(), end - sc_core::sc_time_stamp());
+  end_accrual(accrual);
   for (const auto& [a, m] : p.actions) meter(a, 0).count_priced(m.quantity, m.rated_j);
   st.end_s = sc_core::sc_time_stamp().to_seconds();
   st.time_s = st.end_s - st.start_s;

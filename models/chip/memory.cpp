@@ -82,9 +82,14 @@ sc_time BandwidthMemory::access(const MemRequest& r) {
   const StackBytes per = split_by_stack(p_, r.addr, r.bytes);
   const sc_time now = sc_core::sc_time_stamp();
   sc_time done = now;
+  // Reservations that ended by now no longer differ from their counted energy.
+  while (!ahead_.empty() && ahead_.front().end <= now) ahead_.pop_front();
   for (std::size_t s = 0; s < stacks_.size(); ++s) {
     if (per[s] == 0) continue;
-    done = std::max(done, stacks_[s].reserve(now, to_sc(transfer_time(Bytes(double(per[s])), stack_bw_))));
+    const sc_time d = to_sc(transfer_time(Bytes(double(per[s])), stack_bw_));
+    const sc_time end = stacks_[s].reserve(now, d);
+    done = std::max(done, end);
+    if (end > now) ahead_.push_back({end - d, end, r.write, double(per[s])});
   }
   ActionMeter*& m = r.write ? write_meter_ : read_meter_;
   if (!m) {
@@ -94,6 +99,24 @@ sc_time BandwidthMemory::access(const MemRequest& r) {
   m->count(double(r.bytes));
   (r.write ? written_ : read_) += double(r.bytes);
   return done + (r.write ? write_latency_ : read_latency_);
+}
+
+Energy BandwidthMemory::dynamic_unmetered(const PowerModel& power, const sc_time& t) const {
+  double read = 0, write = 0;
+  for (const Ahead& a : ahead_) {
+    if (a.end <= t) continue;
+    const double span = (a.end - a.start).to_seconds();
+    const double after = span > 0 ? (a.end - std::max(a.start, t)).to_seconds() / span : 1.0;
+    (a.write ? write : read) += a.bytes * after;
+  }
+  Energy e{};
+  if (read > 0 && read_meter_) {
+    e = e + power.dynamic(*this, Action::hbm_read, {read, read * read_meter_->per_unit_j, read_meter_->per_unit_j});
+  }
+  if (write > 0 && write_meter_) {
+    e = e + power.dynamic(*this, Action::hbm_write, {write, write * write_meter_->per_unit_j, write_meter_->per_unit_j});
+  }
+  return Energy(-e.si);
 }
 
 DieCrossing::DieCrossing(const sc_core::sc_module_name& name, const config::ChipParams& p)

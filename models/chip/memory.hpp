@@ -6,6 +6,7 @@
 #include <systemc>
 
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "common/block.hpp"
@@ -33,10 +34,21 @@ class BandwidthMemory : public Block, public MemoryPort {
  public:
   BandwidthMemory(const sc_core::sc_module_name& name, const config::HbmParams& p);
   sc_core::sc_time access(const MemRequest& r) override;
+  // An access's energy is counted when it is reserved, though a stack may serve it later (a
+  // flow transfer reserves all its bytes when it starts): less the share of each reservation
+  // that lies after `t`.
+  Energy dynamic_unmetered(const PowerModel& power, const sc_core::sc_time& t) const override;
 
  private:
+  // A stack's reservation whose end may lie ahead: its span and what its bytes were counted at.
+  struct Ahead {
+    sc_core::sc_time start, end;
+    bool write = false;
+    double bytes = 0;
+  };
   config::HbmParams p_;
   std::vector<Timeline> stacks_;
+  std::deque<Ahead> ahead_;  // ends in the order reserved, per stack; pruned as time passes
   Stat& read_;
   Stat& written_;
   Bandwidth stack_bw_;

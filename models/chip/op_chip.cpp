@@ -135,6 +135,7 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
   const int used = std::min(pr->cores_used, cores());
   acquire(*pr, used);
   st.start_s = now().to_seconds();
+  const std::uint64_t accrual = begin_accrual(pr->actions, now(), from_ps(pr->time_ps));
   const sc_time memory_alone = from_ps(pr->memory_ps);
   // Each engine's share of a piece on each core, in whole picoseconds.
   std::array<sc_time, 4> engine_share{};
@@ -171,6 +172,7 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
     if (end > now()) wait_counted(activity(), end - now());
   }
   release(*pr, used);
+  end_accrual(accrual);
   for (const auto& [a, m] : pr->actions) meter(a, 0).count_priced(m.quantity, m.rated_j);
   st.end_s = now().to_seconds();
   st.time_s = st.end_s - st.start_s;

@@ -139,4 +139,11 @@ Energy dynamic_energy(const PowerModel& power, const std::vector<const Block*>& 
   return e;
 }
 
+Energy dynamic_energy_at(const PowerModel& power, const std::vector<const Block*>& blocks,
+                         const sc_core::sc_time& t) {
+  Energy e = dynamic_energy(power, blocks);
+  for (const Block* b : blocks) e = e + b->dynamic_unmetered(power, t);
+  return e;
+}
+
 }  // namespace trnsim::model

@@ -99,6 +99,17 @@ class Block : public sc_core::sc_module {
     (void)elapsed;
     return std::nullopt;
   }
+  // What the meters are behind or ahead of at `t` in dynamic energy: a block that counts a piece
+  // of work's actions at one instant, though the work spans a time, returns the energy of what
+  // was done by `t` and is not counted yet (positive) less what is counted for work after `t`
+  // (negative). Blocks that count as the work happens return 0. The run's power samples add it
+  // (dynamic_energy_at), so that power over a short interval is not a whole op's or transfer's
+  // energy landing in it; the totals of a run, taken at its end, never need it.
+  virtual Energy dynamic_unmetered(const PowerModel& power, const sc_core::sc_time& t) const {
+    (void)power;
+    (void)t;
+    return Energy{};
+  }
 
  private:
   ActivityCounter activity_;
@@ -138,6 +149,10 @@ std::vector<const Block*> blocks_under(const sc_core::sc_object* root);
 // The dynamic energy of `blocks` so far, summed in the order collect_energy() sums it (so the
 // two agree to the bit).
 Energy dynamic_energy(const PowerModel& power, const std::vector<const Block*>& blocks);
+// The dynamic energy of the work `blocks` did by `t` (now, during a run): dynamic_energy() with
+// each block's dynamic_unmetered(); for power over time.
+Energy dynamic_energy_at(const PowerModel& power, const std::vector<const Block*>& blocks,
+                         const sc_core::sc_time& t);
 
 // A resource that serves one transfer at a time at a fixed bandwidth (or for a given duration),
 // first come, first served in simulated time.

@@ -297,6 +297,30 @@ void FlowNetwork::charge(const Flow& f, std::uint64_t bytes) {
   wire_ += f.wire * double(f.path.size());
 }
 
+Energy FlowNetwork::dynamic_unmetered(const PowerModel& power, const sc_core::sc_time& t) const {
+  const double now = t.to_seconds();
+  Energy e{};
+  for (const auto& fp : flows_) {
+    const Flow& f = *fp;
+    if (!f.active || !f.t) continue;
+    const double left = std::max(0.0, f.remaining - f.rate * std::max(0.0, now - f.since));
+    const double sent = f.wire - left;
+    if (!(sent > 0)) continue;
+    for (const std::uint32_t d : f.path) {
+      const FlowLinkDirection& b = *dirs_[d].block;
+      const double j = per_byte(b.dyn_);
+      e = e + power.dynamic(b, Action::link, {sent, sent * j, j});
+    }
+    for (const topo::NodeId n : f.via) {
+      const FlowNode* node = nodes_[n.v].get();
+      if (!node) continue;
+      const double j = per_byte(node->energy_);
+      e = e + power.dynamic(*node, node->action_, {sent, sent * j, j});
+    }
+  }
+  return e;
+}
+
 void FlowNetwork::account(const TransferRequest& r) {
   if (r.src == r.dst || r.bytes == 0) return;
   // A fresh flow whose route vectors keep the storage of the last one: fast-forward accounts

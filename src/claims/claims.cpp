@@ -420,7 +420,7 @@ Json evaluate(const ClaimsFile& f, const std::map<std::string, RunResult>& runs,
           {"quick", quick},       {"rows", rows},      {"runs", run_j},  {"summary", counts}};
 }
 
-bool compare_baseline(Json& results, const Json& baseline, const std::string& origin) {
+void check_baseline(const Json& baseline, bool quick, const std::string& origin) {
   const Reader r(origin);
   if (!baseline.is_object() || baseline.value("kind", Json()) != kResultsKind ||
       !baseline.contains("rows") || !baseline["rows"].is_array()) {
@@ -429,13 +429,15 @@ bool compare_baseline(Json& results, const Json& baseline, const std::string& or
         fmt::format("not a `trnsim claims` results file (expected \"kind\": \"{}\" and \"rows\")",
                     kResultsKind));
   }
-  if (baseline.value("quick", Json()) != results["quick"]) {
-    r.fail("/quick", fmt::format("the baseline was {} a --quick run and this one is {}: their "
-                                 "measurements differ, so compare like with like",
-                                 baseline.value("quick", false) ? "" : "not",
-                                 results["quick"].get<bool>() ? "" : "not"));
+  if (!baseline.contains("quick") || !baseline["quick"].is_boolean()) {
+    r.fail("/quick", "expected true or false (whether the baseline was a --quick run)");
   }
-  std::map<std::string, const Json*> old;
+  if (baseline["quick"].get<bool>() != quick) {
+    const auto kind = [](bool q) { return q ? "a --quick run" : "a full run (without --quick)"; };
+    r.fail("/quick", fmt::format("the baseline is {} and this one would be {}: their measurements "
+                                 "differ, so compare like with like",
+                                 kind(baseline["quick"].get<bool>()), kind(quick)));
+  }
   for (std::size_t i = 0; i < baseline["rows"].size(); ++i) {
     const Json& row = baseline["rows"][i];
     if (!row.is_object() || !row.contains("id") || !row["id"].is_string() ||
@@ -443,8 +445,13 @@ bool compare_baseline(Json& results, const Json& baseline, const std::string& or
       r.fail(fmt::format("/rows/{}", i),
              "expected an object with \"id\" and \"measured\" (a number or null)");
     }
-    old[row["id"].get<std::string>()] = &row;
   }
+}
+
+bool compare_baseline(Json& results, const Json& baseline, const std::string& origin) {
+  check_baseline(baseline, results["quick"].get<bool>(), origin);
+  std::map<std::string, const Json*> old;
+  for (const Json& row : baseline["rows"]) old[row["id"].get<std::string>()] = &row;
   Json cmp = Json::array();
   int regressed = 0;
   for (const Json& row : results["rows"]) {

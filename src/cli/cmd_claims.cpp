@@ -50,6 +50,7 @@ void register_claims_command(CLI::App& app, Registry& reg) {
         throw claims::ClaimsError(fmt::format("--baseline {}", e.what()));
       }
       baseline = config::parse_json<claims::ClaimsError>(text, o->baseline);
+      claims::check_baseline(baseline, o->quick, o->baseline);
     }
     claims::ExecOptions eo;
     eo.trnsim = sweep::self_executable();

@@ -92,7 +92,7 @@ void register_run_command(CLI::App& app, Registry& reg) {
   reg.add(run, [o, out_opt, trace_opt, &reg]() {
     // Refuse what would be ignored or fail only after the simulation.
     if (trace_opt->count() > 0 && o->trace.path.empty()) throw TraceError("--trace: an empty file name");
-    if (out_opt->count() > 0) OutputDir::check_writable(o->out);
+    if (out_opt->count() > 0) OutputDir::check_writable(o->out, report::output_file_names());
     const auto cfg = o->common.load();
     if (!cfg.config.rack) {
       throw ConfigError(fmt::format(

@@ -27,6 +27,7 @@ struct TraceOpts {
 // wrote, for the message.
 std::string write_trace(const trace::Workload& w, const TraceOpts& o) {
   if (o.out.empty()) throw InputError("--out: an empty name");
+  create_parent_directories(o.out);
   trace::ChakraExportOptions c;
   c.embed_native = !o.no_embed;
   c.gzip = o.gzip;

@@ -180,13 +180,43 @@ void OutputDir::add(std::string name, std::string content) {
   files_.emplace_back(std::move(name), std::move(content));
 }
 
-void OutputDir::check_writable(const std::string& dir_in) {
+void create_parent_directories(const std::string& path, std::string_view option) {
+  const fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code ec;
+  if (fs::is_directory(parent, ec)) return;
+  fs::create_directories(parent, ec);
+  if (ec) {
+    throw InputError(fmt::format("{} {}: cannot create the folder {}: {}", option, path,
+                                 parent.string(), ec.message()));
+  }
+}
+
+void OutputDir::check_writable(const std::string& dir_in, const std::vector<std::string>& ours) {
   if (dir_in.empty()) throw InputError("--out: an empty directory name");
   OutputDir probe(dir_in);
   const std::string& dir = probe.dir_;
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
     throw InputError(fmt::format("{}: cannot write results: exists and is not a directory", dir));
+  }
+  if (fs::is_directory(dir, ec)) {
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      const auto name = entry.path().filename().string();
+      if (!entry.is_regular_file(ec) || std::find(ours.begin(), ours.end(), name) == ours.end()) {
+        throw InputError(fmt::format("{}: cannot write results: the directory holds {}, which a "
+                                     "run does not write; not replacing it (give another --out)",
+                                     dir, name));
+      }
+    }
+  }
+  // The missing parent folders, as commit() creates them.
+  if (const fs::path parent = fs::path(dir).parent_path(); !parent.empty() && !fs::is_directory(parent, ec)) {
+    fs::create_directories(parent, ec);
+    if (ec) {
+      throw InputError(fmt::format("{}: cannot write results: cannot create the folder {}: {}", dir,
+                                   parent.string(), ec.message()));
+    }
   }
   const std::string tmp = temporary_for(dir);
   if (::mkdir(tmp.c_str(), 0755) != 0) {
@@ -196,6 +226,7 @@ void OutputDir::check_writable(const std::string& dir_in) {
 }
 
 void OutputDir::commit() {
+  create_parent_directories(dir_);
   const std::string tmp = temporary_for(dir_);
   std::error_code ec;
   fs::remove_all(tmp, ec);  // left by an earlier process of the same pid that was killed

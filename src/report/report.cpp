@@ -486,9 +486,21 @@ Json fabric_json(const run::RunData& d, double T) {
                              {"switches_waiting_longest", switches_j}}}};
 }
 
+// The note of a peak power above what the used chips and the fabric can draw.
+std::string peak_power_violation(const Json& e, double tdp_w) {
+  return fmt::format(
+      "peak power {} exceeds what the used chips and the fabric can draw, {} ({} chips x TDP {} "
+      "+ the fabric's static power and all its links busy): a model counted energy outside the "
+      "time it was spent, so the peak is wrong; please report it",
+      fmt_si(e["peak_power_w"].get<double>(), "W"), fmt_si(e["peak_power_bound_w"].get<double>(), "W"),
+      e["chips_used"].get<std::size_t>(), fmt_si(tdp_w, "W"));
+}
+
 struct EnergyFigures {
   Json json;
   double total = 0, average_power = 0, peak_power = 0;
+  double peak_bound = 0;  // the used chips' TDPs and the fabric's maximum
+  bool within_bound = true;
 };
 
 // Energy of the workload: its chips whole, the fabric's dynamic energy and the share of the
@@ -537,6 +549,12 @@ EnergyFigures energy_json(const run::RunData& d, double T, const std::vector<int
     if (dt > 0) peak_dynamic = std::max(peak_dynamic, e / dt);
   }
   f.peak_power = std::max(static_power + peak_dynamic, f.average_power);
+  // Peak power can never exceed what the used chips and the whole fabric can draw: their TDPs,
+  // and the fabric's static power with every link direction busy. A peak above it means a model
+  // counted energy out of its time (as the op tier once did, a whole op's energy at its end).
+  f.peak_bound = double(used.size()) * d.chip_tdp_w + safe_div(d.fabric_energy.static_.si, T) +
+                 d.fabric_max_dynamic_w;
+  f.within_bound = !(d.chip_tdp_w > 0 && f.peak_power > f.peak_bound * (1 + 1e-9));
   Json c = Json::object();
   for (const auto& [k, v] : comp) c[k] = v;
   f.json = {{"chips_used", used.size()},
@@ -548,6 +566,8 @@ EnergyFigures energy_json(const run::RunData& d, double T, const std::vector<int
             {"average_power_per_chip_w", safe_div(f.average_power, double(used.size()))},
             {"peak_power_w", f.peak_power},
             {"peak_power_interval_ns", d.sample_interval_s * 1e9},
+            {"peak_power_bound_w", f.peak_bound},
+            {"peak_power_within_bound", f.within_bound},
             {"flops_per_j", safe_div(flops, total)},
             {"tflops_per_w", safe_div(flops, total) / 1e12},
             {"tokens_per_j", tokens ? Json(safe_div(*tokens, total)) : Json()},
@@ -589,6 +609,11 @@ Json ops_by_kind_json(const run::RunData& d) {
 
 double pct(double part, double whole) { return 100 * safe_div(part, whole); }
 
+// "1 rank", "16 ranks".
+std::string count_of(std::uint64_t n, std::string_view what) {
+  return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
+}
+
 // The terminal summary, from report.json `s`: the breakdown first.
 std::string summary_text(const Json& s, const run::RunData& d) {
   const config::Config& cfg = *d.config;
@@ -598,10 +623,17 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   const Json& m = b["machine"];
   const double T = b["step_time_ns"].get<double>();
   std::string t;
-  t += fmt::format("trnsim run: {} ({} x {}), workload {} ({} ranks on {} of {} chips, {} ops)\n",
-                   cfg.rack->name, d.chips, cfg.chip->name, w.name, w.num_ranks(),
+  // A cluster by its own name (its UltraServers' rack is the "cluster" line's business).
+  const std::string machine =
+      d.cluster_ultraservers > 0
+          ? fmt::format("{} ({} UltraServers of {} x {})", cfg.name.empty() ? "cluster" : cfg.name,
+                        d.cluster_ultraservers, d.chips / std::size_t(std::max(1, d.cluster_simulated_ultraservers)),
+                        cfg.chip->name)
+          : fmt::format("{} ({} x {})", cfg.rack->name, d.chips, cfg.chip->name);
+  t += fmt::format("trnsim run: {}, workload {} ({} on {} of {} chips, {})\n", machine, w.name,
+                   count_of(std::uint64_t(w.num_ranks()), "rank"),
                    s["energy"]["chips_used"].get<std::size_t>(), d.chips,
-                   s["workload"]["ops"].get<std::size_t>());
+                   count_of(s["workload"]["ops"].get<std::uint64_t>(), "op"));
   if (!id["config"]["given"].get<std::string>().empty()) {
     t += fmt::format("  config               {}\n", id["config"]["given"].get<std::string>());
   }
@@ -611,7 +643,8 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                    models["network"]["model"].get<std::string>(),
                    models["compute"]["model"].get<std::string>(),
                    models["memory"]["model"].get<std::string>());
-  if (const Json& ff = id["fast_forward"]; ff["enabled"].get<bool>()) {
+  // Fast-forward is reported where the trace has repeated micro-batches for it to skip.
+  if (const Json& ff = id["fast_forward"]; ff["enabled"].get<bool>() && ff["units"].get<std::uint64_t>() > 0) {
     t += fmt::format("  fast-forward         {} of {} micro-batch units timed from the one before "
                      "({} compute ops, {} collectives; {:.3g} GB charged to the links{})\n",
                      ff["units_fast_forwarded"].get<std::uint64_t>(), ff["units"].get<std::uint64_t>(),
@@ -625,7 +658,8 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                        n, ff["op_head"].get<double>());
     }
   }
-  t += fmt::format("  step time            {:.3f} ms (slowest rank {})\n", T / 1e6,
+  t += fmt::format("  step time            {} (slowest rank {})\n",
+                   T >= 1e6 ? fmt::format("{:.3f} ms", T / 1e6) : fmt_time(T),
                    b["critical_path"]["rank"].get<int>());
   t += fmt::format("  step breakdown       mean over ranks: compute {:.1f} %, overlapped {:.1f} %, "
                    "exposed communication {:.1f} %, waiting {:.1f} % ({:.1f} % for peers)\n",
@@ -650,7 +684,8 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   std::stable_sort(longest.begin(), longest.end(), [](const auto& a, const auto& c) { return a.first > c.first; });
   std::string lp;
   for (std::size_t i = 0; i < longest.size() && i < 3; ++i) lp += (i ? ", " : "") + longest[i].second;
-  t += fmt::format("    critical path      {} ops; longest {}\n", b["critical_path"]["ops"].size(), lp);
+  t += fmt::format("    critical path      {}; longest {}\n",
+                   count_of(b["critical_path"]["ops"].size(), "op"), lp);
   const Json& p = s["performance"];
   std::string peaks;
   for (const auto& [k, v] : p["by_dtype"].items()) {
@@ -662,9 +697,13 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                          fmt_si(v["peak_flops_per_s"].get<double>(), "FLOPS"),
                          ran == k ? "" : fmt::format(" (for {})", k));
   }
-  t += fmt::format("  achieved             {} = {:.1f} % of the Tensor peak of the types run ({})\n",
-                   fmt_si(p["flops_per_s"].get<double>(), "FLOPS"),
-                   100 * p["tensor_fraction_of_peak"].get<double>(), peaks);
+  if (peaks.empty()) {
+    t += "  achieved             no floating-point work (the trace has no compute ops)\n";
+  } else {
+    t += fmt::format("  achieved             {} = {:.1f} % of the Tensor peak of the types run ({})\n",
+                     fmt_si(p["flops_per_s"].get<double>(), "FLOPS"),
+                     100 * p["tensor_fraction_of_peak"].get<double>(), peaks);
+  }
   if (!p["tokens_per_s"].is_null()) {
     t += fmt::format("  tokens               {:.0f} per step, {} tokens/s\n", p["tokens"].get<double>(),
                      fmt_si(p["tokens_per_s"].get<double>(), ""));
@@ -691,10 +730,16 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                    h["row_hit_rate"].is_null() ? std::string()
                        : fmt::format(", row hits {:.1f} %", 100 * h["row_hit_rate"].get<double>()));
   const Json& f = s["fabric"];
-  t += fmt::format("  fabric               {} messages, {} packets, {} delivered\n",
-                   f["messages"].get<std::uint64_t>(), f["packets_delivered"].get<std::uint64_t>(),
+  // Packets and credits exist only where the network has them (the packet tier measures each
+  // packet's latency); the flow tier moves flows.
+  bool packets = false;
+  for (const auto& [k, v] : f["tiers"].items()) packets |= !v["packet_latency_ns"].empty();
+  const auto messages = f["messages"].get<std::uint64_t>();
+  t += fmt::format("  fabric               {}{}, {} delivered\n", count_of(messages, "message"),
+                   packets ? ", " + count_of(f["packets_delivered"].get<std::uint64_t>(), "packet") : "",
                    fmt_si(double(f["bytes_delivered"].get<std::uint64_t>()), "B"));
   for (const auto& [k, v] : f["tiers"].items()) {
+    if (messages == 0) break;
     if (k == "all" && f["tiers"].size() > 2) continue;
     const Json& ml = v["message_latency_ns"];
     const Json& pl = v["packet_latency_ns"];
@@ -708,21 +753,30 @@ std::string summary_text(const Json& s, const run::RunData& d) {
     t += "\n";
   }
   const Json& hot = f["links"]["hottest"];
-  if (!hot.empty()) {
-    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %; {} directions waited "
-                     "for credits\n",
+  if (!hot.empty() && messages > 0) {
+    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %{}\n",
                      100 * f["links"]["mean_utilisation"].get<double>(),
                      hot[0]["name"].get<std::string>(), 100 * hot[0]["utilisation"].get<double>(),
-                     f["back_pressure"]["links_stalled"].get<std::size_t>());
+                     packets ? fmt::format("; {} waited for credits",
+                                           count_of(f["back_pressure"]["links_stalled"].get<std::size_t>(),
+                                                    "direction"))
+                             : "");
   }
   const Json& e = s["energy"];
-  t += fmt::format("  energy               {:.3f} J over {} chips: {} average, {} peak, {} "
-                   "({:.3f} TFLOPS/W); idle chips {:.3f} J apart\n",
-                   e["total_j"].get<double>(), e["chips_used"].get<std::size_t>(),
+  // Joules to the millijoule from 1 J up (as always), with an SI prefix below (a 12 us step).
+  const auto joules = [](double j) { return j >= 1 ? fmt::format("{:.3f} J", j) : fmt_si(j, "J"); };
+  const double idle_j = e["idle_chips"]["static_j"].get<double>() +
+                        e["idle_chips"]["dynamic_j"].get<double>() +
+                        e["idle_chips"]["fabric_static_j"].get<double>();
+  t += fmt::format("  energy               {} over {}: {} average, {} peak{}; idle chips {} apart\n",
+                   joules(e["total_j"].get<double>()),
+                   count_of(e["chips_used"].get<std::size_t>(), "chip"),
                    fmt_si(e["average_power_w"].get<double>(), "W"), fmt_si(e["peak_power_w"].get<double>(), "W"),
-                   fmt_si(e["flops_per_j"].get<double>(), "FLOP/J"), e["tflops_per_w"].get<double>(),
-                   e["idle_chips"]["static_j"].get<double>() + e["idle_chips"]["dynamic_j"].get<double>() +
-                       e["idle_chips"]["fabric_static_j"].get<double>());
+                   e["flops_per_j"].get<double>() > 0
+                       ? fmt::format(", {} ({:.3f} TFLOPS/W)", fmt_si(e["flops_per_j"].get<double>(), "FLOP/J"),
+                                     e["tflops_per_w"].get<double>())
+                       : "",
+                   joules(idle_j));
   t += "  busiest resources   ";
   const Json& busiest = s["busiest"];
   for (std::size_t i = 0; i < busiest.size() && i < 5; ++i) {
@@ -731,6 +785,9 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   }
   t += "\n";
   for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
+  if (!e["peak_power_within_bound"].get<bool>()) {
+    t += fmt::format("  warning: {}\n", peak_power_violation(e, d.chip_tdp_w));
+  }
   if (!w.warnings.empty()) {
     t += fmt::format("  note: the trace reader reported {} warnings\n", w.warnings.size());
   }
@@ -795,6 +852,7 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   s["busiest"] = busiest;
   Json notes = Json::array();
   for (const auto& n : d.notes) notes.push_back(n);
+  if (!e.within_bound) notes.push_back(peak_power_violation(s["energy"], d.chip_tdp_w));
   for (const auto& n : w.warnings) notes.push_back(n);
   s["notes"] = notes;
 
@@ -822,15 +880,21 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   return out;
 }
 
+std::vector<std::string> output_file_names() {
+  return {"report.json", "summary.csv", "host.json", "config.json",
+          "stats.json",  "ops.csv",     "timeline.json"};
+}
+
 void write_outputs(const std::string& dir, const Report& out, const config::LoadedConfig& cfg) {
   OutputDir d(dir);  // all files appear together or not at all
-  d.add("report.json", out.report.dump(2) + "\n");
-  d.add("summary.csv", out.summary_csv);
-  d.add("host.json", out.host.dump(2) + "\n");
-  d.add("config.json", config::to_json(cfg.config).dump(2) + "\n");
-  d.add("stats.json", out.stats.dump(1) + "\n");
-  d.add("ops.csv", out.ops_csv);
-  d.add("timeline.json", out.timeline.dump() + "\n");
+  const std::vector<std::string> names = output_file_names();
+  d.add(names[0], out.report.dump(2) + "\n");
+  d.add(names[1], out.summary_csv);
+  d.add(names[2], out.host.dump(2) + "\n");
+  d.add(names[3], config::to_json(cfg.config).dump(2) + "\n");
+  d.add(names[4], out.stats.dump(1) + "\n");
+  d.add(names[5], out.ops_csv);
+  d.add(names[6], out.timeline.dump() + "\n");
   d.commit();
 }
 

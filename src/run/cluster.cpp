@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
+#include <type_traits>
 
 #include "trnsim/error.hpp"
 
@@ -89,6 +91,12 @@ trace::Workload split_levels(const trace::Workload& w, const config::ClusterPara
         x.group = std::move(group);
         x.bytes = bytes;
         x.name = op.name + suffix;
+        // A level is part of its parent: it takes the parent's phase, layer and micro-batch
+        // (from the trace's fields, or the bundled generator's names), which its own name, with
+        // the level's suffix, no longer gives.
+        x.phase = trace::infer_phase(op);
+        x.layer = trace::infer_layer(op);
+        x.micro_batch = trace::infer_micro_batch(op);
         chain.push_back(std::move(x));
       };
       const bool local = L > 1,
@@ -127,17 +135,29 @@ ClusterWorkload make_cluster_workload(const trace::Workload& replica,
   const int replicas = cl.ultraservers / cl.ultraservers_per_replica;
   cw.replicas = replicas;
   cw.ranks_per_replica = replica.num_ranks();
-  // A trace made for another data-parallel degree has optimizer shards of another size.
-  if (const auto* p = replica.metadata.is_object() && replica.metadata.contains("parallelism")
-                          ? &replica.metadata["parallelism"]
-                          : nullptr;
-      p && p->is_object() && p->contains("replicas") && (*p)["replicas"].is_number_integer() &&
-      (*p)["replicas"].get<std::int64_t>() != replicas) {
-    throw WorkloadError(fmt::format("workload {} was generated for {} data-parallel replicas "
-                                    "(/metadata/parallelism/replicas); the cluster holds {} ({} "
-                                    "UltraServers, {} per replica)",
-                                    replica.name, (*p)["replicas"].get<std::int64_t>(), replicas,
-                                    cl.ultraservers, cl.ultraservers_per_replica));
+  // A trace made for another data-parallel degree has optimizer shards of another size. The
+  // bundled generator (tools/moe_gen.py) writes /metadata/parallelism/replicas only above 1: a
+  // trace of it without the key was made for one replica.
+  using Json = std::decay_t<decltype(replica.metadata)>;
+  const Json* p = replica.metadata.is_object() && replica.metadata.contains("parallelism")
+                      ? &replica.metadata["parallelism"]
+                      : nullptr;
+  const bool generated = replica.metadata.is_object() &&
+                         replica.metadata.value("generator", Json()) == "tools/moe_gen.py";
+  std::optional<std::int64_t> made_for;
+  if (p && p->is_object() && p->contains("replicas") && (*p)["replicas"].is_number_integer()) {
+    made_for = (*p)["replicas"].get<std::int64_t>();
+  } else if (p && p->is_object() && generated) {
+    made_for = 1;
+  }
+  if (made_for && *made_for != replicas) {
+    throw WorkloadError(fmt::format(
+        "workload {} was generated for {} data-parallel replica{} (/metadata/parallelism/"
+        "replicas{}); the cluster holds {} ({} UltraServers, {} per replica): generate it with "
+        "`tools/moe_gen.py ... --replicas {}`, or run it on a rack preset (`trnsim presets`)",
+        replica.name, *made_for, *made_for == 1 ? "" : "s",
+        p->contains("replicas") ? "" : " absent: one", replicas, cl.ultraservers,
+        cl.ultraservers_per_replica, replicas));
   }
   trace::Workload one = split_levels(replica, cl, cw.collectives_split);
   const bool folded = cl.fold || replicas == 1;

@@ -49,6 +49,19 @@ double capacity(const topo::Topology& t) {
   return c;
 }
 
+// The most dynamic power a topology's links and switches can draw: every link direction busy
+// at its bandwidth, its bytes priced by the link and by the node it enters (a switch, or a chip
+// that forwards them).
+double max_dynamic_power(const topo::Topology& t) {
+  double w = 0;
+  for (const auto& l : t.links()) {
+    const double link = l.energy.si * 8.0;
+    w += l.bandwidth.si * (link + t.node(l.b).energy.si * 8.0);
+    w += l.bandwidth.si * (link + t.node(l.a).energy.si * 8.0);
+  }
+  return w;
+}
+
 enum class Phase { created, planned, calibrated, elaborated, probed, simulated, collected };
 
 }  // namespace
@@ -162,10 +175,11 @@ void Simulation::State::take_sample() {
   Sample x;
   x.t_s = sc_core::sc_time_stamp().to_seconds();
   for (const auto& blocks : probes.chip_blocks) {
-    x.used_chips_dynamic_j += model::dynamic_energy(*power, blocks).si;
+    x.used_chips_dynamic_j += model::dynamic_energy_at(*power, blocks, sc_core::sc_time_stamp()).si;
   }
   for (std::size_t i = 0; i < nets.size(); ++i) {
-    x.fabric_dynamic_j += model::dynamic_energy(*power, probes.net_blocks[i]).si;
+    x.fabric_dynamic_j +=
+        model::dynamic_energy_at(*power, probes.net_blocks[i], sc_core::sc_time_stamp()).si;
     x.fabric_wire_bytes += nets[i]->totals().wire_bytes;
   }
   x.hbm_bytes = rack->hbm_bytes();
@@ -285,6 +299,10 @@ RunData Simulation::collect() {
   d.fabric_capacity_bytes_per_s = capacity(plan.topology) * double(plan.simulated_ultraservers);
   if (plan.folded) d.fabric_capacity_bytes_per_s += capacity(plan.folded->topology());
   if (plan.scale_out_topology) d.fabric_capacity_bytes_per_s += capacity(*plan.scale_out_topology);
+  d.chip_tdp_w = plan.chip.params.tdp.si;
+  d.fabric_max_dynamic_w = max_dynamic_power(plan.topology) * double(plan.simulated_ultraservers);
+  if (plan.folded) d.fabric_max_dynamic_w += max_dynamic_power(plan.folded->topology());
+  if (plan.scale_out_topology) d.fabric_max_dynamic_w += max_dynamic_power(*plan.scale_out_topology);
   d.peak_helper_processes = rack.peak_helper_processes();
   d.first_tier_chips = plan.topology.first_tier_chips();
   for (int c = 0; c < rack.chip_count(); ++c) {

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -82,10 +83,40 @@ Json axes_json(const Plan& p) {
   return j;
 }
 
+// A number as people read it: six significant digits without an exponent, thousands grouped
+// (3,009,610,000 rather than 3.00961e+09); an exponent only beyond 10^15 or below 10^-4.
+std::string readable(double v) {
+  if (v == 0) return "0";
+  const double a = std::abs(v);
+  if (!std::isfinite(v) || a >= 1e15 || a < 1e-4) return fmt::format("{:.6g}", v);
+  const int decimals = std::max(0, 5 - int(std::floor(std::log10(a))));
+  std::string t = fmt::format("{:.{}f}", a, decimals);
+  if (t.find('.') != std::string::npos) {
+    while (t.back() == '0') t.pop_back();
+    if (t.back() == '.') t.pop_back();
+  }
+  const std::size_t dot = std::min(t.find('.'), t.size());
+  std::string out;
+  for (std::size_t i = 0; i < dot; ++i) {
+    if (i > 0 && (dot - i) % 3 == 0) out += ',';
+    out += t[i];
+  }
+  return (v < 0 ? "-" : "") + out + t.substr(dot);
+}
+
 std::string cell(const Json& v) {
   if (v.is_null()) return "-";
-  if (v.is_number()) return fmt::format("{:.6g}", v.get<double>());
+  if (v.is_number()) return readable(v.get<double>());
   return value_text(v);
+}
+
+// What names a run's trace in its report (identity.trace): the path given and its digest.
+Json trace_of(const std::string& run_dir) {
+  const Json r = read_json(run_dir + "/" + std::string(kReportFile));
+  const Json::json_pointer at("/identity/trace");
+  if (!r.contains(at)) return Json();
+  const Json& t = r.at(at);
+  return {{"given", t.value("given", Json())}, {"sha256", t.value("sha256", Json())}};
 }
 
 }  // namespace
@@ -108,6 +139,16 @@ Json compare(const std::string& a, const std::string& b) {
     }
     out["config_differences"] = config_differences(read_json(a + "/" + std::string(kConfigFile)),
                                                    read_json(b + "/" + std::string(kConfigFile)));
+    // Runs of different traces differ in what they ran: the traces count as a difference.
+    const Json ta = trace_of(a), tb = trace_of(b);
+    out["traces"] = {{"a", ta}, {"b", tb}};
+    const auto field = [](const Json& t, const char* k) {
+      return t.is_object() && t.contains(k) ? t[k] : Json("(not recorded)");
+    };
+    if (field(ta, "sha256") != field(tb, "sha256")) {
+      out["config_differences"].push_back(
+          {{"pointer", "(trace)"}, {"a", field(ta, "given")}, {"b", field(tb, "given")}});
+    }
     return out;
   }
   out["kind"] = "sweep";
@@ -177,9 +218,10 @@ std::string compare_text(const Json& c) {
                        c["only_in_b"].get<std::size_t>());
   }
   const Json& d = c["config_differences"];
-  out += fmt::format("\nconfiguration keys that differ: {}\n", d.size());
+  out += fmt::format("\nconfiguration keys and traces that differ: {}\n", d.size());
   for (const auto& x : d) {
-    out += fmt::format("  {}: {} -> {}\n", x["pointer"].get<std::string>(), cell(x["a"]), cell(x["b"]));
+    const std::string p = x["pointer"] == "(trace)" ? "trace" : x["pointer"].get<std::string>();
+    out += fmt::format("  {}: {} -> {}\n", p, cell(x["a"]), cell(x["b"]));
   }
   return out;
 }

@@ -189,6 +189,7 @@ std::string merged_csv(const Json& m) {
 }
 
 void write_merged(const std::string& dir, const Json& merged) {
+  create_parent_directories(dir + "/sweep.json");
   write_file_atomic(dir + "/sweep.json", merged.dump(2) + "\n");
   write_file_atomic(dir + "/sweep.csv", merged_csv(merged));
 }

@@ -134,9 +134,22 @@ TEST(ClaimsCli, ADeliberatelyChangedBaselineFails) {
   r = run_trnsim("claims " + kSmall + " --quick --out " + (dir / "d").string() + " --baseline " +
                  (dir / "a/results.json").string());
   EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("/results.json:/quick: the baseline was not a --quick run"),
+  EXPECT_NE(r.out.find("/results.json:/quick: the baseline is a full run (without --quick) and "
+                       "this one would be a --quick run: their measurements differ"),
             std::string::npos)
       << r.out;
+  EXPECT_FALSE(fs::exists(dir / "d")) << "it measured first (its logs are there)";
+  // And the other way round, with the same words.
+  std::ofstream(dir / "d.json") << Json{{"kind", "trnsim-claims-results"}, {"quick", true},
+                                        {"rows", Json::array()}}.dump();
+  r = run_trnsim("claims " + kSmall + " --out " + (dir / "e").string() + " --baseline " +
+                 (dir / "d.json").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("d.json:/quick: the baseline is a --quick run and this one would be a full "
+                       "run (without --quick)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(dir / "e"));
 }
 
 TEST(ClaimsCli, AFailingClaimFailsTheRun) {

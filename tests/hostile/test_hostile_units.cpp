@@ -326,9 +326,18 @@ TEST(HostileOutputDir, CommitIsAllOrNothingAndNamesTheReason) {
   EXPECT_TRUE(fs::exists(dir + "/notes.txt"));
   // Only the directory remains beside the results: no temporaries.
   EXPECT_EQ(std::distance(fs::directory_iterator(d.path("")), fs::directory_iterator{}), 1);
-  // A missing parent is reported with its reason.
-  EXPECT_EQ(error_of([&] { OutputDir::check_writable(d.path("no/such/dir")); }),
-            d.path("no/such/dir") + ": cannot write results: No such file or directory");
+  // Before anything is simulated, the same directory is refused for the same reason.
+  EXPECT_EQ(error_of([&] { OutputDir::check_writable(dir, {"a.json", "b.json"}); }),
+            dir + ": cannot write results: the directory holds notes.txt, which a run does not "
+                  "write; not replacing it (give another --out)");
+  // Missing parents are created, as `sweep --out` and `claims --out` create theirs; one that
+  // cannot be (under a plain file) is reported with its reason.
+  EXPECT_EQ(error_of([&] { OutputDir::check_writable(d.path("no/such/dir"), {}); }), "");
+  EXPECT_TRUE(fs::is_directory(d.path("no/such")));
+  std::ofstream(d.path("plain")) << "x";
+  EXPECT_EQ(error_of([&] { OutputDir::check_writable(d.path("plain/sub/dir"), {}); }),
+            d.path("plain/sub/dir") + ": cannot write results: cannot create the folder " +
+                d.path("plain/sub") + ": Not a directory");
 }
 
 TEST(HostileOutputDir, WriteFileAtomicNamesTheReason) {

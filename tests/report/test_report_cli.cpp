@@ -300,6 +300,68 @@ TEST(FastForward, InsideOpsAtTheTileTier) {
   EXPECT_NEAR(o.read[1] / o.read[0], 1.0, 0.01);
 }
 
+// Peak power can never exceed what the used chips (their TDPs) and the fabric can draw. The op
+// tier counted an op's energy when it ended, flow transfers theirs when they drained and the
+// bandwidth memory its bytes when it reserved them, each landing whole in one sample interval of
+// about a microsecond: 21.3 kW on the golden trace (16 chips of 700 W), 21.8 MW on a 16-chip
+// Chakra MoE trace. Spread over their time, the fast tier's peak is that of the detailed tier
+// (7.38 kW) within a few tens of percent, and below the chips' TDPs.
+Json run_json(const std::string& args) {
+  const auto r = run_trnsim("run --json " + args, false);
+  EXPECT_EQ(r.code, 0) << r.out;
+  return r.code == 0 ? Json::parse(r.out) : Json::object();
+}
+
+void expect_peak_below_tdps(const Json& report, int chips, double tdp_w) {
+  const Json& e = report["energy"];
+  ASSERT_EQ(e["chips_used"], chips);
+  const double peak = e["peak_power_w"].get<double>();
+  EXPECT_LT(peak, chips * tdp_w);
+  EXPECT_GE(peak, e["average_power_w"].get<double>());
+  EXPECT_LE(peak, e["peak_power_bound_w"].get<double>());
+  EXPECT_GT(e["peak_power_bound_w"].get<double>(), chips * tdp_w);
+  EXPECT_TRUE(e["peak_power_within_bound"].get<bool>());
+}
+
+TEST_F(Run, PeakPowerOfTheFastTierIsThatOfTheDetailedTier) {
+  const Json fast = run_json("--config trn3-gen2-ultraserver --trace "
+                             "tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast");
+  expect_peak_below_tdps(fast, 16, 700);
+  expect_peak_below_tdps(report, 16, 700);
+  const double ratio = fast["energy"]["peak_power_w"].get<double>() /
+                       report["energy"]["peak_power_w"].get<double>();
+  EXPECT_GT(ratio, 0.7);
+  EXPECT_LT(ratio, 1.3);
+}
+
+TEST(PeakPower, FastForwardAndChakraWithinTheTdps) {
+  expect_peak_below_tdps(
+      run_json("--config trn3-gen2-ultraserver --trace tests/golden/inputs/golden-moe-16-mb6.json"),
+      16, 700);
+  const std::string moe = "../shared/traces/moe-generated/mixtral_like_dp2_tp2_ep4/workload";
+  if (!fs::exists(moe + ".0.et")) GTEST_SKIP() << "no shared traces";
+  expect_peak_below_tdps(run_json("--trace " + moe + " --chakra-size-unit elements "
+                                  "--chakra-num-ops macs"),
+                         16, 700);
+}
+
+// The report checks the bound: 16 Trainium2 chips at a 1 W TDP on their torus (393 W of fabric
+// static and busy-link power) cannot draw the 4 kW they do, and the run says so.
+TEST(PeakPower, AboveTheBoundIsFlagged) {
+  const auto r = run_trnsim("run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json "
+                            "--set chip.tdp=1W");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("warning: peak power"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(16 chips x TDP 1 W"), std::string::npos) << r.out;
+  const Json j = run_json("--config trn2-instance --trace tests/golden/inputs/golden-moe-16.json "
+                          "--set chip.tdp=1W");
+  EXPECT_FALSE(j["energy"]["peak_power_within_bound"].get<bool>());
+  EXPECT_NEAR(j["energy"]["peak_power_bound_w"].get<double>(), 409.216, 0.01);
+  bool noted = false;
+  for (const auto& n : j["notes"]) noted |= n.get<std::string>().starts_with("peak power");
+  EXPECT_TRUE(noted) << j["notes"];
+}
+
 TEST(Timeline, CapKeepsTheLongestOps) {
   const fs::path dir = fs::temp_directory_path() / ("trnsim-timeline-cap-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -360,6 +422,89 @@ TEST(Out, UnderAPlainFileRefusedBeforeSimulating) {
   EXPECT_NE(r.out.find("cannot write results"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("wall time"), std::string::npos) << "it simulated first: " << r.out;
   fs::remove(file);
+}
+
+// A results directory holding a file a run does not write (a plot, notes) is refused before
+// anything is simulated, not after.
+TEST(Out, ForeignFilesRefusedBeforeSimulating) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-foreign-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "plot-breakdown.png") << "x";
+  const auto r = run_trnsim("run --trace tests/golden/inputs/golden-moe-16.json --out " + dir.string());
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find(dir.string() + ": cannot write results: the directory holds "
+                       "plot-breakdown.png, which a run does not write"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("wall time"), std::string::npos) << "it simulated first: " << r.out;
+  EXPECT_TRUE(fs::exists(dir / "plot-breakdown.png"));
+  fs::remove_all(dir);
+}
+
+// `run --out` and `trace export --out` create missing parent folders, as `sweep --out` does.
+TEST(Out, MissingParentFoldersAreCreated) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-parents-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto r = run_trnsim("run --trace tests/golden/inputs/golden-moe-16.json --out " +
+                            (dir / "a" / "b" / "run").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(dir / "a" / "b" / "run" / "report.json"));
+  const auto x = run_trnsim("trace export tests/golden/inputs/golden-moe-16.json --out " +
+                            (dir / "c" / "d" / "moe").string());
+  EXPECT_EQ(x.code, 0) << x.out;
+  EXPECT_TRUE(fs::exists(dir / "c" / "d" / "moe.0.et"));
+  const auto n = run_trnsim("trace convert tests/golden/inputs/golden-moe-16.json --to native --out " +
+                            (dir / "e" / "moe.json").string());
+  EXPECT_EQ(n.code, 0) << n.out;
+  EXPECT_TRUE(fs::exists(dir / "e" / "moe.json"));
+  fs::remove_all(dir);
+}
+
+// The terminal summary of small and odd runs reads as English: one rank, one op, one chip; a
+// 12 us step in microseconds; no FLOPS line for a trace without compute, no fast-forward line
+// without micro-batches to repeat, and no packets or credits at the flow tier, which has neither.
+TEST(Summary, SmallAndOddRunsReadWell) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-summary-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  Json ar = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "ar"}, {"ranks", 2},
+             {"groups", {{"dp0", {0, 1}}}}};
+  for (int r = 0; r < 2; ++r) {
+    ar["rank_ops"].push_back({{"rank", r}, {"ops", {{{"id", 0}, {"name", "grad"}, {"op", "all_reduce"},
+                                                     {"group", "dp0"}, {"bytes", 1048576}, {"dtype", "bf16"}}}}});
+  }
+  std::ofstream(dir / "ar.json") << ar.dump();
+  const Json one = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "one"}, {"ranks", 1},
+                    {"groups", Json::object()},
+                    {"rank_ops", {{{"rank", 0}, {"ops", {{{"id", 0}, {"name", "g"}, {"op", "gemm"},
+                                                          {"m", 256}, {"k", 256}, {"n", 256},
+                                                          {"dtype", "bf16"}}}}}}}};
+  std::ofstream(dir / "one.json") << one.dump();
+  const auto a = run_trnsim("run --trace " + (dir / "ar.json").string(), false);
+  ASSERT_EQ(a.code, 0) << a.out;
+  for (const char* bad : {"0 FLOPS", "types run ()", "fast-forward", "packets", "credits", "1 ops",
+                          "0.000 J", "0 FLOP/J"}) {
+    EXPECT_EQ(a.out.find(bad), std::string::npos) << bad << " in\n" << a.out;
+  }
+  EXPECT_NE(a.out.find("(2 ranks on 2 of 144 chips, 2 ops)"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("  achieved             no floating-point work"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("  fabric               8 messages, 2.1 MB delivered\n"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("critical path      1 op; "), std::string::npos) << a.out;
+  const auto step = a.out.find("  step time            ");
+  ASSERT_NE(step, std::string::npos) << a.out;
+  EXPECT_EQ(a.out.substr(a.out.find('(', step) - 4, 4), " us ") << a.out;
+  const auto o = run_trnsim("run --trace " + (dir / "one.json").string(), false);
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_NE(o.out.find("workload one (1 rank on 1 of 144 chips, 1 op)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find(" over 1 chip: "), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  fabric               0 messages, 0 B delivered\n  energy"), std::string::npos) << o.out;
+  // The packet tier keeps its packets and credits.
+  const auto p = run_trnsim("run --set sim.fidelity=detailed --trace " + (dir / "ar.json").string(), false);
+  ASSERT_EQ(p.code, 0) << p.out;
+  EXPECT_NE(p.out.find(" packets, "), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("waited for credits"), std::string::npos) << p.out;
+  fs::remove_all(dir);
 }
 
 // Export, read back from the rank-0 file, run: a plain Chakra export (no embedded native ops)

@@ -91,6 +91,92 @@ TEST(ClusterWorkload, CollectivesAcrossUltraServersSplitIntoLevels) {
   EXPECT_EQ(cw.scale_out.folded.size(), 4u);  // dp0.x0, dp0.x1, edp0.x0, edp1.x0
 }
 
+// The levels of a split collective are parts of it: they take its phase, layer and
+// micro-batch, from the trace's fields or the bundled generator's name, whatever their own
+// names (l3.expert_grad_rs.cross matches no name rule).
+TEST(ClusterWorkload, LevelsTakeTheirParentsPhase) {
+  auto w = replica();
+  for (auto& rt : w.ranks) {
+    rt.ops[0].name = "l3.expert_grad_rs";  // no phase field: the generator's name says gradient_sync
+    rt.ops[1].phase = trnsim::trace::Phase::forward;  // the trace's own field
+    rt.ops[1].micro_batch = 2;
+  }
+  const ClusterWorkload cw = make_cluster_workload(w, cluster(4, true));
+  const auto& ops = cw.workload.ranks[1].ops;
+  ASSERT_EQ(ops.size(), 5u);
+  for (int k = 0; k < 3; ++k) {
+    ASSERT_TRUE(ops[k].phase) << ops[k].name;
+    EXPECT_EQ(*ops[k].phase, trnsim::trace::Phase::gradient_sync) << ops[k].name;
+    EXPECT_EQ(ops[k].layer, 3) << ops[k].name;
+  }
+  EXPECT_EQ(ops[1].name, "l3.expert_grad_rs.cross");
+  ASSERT_TRUE(ops[3].phase);
+  EXPECT_EQ(*ops[3].phase, trnsim::trace::Phase::forward);
+  EXPECT_EQ(ops[3].micro_batch, 2);
+}
+
+// End to end: the folded 8-UltraServer golden case spends most of its step in gradient
+// synchronisation across UltraServers (it was reported as 87.9 % forward).
+TEST(ClusterRun, GradientSyncAcrossUltraServersIsGradientSync) {
+  const auto r = trnsim::test::run_trnsim(
+      "run --json --config configs/clusters/trn3-gen2-ultracluster-8.json --trace "
+      "tests/golden/inputs/golden-moe-16-x8.json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& by = j["breakdown"]["machine"]["by_phase"];
+  ASSERT_TRUE(by.contains("gradient_sync")) << by;
+  ASSERT_TRUE(by.contains("forward")) << by;
+  auto busy = [&](const char* p) {
+    return by[p]["compute_ns"].get<double>() + by[p]["overlapped_ns"].get<double>() +
+           by[p]["exposed_communication_ns"].get<double>();
+  };
+  // 16 ranks x 4 collectives across UltraServers (l0.{dense,expert}_grad_rs and _param_ag, no
+  // phase field: the generator's names), each split into 2 levels, all gradient_sync.
+  EXPECT_EQ(by["gradient_sync"]["ops"], 128) << by;
+  EXPECT_GT(busy("gradient_sync"), 5 * busy("forward")) << by;
+}
+
+// The bundled generator's traces without /metadata/parallelism/replicas were made for one
+// replica: on a cluster of 8 they would run silently with gradient groups sized for one.
+TEST(ClusterWorkload, AGeneratedTraceOfOneReplicaIsRefused) {
+  auto w = replica();
+  w.metadata = {{"generator", "tools/moe_gen.py"}, {"parallelism", {{"dp", 2}}}};
+  try {
+    make_cluster_workload(w, cluster(8, true));
+    FAIL() << "a one-replica trace ran on 8 UltraServers";
+  } catch (const trnsim::WorkloadError& e) {
+    EXPECT_NE(std::string(e.what()).find("workload replica was generated for 1 data-parallel "
+                                         "replica (/metadata/parallelism/replicas absent: one); "
+                                         "the cluster holds 8"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--replicas 8"), std::string::npos) << e.what();
+  }
+  // One UltraServer: one replica, as made. A trace of another tool says nothing: it runs.
+  EXPECT_NO_THROW(make_cluster_workload(w, cluster(1, true)));
+  w.metadata = {{"parallelism", {{"dp", 2}}}};
+  EXPECT_NO_THROW(make_cluster_workload(w, cluster(8, true)));
+}
+
+// End to end: the bundled one-replica trace on a cluster preset is refused before anything
+// runs; a cluster's run header names the cluster, not its UltraServers' rack.
+TEST(ClusterRun, OneReplicaTraceRefusedAndTheHeaderNamesTheCluster) {
+  auto r = trnsim::test::run_trnsim("run --config configs/clusters/trn3-gen2-ultracluster-8.json "
+                                    "--trace traces/mixtral-moe-16.json");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("workload mixtral-moe-16 was generated for 1 data-parallel replica"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("wall time"), std::string::npos) << r.out;
+  r = trnsim::test::run_trnsim("run --config configs/clusters/trn3-gen2-ultracluster-8.json "
+                               "--trace tests/golden/inputs/golden-moe-16-x8.json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("trnsim run: trn3-gen2-ultracluster-8 (8 UltraServers of 144 x Trainium3), "
+                       "workload golden-moe-16-x8"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(ClusterWorkload, UnfoldedEveryReplicaHasItsRanksAndTheCrossGroupsJoinThem) {
   const ClusterWorkload cw = make_cluster_workload(replica(), cluster(3, false));
   ASSERT_EQ(cw.workload.num_ranks(), 6);

@@ -67,4 +67,19 @@ with tempfile.TemporaryDirectory() as d:
     for name in "beucl":
         assert (Path(d) / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert b"<svg" in (Path(d) / f"{name}.svg").read_bytes()[:1000], name
+# A run's plots go beside the run directory, not into it: `trnsim run --out` refuses to replace a
+# directory holding files it does not write.
+import shutil
+import subprocess
+with tempfile.TemporaryDirectory() as d:
+    r = Path(d) / "run"
+    r.mkdir()
+    shutil.copy(run / "report.json", r / "report.json")
+    assert plot.beside_run(r, "breakdown") == Path(d).resolve() / "run-breakdown"
+    assert plot.beside_run(r / "report.json", "energy") == Path(d).resolve() / "run-energy"
+    p = subprocess.run([sys.executable, str(src / "tools" / "plot"), "--breakdown", str(r)],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert sorted(x.name for x in r.iterdir()) == ["report.json"], list(r.iterdir())
+    assert (Path(d) / "run-breakdown.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 print("1 passed, 0 failed")

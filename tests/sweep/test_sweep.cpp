@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "../common/files.hpp"
 #include "trnsim/sweep/compare.hpp"
 #include "trnsim/sweep/filter.hpp"
 #include "trnsim/sweep/merge.hpp"
@@ -206,6 +207,10 @@ TEST(SweepMerge, MeanAndSpreadOverSeedsAcrossShardDirectories) {
   EXPECT_EQ(csv.substr(0, csv.find('\n')).substr(0, 56), "cores,points,ok,failed,step_time_ns,step_time_ns_sd,flop");
   EXPECT_NE(csv.find("\n2,3,3,0,20,10,"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\n4,3,2,1,100,0,"), std::string::npos) << csv;
+  // Written where --out says, its missing parent folders created.
+  const fs::path deep = d1 / "merged" / "a" / "b";
+  write_merged(deep.string(), m);
+  EXPECT_EQ(trnsim::test::read_text(deep / "sweep.csv"), csv);
   // A directory of another sweep is refused.
   const auto other = parse(R"([{"path": "chip.cores", "values": [2, 8]}])");
   EXPECT_NE(error_of([&] { write_or_check_plan(d1, make_plan(other, expand(other))); }).find("holds another sweep"),
@@ -232,11 +237,37 @@ TEST(Compare, RunDirectoriesTableDifferenceRatioAndConfigKeys) {
   EXPECT_NE(t.find("step_time_ns              ns        200  150  -50  0.75\n"), std::string::npos) << t;
   EXPECT_NE(t.find("energy_j                  J           4    5    1  1.25\n"), std::string::npos) << t;
   EXPECT_NE(t.find("packet_latency_p99_ns     ns          -    -    -     -\n"), std::string::npos) << t;
-  EXPECT_NE(t.find("configuration keys that differ: 2\n  /chip/hbm/bandwidth: 4.9TB/s -> 4.7TB/s\n"
+  EXPECT_NE(t.find("configuration keys and traces that differ: 2\n  /chip/hbm/bandwidth: 4.9TB/s -> 4.7TB/s\n"
                    "  /sim/seed: 1 -> (absent)\n"),
             std::string::npos)
       << t;
   EXPECT_NE(error_of([&] { compare(a, fresh_dir("empty")); }).find("neither a run directory"), std::string::npos);
+  fs::remove_all(a);
+  fs::remove_all(b);
+}
+
+// Two runs of one config on different traces: the traces are named and count as a difference
+// (it said "configuration keys that differ: 0"); numbers read without exponents.
+TEST(Compare, RunsOfDifferentTracesNameThemAndReadableNumbers) {
+  const fs::path a = fresh_dir("ta"), b = fresh_dir("tb");
+  write(a / "report.json", R"({"performance": {"step_time_ns": 3009610000.4},
+    "identity": {"trace": {"given": "traces/a.json", "sha256": "aa"}}})");
+  write(b / "report.json", R"({"performance": {"step_time_ns": 1504805000.2},
+    "identity": {"trace": {"given": "traces/b.json", "sha256": "bb"}}})");
+  write(a / "config.json", R"({"chip": {"cores": 8}})");
+  write(b / "config.json", R"({"chip": {"cores": 8}})");
+  const Json c = compare(a, b);
+  ASSERT_EQ(c["config_differences"].size(), 1u);
+  EXPECT_EQ(c["config_differences"][0], (Json{{"pointer", "(trace)"}, {"a", "traces/a.json"}, {"b", "traces/b.json"}}));
+  EXPECT_EQ(c["traces"]["a"]["sha256"], "aa");
+  const std::string t = compare_text(c);
+  EXPECT_NE(t.find("configuration keys and traces that differ: 1\n  trace: traces/a.json -> traces/b.json\n"),
+            std::string::npos) << t;
+  // 6 significant digits, grouped: 3,009,610,000 - 1,504,805,000 = -1,504,805,000; ratio 0.5.
+  EXPECT_NE(t.find("3,009,610,000  1,504,805,000  -1,504,805,000  0.5\n"), std::string::npos) << t;
+  // The same trace twice: no difference.
+  write(b / "report.json", R"({"identity": {"trace": {"given": "elsewhere/a.json", "sha256": "aa"}}})");
+  EXPECT_EQ(compare(a, b)["config_differences"].size(), 0u);
   fs::remove_all(a);
   fs::remove_all(b);
 }

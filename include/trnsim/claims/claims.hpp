@@ -130,10 +130,13 @@ Verdict judge(const Claim& c, double measured);
 // file and the term's pointer.
 Json evaluate(const ClaimsFile& f, const std::map<std::string, RunResult>& runs, bool quick);
 
+// ClaimsError naming `origin` and the JSON pointer when `baseline` is not a results file, or
+// was a --quick run where this one (`quick`) is not, or the other way round: called before
+// anything runs, so that a bad baseline costs no measurement.
+void check_baseline(const Json& baseline, bool quick, const std::string& origin);
 // Compares every row's measured value of `results` with that of `baseline` (a previous results
 // file, read from `origin`): a change beyond the row's regression tolerance fails. Adds
-// results["baseline"] and returns whether anything regressed. ClaimsError when `baseline` is not
-// a results file or was made with another --quick setting.
+// results["baseline"] and returns whether anything regressed. ClaimsError as check_baseline().
 bool compare_baseline(Json& results, const Json& baseline, const std::string& origin);
 
 // Whether anything failed: a claim's verdict or a baseline comparison.

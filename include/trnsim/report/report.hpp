@@ -69,6 +69,8 @@ Json percentiles_ns(std::vector<double> seconds);
 // Writes report.json, summary.csv, host.json, config.json (fully resolved), stats.json, ops.csv and
 // timeline.json into `dir` (created if missing), all together or none: `report` has all parts.
 void write_outputs(const std::string& dir, const Report& report, const config::LoadedConfig& cfg);
+// The files write_outputs() writes: what a results directory it may replace may hold.
+std::vector<std::string> output_file_names();
 
 // Nanoseconds of a simulated time through integer picoseconds, so that 8925.366 ns prints as
 // such and not as 8925.366000000002.

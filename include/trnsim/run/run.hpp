@@ -99,6 +99,10 @@ struct RunData {
   std::vector<std::string> link_names;      // link directions sampled (block names)
   double sample_interval_s = 0;             // the spacing reached (it doubles as samples are merged)
   double fabric_capacity_bytes_per_s = 0;   // all link directions together
+  // What bounds the peak power: a chip's TDP, and the fabric's most dynamic power (every link
+  // direction at its bandwidth, priced by the link and the node it enters).
+  double chip_tdp_w = 0;
+  double fabric_max_dynamic_w = 0;
   // Host figures: not part of any report file (they would break byte-identical reports).
   double wall_seconds = 0;        // calibration + elaboration + simulation
   double calibration_seconds = 0;  // the op-level model's calibration (child processes)
