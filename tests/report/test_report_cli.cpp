@@ -541,6 +541,24 @@ TEST(Summary, SmallAndOddRunsReadWell) {
   fs::remove_all(dir);
 }
 
+// trace info --json: what the table prints, as JSON (the golden trace: 16 ranks, 1,728 ops, 704
+// of them GEMMs, 23 groups, dp0 of 8 ranks).
+TEST(TraceCommand, InfoAsJson) {
+  const auto r = run_trnsim("trace info tests/golden/inputs/golden-moe-16.json --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["name"], "golden-moe-16");
+  EXPECT_EQ(j["ranks"], 16);
+  EXPECT_EQ(j["ops"], 1728);
+  EXPECT_EQ(j["ops_by_kind"]["gemm"], 704);
+  EXPECT_EQ(j["groups"].size(), 23u);
+  EXPECT_EQ(j["groups"]["dp0"], 8);
+  EXPECT_EQ(j["format"], "native");
+  EXPECT_EQ(j["bytes"], fs::file_size("tests/golden/inputs/golden-moe-16.json"));
+  EXPECT_EQ(j["sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(j["flops"].get<double>(), j["busiest_rank_flops"].get<double>());
+}
+
 // Export, read back from the rank-0 file, run: a plain Chakra export (no embedded native ops)
 // of the golden trace runs and reports the same FLOPs.
 TEST(TraceCommand, ExportInfoAndRunFromRankFile) {
