@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "presets.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/io.hpp"
@@ -22,7 +24,7 @@ void register_config_commands(CLI::App& app, Registry& reg) {
   add_set_option(cfg, o->sets);
   cfg->add_option("--out", o->out, "write the JSON to this file instead of stdout");
   reg.add(cfg, [o]() {
-    const auto loaded = config::load_config(o->file, o->sets);
+    const auto loaded = config::load_config(resolve_preset(o->file), o->sets);
     registry::Registry registry;
     registry::register_builtin_models(registry);
     registry::check(registry, loaded);  // the resolve step every simulation runs
@@ -80,11 +82,23 @@ void register_config_commands(CLI::App& app, Registry& reg) {
   });
 
   auto* schema = app.add_subcommand("schema", "list every config field: pointer, type, default");
-  auto markdown = std::make_shared<bool>(false);
-  schema->add_flag("--markdown", *markdown, "print a Markdown table");
-  reg.add(schema, [markdown]() {
+  auto markdown = std::make_shared<bool>(false), json = std::make_shared<bool>(false);
+  auto* md = schema->add_flag("--markdown", *markdown, "print a Markdown table");
+  schema->add_flag("--json", *json,
+                   "print them as JSON: [{pointer, type, default, description}], default null "
+                   "where the field is required")
+      ->excludes(md);
+  reg.add(schema, [markdown, json]() {
     const auto fields = config::schema_fields();
-    if (*markdown) {
+    if (*json) {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& f : fields) {
+        out.push_back({{"pointer", f.pointer}, {"type", f.type},
+                       {"default", f.default_value.empty() ? nlohmann::json() : nlohmann::json(f.default_value)},
+                       {"description", f.description}});
+      }
+      fmt::print("{}\n", out.dump(2));
+    } else if (*markdown) {
       fmt::print("| pointer | type | default | description |\n|---|---|---|---|\n");
       for (const auto& f : fields) {
         fmt::print("| `{}` | {} | {} | {} |\n", f.pointer, f.type,

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "presets.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
@@ -28,7 +29,7 @@ void register_topo_command(CLI::App& app, Registry& reg) {
   sub->add_option("--dot", o->dot, "write the topology as Graphviz to this file");
   sub->add_flag("--json", o->json, "print the figures as one JSON object");
   reg.add(sub, [o]() {
-    const auto loaded = config::load_config(o->file, o->sets);
+    const auto loaded = config::load_config(resolve_preset(o->file), o->sets);
     if (!loaded.config.rack) {
       throw ConfigError(fmt::format("{}:/rack: missing: a topology needs a rack section "
                                     "(this looks like a chip preset)",

@@ -73,13 +73,26 @@ void register_trace_command(CLI::App& app, Registry& reg) {
   oi->in.log_notes = false;  // printed below, with the rest
   auto* info = trace->add_subcommand("info", "ranks, ops by kind, groups, flops and bytes, units and operator coverage of a trace");
   add_input(info, *oi);
+  info->add_flag("--json", oi->json, "print it as one JSON object (trace::describe_json, with "
+                                     "format, files, bytes and sha256)");
   reg.add(info, [oi] {
     const LoadedTrace t = load_trace(oi->in, "");
+    const char* format = t.chakra ? "Chakra"
+                         : t.workload.metadata.value("source", "") == "pytorch-et" ? "PyTorch ET"
+                                                                                   : "native";
+    if (oi->json) {
+      trace::Json j = trace::describe_json(t.workload);
+      j["format"] = format;
+      j["files"] = t.files;
+      j["bytes"] = t.bytes;
+      j["sha256"] = t.sha256;
+      j["grouped_warnings"] = grouped_warnings(t.workload);
+      fmt::print("{}\n", j.dump(2));
+      return 0;
+    }
     fmt::print("{}", trace::describe(t.workload));
-    fmt::print("format {}; {} file{}, {} bytes, sha256 {}\n", t.chakra                                              ? "Chakra"
-               : t.workload.metadata.value("source", "") == "pytorch-et" ? "PyTorch ET"
-                                                                         : "native",
-               t.files.size(), t.files.size() == 1 ? "" : "s", t.bytes, t.sha256);
+    fmt::print("format {}; {} file{}, {} bytes, sha256 {}\n", format, t.files.size(),
+               t.files.size() == 1 ? "" : "s", t.bytes, t.sha256);
     for (const auto& w : grouped_warnings(t.workload)) fmt::print("warning: {}\n", w);
     return 0;
   });

@@ -28,7 +28,7 @@ Json read_json(const std::string& path) {
 
 std::vector<Preset> list_presets() {
   std::vector<Preset> out;
-  for (const char* kind : {"rack", "chip"}) {
+  for (const char* kind : {"rack", "cluster", "chip"}) {
     const fs::path dir = fs::path(bench::data_dir()) / "configs" / (std::string(kind) + "s");
     std::error_code ec;
     std::vector<Preset> here;
@@ -40,6 +40,11 @@ std::vector<Preset> list_presets() {
         if (j.contains(kind) && j[kind].is_object() && j[kind].contains("name") &&
             j[kind]["name"].is_string()) {
           p.title = j[kind]["name"].get<std::string>();
+        }
+        // A cluster (its /cluster has no name) by its description's first sentence.
+        if (p.title.empty() && j.contains("description") && j["description"].is_string()) {
+          const std::string d = j["description"].get<std::string>();
+          p.title = d.substr(0, std::min(d.find(". "), d.size()));
         }
       } catch (const InputError&) {
         p.title = "(unreadable)";

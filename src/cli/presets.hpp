@@ -10,15 +10,15 @@ namespace trnsim::cli {
 
 struct Preset {
   std::string name;  // file name without .json
-  std::string kind;  // "rack" or "chip"
+  std::string kind;  // "rack", "cluster" or "chip"
   std::string path;
   std::string title;  // the preset's own "name" of its rack or chip
 };
 
-// The presets under data_dir()/configs/racks and /chips, racks first, by name.
+// The presets under data_dir()/configs/racks, /clusters and /chips, in that order, by name.
 std::vector<Preset> list_presets();
 
-// `given` when it names a file; else the preset of that name (racks before chips). Throws
+// `given` when it names a file; else the preset of that name (racks, clusters, chips). Throws
 // ConfigError naming the nearest preset when neither exists.
 std::string resolve_preset(const std::string& given);
 

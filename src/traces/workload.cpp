@@ -517,28 +517,67 @@ namespace {
 std::string si(double v, std::string_view unit) { return format_si(v, unit, 4); }
 }  // namespace
 
-std::string describe(const Workload& w) {
-  std::string out;
-  std::size_t total_ops = 0;
+namespace {
+
+// What describe() and describe_json() report, counted once.
+struct Totals {
+  std::size_t ops = 0;
   std::map<std::string_view, std::size_t> by_kind;
-  double flops = 0.0, matmul = 0.0, comm = 0.0, mem = 0.0, delay = 0.0;
-  double max_flops = 0.0;
+  double flops = 0.0, matmul = 0.0, comm = 0.0, mem = 0.0, delay = 0.0, max_flops = 0.0;
+};
+
+Totals totals_of(const Workload& w) {
+  Totals t;
   for (const auto& rank : w.ranks) {
-    total_ops += rank.ops.size();
+    t.ops += rank.ops.size();
     const double f = total_flops(rank);
-    flops += f;
-    max_flops = std::max(max_flops, f);
+    t.flops += f;
+    t.max_flops = std::max(t.max_flops, f);
     for (const auto& op : rank.ops) {
-      ++by_kind[kind_name(op.kind)];
-      if (op.kind == OpKind::gemm || op.kind == OpKind::attention) matmul += op_flops(op);
+      ++t.by_kind[kind_name(op.kind)];
+      if (op.kind == OpKind::gemm || op.kind == OpKind::attention) t.matmul += op_flops(op);
       if (op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
-        mem += comm_bytes(op);
+        t.mem += comm_bytes(op);
       } else {
-        comm += comm_bytes(op);
+        t.comm += comm_bytes(op);
       }
-      if (op.kind == OpKind::delay) delay += op.duration.si;
+      if (op.kind == OpKind::delay) t.delay += op.duration.si;
     }
   }
+  return t;
+}
+
+}  // namespace
+
+Json describe_json(const Workload& w) {
+  const Totals t = totals_of(w);
+  Json kinds = Json::object(), groups = Json::object();
+  for (const auto& [kind, count] : t.by_kind) kinds[std::string(kind)] = count;
+  for (const auto& [name, members] : w.groups) groups[name] = members.size();
+  Json coverage;
+  if (w.coverage) {
+    const OperatorCoverage& c = *w.coverage;
+    coverage = {{"kernels", c.kernels}, {"mapped", c.mapped},
+                {"recorded_s", c.recorded_seconds}, {"mapped_s", c.mapped_seconds},
+                {"unmapped_scale", c.unmapped_scale}};
+  }
+  Json warnings = Json::array();
+  for (const auto& x : w.warnings) warnings.push_back(x);
+  return {{"name", w.name}, {"ranks", w.num_ranks()}, {"ops", t.ops}, {"ops_by_kind", kinds},
+          {"groups", groups}, {"flops", t.flops}, {"matmul_flops", t.matmul},
+          {"busiest_rank_flops", t.max_flops}, {"communication_bytes", t.comm},
+          {"memory_bytes", t.mem}, {"delay_s", t.delay},
+          {"units", w.units.empty() ? Json() : Json(w.units)}, {"coverage", coverage},
+          {"warnings", warnings}};
+}
+
+std::string describe(const Workload& w) {
+  std::string out;
+  const Totals t = totals_of(w);
+  const std::size_t total_ops = t.ops;
+  const auto& by_kind = t.by_kind;
+  const double flops = t.flops, matmul = t.matmul, comm = t.comm, mem = t.mem, delay = t.delay,
+               max_flops = t.max_flops;
   out += fmt::format("workload {}: {} ranks, {} ops\n", w.name.empty() ? "(unnamed)" : w.name,
                      w.num_ranks(), total_ops);
   out += "ops by kind:";

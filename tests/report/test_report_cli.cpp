@@ -384,10 +384,44 @@ TEST(Presets, ByNameAndListed) {
   const auto list = run_trnsim("presets");
   ASSERT_EQ(list.code, 0) << list.out;
   EXPECT_NE(list.out.find("trn3-gen2-ultraserver"), std::string::npos) << list.out;
-  EXPECT_NE(list.out.find("chip  trn3 "), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("  chip     trn3 "), std::string::npos) << list.out;
   const auto typo = run_trnsim("run --config trn3-gen2-ultrasrver");
   EXPECT_EQ(typo.code, 2);
   EXPECT_NE(typo.out.find("did you mean trn3-gen2-ultraserver"), std::string::npos) << typo.out;
+}
+
+// config and topo take presets by name as run and bench do; cluster presets are listed and
+// taken by name; presets and schema print JSON on request.
+TEST(Presets, ByNameInConfigAndTopoClustersListedAndJson) {
+  const auto c = run_trnsim("config trn3-gen2-ultraserver", false);
+  ASSERT_EQ(c.code, 0) << c.out;
+  EXPECT_EQ(Json::parse(c.out)["name"], "trn3-gen2-ultraserver");
+  const auto t = run_trnsim("topo trn3-gen2-ultracluster-8 --json", false);
+  ASSERT_EQ(t.code, 0) << t.out;
+  EXPECT_TRUE(Json::parse(t.out).is_object());
+  const auto typo = run_trnsim("config trn3-gen2-ultrasrver");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.out.find("did you mean trn3-gen2-ultraserver"), std::string::npos) << typo.out;
+  const auto list = run_trnsim("presets");
+  ASSERT_EQ(list.code, 0) << list.out;
+  EXPECT_NE(list.out.find("  cluster  trn3-gen2-ultracluster-8 "), std::string::npos) << list.out;
+  const auto lj = run_trnsim("presets --json", false);
+  ASSERT_EQ(lj.code, 0) << lj.out;
+  std::map<std::string, std::string> kinds;
+  for (const auto& p : Json::parse(lj.out)) kinds[p["name"].get<std::string>()] = p["kind"];
+  EXPECT_EQ(kinds["trn3-gen2-ultracluster-8"], "cluster");
+  EXPECT_EQ(kinds["trn3-gen2-ultraserver"], "rack");
+  EXPECT_EQ(kinds["trn3"], "chip");
+  const auto sj = run_trnsim("schema --json", false);
+  ASSERT_EQ(sj.code, 0) << sj.out;
+  bool tdp = false;
+  for (const auto& f : Json::parse(sj.out)) {
+    if (f["pointer"] != "/chip/tdp") continue;
+    tdp = true;
+    EXPECT_TRUE(f["default"].is_null()) << f;  // required
+    EXPECT_EQ(f["description"], "thermal design power");
+  }
+  EXPECT_TRUE(tdp);
 }
 
 TEST(Presets, ChipPresetWhereARackIsNeeded) {
@@ -505,6 +539,24 @@ TEST(Summary, SmallAndOddRunsReadWell) {
   EXPECT_NE(p.out.find(" packets, "), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("waited for credits"), std::string::npos) << p.out;
   fs::remove_all(dir);
+}
+
+// trace info --json: what the table prints, as JSON (the golden trace: 16 ranks, 1,728 ops, 704
+// of them GEMMs, 23 groups, dp0 of 8 ranks).
+TEST(TraceCommand, InfoAsJson) {
+  const auto r = run_trnsim("trace info tests/golden/inputs/golden-moe-16.json --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["name"], "golden-moe-16");
+  EXPECT_EQ(j["ranks"], 16);
+  EXPECT_EQ(j["ops"], 1728);
+  EXPECT_EQ(j["ops_by_kind"]["gemm"], 704);
+  EXPECT_EQ(j["groups"].size(), 23u);
+  EXPECT_EQ(j["groups"]["dp0"], 8);
+  EXPECT_EQ(j["format"], "native");
+  EXPECT_EQ(j["bytes"], fs::file_size("tests/golden/inputs/golden-moe-16.json"));
+  EXPECT_EQ(j["sha256"].get<std::string>().size(), 64u);
+  EXPECT_GT(j["flops"].get<double>(), j["busiest_rank_flops"].get<double>());
 }
 
 // Export, read back from the rank-0 file, run: a plain Chakra export (no embedded native ops)

@@ -67,6 +67,22 @@ with tempfile.TemporaryDirectory() as d:
     for name in "beucl":
         assert (Path(d) / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
         assert b"<svg" in (Path(d) / f"{name}.svg").read_bytes()[:1000], name
+# `bench traffic --sweep --json` prints one object whose "points" are the loads (it crashed on
+# KeyError 'offered_load'): its points are plotted.
+with tempfile.TemporaryDirectory() as d:
+    one = json.loads((golden / "bench_traffic_uniform_half" / "stdout.json").read_text())
+    pts = []
+    for load in (0.25, 0.5):
+        p = dict(one)
+        p["offered_load"] = load
+        pts.append(p)
+    sweep_out = {"benchmark": "traffic", "pattern": one["pattern"], "rack": one["rack"],
+                 "bound_load": one["bound_load"], "points": pts}
+    (Path(d) / "sweep.json").write_text(json.dumps(sweep_out))
+    assert len(plot.bench_rows([Path(d) / "sweep.json"], "traffic")) == 2
+    plot.plot_latency([Path(d) / "sweep.json"], f"{d}/s", None)
+    assert (Path(d) / "s.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
 # A run's plots go beside the run directory, not into it: `trnsim run --out` refuses to replace a
 # directory holding files it does not write.
 import shutil

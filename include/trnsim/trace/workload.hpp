@@ -339,5 +339,8 @@ void validate(const Workload& w, const Locator& where = {});
 
 // A few lines for `trnsim trace info`: ranks, ops by kind, groups, flops and bytes.
 std::string describe(const Workload& w);
+// The same as JSON: name, ranks, ops, ops_by_kind, groups (sizes), flops, matmul_flops,
+// busiest_rank_flops, communication_bytes, memory_bytes, delay_s, units, coverage, warnings.
+Json describe_json(const Workload& w);
 
 }  // namespace trnsim::trace
