@@ -116,10 +116,24 @@ GemmPlan plan_gemm(std::uint64_t m, std::uint64_t k, std::uint64_t n, std::uint6
         str.tiles, std::max<std::uint64_t>(1, std::uint64_t(std::ceil(kMinBlockBytes / str.row_bytes))));
     for (std::uint64_t s : {sb_want, std::uint64_t(1)}) {
       bool fits = false;
-      for (std::uint64_t r = res.tiles; r >= 1; --r) {
+      // The largest block of resident tiles that fits: all of them (single-buffered with one
+      // batch), else the largest r < tiles double-buffered. Bytes grow with r, so r is found by
+      // division (a scan from the top took ~10^17 steps for m = 2^64 - 1), then corrected by
+      // the same comparison a scan makes.
+      const auto bytes_of = [&](std::uint64_t r) {
         const int bufs = (r == res.tiles && batches == 1) ? 1 : 2;
-        const double bytes =
-            bufs * double(r * kt) * res.tile + 2 * double(s * kt) * str.tile + staging;
+        return bufs * double(r * kt) * res.tile + 2 * double(s * kt) * str.tile + staging;
+      };
+      std::uint64_t first = res.tiles;
+      if (bytes_of(first) > cap) {
+        const double room = (cap - 2 * double(s * kt) * str.tile - staging) / (2 * double(kt) * res.tile);
+        first = room < 1 ? 0 : std::min<std::uint64_t>(res.tiles - 1, std::uint64_t(std::min(room, 1.8e19)));
+        while (first + 1 < res.tiles && bytes_of(first + 1) <= cap) ++first;
+        while (first >= 1 && bytes_of(first) > cap) --first;
+      }
+      for (std::uint64_t r = first; r >= 1; --r) {
+        const int bufs = (r == res.tiles && batches == 1) ? 1 : 2;
+        const double bytes = bytes_of(r);
         if (bytes > cap) continue;
         const double traffic =
             double(batches) * (res.total + str.total * double(ceil_div(res.tiles, r))) + c_bytes;
@@ -375,28 +389,19 @@ std::uint64_t count_instructions(const Program& p) {
   return c;
 }
 
-LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::ChipParams& chip,
-                       HbmAllocator& hbm, int granularity) {
-  if (g.m == 0 || g.k == 0 || g.n == 0 || g.batch == 0) {
-    throw InputError(fmt::format("op '{}': GEMM dimensions must be >= 1, got m={} k={} n={} batch={}",
-                                 name, g.m, g.k, g.n, g.batch));
-  }
-  LoweredStep step;
-  step.per_core.resize(std::size_t(chip.cores));
-  step.flops = 2.0 * double(g.m) * double(g.k) * double(g.n) * double(g.batch);
-  const double elem = dtype_bytes(g.dtype);
-  const double out_elem = g.dtype == Dtype::fp32 ? 4 : 2;
-  const std::uint64_t a = hbm.alloc(std::uint64_t(double(g.batch * g.m * g.k) * elem));
-  const std::uint64_t b = hbm.alloc(std::uint64_t(double(g.batch * g.k * g.n) * elem));
-  const std::uint64_t c = hbm.alloc(std::uint64_t(double(g.batch * g.m * g.n) * out_elem));
+struct GemmShard {
+  std::uint64_t batch0, batches, m0, m, n0, n;
+};
+
+// The (batch, M, N) work of each core: whole GEMMs per core when batch >= cores, else the M x N
+// grid of cores whose busiest core reads the least from HBM. At most `cores` shards.
+std::vector<GemmShard> gemm_shards(const GemmOp& g, const config::ChipParams& chip,
+                                   const std::string& name) {
   const auto cores = std::uint64_t(chip.cores);
   // Validate the type and the fit once, with the whole problem's name.
   const GemmPlan probe = plan_gemm(std::min<std::uint64_t>(g.m, 128), g.k,
                                    std::min<std::uint64_t>(g.n, 512), 1, g.dtype, chip, name);
-  struct Shard {
-    std::uint64_t batch0, batches, m0, m, n0, n;
-  };
-  std::vector<Shard> shards;
+  std::vector<GemmShard> shards;
   if (g.batch >= cores) {
     for (std::uint64_t ci = 0; ci < cores; ++ci) {
       const std::uint64_t b0 = g.batch * ci / cores, b1 = g.batch * (ci + 1) / cores;
@@ -441,8 +446,27 @@ LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::C
       }
     }
   }
+  return shards;
+}
+
+LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::ChipParams& chip,
+                       HbmAllocator& hbm, int granularity) {
+  if (g.m == 0 || g.k == 0 || g.n == 0 || g.batch == 0) {
+    throw InputError(fmt::format("op '{}': GEMM dimensions must be >= 1, got m={} k={} n={} batch={}",
+                                 name, g.m, g.k, g.n, g.batch));
+  }
+  LoweredStep step;
+  step.per_core.resize(std::size_t(chip.cores));
+  step.flops = 2.0 * double(g.m) * double(g.k) * double(g.n) * double(g.batch);
+  const double elem = dtype_bytes(g.dtype);
+  const double out_elem = g.dtype == Dtype::fp32 ? 4 : 2;
+  const std::uint64_t a = hbm.alloc(std::uint64_t(double(g.batch * g.m * g.k) * elem));
+  const std::uint64_t b = hbm.alloc(std::uint64_t(double(g.batch * g.k * g.n) * elem));
+  const std::uint64_t c = hbm.alloc(std::uint64_t(double(g.batch * g.m * g.n) * out_elem));
+  const auto cores = std::uint64_t(chip.cores);
+  const std::vector<GemmShard> shards = gemm_shards(g, chip, name);
   for (std::size_t s = 0; s < shards.size(); ++s) {
-    const Shard& sh = shards[s];
+    const GemmShard& sh = shards[s];
     const GemmPlan plan = plan_gemm(sh.m, g.k, sh.n, sh.batches, g.dtype, chip, name);
     auto prog = std::make_unique<Program>();
     prog->op_name = name;
@@ -596,7 +620,7 @@ LoweredStep lower_memcpy(const MemcpyOp& op, const std::string& name,
   LoweredStep step;
   step.per_core.resize(std::size_t(chip.cores));
   const std::uint64_t src = hbm.alloc(op.bytes);
-  constexpr std::uint64_t kChunk = 1 << 20;  // one DMA instruction per MiB
+  constexpr std::uint64_t kChunk = 1 << 20;  // one DMA instruction per MiB (lowered_instructions)
   const std::uint64_t chunks = ceil_div(op.bytes, kChunk);
   for (std::uint64_t c = 0; c < chunks; ++c) {
     const std::size_t ci = std::size_t(c % std::uint64_t(chip.cores));
@@ -618,6 +642,48 @@ LoweredStep lower_memcpy(const MemcpyOp& op, const std::string& name,
     if (p) step.instructions += count_instructions(*p);
   }
   return step;
+}
+
+// What lower_gemm_core() appends for `batches` GEMMs of [m x k x n] under `p`, counted from the
+// same loops without building them: per batch, every output tile's matmuls (its K steps in groups
+// of `group`) and its eviction and store, the resident operand's DMAs (one per tile) and the
+// streamed one's (one per block), both reloaded per K block when K is blocked.
+double gemm_core_instructions(const GemmPlan& p, std::uint64_t batches, std::uint64_t m,
+                              std::uint64_t k, std::uint64_t n, std::uint64_t group) {
+  const double mt = double(ceil_div(m, p.tm)), nt = double(ceil_div(n, p.tn));
+  const std::uint64_t kt = ceil_div(k, p.tk);
+  const std::uint64_t kblocks = ceil_div(kt, p.kb);
+  const std::uint64_t last = kt - (kblocks - 1) * p.kb;
+  const double matmuls_per_tile =
+      double(kblocks - 1) * double(ceil_div(p.kb, group)) + double(ceil_div(last, group));
+  const bool a_res = p.a_resident || !p.full_k;
+  const double outer_tiles = a_res ? mt : nt, inner_tiles = a_res ? nt : mt;
+  const double outer = std::ceil(outer_tiles / double(a_res ? p.mb : p.nb));
+  const double inner = std::ceil(inner_tiles / double(a_res ? p.nb : p.mb));
+  const double loads = p.full_k ? outer_tiles + outer * inner : double(kblocks) * inner * (mt + outer);
+  return double(batches) * (mt * nt * (matmuls_per_tile + 2) + loads);
+}
+
+double gemm_instructions(const GemmOp& g, const config::ChipParams& chip, int granularity) {
+  if (g.m == 0 || g.k == 0 || g.n == 0 || g.batch == 0) return 0;
+  double total = 0;
+  for (const GemmShard& sh : gemm_shards(g, chip, "")) {
+    const GemmPlan plan = plan_gemm(sh.m, g.k, sh.n, sh.batches, g.dtype, chip, "");
+    total += gemm_core_instructions(plan, sh.batches, sh.m, g.k, sh.n,
+                                    std::uint64_t(std::max(1, granularity)));
+  }
+  return total;
+}
+
+// lower_element(): per tile a load, the op's 1 to 3 engine instructions and a store.
+double element_instructions(const ElementOp& op, const config::ChipParams& chip) {
+  if (op.elements == 0) return 0;
+  const double elem = dtype_bytes(op.dtype);
+  const std::uint64_t parts = std::uint64_t(chip.core.sbuf.partitions);
+  const std::uint64_t free = std::max<std::uint64_t>(
+      1, std::min<std::uint64_t>(ceil_div(op.elements, parts), std::uint64_t(8192 / elem)));
+  const double per_tile = op.kind == ElementKind::softmax ? 5 : op.kind == ElementKind::norm ? 4 : 3;
+  return double(ceil_div(op.elements, parts * free)) * per_tile;
 }
 
 }  // namespace
@@ -649,6 +715,21 @@ std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
     steps.push_back(lower_memcpy(*c, name, chip, hbm));
   }
   return steps;
+}
+
+double lowered_instructions(const ComputeOp& op, const config::ChipParams& chip, int granularity) {
+  if (const auto* g = std::get_if<GemmOp>(&op)) return gemm_instructions(*g, chip, granularity);
+  if (const auto* e = std::get_if<ElementOp>(&op)) return element_instructions(*e, chip);
+  if (const auto* a = std::get_if<AttentionOp>(&op)) {
+    if (a->batch == 0 || a->heads == 0 || a->seq_q == 0 || a->seq_kv == 0 || a->head_dim == 0) return 0;
+    const std::uint64_t bh = a->batch * a->heads;
+    const Dtype p = a->dtype == Dtype::fp32 ? Dtype::fp32 : Dtype::bf16;
+    return gemm_instructions(GemmOp{a->seq_q, a->head_dim, a->seq_kv, a->dtype, bh}, chip, granularity) +
+           element_instructions(ElementOp{ElementKind::softmax, bh * a->seq_q * a->seq_kv, p, 1}, chip) +
+           gemm_instructions(GemmOp{a->seq_q, a->seq_kv, a->head_dim, p, bh}, chip, granularity);
+  }
+  if (const auto* c = std::get_if<MemcpyOp>(&op)) return std::ceil(double(c->bytes) / double(1 << 20));
+  return 0;
 }
 
 }  // namespace trnsim::model

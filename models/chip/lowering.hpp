@@ -64,4 +64,11 @@ std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
                                const config::ChipParams& chip, HbmAllocator& hbm,
                                int granularity = 1);
 
+// The instructions lower() builds for `op` (all steps, all cores), counted from the same plans
+// without building them (exact; 0 for an op lower() refuses for a zero dimension), and the
+// memory each takes while its op runs (a vector slot, up to twice that while a queue grows).
+// What a run of tile-model ops costs, known before any is lowered (run::estimate_work).
+double lowered_instructions(const ComputeOp& op, const config::ChipParams& chip, int granularity = 1);
+inline constexpr double kLoweredBytesPerInstruction = 2.0 * sizeof(Instr);
+
 }  // namespace trnsim::model

@@ -14,12 +14,14 @@
 #include <vector>
 
 #include "chip/chip.hpp"
+#include "chip/lowering.hpp"
 #include "common/driver.hpp"
 #include "internal.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/resolve/peaks.hpp"
 #include "trnsim/resolve/resolve.hpp"
+#include "trnsim/run/estimate.hpp"
 
 namespace trnsim::bench {
 
@@ -180,8 +182,22 @@ json measure_dma(const ConfigSource& o, const DmaArgs& a) {
 }  // namespace
 
 Json gemm(const ConfigSource& config, const GemmArgs& a) {
-  model::parse_dtype(a.dtype);  // reject a bad type before forking
+  const model::Dtype dt = model::parse_dtype(a.dtype);  // reject a bad type before forking
   if (!a.sweep) {
+    // Before forking: the GEMM's program is built whole, so its size is its instructions.
+    const auto loaded = config.load();
+    const auto& p = chip_of(loaded, config.path);
+    double instructions = 0;
+    if (model::macs_per_pe_cycle(p.core.tensor.macs_per_pe_cycle, dt) > 0) {
+      instructions = model::lowered_instructions(model::GemmOp{a.m, a.k, a.n, dt, a.batch}, p,
+                                                 loaded.config.sim.compute_granularity);
+    }
+    run::check_budgets(
+        run::kEventsPerInstruction * instructions,
+        model::kLoweredBytesPerInstruction * instructions, loaded.config.sim,
+        fmt::format("bench gemm --m {} --k {} --n {} --batch {}", a.m, a.k, a.n, a.batch),
+        fmt::format("{:.4g} tile-model instructions", instructions),
+        "use smaller --m, --k, --n or --batch");
     return run_isolated([&] { return measure_gemm(config, a, a.m, a.k, a.n); });
   }
   json rows = json::array();

@@ -63,8 +63,9 @@ std::uint64_t parse_size(const std::string& s, const char* option, std::uint64_t
   } else {
     try {
       v = whole_bytes(parse_bytes(s));
-    } catch (const InputError&) {
-      throw bad();
+    } catch (const InputError& e) {
+      // The parser's reason names what it did not understand (an unknown unit: "1PiB").
+      throw InputError(fmt::format("{}: {}", bad().what(), e.what()));
     }
   }
   if (v < min) throw bad();

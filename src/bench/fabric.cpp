@@ -25,6 +25,7 @@
 #include "internal.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/run/estimate.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/topology/topology.hpp"
 
@@ -384,6 +385,38 @@ void measure_bulk(const Rack& rack, const Net& fab, const TrafficPlan& plan, dou
   }
 }
 
+// Refuses a pattern whose messages would exhaust the budgets (/sim/memory_budget,
+// /sim/work_budget) before any is sent: the uniform pattern issues load x injection bandwidth x
+// (warm-up + window) / message bytes messages, each possibly in flight at the end (past
+// saturation they queue); the others n (n - 1) or n / 2 transfers of --bytes. Events and bytes
+// are counted as a run's estimate counts a message (run/estimate.hpp).
+void check_traffic_work(const Rack& rack, const Net& fab, const TrafficPlan& plan, double inj_sum) {
+  const double n = double(rack.topo.chip_count());
+  const double packet = double(std::max<std::uint64_t>(1, fab.plan.packet_bytes));
+  double messages = 0, msg = double(plan.bytes);
+  std::string what, change;
+  if (plan.pattern == Pattern::uniform) {
+    if (msg == 0) msg = packet;
+    messages = plan.load * inj_sum * (plan.warmup.si + plan.window.si) / msg;
+    what = fmt::format("bench traffic --bytes {} --window {:.4g}s --warmup {:.4g}s --load {}", msg,
+                       plan.window.si, plan.warmup.si, plan.load);
+    change = "use larger --bytes, a shorter --window or --warmup, or a lower --load";
+  } else {
+    messages = plan.pattern == Pattern::all_to_all ? n * (n - 1) : std::floor(n / 2);
+    what = fmt::format("bench traffic --pattern {} --bytes {}",
+                       plan.pattern == Pattern::all_to_all ? "all-to-all" : "bisection", msg);
+    change = "use smaller --bytes";
+  }
+  const bool packets = dynamic_cast<const Fabric*>(fab.net.get()) != nullptr;
+  const double per_message = std::ceil(msg / packet);
+  const double events =
+      packets ? messages * per_message * run::kEventsPerPacketHop * double(fab.plan.diameter + 1)
+              : messages * run::kEventsPerMessage;
+  const double bytes = messages * (run::kBytesPerMessage + (packets ? run::kBytesPerPacket : 0));
+  run::check_budgets(events, bytes, rack.loaded.config.sim, what,
+                     fmt::format("{:.4g} messages of {:.4g} B", messages, msg), change);
+}
+
 json measure_traffic(const ConfigSource& o, const TrafficPlan& plan) {
   const Rack rack = load_rack(o);
   const Net fab = make_fabric(rack);
@@ -398,6 +431,7 @@ json measure_traffic(const ConfigSource& o, const TrafficPlan& plan) {
             {"rack", rack.loaded.config.rack->name},
             {"chips", n},
             {"injection_bytes_per_s_min", inj_min}};
+  check_traffic_work(rack, fab, plan, inj_sum);
   if (plan.pattern == Pattern::uniform) {
     measure_uniform(rack, fab, plan, inj_sum, j);
   } else {

@@ -25,6 +25,7 @@
 #include "hbm/hbm_system.hpp"
 #include "internal.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/run/estimate.hpp"
 #include "trnsim/resolve/resolve.hpp"
 
 namespace trnsim::bench {
@@ -290,6 +291,34 @@ void resolve_streams(const HbmArgs& a, Plan& plan) {
 
 }  // namespace
 
+// Refuses, before anything is built, what would exhaust the process or the budgets: a SystemC
+// thread per requester (streams: per request in flight), each touching kStackBytesTouched of its
+// stack, at most kMaxThreads of them (as the replay bounds its op processes, under the kernel's
+// 65,530 mappings); bytes / chunk requests (copy: twice), each costing events as a message does,
+// and the HBM's work per 64 B line.
+void check_work(const Plan& plan, const HbmArgs& a, const config::SimParams& sim) {
+  constexpr double kMaxThreads = 24576;
+  const double threads =
+      double(plan.requesters) * (plan.pattern == Pattern::streams ? double(plan.streams.depth) : 1);
+  if (threads > kMaxThreads) {
+    throw InputError(fmt::format(
+        "--requesters {}{}: {:.0f} requester threads, expected at most {:.0f} (each is a SystemC "
+        "thread with a stack of its own); use fewer --requesters{}",
+        a.requesters, plan.pattern == Pattern::streams ? fmt::format(" --depth {}", a.depth) : "",
+        threads, kMaxThreads, plan.pattern == Pattern::streams ? " or a smaller --depth" : ""));
+  }
+  const double chunk = double(std::max<std::uint64_t>(1, plan.chunk));
+  const double passes = plan.pattern == Pattern::copy ? 2 : 1;
+  const double requests = passes * std::ceil(double(plan.bytes) / chunk);
+  const double lines = passes * std::ceil(double(plan.bytes) / double(kLine));
+  run::check_budgets(
+      run::kEventsPerMessage * requests + run::kEventsPerDmaPacket * lines,
+      threads * run::kStackBytesTouched, sim,
+      fmt::format("bench hbm --bytes {} --chunk {} --requesters {}", a.bytes, a.chunk, a.requesters),
+      fmt::format("{:.4g} requests of {:.4g} B, {:.0f} threads", requests, chunk, threads),
+      "use a larger --chunk, smaller --bytes or fewer --requesters");
+}
+
 Json hbm(const ConfigSource& config, const HbmArgs& a) {
   Plan plan;
   plan.pattern = parse_pattern(a.pattern);
@@ -320,6 +349,7 @@ Json hbm(const ConfigSource& config, const HbmArgs& a) {
   if (plan.pattern == Pattern::streams) resolve_streams(a, plan);
   const auto loaded = config.load();
   chip_of(loaded, config.path);
+  check_work(plan, a, loaded.config.sim);
   const resolve::ChipPlan chip = *resolve::plan(loaded, resolve::Purpose::bench_chip).chip;
   plan.seed = loaded.config.sim.seed;
   const auto power = power_of(loaded);

@@ -66,10 +66,12 @@ void register_bench_chip(CLI::App& bench, Registry& reg) {
     auto a = std::make_shared<bench::GemmArgs>();
     auto* sub = bench.add_subcommand("gemm", "one GEMM on one chip: time, TFLOPS, utilisation, power");
     add_bench_options(sub, *o);
-    sub->add_option("--m", a->m, "rows of A and C")->check(CLI::PositiveNumber);
-    sub->add_option("--k", a->k, "contraction")->check(CLI::PositiveNumber);
-    sub->add_option("--n", a->n, "columns of B and C")->check(CLI::PositiveNumber);
-    sub->add_option("--batch", a->batch, "independent GEMMs")->check(CLI::PositiveNumber);
+    // As a trace's dimensions: 1 to 2^40 (a larger number is refused, not saturated).
+    const CLI::Range dim(std::uint64_t(1), std::uint64_t(1) << 40, "an integer in [1, 2^40]");
+    sub->add_option("--m", a->m, "rows of A and C")->check(dim);
+    sub->add_option("--k", a->k, "contraction")->check(dim);
+    sub->add_option("--n", a->n, "columns of B and C")->check(dim);
+    sub->add_option("--batch", a->batch, "independent GEMMs")->check(dim);
     sub->add_option("--dtype", a->dtype, "fp32|bf16|fp16|fp8|mxfp8|mxfp4");
     sub->add_flag("--sweep", a->sweep, "square 128..16384 and skinny shapes, one row each");
     sub->add_flag("--fallback-memory", a->fallback_memory,

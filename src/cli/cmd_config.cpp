@@ -9,6 +9,7 @@
 #include "presets.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/config/config.hpp"
+#include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 
 namespace trnsim::cli {
@@ -22,8 +23,10 @@ void register_config_commands(CLI::App& app, Registry& reg) {
   auto* cfg = app.add_subcommand("config", "print the fully resolved configuration as JSON");
   cfg->add_option("FILE", o->file, "preset or config file")->required();
   add_set_option(cfg, o->sets);
-  cfg->add_option("--out", o->out, "write the JSON to this file instead of stdout");
-  reg.add(cfg, [o]() {
+  auto* out_opt = cfg->add_option("--out", o->out, "write the JSON to this file instead of stdout");
+  reg.add(cfg, [o, out_opt]() {
+    // Given but empty is an error, not stdout (docs/configuration.md §6).
+    if (out_opt->count() > 0 && o->out.empty()) throw InputError("--out: an empty file name");
     const auto loaded = config::load_config(resolve_preset(o->file), o->sets);
     registry::Registry registry;
     registry::register_builtin_models(registry);

@@ -32,6 +32,7 @@ struct RunOpts {
   std::string out;
   report::TimelineOptions timeline;
   bool no_progress = false;
+  bool estimate = false;
 };
 
 // A progress line on stderr, redrawn in place at most five times a second; only on a terminal.
@@ -89,6 +90,9 @@ void register_run_command(CLI::App& app, Registry& reg) {
   run->add_flag("!--no-timeline-flows", o->timeline.flows,
                 "leave the collective flow arrows out of timeline.json");
   run->add_flag("--no-progress", o->no_progress, "no progress line on a terminal");
+  run->add_flag("--estimate", o->estimate,
+                "print the work and memory estimate, the budgets and the expected wall time, "
+                "and exit without simulating");
   reg.add(run, [o, out_opt, trace_opt, &reg]() {
     // Refuse what would be ignored or fail only after the simulation.
     if (trace_opt->count() > 0 && o->trace.path.empty()) throw TraceError("--trace: an empty file name");
@@ -108,6 +112,10 @@ void register_run_command(CLI::App& app, Registry& reg) {
     const auto t_read = Clock::now();
     const LoadedTrace trace = load_trace(o->trace, data_path(kDefaultTrace));
     const auto t_run = Clock::now();
+    if (o->estimate) {
+      fmt::print("{}", run::estimate_workload(cfg, trace.workload).text);
+      return 0;
+    }
     report::Identity id;
     id.command_line = reg.argv;
     id.config = o->common.config_given.empty() ? std::string(kDefaultRack) : o->common.config_given;

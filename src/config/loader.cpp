@@ -92,6 +92,14 @@ class TreeLoader {
             "{}:/extends: expected a file name or an array of file names, got {}", shown,
             ext.dump()));
       }
+      for (std::size_t i = 0; i < bases.size(); ++i) {
+        // A file name cannot hold a NUL: the system would read the name cut at it.
+        if (bases[i].find('\0') != std::string::npos || bases[i].empty()) {
+          throw ConfigError(fmt::format("{}:/extends{}: expected a file name, got {}", shown,
+                                        ext.is_array() ? fmt::format("/{}", i) : "",
+                                        Json(bases[i]).dump()));
+        }
+      }
       for (const auto& b : bases) deep_merge(merged, load_file(dir / b));
     }
     prov_.record_tree(own, "", shown);
@@ -156,7 +164,11 @@ void apply_set(Json& root, const std::string& assignment, Provenance& prov) {
       }
       next = &(*node)[idx];
     } else {
-      if (!node->is_object()) *node = Json::object();
+      if (!node->is_object()) {
+        // A value replaced by an object: the --set, not the file, made what is there now.
+        if (!node->is_null()) prov.record(pointer.substr(0, pointer.rfind('/')), "--set " + path);
+        *node = Json::object();
+      }
       next = &(*node)[p];
     }
     node = next;

@@ -102,6 +102,32 @@ std::string temporary_for(const std::string& path) {
   return fmt::format("{}.tmp.{}", path, ::getpid());
 }
 
+// Removes `dir`.tmp.<pid> and `dir`.old.<pid> left beside `dir` by runs that were killed
+// (SIGKILL runs no handler): only directories of that exact name whose process is gone.
+void remove_stale_temporaries(const std::string& dir) {
+  const fs::path p(dir);
+  const std::string base = p.filename().string();
+  const fs::path parent = p.has_parent_path() ? p.parent_path() : fs::path(".");
+  std::error_code ec;
+  std::vector<fs::path> stale;
+  for (const auto& entry : fs::directory_iterator(parent, ec)) {
+    const std::string name = entry.path().filename().string();
+    for (const std::string kind : {".tmp.", ".old."}) {
+      const std::string prefix = base + kind;
+      if (!name.starts_with(prefix) || name.size() == prefix.size()) continue;
+      const std::string digits = name.substr(prefix.size());
+      if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+          digits.size() > 9) {
+        continue;
+      }
+      const auto pid = ::pid_t(std::stol(digits));
+      if (pid <= 0 || pid == ::getpid() || !entry.is_directory(ec)) continue;
+      if (::kill(pid, 0) != 0 && errno == ESRCH) stale.push_back(entry.path());
+    }
+  }
+  for (const auto& s : stale) fs::remove_all(s, ec);
+}
+
 }  // namespace
 
 std::uint64_t default_memory_budget() {
@@ -227,6 +253,7 @@ void OutputDir::check_writable(const std::string& dir_in, const std::vector<std:
 
 void OutputDir::commit() {
   create_parent_directories(dir_);
+  remove_stale_temporaries(dir_);
   const std::string tmp = temporary_for(dir_);
   std::error_code ec;
   fs::remove_all(tmp, ec);  // left by an earlier process of the same pid that was killed

@@ -245,22 +245,19 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   return calibrate_workload(plan, replay::TraceSource(w), parallel, op_heads);
 }
 
-std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
-                                                         const replay::WorkSource& source,
-                                                         int parallel, bool op_heads) {
+// The ops a calibration simulates: each distinct op of the source (and its head), except kinds
+// with many sizes, which are simulated at their grid's points instead.
+CalibrationSet calibration_set(const resolve::ChipPlan& plan, const replay::WorkSource& source,
+                               bool op_heads) {
+  CalibrationSet set;
   std::vector<std::string> notes;  // the rack notes the same substitutions when it runs them
   std::vector<model::ComputeOp> ops;
-  struct Sizes {
-    model::ComputeOp op;
-    int dim = 0;
-    std::set<std::uint64_t> sizes;
-  };
-  std::map<std::string, Sizes> by_grid;
-  std::size_t trace_ops = 0;
+  auto& by_grid = set.by_grid;
+  std::size_t& trace_ops = set.trace_ops;
   auto add = [&](const model::ComputeOp& c) {
     ops.push_back(c);
     for (int dim = 0; dim < model::grid_dims(c); ++dim) {
-      auto& s = by_grid.try_emplace(model::grid_key(c, dim), Sizes{c, dim, {}}).first->second;
+      auto& s = by_grid.try_emplace(model::grid_key(c, dim), CalibrationSet::Sizes{c, dim, {}}).first->second;
       s.sizes.insert(model::grid_size(c, dim));
     }
   };
@@ -280,7 +277,7 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   });
   // Reductions of collectives run on the collective DMA engines (Rack::reduce), not on the
   // compute model; only the source's own ops are calibrated.
-  std::map<std::string, std::vector<std::uint64_t>> grids;
+  auto& grids = set.grids;
   for (const auto& [key, s] : by_grid) {
     if (s.sizes.size() <= kMaxExactSizes) continue;
     const bool gemm = std::holds_alternative<model::GemmOp>(s.op);
@@ -299,19 +296,30 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
     }
     return false;
   };
-  std::vector<model::ComputeOp> all;
+  auto& all = set.ops;
   for (const auto& op : ops) {
     if (!on_grid(op)) all.push_back(op);
   }
   for (const auto& [key, pts] : grids) {
-    const Sizes& s = by_grid.at(key);
+    const CalibrationSet::Sizes& s = by_grid.at(key);
     for (std::uint64_t n : pts) all.push_back(model::with_grid_size(s.op, n, s.dim));
   }
+  return set;
+}
+
+std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
+                                                         const replay::WorkSource& source,
+                                                         int parallel, bool op_heads) {
+  const CalibrationSet set = calibration_set(plan, source, op_heads);
+  const auto& all = set.ops;
+  const auto& grids = set.grids;
+  const auto& by_grid = set.by_grid;
+  const std::size_t trace_ops = set.trace_ops;
   auto table = std::make_shared<model::OpTable>();
   table->exact = calibrate_ops(plan, all, parallel, &table->static_power_w);
   table->shapes_simulated = int(table->exact.size());
   for (const auto& [key, pts] : grids) {
-    const Sizes& s = by_grid.at(key);
+    const CalibrationSet::Sizes& s = by_grid.at(key);
     auto& out = table->grids[key];
     for (std::uint64_t n : pts) {
       out.emplace_back(n, table->exact.at(model::op_key(model::with_grid_size(s.op, n, s.dim))));

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,6 +40,22 @@ std::vector<std::uint64_t> grid_sizes(std::uint64_t max_elements);
 // least two points; when hi is above the top point, from half the top point at least.
 std::vector<std::uint64_t> grid_points(std::uint64_t unit, std::uint64_t lo, std::uint64_t hi,
                                        std::uint64_t cap);
+
+// What calibrate_workload() simulates: `ops` (each distinct op once, grid kinds at their grid
+// points), the grids by grid_key(), the sizes of each grid kind, and the trace's compute ops.
+struct CalibrationSet {
+  struct Sizes {
+    model::ComputeOp op;
+    int dim = 0;
+    std::set<std::uint64_t> sizes;
+  };
+  std::vector<model::ComputeOp> ops;
+  std::map<std::string, std::vector<std::uint64_t>> grids;
+  std::map<std::string, Sizes> by_grid;
+  std::size_t trace_ops = 0;
+};
+CalibrationSet calibration_set(const resolve::ChipPlan& plan, const replay::WorkSource& source,
+                               bool op_heads);
 
 // The table the op-level chips of a run of `source` on `plan` replay from: the exact profile of
 // each distinct compute op the source declares (WorkSource::calibration_ops(); a trace: its

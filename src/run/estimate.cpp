@@ -7,7 +7,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <unordered_map>
+#include <unordered_set>
 
+#include "chip/lowering.hpp"
+#include "chip/op_profile.hpp"
+#include "calibrate.hpp"
+#include "compute_ops.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/registry/registry.hpp"
 
@@ -61,15 +68,20 @@ std::string gb(double bytes) { return fmt::format("{:.3g} GB", bytes / 1e9); }
 
 }  // namespace
 
+EventUnits event_units(const registry::Implementation& network,
+                       const registry::Implementation& compute, const resolve::RackPlan& plan) {
+  const auto& c = compute.capabilities;
+  return {network.capabilities.events_per_packet, c.events_per_instruction,
+          c.needs_calibration || plan.fast_forward, c.times_op_heads};
+}
+
 WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
                            const config::ReplayParams& replay) {
   registry::Registry r;
   registry::register_builtin_models(r);
   const auto& network = r.get(registry::Role::network, plan.fabric.model, "/rack/fabric/model");
   const auto& compute = r.get(registry::Role::compute, plan.chip.compute_model, "/chip/compute/model");
-  return estimate_work(w, plan, replay,
-                       {network.capabilities.events_per_packet,
-                        compute.capabilities.events_per_instruction});
+  return estimate_work(w, plan, replay, event_units(network, compute, plan));
 }
 
 WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
@@ -92,17 +104,48 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
       degree = std::max({degree, ++links[a.chip->v], ++links[b.chip->v]});
     }
   }
-  // An instruction of the tile model: a matmul of rows x cols x moving_free_max MACs, or a
-  // vector instruction over rows partitions of moving_free_max elements.
-  const auto& tensor = chip.core.tensor;
-  const double per_instruction = double(tensor.rows) * double(tensor.moving_free_max);
   const bool tile = units.per_instruction;
   const double peak = peak_macs_per_s(chip);
+  // Instructions of each distinct compute op, counted once (model::lowered_instructions).
+  std::unordered_map<model::OpFields, double, model::OpFieldsHash> lowered;
+  std::vector<std::string> notes;
+  // A tile chip that fast-forwards inside ops lowers only each op's head (model::op_head).
+  const bool heads = units.op_heads && plan.chip.op_head < 1;
+  const auto instructions_of = [&](const trace::Op& op) {
+    const auto c = to_compute_op(op, chip, notes);
+    if (!c) return 0.0;
+    const auto [it, fresh] = lowered.try_emplace(model::op_fields(*c), 0.0);
+    if (fresh) {
+      try {
+        it->second = model::lowered_instructions(
+            heads ? model::op_head(*c, plan.chip.op_head, chip.cores) : *c, chip,
+            plan.chip.granularity);
+      } catch (const InputError&) {
+        // An op the lowering refuses fails with its own message when it runs.
+      }
+    }
+    return it->second;
+  };
+  double calibration_peak = 0;
 
   double messages = 0;
   for (const auto& rank : w.ranks) {
     e.ops += rank.ops.size();
+    std::vector<double> programs;  // of this rank's compute ops (tile model)
     for (const auto& op : rank.ops) {
+      if (trace::is_compute(op.kind) || op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
+        const double n = instructions_of(op);
+        if (n > e.largest_op_instructions) {
+          e.largest_op_instructions = n;
+          e.largest_op = fmt::format("rank {} op {}{}", rank.rank, op.id,
+                                     op.name.empty() ? "" : fmt::format(" ({})", op.name));
+        }
+        if (tile) {
+          e.instructions += n;
+          e.events += kEventsPerInstruction * n;
+          programs.push_back(n);
+        }
+      }
       e.dependencies += op.deps.size();
       e.events += kEventsPerOp;
       double sent = 0, msgs = 0;
@@ -120,12 +163,6 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
         sent = double(op.bytes);
       } else if (op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
         e.events += kEventsPerDmaPacket * std::ceil(double(op.bytes) / dma_packet);
-      } else if (tile && trace::is_compute(op.kind)) {
-        const double flops = trace::op_flops(op);
-        const double macs_per =
-            op.kind == OpKind::gemm || op.kind == OpKind::attention ? 2 * double(tensor.cols) : 1;
-        e.events += kEventsPerInstruction *
-                    std::ceil(flops / (per_instruction * macs_per) / double(plan.chip.granularity));
       }
       messages += msgs;
       if (packets) {
@@ -135,6 +172,30 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
       } else {
         e.events += kEventsPerMessage * msgs;
       }
+    }
+    // Compute ops that may run at once: those at the same depth of the rank's dependency graph
+    // (ASAP level), at most the replay's live ops; the rank holds that many largest programs.
+    std::size_t width = 0;
+    if (!programs.empty()) {
+      std::vector<std::size_t> level(rank.ops.size(), 0);
+      std::unordered_map<std::size_t, std::size_t> at_level;
+      const auto by_id = trace::index_by_id(rank);
+      for (std::size_t i : trace::topological_order(rank)) {
+        const trace::Op& op = rank.ops[i];
+        for (trace::OpId d : op.deps) {
+          const auto it = by_id.find(d);
+          if (it != by_id.end()) level[i] = std::max(level[i], level[it->second] + 1);
+        }
+        if (trace::is_compute(op.kind) || op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
+          width = std::max(width, ++at_level[level[i]]);
+        }
+      }
+    }
+    const std::size_t live = std::min({programs.size(), kLiveOpsPerRank, width});
+    std::partial_sort(programs.begin(), programs.begin() + std::ptrdiff_t(live), programs.end(),
+                      std::greater<>());
+    for (std::size_t i = 0; i < live; ++i) {
+      e.program_bytes += model::kLoweredBytesPerInstruction * programs[i];
     }
     // The longest chain of this rank: delays as written, compute at the chip's peak.
     std::vector<double> done(rank.ops.size(), 0);
@@ -156,6 +217,29 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
       }
     }
   }
+  // The calibration runs each distinct op once on the tile model, kCalibrationJobs children at a
+  // time, each holding one op's program.
+  if (units.calibrates) {
+    // The ops the calibration simulates (run/calibrate.hpp), each once.
+    std::unordered_set<model::OpFields, model::OpFieldsHash> seen;
+    for (const model::ComputeOp& c :
+         calibration_set(plan.chip, replay::TraceSource(w), units.op_heads).ops) {
+      if (!seen.insert(model::op_fields(c)).second) continue;
+      double n = 0;
+      try {
+        n = model::lowered_instructions(c, chip, plan.chip.granularity);
+      } catch (const InputError&) {
+      }
+      ++e.calibration_shapes;
+      e.calibration_instructions += n;
+      calibration_peak = std::max(calibration_peak, n);
+    }
+    e.events += kEventsPerInstruction * e.calibration_instructions;
+    const double jobs = double(std::min<std::uint64_t>(kCalibrationJobs, e.calibration_shapes));
+    e.program_bytes = std::max(e.program_bytes, jobs *
+                                                    model::kLoweredBytesPerInstruction *
+                                                    calibration_peak);
+  }
   e.messages = std::uint64_t(std::min(messages, 1.8e19));
   // The replay's bound on live op processes (16 per rank, 4,096 to 24,576).
   e.live_processes = std::min<std::uint64_t>(
@@ -173,22 +257,51 @@ double work_budget(const config::SimParams& sim) {
   return sim.work_budget > 0 ? double(sim.work_budget) : kDefaultWorkBudget;
 }
 
+void check_budgets(double events, double bytes, const config::SimParams& sim,
+                   const std::string& what, const std::string& detail, const std::string& change) {
+  const double memory = double(config::memory_budget(sim));
+  if (!(bytes <= memory)) {
+    throw InputError(fmt::format(
+        "{}: needs about {} of memory ({}), more than the memory budget of {} "
+        "(/sim/memory_budget); {}, or raise the budget with --set sim.memory_budget=",
+        what, gb(bytes), detail, gb(memory), change));
+  }
+  if (!(events <= work_budget(sim))) {
+    throw InputError(fmt::format(
+        "{}: needs about {:.3g} simulation events ({}), more than the work budget of {:.3g} "
+        "events (/sim/work_budget, about a day at 10^12); {}, or raise the budget with --set "
+        "sim.work_budget=",
+        what, events, detail, work_budget(sim), change));
+  }
+}
+
 void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what) {
+  // What to change: the op whose lowered program dominates, a coarser fidelity, or the budget.
+  const std::string largest =
+      e.largest_op.empty()
+          ? std::string()
+          : fmt::format("; its largest op, {}, lowers to {:.4g} tile-model instructions "
+                        "(split it, or make it smaller)",
+                        e.largest_op, e.largest_op_instructions);
   const double budget = double(config::memory_budget(sim));
   if (e.memory_bytes() > budget) {
     throw TraceError(fmt::format(
         "{}: the run needs about {} of memory ({} ops: {}; {:.4g} collective pieces and sends: "
-        "{}; {:.4g} packets: {}; {} op processes: {}), more than the memory budget of {} "
-        "(/sim/memory_budget)",
+        "{}; {:.4g} packets: {}; {} op processes: {}; tile-model programs: {}), more than the "
+        "memory budget of {} (/sim/memory_budget){}; or raise it with --set sim.memory_budget=",
         what, gb(e.memory_bytes()), e.ops, gb(e.op_bytes), double(e.messages),
         gb(e.message_bytes), e.packets, gb(e.packet_bytes), e.live_processes,
-        gb(e.process_bytes), gb(budget)));
+        gb(e.process_bytes), gb(e.program_bytes), gb(budget),
+        e.program_bytes > e.memory_bytes() / 2 ? largest : std::string()));
   }
   if (e.events > work_budget(sim)) {
     throw TraceError(fmt::format(
         "{}: the run needs about {:.3g} simulation events ({} ops, {:.4g} collective pieces and "
-        "sends, {:.4g} packets), more than the work budget of {:.3g} events (/sim/work_budget)",
-        what, e.events, e.ops, double(e.messages), e.packets, work_budget(sim)));
+        "sends, {:.4g} packets, {:.4g} tile-model instructions, {:.4g} more to calibrate {} "
+        "distinct ops), more than the work budget of {:.3g} events (/sim/work_budget){}; or "
+        "raise it with --set sim.work_budget=",
+        what, e.events, e.ops, double(e.messages), e.packets, e.instructions,
+        e.calibration_instructions, e.calibration_shapes, work_budget(sim), largest));
   }
   const double max_s = sc_core::sc_max_time().to_seconds();
   if (e.end_s >= max_s) {

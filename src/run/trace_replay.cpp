@@ -10,7 +10,8 @@
 
 namespace trnsim::run {
 
-TraceReplay::TraceReplay(const trace::Workload& workload) : given_(workload) {}
+TraceReplay::TraceReplay(const trace::Workload& workload, bool check)
+    : given_(workload), check_(check) {}
 
 TraceReplay::~TraceReplay() = default;
 
@@ -45,10 +46,9 @@ void TraceReplay::plan(const Setup& s) {
                    : resolve::place_ranks(plan.placement, w.num_ranks(), plan.topology.chip_count());
   for (const auto& r : w.ranks) ops_total_ += r.ops.size();
   // Before anything is built or calibrated: refuse what would not fit.
-  const EventUnits units{s.models.network->capabilities.events_per_packet,
-                         s.models.compute->capabilities.events_per_instruction};
-  check_estimate(estimate_work(w, plan, cfg.replay, units), cfg.sim,
-                 fmt::format("workload {}", name()));
+  const EventUnits units = event_units(*s.models.network, *s.models.compute, plan);
+  estimate_ = estimate_work(w, plan, cfg.replay, units);
+  if (check_) check_estimate(estimate_, cfg.sim, fmt::format("workload {}", name()));
 }
 
 void TraceReplay::elaborate(const Setup& s, replay::Machine& machine) {

@@ -11,14 +11,16 @@
 #include "trnsim/replay/engine.hpp"
 #include "trnsim/replay/source.hpp"
 #include "trnsim/run/cluster.hpp"
+#include "trnsim/run/estimate.hpp"
 #include "trnsim/run/simulation.hpp"
 
 namespace trnsim::run {
 
 class TraceReplay : public Driver {
  public:
-  // `workload` must outlive the driver and the RunData it fills.
-  explicit TraceReplay(const trace::Workload& workload);
+  // `workload` must outlive the driver and the RunData it fills. With `check` false, plan()
+  // keeps the estimate without refusing a run beyond the budgets (run --estimate).
+  explicit TraceReplay(const trace::Workload& workload, bool check = true);
   ~TraceReplay() override;
 
   void plan(const Setup& s) override;
@@ -30,6 +32,8 @@ class TraceReplay : public Driver {
   std::size_t ops_total() const override { return ops_total_; }
   sc_core::sc_time finish() override;
   void collect(RunData& d) const override;
+  // What plan() estimated (run/estimate.hpp).
+  const WorkEstimate& estimate() const { return estimate_; }
 
  private:
   // The workload replayed: a cluster's (its levels split), or the one given.
@@ -42,6 +46,8 @@ class TraceReplay : public Driver {
   std::unique_ptr<replay::TraceSource> source_;  // of workload()
   std::unique_ptr<replay::Replay> replay_;
   int cluster_ultraservers_ = 0, cluster_simulated_ = 0, cluster_tiers_ = 0;
+  bool check_ = true;
+  WorkEstimate estimate_;
 };
 
 }  // namespace trnsim::run

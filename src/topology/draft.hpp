@@ -22,6 +22,10 @@ class ErrorSink {
   // `rel` is relative to the topology object ("/links/3/b"); "" is the object itself.
   std::string pointer(std::string_view rel) const { return origin_.pointer + std::string(rel); }
   [[noreturn]] void fail(std::string_view rel, std::string_view message) const;
+  // Route tables hold, per node and destination chip, a distance, an offset and at least one
+  // next hop (4 B each): a 32x32x32 torus needs 12.9 GB. Fails at `rel` when `nodes` x `chips`
+  // of them exceed /sim/memory_budget; generators call it with their counts before expanding.
+  void require_route_memory(std::string_view rel, double nodes, double chips) const;
 
  private:
   const SpecOrigin& origin_;

@@ -112,6 +112,8 @@ Draft generate_torus(const TorusGen& g, const config::ChipParams* chip, const Er
     n *= g.dims[i];
     require_node_budget(err, "/torus/dims", n);
   }
+  // Every node is a chip: the route tables are known from the dims alone.
+  err.require_route_memory("/torus/dims", double(n), double(n));
   if (g.dim_links.size() != g.dims.size()) {
     err.fail("/torus/dim_links",
              fmt::format("expected {} link classes (one per dimension), got {}", g.dims.size(),

@@ -26,6 +26,17 @@
 namespace trnsim::trace {
 
 namespace fs = std::filesystem;
+
+namespace {
+// Whether `path` exists; a path that cannot be looked up (a symlink loop: ELOOP) is a TraceError
+// naming it, where fs::exists() would throw a filesystem_error (exit 1).
+bool file_exists(const std::string& path) {
+  std::error_code ec;
+  const bool present = fs::exists(path, ec);
+  if (ec) throw TraceError(fmt::format("{}: cannot read: {}", path, ec.message()));
+  return present;
+}
+}  // namespace
 namespace pb = ChakraProtoMsg;
 
 namespace {
@@ -336,6 +347,7 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
       }
       op.kind = node.type() == pb::MEM_LOAD_NODE ? OpKind::mem_load : OpKind::mem_store;
       op.bytes = size_of(at, "tensor_size", at.need_int("tensor_size"), o);
+      if (op.bytes == 0) zero_delay();  // nothing to move (a trnsim trace refuses 0 B)
       break;
     case pb::COMM_SEND_NODE:
     case pb::COMM_RECV_NODE: {
@@ -434,7 +446,7 @@ Op map_node(const pb::Node& node, const Attrs& at, const RankContext& ctx) {
 std::string rank_file(const std::string& prefix, int rank) {
   const std::string et = fmt::format("{}.{}.et", prefix, rank);
   const std::string json = fmt::format("{}.{}.json", prefix, rank);
-  return !fs::exists(et) && fs::exists(json) ? json : et;
+  return !file_exists(et) && file_exists(json) ? json : et;
 }
 
 // Chakra's JSON form: {"workload_graph": [{"Id", "Name", "NodeType", "ctrlDeps", "data_deps",
@@ -480,8 +492,10 @@ std::vector<pb::Node> json_nodes(const std::string& file) {
     node.set_id(std::uint64_t(integer("Id", true)));
     if (n.contains("Name") && n["Name"].is_string()) node.set_name(n["Name"].get<std::string>());
     const auto type = integer("NodeType", true);
-    if (!pb::NodeType_IsValid(int(type))) {
-      throw TraceError(fmt::format("{}/NodeType: {} is not a Chakra node type", where, type));
+    // Compared in 64 bits first: 2^32 narrowed to an int is 0, INVALID_NODE, a valid type.
+    if (type < 0 || type > std::int64_t(pb::NodeType_MAX) || !pb::NodeType_IsValid(int(type))) {
+      throw TraceError(fmt::format("{}/NodeType: {} is not a Chakra node type (known: 0..{})",
+                                   where, type, int(pb::NodeType_MAX)));
     }
     node.set_type(static_cast<pb::NodeType>(type));
     const auto runtime = integer("runtime", false);
@@ -864,7 +878,7 @@ bool is_chakra_json(const std::string& path) {
 }
 
 Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
-  if (!fs::exists(rank_file(prefix, 0))) {
+  if (!file_exists(rank_file(prefix, 0))) {
     throw TraceError(fmt::format("{}: no Chakra trace found (expected {})", prefix,
                                  rank_file(prefix, 0)));
   }
@@ -874,7 +888,7 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
 
   std::optional<std::map<std::string, std::vector<int>>> pg_file;
   std::string pg_path = options.process_groups;
-  if (pg_path.empty() && fs::exists(prefix + ".json")) pg_path = prefix + ".json";
+  if (pg_path.empty() && file_exists(prefix + ".json")) pg_path = prefix + ".json";
   if (!pg_path.empty()) pg_file = read_process_groups(pg_path);
 
   std::set<std::string> unresolved_pgs;
@@ -900,7 +914,7 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
   // node index -> node id per rank, for error messages
   std::vector<std::string> files;
 
-  for (int r = 0; fs::exists(rank_file(prefix, r)); ++r) {
+  for (int r = 0; file_exists(rank_file(prefix, r)); ++r) {
     const std::string file = rank_file(prefix, r);
     files.push_back(file);
     reading = r;

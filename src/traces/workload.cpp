@@ -301,6 +301,8 @@ void check_structure(const Workload& w, const Locator& where_in) {
         positive(op.m, "m");
         positive(op.k, "k");
         positive(op.n, "n");
+      } else if (op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
+        positive(op.bytes, "bytes");  // a copy of nothing has no program to run
       } else if (op.kind == OpKind::attention) {
         positive(op.batch, "batch");
         positive(op.heads, "heads");

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "chip/chip.hpp"
+#include "chip/op_profile.hpp"
 #include "test_support.hpp"
 #include "trnsim/error.hpp"
 
@@ -111,6 +112,43 @@ TEST(Lowering, OpThatCannotFitNamesTheOp) {
 TEST(Lowering, UnsupportedDtypeIsInputError) {
   const auto p = chip_preset("trn2");
   EXPECT_THROW(plan_gemm(128, 128, 128, 1, Dtype::mxfp8, p, "g"), InputError);
+}
+
+// The count the run's estimate uses is the lowering's own, for every plan shape: whole K with A
+// or B resident, K blocked, batches over cores, a skinny grid, every element kind, attention, a
+// copy, and coarse granularity.
+TEST(Lowering, InstructionCountWithoutLoweringIsExact) {
+  const auto p = chip_preset("trn2");
+  const std::vector<ComputeOp> ops = {
+      GemmOp{8192, 8192, 1024, Dtype::bf16, 1}, GemmOp{1024, 8192, 8192, Dtype::bf16, 1},
+      GemmOp{1024, 1u << 22, 1024, Dtype::bf16, 1}, GemmOp{300, 700, 900, Dtype::fp8, 5},
+      GemmOp{1000, 1, 1, Dtype::bf16, 1}, GemmOp{128, 128, 128, Dtype::fp32, 37},
+      ElementOp{ElementKind::elementwise, 1000000, Dtype::bf16, 3},
+      ElementOp{ElementKind::softmax, 777777, Dtype::fp32, 1},
+      ElementOp{ElementKind::norm, 5, Dtype::bf16, 1},
+      ElementOp{ElementKind::reduction, 1u << 20, Dtype::bf16, 1},
+      AttentionOp{2, 4, 1000, 3000, 128, Dtype::bf16}, MemcpyOp{(5u << 20) + 1}};
+  for (int granularity : {1, 4}) {
+    for (const auto& op : ops) {
+      HbmAllocator hbm;
+      double built = 0;
+      for (const auto& step : lower(op, "x", p, hbm, granularity)) built += double(step.instructions);
+      EXPECT_EQ(lowered_instructions(op, p, granularity), built) << op_key(op) << " g" << granularity;
+    }
+  }
+  // A copy of 5 MiB + 1 B is six 1 MiB DMAs; 1000 x 1 x 1 is 8 row tiles over 8 cores, each a
+  // matmul, an eviction, a store and one DMA of A and of B: 40.
+  EXPECT_EQ(lowered_instructions(MemcpyOp{(5u << 20) + 1}, p), 6);
+  EXPECT_EQ(lowered_instructions(GemmOp{1000, 1, 1, Dtype::bf16, 1}, p), 40);
+}
+
+// Planning a GEMM takes constant time in its size: m = 2^64 - 1 used to scan 1.4e17 block sizes.
+TEST(Lowering, PlanOfAHugeGemmIsImmediate) {
+  const auto p = chip_preset("trn2");
+  const GemmPlan huge = plan_gemm(std::uint64_t(1) << 40, 128, 128, 1, Dtype::bf16, p, "g");
+  EXPECT_GE(huge.mb, 1u);
+  EXPECT_LE(huge.sbuf_bytes_per_partition, 224u * 1024);
+  EXPECT_GT(lowered_instructions(GemmOp{std::uint64_t(1) << 40, 128, 128, Dtype::bf16, 1}, p), 1e10);
 }
 
 TEST(Sram, FootprintBeyondCapacityIsErrorNamingOp) {

@@ -215,6 +215,115 @@ TEST_F(Hostile, WorkBeyondTheBudgetsIsRefusedBeforeTheRun) {
                  "more than the work budget of 100 events (/sim/work_budget)");
 }
 
+// Issue #33's table: well-formed inputs within the documented limits that the simulator used to
+// accept and then exhaust memory or run for years on. Each is now exit 2 at once, naming the op
+// or the option, the estimate and the budget.
+TEST_F(Hostile, OpsWhoseProgramsExhaustMemoryAreRefusedAtOnce) {
+  const auto one = [&](const std::string& name, const std::string& op) {
+    return write(name + ".json",
+                 R"({"format": "trnsim-trace", "version": 1, "name": ")" + name +
+                     R"(", "ranks": 1, "groups": {}, "rank_ops": [{"rank": 0, "ops": [)" + op + "]}]}");
+  };
+  // 65536^3 BF16 on trn2: 512 x 128 x 512 matmuls plus evictions and loads, 3.4e7 instructions.
+  const auto g = one("g", R"({"id": 0, "name": "big", "op": "gemm", "m": 65536, "k": 65536, "n": 65536, "dtype": "bf16"})");
+  for (const std::string fidelity : {"fast", "detailed"}) {
+    expect_refused("run --config " + kC + " --trace " + g + " --set sim.memory_budget=6GB --set sim.fidelity=" + fidelity,
+                   "workload g: the run needs about 12.6 GB of memory");
+    expect_refused("run --config " + kC + " --trace " + g + " --set sim.memory_budget=6GB --set sim.fidelity=" + fidelity,
+                   "more than the memory budget of 6 GB (/sim/memory_budget); its largest op, "
+                   "rank 0 op 0 (big), lowers to 3.43e+07 tile-model instructions");
+  }
+  for (const std::string op :
+       {R"({"id": 0, "op": "gemm", "m": 1099511627776, "k": 128, "n": 128, "dtype": "bf16"})",
+        R"({"id": 0, "op": "gemm", "m": 128, "k": 128, "n": 128, "batch": 1099511627776, "dtype": "bf16"})",
+        R"({"id": 0, "op": "mem_load", "bytes": 1125899906842624})",
+        R"({"id": 0, "op": "attention", "batch": 1, "heads": 1, "seq_q": 1048576, "seq_kv": 1048576, "head_dim": 128, "dtype": "bf16"})"}) {
+    expect_refused("run --config " + kC + " --set sim.memory_budget=6GB --trace " + one("h", op), "(/sim/memory_budget); its largest op, rank 0 op 0");
+  }
+  // 2^50 B in 1 MiB DMAs: 2^30 instructions of 368 B.
+  expect_refused("run --config " + kC + " --set sim.memory_budget=6GB --trace " + one("l", R"({"id": 0, "op": "mem_load", "bytes": 1125899906842624})"),
+                 "the run needs about 395 GB of memory");
+  // run --estimate shows the same figures and exits 0.
+  const auto r = trnsim::test::run_trnsim("run --estimate --config " + kC + " --set sim.memory_budget=6GB --trace " + g);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("tile-model programs 12.6 GB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("beyond the budgets: the run would be refused"), std::string::npos) << r.out;
+}
+
+TEST_F(Hostile, RunEstimatePrintsAndDoesNotSimulate) {
+  const auto r = trnsim::test::run_trnsim(run_args("--estimate"));
+  EXPECT_EQ(r.code, 0) << r.out;
+  // 4 ops, 16 events each, plus the all-reduce's pieces: the figures of HostileEstimate.
+  EXPECT_NE(r.out.find("estimate of workload two (4 ops on 2 ranks):"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("within the budgets: the run would start"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("step time"), std::string::npos) << r.out;  // no report: nothing ran
+}
+
+TEST_F(Hostile, BenchSizesBeyondTheBudgetsAreRefusedBeforeTheRun) {
+  expect_refused("bench gemm --m 99999999999999999999 --k 1 --n 1",
+                 "--m: Value 99999999999999999999 not in range 1 to 1099511627776");
+  // 10^9 rows of one column: 7.8e6 row tiles, 4 instructions each.
+  expect_refused("bench gemm --m 1000000000 --k 1 --n 1 --set sim.memory_budget=6GB",
+                 "bench gemm --m 1000000000 --k 1 --n 1 --batch 1: needs about 11.5 GB of memory "
+                 "(3.125e+07 tile-model instructions), more than the memory budget of 6 GB "
+                 "(/sim/memory_budget); use smaller --m, --k, --n or --batch");
+  expect_refused("bench gemm --m 4294967296 --k 128 --n 128 --set sim.memory_budget=6GB", "(/sim/memory_budget)");
+  expect_refused("bench traffic --bytes 1B --set sim.memory_budget=6GB", "messages of 1 B), more than the memory budget");
+  expect_refused("bench traffic --window 1e9s --set sim.memory_budget=6GB", "use larger --bytes, a shorter --window");
+  expect_refused("bench hbm --requesters 1000000",
+                 "--requesters 1000000: 1000000 requester threads, expected at most 24576");
+  // 96 GiB in 1 B requests: 1.03e11 requests, 16 events each, past 10^12.
+  expect_refused("bench hbm --chunk 1B --bytes 96GiB",
+                 "bench hbm --bytes 96GiB --chunk 1B --requesters 64: needs about 1.65e+12 "
+                 "simulation events");
+}
+
+TEST_F(Hostile, TorusRouteTablesAreCheckedFromTheDims) {
+  // 2^20 chips: 2^40 route entries of 12 B, refused from the dims before the graph is expanded.
+  expect_refused("topo " + kC + " --set sim.memory_budget=6GB --set 'rack.topology.torus.dims=[1024,1024]'",
+                 "/rack/topology/torus/dims: route tables for 1048576 nodes and 1048576 chips "
+                 "need about 1.32e+04 GB, more than the memory budget of 6 GB");
+}
+
+// Issue #33's smaller defects, each exit 2 naming the input.
+TEST_F(Hostile, SmallerDefectsOfIssue33) {
+  // A copy of 0 B (a regression: exit 1 from the calibration child).
+  expect_refused(
+      "run --config " + kC + " --trace " + write("z.json", two_ranks(R"({"id": 0, "op": "mem_load", "bytes": 0})")),
+      "z.json:/rank_ops/0/ops/0: mem_load \"bytes\" must be at least 1");
+  // An extends name with a NUL would be read cut at it.
+  const auto nul = write("nul.json", R"({"extends": "trn2.json\u0000.bak", "chip": {}})");
+  expect_refused("config " + nul, "nul.json:/extends: expected a file name, got \"trn2.json\\u0000.bak\"");
+  // A per-bank refresh shorter than the kernel's picosecond.
+  expect_refused("config configs/chips/trn2.json --set chip.hbm.timing.tRFCsb=1e-30ns",
+                 "/chip/hbm/timing/tRFCsb: expected a duration such as \"150ns\" >= 1ps, got \"1e-30ns\"");
+  expect_refused("config " + kC + " --out ''", "--out: an empty file name");
+  // A --set that turns a number into an object is blamed, not the file that held the number.
+  expect_refused("config configs/chips/trn2.json --set /chip/hbm/stacks/0=4",
+                 "--set /chip/hbm/stacks/0:/chip/hbm/stacks: expected an integer in [1, 64]");
+  expect_refused("bench traffic --pattern all-to-all --bytes 1PiB", "unknown unit \"PiB\"");
+  // A switch class's ports have no default.
+  const auto r = trnsim::test::run_trnsim("schema");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("/rack/topology/two_level/l1/ports  (an integer in [1, 65536])\n"),
+            std::string::npos) << r.out.substr(0, 2000);
+}
+
+// SIGKILL leaves DIR.tmp.<pid>; a later run removes it once that process is gone (pid 99999999
+// is above any pid_max), and leaves one of a live process (its own parent's) alone.
+TEST_F(Hostile, StaleTemporaryOfAKilledRunIsRemoved) {
+  const auto out = path("res");
+  const auto stale = out + ".tmp.99999999", live = out + ".tmp." + std::to_string(::getpid());
+  fs::create_directories(stale);
+  fs::create_directories(live);
+  std::ofstream(stale + "/report.json") << "{\"trunc";
+  const auto r = trnsim::test::run_trnsim(run_args("--out " + out));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(live));
+  EXPECT_TRUE(fs::exists(out + "/report.json"));
+}
+
 TEST_F(Hostile, ParallelLinkCount) {
   expect_refused("config " + kC + " --set rack.topology.torus.dim_links.0.count=1000000000",
                  "/rack/topology/torus/dim_links/0/count: expected an integer in [1, 1024], got "

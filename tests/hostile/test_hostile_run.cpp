@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "chip/lowering.hpp"
 #include "trnsim/config/config.hpp"
 #include "trnsim/replay/engine.hpp"
 #include "trnsim/resolve/resolve.hpp"
@@ -70,7 +71,16 @@ TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   // 2 x 8 MiB / 1 MiB pieces = 48; 96 for both members.
   EXPECT_EQ(e.messages, 96u);
   EXPECT_EQ(e.packets, 0);  // flow network
-  EXPECT_EQ(e.events, 4 * 16 + 96 * 16);
+  // The op-level compute calibrates the GEMM once on the tile model: its lowering's instructions
+  // (model::lowered_instructions, exact: Lowering.InstructionCountWithoutLoweringIsExact), 4
+  // events each, and its program held by one calibration child (2 x sizeof(Instr) each).
+  const double calibrated =
+      model::lowered_instructions(model::GemmOp{1024, 1024, 1024, model::Dtype::bf16, 1}, plan.chip.params);
+  EXPECT_EQ(e.calibration_shapes, 1u);
+  EXPECT_EQ(e.calibration_instructions, calibrated);
+  EXPECT_EQ(e.instructions, 0);  // the run itself replays profiles
+  EXPECT_EQ(e.events, 4 * 16 + 96 * 16 + 4 * calibrated);
+  EXPECT_EQ(e.program_bytes, calibrated * 2 * double(sizeof(model::Instr)));
   EXPECT_EQ(e.op_bytes, 4 * 1024 + 2 * 16);
   EXPECT_EQ(e.message_bytes, 96 * 256);
   EXPECT_EQ(e.process_bytes, 4.0 * 64 * 1024);  // 64 KiB of each op process's stack
@@ -119,10 +129,15 @@ TEST(HostileEstimate, EachBudgetNamesItsSetting) {
       << big;
   EXPECT_NE(big.find("(/sim/memory_budget)"), std::string::npos) << big;
   sim.work_budget = 1500;
-  EXPECT_EQ(message(gemm_then_all_reduce(8 << 20), sim),
-            "workload t: the run needs about 1.6e+03 simulation events (4 ops, 96 collective "
-            "pieces and sends, 0 packets), more than the work budget of 1.5e+03 events "
-            "(/sim/work_budget)");
+  const std::string work = message(gemm_then_all_reduce(8 << 20), sim);
+  EXPECT_NE(work.find("workload t: the run needs about 2.34e+03 simulation events (4 ops, 96 "
+                      "collective pieces and sends, 0 packets, 0 tile-model instructions, 184 "
+                      "more to calibrate 1 distinct ops), more than the work budget of 1.5e+03 "
+                      "events (/sim/work_budget); its largest op, rank 0 op 0, lowers to 184 "
+                      "tile-model instructions (split it, or make it smaller); or raise it with "
+                      "--set sim.work_budget="),
+            std::string::npos)
+      << work;
   // 19 chained delays of 10^6 s: 1.9e7 s, past 2^64 ps = 1.845e7 s.
   auto delays = world(1, [](int) {
     std::vector<trace::Op> ops;

@@ -686,6 +686,20 @@ TEST(ChakraJson, BadNodeNamesItsPointer) {
   EXPECT_NE(error_of([&] { load_chakra((dir / "u").string()); })
                 .find("/workload_graph/0/NodeType: 99 is not a Chakra node type"),
             std::string::npos);
+  // 2^32 narrowed to an int is 0 (INVALID_NODE, a valid type that orders only): refused whole.
+  std::ofstream(dir / "v.0.json") << R"({"workload_graph": [{"Id": 1, "NodeType": 4294967296}]})";
+  EXPECT_NE(error_of([&] { load_chakra((dir / "v").string()); })
+                .find("/workload_graph/0/NodeType: 4294967296 is not a Chakra node type"),
+            std::string::npos);
+}
+
+// A rank file that is a symlink loop cannot be looked up: a TraceError naming it (exit 2), not a
+// filesystem_error.
+TEST(ChakraJson, SymlinkLoopRankFileIsATraceError) {
+  const auto dir = scratch("loop");
+  std::filesystem::create_symlink(dir / "t.0.et", dir / "t.0.et");
+  const std::string e = error_of([&] { load_chakra((dir / "t").string()); });
+  EXPECT_NE(e.find("t.0.et: cannot read: Too many levels of symbolic links"), std::string::npos) << e;
 }
 
 // ---- recorded PyTorch operators as Trainium compute ----------------------------------------------

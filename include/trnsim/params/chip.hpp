@@ -220,10 +220,11 @@ struct HbmTiming {
     v.field("tRTP", tRTP, "read to precharge", Required{}, AtLeast{0});
     v.field("tRFC", tRFC, "all-bank refresh cycle time", Required{}, AtLeast{0});
     v.field("tREFI", tREFI, "refresh interval", Required{}, AtLeast{0});
-    v.field("tRFCsb", tRFCsb, "per-bank refresh cycle time (refresh_mode per_bank)", Positive{});
+    // At least the kernel's 1 ps: a shorter refresh is no time at all ("1e-30ns").
+    v.field("tRFCsb", tRFCsb, "per-bank refresh cycle time (refresh_mode per_bank)", AtLeast{1e-12});
     v.field("tREFIsb", tREFIsb,
             "interval between per-bank refreshes of one pseudo-channel (refresh_mode per_bank)",
-            Positive{});
+            AtLeast{1e-12});
     v.field("tRREFD", tRREFD,
             "per-bank refresh to activate of another bank, same SID (refresh_mode per_bank)",
             AtLeast{0});

@@ -54,7 +54,8 @@ struct SwitchClass {
   template <class V>
   void visit(V& v) {
     v.field("model", model, "switch model name (informational)");
-    v.field("ports", ports, "radix: the number of links that may attach", InRange{1, 65536});
+    v.field("ports", ports, "radix: the number of links that may attach", Required{},
+            InRange{1, 65536});
     v.field("lanes", lanes, "lane budget of the switch (0: not checked)",
             InRange{0, 1 << 20});
     v.field("latency", latency, "cut-through traversal latency", Required{}, AtLeast{0});

@@ -15,6 +15,10 @@
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/trace/workload.hpp"
 
+namespace trnsim::registry {
+struct Implementation;
+}
+
 namespace trnsim::run {
 
 // Bytes counted per unit (upper bounds of what the replay, the rack and the report keep).
@@ -31,26 +35,47 @@ inline constexpr double kEventsPerMessage = 16;      // flow network: start, rat
 inline constexpr double kEventsPerPacketHop = 4;     // packet network: arrival, wake-ups (bound)
 inline constexpr double kEventsPerInstruction = 4;   // tile compute model
 inline constexpr double kEventsPerDmaPacket = 2;
+// A tile-model op's program (model::lowered_instructions()) is built whole when the op starts
+// and kept to its end; the replay runs at most this many ops of a rank at once (its live op
+// processes), and a rank is taken to hold the programs of its largest compute ops, as many as
+// the most compute ops at one depth of its dependency graph (not more than this).
+inline constexpr std::size_t kLiveOpsPerRank = 16;
 // /sim/work_budget when it is 0: about a day of simulation at the kernel's usual rate.
 inline constexpr double kDefaultWorkBudget = 1e12;
+// The event rate that makes it a day, the rate `run --estimate` divides by for a wall time.
+inline constexpr double kEventsPerWallSecond = kDefaultWorkBudget / 86400;
 
 struct WorkEstimate {
   std::uint64_t ops = 0, dependencies = 0;
   std::uint64_t messages = 0;  // collective pieces and sends, upper bound
   double packets = 0;          // on the packet fabric (0 on the flow network)
   std::uint64_t live_processes = 0;  // op processes alive at once (the replay's bound)
+  double instructions = 0;          // tile-model instructions the run's ops lower to
+  std::uint64_t calibration_shapes = 0;  // distinct compute ops calibrated on the tile model
+  double calibration_instructions = 0;   // what they lower to, all together
+  std::string largest_op;                // the op with the most instructions (its rank and name)
+  double largest_op_instructions = 0;
   double op_bytes = 0, message_bytes = 0, packet_bytes = 0, process_bytes = 0;
+  double program_bytes = 0;  // tile-model programs alive at once (run or calibration)
   double events = 0;
   double end_s = 0;    // lower bound of the step's end: the longest chain of one rank
   int end_rank = 0;    // whose chain that is
-  double memory_bytes() const { return op_bytes + message_bytes + packet_bytes + process_bytes; }
+  double memory_bytes() const {
+    return op_bytes + message_bytes + packet_bytes + process_bytes + program_bytes;
+  }
 };
 
 // What the models of a plan cost in events, from their registry entries' capabilities.
 struct EventUnits {
   bool per_packet = false;       // the network: one event per packet and hop (else per message)
   bool per_instruction = false;  // compute: per engine instruction (else per op)
+  bool calibrates = false;       // each distinct compute op is first run on the tile model
+  bool op_heads = false;         // ... and its head (the compute model times op heads)
 };
+
+// The units of a plan whose network and compute are `network` and `compute`.
+EventUnits event_units(const registry::Implementation& network,
+                       const registry::Implementation& compute, const resolve::RackPlan& plan);
 
 // The estimate of replaying `w` on `plan` with `replay`, its models costing `units`.
 WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& plan,
@@ -62,6 +87,13 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
 // Throws TraceError naming the workload `what`, the figure exceeded and the setting that bounds
 // it (/sim/memory_budget, /sim/work_budget, or the kernel's time range) when `e` does not fit.
 void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what);
+
+// The check of a command that is not a trace replay (a microbenchmark, a topology): throws
+// InputError "`what`: needs about ... (`detail`), more than the ... budget ...; `change`, or
+// raise it with --set sim....=" when `events` or `bytes` exceed /sim/work_budget or
+// /sim/memory_budget.
+void check_budgets(double events, double bytes, const config::SimParams& sim,
+                   const std::string& what, const std::string& detail, const std::string& change);
 
 // /sim/work_budget in events, kDefaultWorkBudget when it is 0.
 double work_budget(const config::SimParams& sim);

@@ -128,6 +128,18 @@ using ProgressFn = std::function<void(const Progress&)>;
 // Throws InputError for configs, topologies and traces that cannot run (and for a replay that
 // deadlocks), InternalError for broken invariants.
 // `purpose` is the resolve step's (resolve::plan): a run, or the collective benchmark's rack.
+// `run --estimate`: the estimate a run of `workload` would check (run/estimate.hpp), from the
+// resolved plan, without calibrating, building or simulating anything; and the lines that
+// show it, with the budgets and an expected wall time.
+struct EstimateReport {
+  double events = 0, memory_bytes = 0, end_s = 0;
+  double memory_budget = 0, work_budget = 0;
+  double wall_s = 0;  // expected wall time, at kEventsPerWallSecond
+  std::string text;
+};
+EstimateReport estimate_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
+                                 resolve::Purpose purpose = resolve::Purpose::run);
+
 RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
                      const ProgressFn& progress = {},
                      resolve::Purpose purpose = resolve::Purpose::run);
