@@ -407,7 +407,7 @@ void check_traffic_work(const Rack& rack, const Net& fab, const TrafficPlan& pla
                        plan.pattern == Pattern::all_to_all ? "all-to-all" : "bisection", msg);
     change = "use smaller --bytes";
   }
-  const bool packets = dynamic_cast<const Fabric*>(fab.net.get()) != nullptr;
+  const bool packets = bool(fab.packet_probe);  // a network with packets
   const double per_message = std::ceil(msg / packet);
   const double events =
       packets ? messages * per_message * run::kEventsPerPacketHop * double(fab.plan.diameter + 1)
