@@ -519,8 +519,7 @@ std::string IterationDriver::name() const { return source_.workload().name; }
 
 void IterationDriver::plan(const run::Setup& s) {
   const auto& w = source_.workload();
-  rank_chip_ = resolve::place_ranks(s.plan.placement, w.num_ranks(), s.plan.topology.chip_count());
-  for (const auto& r : w.ranks) ops_total_ += r.ops.size();
+  place(resolve::place_ranks(s.plan.placement, w.num_ranks(), s.plan.topology.chip_count()), w);
   const run::EventUnits units{s.models.network->capabilities.events_per_packet,
                               s.models.compute->capabilities.events_per_instruction};
   run::check_estimate(run::estimate_work(w, s.plan, s.loaded.config.replay, units),
@@ -528,33 +527,12 @@ void IterationDriver::plan(const run::Setup& s) {
 }
 
 void IterationDriver::elaborate(const run::Setup& s, replay::Machine& machine) {
-  const config::Config& cfg = s.loaded.config;
-  replay::FastForward ff{s.plan.fast_forward, cfg.sim.fast_forward_tolerance,
-                         cfg.sim.fast_forward_size_tolerance};
-  replay_ = std::make_unique<replay::Replay>("replay", source_, machine, cfg.replay, rank_chip_, ff);
-}
-
-std::vector<int> IterationDriver::used_chips() const {
-  std::vector<int> used = rank_chip_;
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
-  return used;
-}
-
-std::size_t IterationDriver::ops_done() const { return replay_->records().size(); }
-
-sc_core::sc_time IterationDriver::finish() {
-  replay_->check_finished();
-  return replay_->makespan();
+  start_replay(s, machine, source_);
 }
 
 void IterationDriver::collect(run::RunData& d) const {
   d.workload = &source_.workload();
-  d.records = replay_->records();
-  d.fast_forward_stats = replay_->fast_forward_stats();
-  d.collectives = replay_->collectives();
-  d.rank_to_chip = rank_chip_;
-  d.peak_op_processes = replay_->peak_live_ops();
+  collect_replay(d);
 }
 
 }  // namespace trnsim::infer

@@ -3,8 +3,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "trnsim/log.hpp"
 #include "trnsim/run/estimate.hpp"
 
@@ -37,14 +35,13 @@ void TraceReplay::plan(const Setup& s) {
   const int replica_chips = cluster_ ? plan.scale_out->chips_per_ultraserver() *
                                            cfg.cluster->ultraservers_per_replica
                                      : 0;
-  rank_chip_ = cluster_
-                   ? cluster_placement(*cluster_,
-                                       resolve::place_ranks(plan.placement,
-                                                            cluster_->ranks_per_replica,
-                                                            std::size_t(replica_chips)),
-                                       replica_chips)
-                   : resolve::place_ranks(plan.placement, w.num_ranks(), plan.topology.chip_count());
-  for (const auto& r : w.ranks) ops_total_ += r.ops.size();
+  place(cluster_ ? cluster_placement(*cluster_,
+                                     resolve::place_ranks(plan.placement,
+                                                          cluster_->ranks_per_replica,
+                                                          std::size_t(replica_chips)),
+                                     replica_chips)
+                 : resolve::place_ranks(plan.placement, w.num_ranks(), plan.topology.chip_count()),
+        w);
   // Before anything is built or calibrated: refuse what would not fit.
   const EventUnits units = event_units(*s.models.network, *s.models.compute, plan);
   estimate_ = estimate_work(w, plan, cfg.replay, units);
@@ -52,26 +49,7 @@ void TraceReplay::plan(const Setup& s) {
 }
 
 void TraceReplay::elaborate(const Setup& s, replay::Machine& machine) {
-  const config::Config& cfg = s.loaded.config;
-  replay::FastForward ff{s.plan.fast_forward, cfg.sim.fast_forward_tolerance,
-                         cfg.sim.fast_forward_size_tolerance};
-  replay_ = std::make_unique<replay::Replay>(
-      "replay", *source_, machine, cfg.replay, rank_chip_, ff,
-      cluster_ ? cluster_->scale_out : replay::ScaleOutGroups{});
-}
-
-std::vector<int> TraceReplay::used_chips() const {
-  std::vector<int> used = rank_chip_;  // several ranks may share one chip
-  std::sort(used.begin(), used.end());
-  used.erase(std::unique(used.begin(), used.end()), used.end());
-  return used;
-}
-
-std::size_t TraceReplay::ops_done() const { return replay_->records().size(); }
-
-sc_core::sc_time TraceReplay::finish() {
-  replay_->check_finished();
-  return replay_->makespan();
+  start_replay(s, machine, *source_, cluster_ ? cluster_->scale_out : replay::ScaleOutGroups{});
 }
 
 void TraceReplay::collect(RunData& d) const {
@@ -82,11 +60,7 @@ void TraceReplay::collect(RunData& d) const {
     d.cluster_simulated_ultraservers = cluster_simulated_;
     d.cluster_tiers = cluster_tiers_;
   }
-  d.records = replay_->records();
-  d.fast_forward_stats = replay_->fast_forward_stats();
-  d.collectives = replay_->collectives();
-  d.rank_to_chip = rank_chip_;
-  d.peak_op_processes = replay_->peak_live_ops();
+  collect_replay(d);
 }
 
 }  // namespace trnsim::run

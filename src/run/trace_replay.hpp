@@ -12,11 +12,11 @@
 #include "trnsim/replay/source.hpp"
 #include "trnsim/run/cluster.hpp"
 #include "trnsim/run/estimate.hpp"
-#include "trnsim/run/simulation.hpp"
+#include "trnsim/run/replay_driver.hpp"
 
 namespace trnsim::run {
 
-class TraceReplay : public Driver {
+class TraceReplay : public ReplayDriver {
  public:
   // `workload` must outlive the driver and the RunData it fills. With `check` false, plan()
   // keeps the estimate without refusing a run beyond the budgets (run --estimate).
@@ -26,11 +26,7 @@ class TraceReplay : public Driver {
   void plan(const Setup& s) override;
   const replay::WorkSource& source() const override { return *source_; }
   void elaborate(const Setup& s, replay::Machine& machine) override;
-  std::vector<int> used_chips() const override;
   std::string name() const override;
-  std::size_t ops_done() const override;
-  std::size_t ops_total() const override { return ops_total_; }
-  sc_core::sc_time finish() override;
   void collect(RunData& d) const override;
   // What plan() estimated (run/estimate.hpp).
   const WorkEstimate& estimate() const { return estimate_; }
@@ -41,10 +37,7 @@ class TraceReplay : public Driver {
 
   const trace::Workload& given_;
   std::shared_ptr<const ClusterWorkload> cluster_;
-  std::vector<int> rank_chip_;
-  std::size_t ops_total_ = 0;
   std::unique_ptr<replay::TraceSource> source_;  // of workload()
-  std::unique_ptr<replay::Replay> replay_;
   int cluster_ultraservers_ = 0, cluster_simulated_ = 0, cluster_tiers_ = 0;
   bool check_ = true;
   WorkEstimate estimate_;

@@ -17,7 +17,7 @@
 #include "trnsim/infer/memory.hpp"
 #include "trnsim/infer/model.hpp"
 #include "trnsim/replay/source.hpp"
-#include "trnsim/run/simulation.hpp"
+#include "trnsim/run/replay_driver.hpp"
 
 namespace trnsim::infer {
 
@@ -119,7 +119,7 @@ class IterationSource : public replay::WorkSource {
 };
 
 // The iteration as a simulation's workload: its ranks placed by /replay/placement.
-class IterationDriver : public run::Driver {
+class IterationDriver : public run::ReplayDriver {
  public:
   // `source` must outlive the driver and the RunData it fills.
   explicit IterationDriver(IterationSource& source);
@@ -127,18 +127,11 @@ class IterationDriver : public run::Driver {
   void plan(const run::Setup& s) override;
   const replay::WorkSource& source() const override { return source_; }
   void elaborate(const run::Setup& s, replay::Machine& machine) override;
-  std::vector<int> used_chips() const override;
   std::string name() const override;
-  std::size_t ops_done() const override;
-  std::size_t ops_total() const override { return ops_total_; }
-  sc_core::sc_time finish() override;
   void collect(run::RunData& d) const override;
 
  private:
   IterationSource& source_;
-  std::vector<int> rank_chip_;
-  std::size_t ops_total_ = 0;
-  std::unique_ptr<replay::Replay> replay_;
 };
 
 }  // namespace trnsim::infer
