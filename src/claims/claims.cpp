@@ -232,7 +232,8 @@ ClaimsFile parse_claims(const Json& j, const std::string& path) {
   const Reader r(path);
   r.check_keys(
       j, "",
-      {"format", "name", "description", "configs", "runs", "regression_tolerance", "claims"});
+      {"format", "name", "description", "configs", "readings", "runs", "regression_tolerance",
+       "claims"});
   if (!j.contains("format") || j["format"] != kFormat) {
     r.fail("/format",
            fmt::format("expected {}, got {}", kFormat, j.value("format", Json()).dump()));
@@ -250,6 +251,39 @@ ClaimsFile parse_claims(const Json& j, const std::string& path) {
   }
   for (const auto& [name, file] : j["configs"].items()) {
     f.configs[name] = r.string(j["configs"], "/configs", name, true);
+  }
+  if (j.contains("readings")) {
+    if (!j["readings"].is_object()) r.fail("/readings", "expected an object of readings by name");
+    for (const auto& [name, rj] : j["readings"].items()) {
+      const std::string ptr = json_pointer_append("/readings", name);
+      if (name == kPresetsReading) {
+        r.fail(ptr, fmt::format("\"{}\" is the file's own configurations; name the reading otherwise",
+                                kPresetsReading));
+      }
+      if (name.empty() || name.find(',') != std::string::npos) {
+        r.fail(ptr, "expected a non-empty name without commas (--readings takes a comma list)");
+      }
+      r.check_keys(rj, ptr, {"description", "configs", "sources"});
+      Reading rd;
+      rd.name = name;
+      rd.description = r.string(rj, ptr, "description", true);
+      const std::string cp = ptr + "/configs";
+      if (!rj.contains("configs") || !rj["configs"].is_object() || rj["configs"].empty()) {
+        r.fail(cp, "expected an object of configuration names and the files that replace them");
+      }
+      for (const auto& [cname, file] : rj["configs"].items()) {
+        if (!f.configs.contains(cname)) {
+          r.fail(json_pointer_append(cp, cname), fmt::format("\"{}\" is not a name of /configs", cname));
+        }
+        rd.configs[cname] = r.string(rj["configs"], cp, cname, true);
+        if (!fs::exists(fs::path(f.dir) / rd.configs[cname])) {
+          r.fail(json_pointer_append(cp, cname),
+                 fmt::format("{}: no such file (relative to the claims file)", rd.configs[cname]));
+        }
+      }
+      rd.sources = read_strings(r, rj, ptr, "sources");
+      f.readings.push_back(std::move(rd));
+    }
   }
   if (!j.contains("runs") || !j["runs"].is_object() || j["runs"].empty()) {
     r.fail("/runs", "expected an object of measurements by name");
@@ -316,6 +350,66 @@ std::vector<std::string> run_args(const ClaimsFile& f, const Run& r, bool quick)
     }
   }
   return out;
+}
+
+std::vector<const Reading*> select_readings(const ClaimsFile& f, const std::string& spec) {
+  std::vector<const Reading*> out;
+  if (spec == "all") {
+    for (const auto& r : f.readings) out.push_back(&r);
+    return out;
+  }
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    const std::size_t end = std::min(spec.find(',', start), spec.size());
+    const std::string name = spec.substr(start, end - start);
+    start = end + 1;
+    if (name == kPresetsReading) continue;
+    const auto it = std::find_if(f.readings.begin(), f.readings.end(),
+                                 [&](const Reading& r) { return r.name == name; });
+    if (it == f.readings.end()) {
+      std::vector<std::string> names{kPresetsReading};
+      for (const auto& r : f.readings) names.push_back(r.name);
+      throw ClaimsError(fmt::format("--readings {}: \"{}\" is not a reading of {} (expected \"all\" or "
+                                    "a comma list of {})",
+                                    spec, name, f.path, fmt::join(names, ", ")));
+    }
+    if (std::find(out.begin(), out.end(), &*it) == out.end()) out.push_back(&*it);
+  }
+  return out;
+}
+
+ClaimsFile with_reading(const ClaimsFile& f, const Reading& r) {
+  ClaimsFile g = f;
+  for (const auto& [name, file] : r.configs) g.configs[name] = file;
+  return g;
+}
+
+void add_readings(Json& results, const ClaimsFile& f, const std::vector<const Reading*>& readings,
+                  const std::vector<Json>& per_reading) {
+  Json rd = Json::array();
+  rd.push_back({{"name", kPresetsReading},
+                {"description", "the file's configurations"},
+                {"configs", f.configs}});
+  for (const Reading* r : readings) {
+    rd.push_back({{"name", r->name}, {"description", r->description}, {"configs", r->configs},
+                  {"sources", r->sources}});
+  }
+  Json matrix = Json::array();
+  for (std::size_t i = 0; i < results["rows"].size(); ++i) {
+    const Json& row = results["rows"][i];
+    Json cells = Json::object();
+    cells[kPresetsReading] = {{"measured", row["measured"]}, {"verdict", row["verdict"]}};
+    for (std::size_t k = 0; k < readings.size(); ++k) {
+      const Json& other = per_reading[k]["rows"][i];
+      cells[readings[k]->name] = {{"measured", other["measured"]}, {"verdict", other["verdict"]}};
+      if (other.contains("detail")) cells[readings[k]->name]["detail"] = other["detail"];
+    }
+    matrix.push_back({{"id", row["id"]}, {"unit", row["unit"]}, {"claimed", row["claimed"]},
+                      {"cells", cells}});
+  }
+  Json runs = Json::object();
+  for (std::size_t k = 0; k < readings.size(); ++k) runs[readings[k]->name] = per_reading[k]["runs"];
+  results["readings"] = {{"readings", rd}, {"matrix", matrix}, {"runs", runs}};
 }
 
 Verdict judge(const Claim& c, double measured) {
@@ -550,6 +644,37 @@ std::string measured_text(const Json& row) {
              : num(row["measured"].get<double>()) + " " + row["unit"].get<std::string>();
 }
 
+// The matrix claim x reading: each cell the measured value and its verdict.
+std::string readings_text(const Json& rd) {
+  std::vector<std::string> names;
+  for (const Json& r : rd["readings"]) names.push_back(r["name"]);
+  std::string out = "\nreadings (claim x reading: measured, verdict; only the presets decide the exit code)\n";
+  out += fmt::format("{:<34}", "claim");
+  for (const auto& n : names) out += fmt::format(" {:>22}", n);
+  out += "\n";
+  for (const Json& m : rd["matrix"]) {
+    out += fmt::format("{:<34}", m["id"].get<std::string>());
+    for (const auto& n : names) {
+      const Json& c = m["cells"][n];
+      std::string v = c["verdict"];
+      if (v == "known gap") v = "gap";
+      if (v == "projection") v = "proj";
+      if (v == "fail") v = "FAIL";
+      const std::string meas = c["measured"].is_null() ? "-" : num(c["measured"].get<double>());
+      out += fmt::format(" {:>22}", fmt::format("{} {}", meas, v));
+    }
+    out += "\n";
+  }
+  for (const Json& r : rd["readings"]) {
+    if (r["name"] == kPresetsReading) continue;
+    std::vector<std::string> cs;
+    for (const auto& [k, v] : r["configs"].items()) cs.push_back(k + " = " + v.get<std::string>());
+    out += fmt::format("  {}: {} ({})\n", r["name"].get<std::string>(), r["description"].get<std::string>(),
+                       fmt::join(cs, "; "));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string table_text(const Json& results) {
@@ -593,6 +718,7 @@ std::string table_text(const Json& results) {
     out += fmt::format("against {}: {} of {} metrics moved beyond their tolerance\n",
                        b["file"].get<std::string>(), b["regressed"].get<int>(), b["rows"].size());
   }
+  if (results.contains("readings")) out += readings_text(results["readings"]);
   if (results.contains("wall_s"))
     out += fmt::format("wall time {:.1f} s\n", results["wall_s"].get<double>());
   return out;
@@ -626,6 +752,22 @@ std::string junit_xml(const Json& results) {
                            xml(measured_text(row)));
     }
     cases += fmt::format("      <system-out>{}</system-out>\n    </testcase>\n", xml(summary));
+  }
+  if (results.contains("readings")) {
+    // Each other reading's verdicts, reported as skipped cases: the known gaps are the presets'.
+    for (const Json& m : results["readings"]["matrix"]) {
+      for (const auto& [reading, c] : m["cells"].items()) {
+        if (reading == kPresetsReading) continue;
+        ++tests;
+        ++skipped;
+        const std::string meas = c["measured"].is_null() ? "-" : num(c["measured"].get<double>());
+        cases += fmt::format(
+            "    <testcase classname=\"claims.{}.reading.{}\" name=\"{}\" time=\"0\">\n"
+            "      <skipped message=\"reading {}: measured {} {}, verdict {}\"/>\n    </testcase>\n",
+            xml(name), xml(reading), xml(m["id"].get<std::string>()), xml(reading), xml(meas),
+            xml(m["unit"].get<std::string>()), xml(c["verdict"].get<std::string>()));
+      }
+    }
   }
   if (results.contains("baseline")) {
     for (const Json& e : results["baseline"]["rows"]) {

@@ -24,7 +24,12 @@ std::map<std::string, RunResult> execute(const ClaimsFile& f, bool quick, const 
   if (ec)
     throw ClaimsError(fmt::format("{}: cannot create directory: {}", o.log_dir, ec.message()));
   std::vector<std::function<std::string()>> jobs;
+  std::vector<std::string> to_run;
   for (const auto& name : names) {
+    const auto it = o.reuse.find(name);
+    if (it == o.reuse.end() || it->second.args != run_args(f, f.runs.at(name), quick)) to_run.push_back(name);
+  }
+  for (const auto& name : to_run) {
     std::vector<std::string> argv{o.trnsim};
     for (auto& a : run_args(f, f.runs.at(name), quick)) argv.push_back(std::move(a));
     const std::string log = o.log_dir + "/" + name + ".log";
@@ -39,8 +44,11 @@ std::map<std::string, RunResult> execute(const ClaimsFile& f, bool quick, const 
   }
   const std::vector<std::string> texts = run_forked(jobs, o.jobs);
   std::map<std::string, RunResult> out;
-  for (std::size_t i = 0; i < names.size(); ++i) {
-    const std::string& name = names[i];
+  for (const auto& name : names) {
+    if (std::find(to_run.begin(), to_run.end(), name) == to_run.end()) out[name] = o.reuse.at(name);
+  }
+  for (std::size_t i = 0; i < to_run.size(); ++i) {
+    const std::string& name = to_run[i];
     RunResult r;
     r.args = run_args(f, f.runs.at(name), quick);
     const std::string& t = texts[i];

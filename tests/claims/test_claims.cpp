@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "trnsim/claims/claims.hpp"
 
@@ -270,6 +271,80 @@ TEST(Claims, JunitCountsKnownGapsAndProjectionsAsSkipped) {
   EXPECT_NE(x.find("<skipped message=\"projection, not a check: measured 2.25 x\"/>"),
             std::string::npos)
       << x;
+}
+
+}  // namespace
+}  // namespace trnsim::claims
+
+namespace trnsim::claims {
+namespace {
+
+// one_claim() with two readings of configuration b, in a directory where their files exist.
+ClaimsFile with_two_readings(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"b-fast.json", "b-slow.json"}) std::ofstream(dir + "/" + name) << "{}";
+  Json j = one_claim();
+  j["readings"] = Json::parse(R"({
+    "fast": {"description": "b read fast", "configs": {"b": "b-fast.json"}, "sources": ["T3"]},
+    "slow": {"description": "b read slow", "configs": {"b": "b-slow.json"}, "sources": ["TRN3A"]}
+  })");
+  return parse_claims(j, dir + "/claims.json");
+}
+
+TEST(ClaimsReadings, MatrixHoldsEachReadingsMeasuredValueAndVerdict) {
+  const std::string dir = ::testing::TempDir() + "/claims-readings";
+  const ClaimsFile f = with_two_readings(dir);
+  const auto all = select_readings(f, "all");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(with_reading(f, *all[0]).configs.at("b"), "b-fast.json");
+  EXPECT_EQ(with_reading(f, *all[0]).configs.at("a"), "a.json");
+  // presets: (110 x 144) / (100 x 64) = 2.475 (known gap? no: fail); fast: (200 x 144) / (100 x 64)
+  // = 4.5, within 4.4 +- 5 %; slow: (150 x 144) / (100 x 64) = 3.375.
+  Json results = evaluate(f, outputs(100, 110), false);
+  const std::vector<Json> per{evaluate(with_reading(f, *all[0]), outputs(100, 200), false),
+                              evaluate(with_reading(f, *all[1]), outputs(100, 150), false)};
+  add_readings(results, f, all, per);
+  const Json& cells = results["readings"]["matrix"][0]["cells"];
+  EXPECT_DOUBLE_EQ(cells["presets"]["measured"].get<double>(), 2.475);
+  EXPECT_EQ(cells["presets"]["verdict"], "fail");
+  EXPECT_DOUBLE_EQ(cells["fast"]["measured"].get<double>(), 4.5);
+  EXPECT_EQ(cells["fast"]["verdict"], "pass");
+  EXPECT_DOUBLE_EQ(cells["slow"]["measured"].get<double>(), 3.375);
+  EXPECT_EQ(results["readings"]["readings"].size(), 3u);
+  // The table prints the matrix; JUnit reports each other reading's cell as a skipped case.
+  const std::string table = table_text(results);
+  EXPECT_NE(table.find("4.5 pass"), std::string::npos) << table;
+  EXPECT_NE(table.find("3.375 FAIL"), std::string::npos) << table;
+  const std::string xml = junit_xml(results);
+  EXPECT_NE(xml.find("classname=\"claims.t.reading.slow\" name=\"compute\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("tests=\"3\" failures=\"1\" skipped=\"2\""), std::string::npos) << xml;
+  // Only the presets decide whether the run failed.
+  EXPECT_TRUE(failed(results));
+}
+
+TEST(ClaimsReadings, BadReadingsNameTheFileAndPointer) {
+  const std::string dir = ::testing::TempDir() + "/claims-readings-bad";
+  const ClaimsFile f = with_two_readings(dir);
+  try {
+    select_readings(f, "fast,fats");
+    FAIL() << "an unknown reading was accepted";
+  } catch (const ClaimsError& e) {
+    EXPECT_NE(std::string(e.what()).find("--readings fast,fats: \"fats\" is not a reading of"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(select_readings(f, "presets,slow").size(), 1u);
+  Json j = one_claim();
+  j["readings"] = Json::parse(R"({"r": {"description": "d", "configs": {"c": "b.json"}, "sources": ["T3"]}})");
+  EXPECT_NE(error_of(j).find("claims.json:/readings/r/configs/c: \"c\" is not a name of /configs"),
+            std::string::npos)
+      << error_of(j);
+  j["readings"] = Json::parse(R"({"presets": {"description": "d", "configs": {"b": "b.json"}, "sources": ["T3"]}})");
+  EXPECT_NE(error_of(j).find("claims.json:/readings/presets: \"presets\" is the file's own configurations"),
+            std::string::npos)
+      << error_of(j);
+  j["readings"] = Json::parse(R"({"r": {"description": "d", "configs": {"b": "missing.json"}, "sources": ["T3"]}})");
+  EXPECT_NE(error_of(j).find("claims.json:/readings/r/configs/b: missing.json: no such file"), std::string::npos)
+      << error_of(j);
 }
 
 }  // namespace

@@ -82,10 +82,20 @@ struct Run {
   std::optional<std::vector<std::string>> quick_args;  // instead of args under --quick
 };
 
+// One reading of specs that sources disagree on: the configurations it replaces with variant
+// presets. The file's own configurations are the reading named kPresetsReading.
+struct Reading {
+  std::string name, description;
+  std::map<std::string, std::string> configs;  // a name of ClaimsFile::configs -> file
+  std::vector<std::string> sources;            // keys of ../shared/specs/trainium.md
+};
+inline constexpr const char* kPresetsReading = "presets";
+
 struct ClaimsFile {
   std::string path, dir;  // as given; its directory
   std::string name, description;
   std::map<std::string, std::string> configs;  // name -> file (relative to dir)
+  std::vector<Reading> readings;               // by name, without kPresetsReading
   std::map<std::string, Run> runs;
   std::vector<Claim> claims;
   Tolerance regression{0.01, 0};  // default band against --baseline
@@ -113,12 +123,28 @@ struct ExecOptions {
   std::string trnsim;   // the executable that runs the measurements
   int jobs = 2;         // measurements at once
   std::string log_dir;  // each measurement's standard error: <log_dir>/<run>.log
+  // Measurements already made with the same command line (another reading's, on configurations
+  // this reading does not replace): taken as they are, not run again.
+  std::map<std::string, RunResult> reuse;
 };
 // Runs the measurements the selected claims read, each once, each as its own trnsim process
 // (SystemC allows one simulation per process), at most `jobs` at a time. A measurement that
 // rejects its input (exit code 2) is a ClaimsError naming the claims file and the run; one that
 // fails otherwise is recorded, and the claims that read it fail.
 std::map<std::string, RunResult> execute(const ClaimsFile& f, bool quick, const ExecOptions& o);
+
+// The readings `spec` names: "all", or a comma-separated list of names of /readings
+// (kPresetsReading may be listed and is always run first). ClaimsError naming --readings and the
+// file for an unknown name.
+std::vector<const Reading*> select_readings(const ClaimsFile& f, const std::string& spec);
+// The file with a reading's configurations in place of its own.
+ClaimsFile with_reading(const ClaimsFile& f, const Reading& r);
+// Adds results["readings"] to the presets' results: the readings in order (kPresetsReading
+// first), and for each claim its measured value and verdict under each reading. Verdicts under
+// other readings are reported, and do not fail the run: the known gaps are written for the
+// presets.
+void add_readings(Json& results, const ClaimsFile& f, const std::vector<const Reading*>& readings,
+                  const std::vector<Json>& per_reading);
 
 // Pass or fail of `measured` against a claim's check and tolerance (projections: projection; a
 // failed check with a known gap: known gap).
