@@ -18,7 +18,7 @@ namespace trnsim::cli {
 void register_claims_command(CLI::App& app, Registry& reg) {
   struct Opts {
     std::string file, out = "out/claims", baseline, readings;
-    bool quick = false, json = false;
+    bool quick = false, json = false, solve = false;
     int jobs = 2;
   };
   auto o = std::make_shared<Opts>();
@@ -37,6 +37,8 @@ void register_claims_command(CLI::App& app, Registry& reg) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print results.json instead of the table");
+  sub->add_flag("--solve", o->solve,
+                "for each gap, run trnsim solve for the value of the claim's parameter that closes it");
   sub->add_option("--readings", o->readings,
                   "also run under these readings of disputed specs (\"all\" or a comma list of "
                   "the file's /readings): a matrix claim x reading");
@@ -64,6 +66,7 @@ void register_claims_command(CLI::App& app, Registry& reg) {
                             : claims::select_readings(f, o->readings);
     const auto runs = claims::execute(f, o->quick, eo);
     claims::Json results = claims::evaluate(f, runs, o->quick);
+    if (o->solve) claims::solve_gaps(f, results, o->quick, eo, o->out + "/solve");
     if (!readings.empty()) {
       // Each reading runs only the measurements on the configurations it replaces.
       std::vector<claims::Json> per_reading;

@@ -349,3 +349,56 @@ TEST(ClaimsReadings, BadReadingsNameTheFileAndPointer) {
 
 }  // namespace
 }  // namespace trnsim::claims
+
+namespace trnsim::claims {
+namespace {
+
+// A time ratio (baseline time / candidate time) claimed 2x, taken apart: baseline 100 = 60 compute
+// + 30 comm + 10 unsplit; candidate 80 = 20 compute + 50 comm + 10 unsplit. At the claim the
+// candidate would take 50: it is 30 beyond. Excess per component: compute 20 - 30 = -10, comm
+// 50 - 15 = 35, the rest 10 - 5 = 5; shares of the 30: -1/3, 7/6, 1/6.
+TEST(ClaimsDecomposition, ComponentsExcessOverTheClaimAndTheirShares) {
+  Json j = Json::parse(R"({
+    "format": 1, "name": "t", "configs": {"a": "a.json", "b": "b.json"},
+    "runs": {"ra": {"config": "a", "args": ["bench", "x", "--json"]},
+             "rb": {"config": "b", "args": ["bench", "x", "--json"]}},
+    "claims": [{"id": "speed", "title": "t", "claim": "2x", "baseline": "a", "candidate": "b",
+      "metric": {"description": "d", "unit": "x", "numerator": [{"run": "ra", "value": "/t"}],
+                 "denominator": [{"run": "rb", "value": "/t"}]},
+      "claimed": 2, "tolerance": {"relative": 0.05}, "sources": ["T3"], "known_gap": "why",
+      "decomposition": {"description": "time", "unit": "ns", "baseline": "ra", "candidate": "rb",
+                        "total": "/t", "each": "/parts"}}]
+  })");
+  const ClaimsFile f = parse_claims(j, "claims.json");
+  std::map<std::string, RunResult> runs;
+  runs["ra"].output = Json{{"t", 100}, {"parts", {{"compute", 60}, {"comm", 30}}}};
+  // A component only one side prints counts as 0 on the other.
+  runs["rb"].output = Json{{"t", 80}, {"parts", {{"compute", 20}, {"comm", 50}, {"new", 0}}}};
+  const Json results = evaluate(f, runs, false);
+  const Json& d = results["rows"][0]["decomposition"];
+  EXPECT_DOUBLE_EQ(results["rows"][0]["measured"].get<double>(), 1.25);
+  EXPECT_DOUBLE_EQ(d["candidate_at_claim"].get<double>(), 50);
+  EXPECT_DOUBLE_EQ(d["shortfall"].get<double>(), 30);
+  std::map<std::string, Json> by;
+  for (const Json& c : d["components"]) by[c["name"]] = c;
+  ASSERT_EQ(by.size(), 4u);
+  EXPECT_DOUBLE_EQ(by["comm"]["excess"].get<double>(), 35);
+  EXPECT_DOUBLE_EQ(by["comm"]["share_of_shortfall"].get<double>(), 35.0 / 30);
+  EXPECT_DOUBLE_EQ(by["compute"]["excess"].get<double>(), -10);
+  EXPECT_DOUBLE_EQ(by["rest of the total"]["baseline"].get<double>(), 10);
+  EXPECT_DOUBLE_EQ(by["rest of the total"]["excess"].get<double>(), 5);
+  EXPECT_DOUBLE_EQ(by["new"]["baseline"].get<double>(), 0);
+  // Largest excess first.
+  EXPECT_EQ(d["components"][0]["name"], "comm");
+  EXPECT_NE(table_text(results).find("the candidate would need 50 ns; it has 80 ns"), std::string::npos)
+      << table_text(results);
+  // A solve names a run of the metric.
+  j["claims"][0]["solve"] = Json::parse(R"({"run": "rc", "param": "p", "from": "1", "to": "2",
+                                            "cited": "c", "sources": ["T3"]})");
+  EXPECT_NE(error_of(j).find("claims.json:/claims/0/solve/run: \"rc\" is not a run of the claim's metric"),
+            std::string::npos)
+      << error_of(j);
+}
+
+}  // namespace
+}  // namespace trnsim::claims

@@ -56,6 +56,29 @@ enum class Kind { check, projection };
 enum class Verdict { pass, fail, known_gap, projection };
 const char* verdict_name(Verdict v);  // "pass", "fail", "known gap", "projection"
 
+// A claim's metric taken apart on its two sides: a cost (a time, an energy) that the claimed
+// ratio divides, read component by component from the baseline's and the candidate's output.
+// The candidate meets the claim when its cost is baseline / claimed; each component's excess
+// over its share of that (candidate_i - baseline_i / claimed) says how much of the shortfall it
+// accounts for.
+struct Decomposition {
+  std::string description, unit;
+  std::string baseline_run, candidate_run;
+  std::string total;  // pointer to the whole cost
+  std::vector<std::pair<std::string, std::string>> components;  // name, pointer
+  std::string each;   // pointer to an object: every number in it is a component too
+};
+
+// The parameter that would close a claim's gap: `trnsim solve` on one measurement of the
+// candidate, for the value of one of the metric's terms at which the metric equals the claim.
+struct GapSolve {
+  std::string run;            // a measurement whose number is a term of the metric
+  std::string param;          // its --set path
+  std::string from, to;       // the range searched
+  std::string cited;          // the range the sources give for the parameter, as text
+  std::vector<std::string> sources;
+};
+
 struct Claim {
   std::string id, title;
   std::string statement;            // the claim as published
@@ -70,6 +93,8 @@ struct Claim {
   std::string known_gap;             // reason; empty: none
   std::string note;
   bool quick = false;   // part of the --quick set
+  std::optional<Decomposition> decomposition;
+  std::optional<GapSolve> solve;
   std::string pointer;  // "/claims/3", for errors
 };
 
@@ -145,6 +170,13 @@ ClaimsFile with_reading(const ClaimsFile& f, const Reading& r);
 // presets.
 void add_readings(Json& results, const ClaimsFile& f, const std::vector<const Reading*>& readings,
                   const std::vector<Json>& per_reading);
+
+// `trnsim claims --solve`: for each row of `results` that misses its claim (known gap or fail)
+// and whose claim has a `solve`, runs `trnsim solve` on that measurement (in <o.log_dir>/../solve/
+// <id>) for the value of the parameter that brings the metric to the claimed value, and adds
+// row["solve"]: the value, its bracket and the cited range, or why no value in the range does.
+void solve_gaps(const ClaimsFile& f, Json& results, bool quick, const ExecOptions& o,
+                const std::string& solve_dir);
 
 // Pass or fail of `measured` against a claim's check and tolerance (projections: projection; a
 // failed check with a known gap: known gap).
