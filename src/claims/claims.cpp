@@ -116,7 +116,8 @@ Claim read_claim(const Reader& r, const Json& j, const std::string& ptr, const C
   r.check_keys(
       j, ptr,
       {"id", "title", "claim", "baseline", "candidate", "kind", "check", "claimed", "tolerance",
-       "regression_tolerance", "metric", "sources", "known_gap", "note", "quick"});
+       "regression_tolerance", "metric", "sources", "known_gap", "note", "quick", "decomposition",
+       "solve"});
   Claim c;
   c.pointer = ptr;
   c.id = r.string(j, ptr, "id", true);
@@ -175,6 +176,58 @@ Claim read_claim(const Reader& r, const Json& j, const std::string& ptr, const C
       r.fail(ptr + "/quick", fmt::format("expected true or false, got {}", j["quick"].dump()));
     c.quick = j["quick"].get<bool>();
   }
+  if (j.contains("decomposition")) {
+    const std::string dp = ptr + "/decomposition";
+    const Json& d = j["decomposition"];
+    r.check_keys(d, dp, {"description", "unit", "baseline", "candidate", "total", "components", "each"});
+    Decomposition dc;
+    dc.description = r.string(d, dp, "description", true);
+    dc.unit = r.string(d, dp, "unit", true);
+    dc.baseline_run = r.string(d, dp, "baseline", true);
+    dc.candidate_run = r.string(d, dp, "candidate", true);
+    for (const auto* run : {&dc.baseline_run, &dc.candidate_run}) {
+      if (!f.runs.contains(*run)) {
+        r.fail(dp + (run == &dc.baseline_run ? "/baseline" : "/candidate"),
+               fmt::format("\"{}\" is not a name of /runs", *run));
+      }
+    }
+    dc.total = r.string(d, dp, "total", true);
+    dc.each = r.string(d, dp, "each", false);
+    if (d.contains("components")) {
+      if (!d["components"].is_object()) r.fail(dp + "/components", "expected an object of names and JSON pointers");
+      for (const auto& [name, v] : d["components"].items()) {
+        dc.components.emplace_back(name, r.string(d["components"], dp + "/components", name, true));
+      }
+    }
+    if (dc.components.empty() && dc.each.empty()) {
+      r.fail(dp, "expected \"components\" or \"each\": the parts of the total");
+    }
+    if (!c.claimed || c.kind != Kind::check) r.fail(dp, "a decomposition needs a checked claim with a claimed ratio");
+    c.decomposition = std::move(dc);
+  }
+  if (j.contains("solve")) {
+    const std::string sp = ptr + "/solve";
+    const Json& sj = j["solve"];
+    r.check_keys(sj, sp, {"run", "param", "from", "to", "cited", "sources"});
+    GapSolve gs;
+    gs.run = r.string(sj, sp, "run", true);
+    bool in_metric = false;
+    for (const auto* side : {&c.metric.numerator, &c.metric.denominator}) {
+      for (const auto& t : *side) in_metric = in_metric || t.run == gs.run;
+    }
+    if (!in_metric) r.fail(sp + "/run", fmt::format("\"{}\" is not a run of the claim's metric", gs.run));
+    const std::string cmd = f.runs.at(gs.run).args.front();
+    if (cmd != "run" && cmd != "bench") {
+      r.fail(sp + "/run", fmt::format("\"{}\" is a `{}` measurement: solve takes run and bench", gs.run, cmd));
+    }
+    gs.param = r.string(sj, sp, "param", true);
+    gs.from = r.string(sj, sp, "from", true);
+    gs.to = r.string(sj, sp, "to", true);
+    gs.cited = r.string(sj, sp, "cited", true);
+    gs.sources = read_strings(r, sj, sp, "sources");
+    if (!c.claimed || c.kind != Kind::check) r.fail(sp, "a solve needs a checked claim with a claimed value");
+    c.solve = std::move(gs);
+  }
   return c;
 }
 
@@ -232,7 +285,8 @@ ClaimsFile parse_claims(const Json& j, const std::string& path) {
   const Reader r(path);
   r.check_keys(
       j, "",
-      {"format", "name", "description", "configs", "runs", "regression_tolerance", "claims"});
+      {"format", "name", "description", "configs", "readings", "runs", "regression_tolerance",
+       "claims"});
   if (!j.contains("format") || j["format"] != kFormat) {
     r.fail("/format",
            fmt::format("expected {}, got {}", kFormat, j.value("format", Json()).dump()));
@@ -250,6 +304,39 @@ ClaimsFile parse_claims(const Json& j, const std::string& path) {
   }
   for (const auto& [name, file] : j["configs"].items()) {
     f.configs[name] = r.string(j["configs"], "/configs", name, true);
+  }
+  if (j.contains("readings")) {
+    if (!j["readings"].is_object()) r.fail("/readings", "expected an object of readings by name");
+    for (const auto& [name, rj] : j["readings"].items()) {
+      const std::string ptr = json_pointer_append("/readings", name);
+      if (name == kPresetsReading) {
+        r.fail(ptr, fmt::format("\"{}\" is the file's own configurations; name the reading otherwise",
+                                kPresetsReading));
+      }
+      if (name.empty() || name.find(',') != std::string::npos) {
+        r.fail(ptr, "expected a non-empty name without commas (--readings takes a comma list)");
+      }
+      r.check_keys(rj, ptr, {"description", "configs", "sources"});
+      Reading rd;
+      rd.name = name;
+      rd.description = r.string(rj, ptr, "description", true);
+      const std::string cp = ptr + "/configs";
+      if (!rj.contains("configs") || !rj["configs"].is_object() || rj["configs"].empty()) {
+        r.fail(cp, "expected an object of configuration names and the files that replace them");
+      }
+      for (const auto& [cname, file] : rj["configs"].items()) {
+        if (!f.configs.contains(cname)) {
+          r.fail(json_pointer_append(cp, cname), fmt::format("\"{}\" is not a name of /configs", cname));
+        }
+        rd.configs[cname] = r.string(rj["configs"], cp, cname, true);
+        if (!fs::exists(fs::path(f.dir) / rd.configs[cname])) {
+          r.fail(json_pointer_append(cp, cname),
+                 fmt::format("{}: no such file (relative to the claims file)", rd.configs[cname]));
+        }
+      }
+      rd.sources = read_strings(r, rj, ptr, "sources");
+      f.readings.push_back(std::move(rd));
+    }
   }
   if (!j.contains("runs") || !j["runs"].is_object() || j["runs"].empty()) {
     r.fail("/runs", "expected an object of measurements by name");
@@ -318,6 +405,66 @@ std::vector<std::string> run_args(const ClaimsFile& f, const Run& r, bool quick)
   return out;
 }
 
+std::vector<const Reading*> select_readings(const ClaimsFile& f, const std::string& spec) {
+  std::vector<const Reading*> out;
+  if (spec == "all") {
+    for (const auto& r : f.readings) out.push_back(&r);
+    return out;
+  }
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    const std::size_t end = std::min(spec.find(',', start), spec.size());
+    const std::string name = spec.substr(start, end - start);
+    start = end + 1;
+    if (name == kPresetsReading) continue;
+    const auto it = std::find_if(f.readings.begin(), f.readings.end(),
+                                 [&](const Reading& r) { return r.name == name; });
+    if (it == f.readings.end()) {
+      std::vector<std::string> names{kPresetsReading};
+      for (const auto& r : f.readings) names.push_back(r.name);
+      throw ClaimsError(fmt::format("--readings {}: \"{}\" is not a reading of {} (expected \"all\" or "
+                                    "a comma list of {})",
+                                    spec, name, f.path, fmt::join(names, ", ")));
+    }
+    if (std::find(out.begin(), out.end(), &*it) == out.end()) out.push_back(&*it);
+  }
+  return out;
+}
+
+ClaimsFile with_reading(const ClaimsFile& f, const Reading& r) {
+  ClaimsFile g = f;
+  for (const auto& [name, file] : r.configs) g.configs[name] = file;
+  return g;
+}
+
+void add_readings(Json& results, const ClaimsFile& f, const std::vector<const Reading*>& readings,
+                  const std::vector<Json>& per_reading) {
+  Json rd = Json::array();
+  rd.push_back({{"name", kPresetsReading},
+                {"description", "the file's configurations"},
+                {"configs", f.configs}});
+  for (const Reading* r : readings) {
+    rd.push_back({{"name", r->name}, {"description", r->description}, {"configs", r->configs},
+                  {"sources", r->sources}});
+  }
+  Json matrix = Json::array();
+  for (std::size_t i = 0; i < results["rows"].size(); ++i) {
+    const Json& row = results["rows"][i];
+    Json cells = Json::object();
+    cells[kPresetsReading] = {{"measured", row["measured"]}, {"verdict", row["verdict"]}};
+    for (std::size_t k = 0; k < readings.size(); ++k) {
+      const Json& other = per_reading[k]["rows"][i];
+      cells[readings[k]->name] = {{"measured", other["measured"]}, {"verdict", other["verdict"]}};
+      if (other.contains("detail")) cells[readings[k]->name]["detail"] = other["detail"];
+    }
+    matrix.push_back({{"id", row["id"]}, {"unit", row["unit"]}, {"claimed", row["claimed"]},
+                      {"cells", cells}});
+  }
+  Json runs = Json::object();
+  for (std::size_t k = 0; k < readings.size(); ++k) runs[readings[k]->name] = per_reading[k]["runs"];
+  results["readings"] = {{"readings", rd}, {"matrix", matrix}, {"runs", runs}};
+}
+
 Verdict judge(const Claim& c, double measured) {
   if (c.kind == Kind::projection) return Verdict::projection;
   const double claimed = c.claimed.value_or(0), band = c.tolerance.of(claimed);
@@ -336,6 +483,98 @@ Verdict judge(const Claim& c, double measured) {
   if (ok) return Verdict::pass;
   return c.known_gap.empty() ? Verdict::fail : Verdict::known_gap;
 }
+
+namespace {
+
+// The number at `pointer` of a measurement's output; ClaimsError naming the claim's pointer.
+double number_at(const ClaimsFile& f, const Claim& c, const RunResult& run, const std::string& run_name,
+                 const std::string& pointer) {
+  Json found;
+  if (run.output) {
+    try {
+      found = run.output->at(Json::json_pointer(pointer));
+    } catch (const Json::exception&) {
+    }
+  }
+  if (!found.is_number()) {
+    throw ClaimsError(fmt::format("{}:{}/decomposition: measurement {} printed no number at {}", f.path,
+                                  c.pointer, run_name, pointer));
+  }
+  return found.get<double>();
+}
+
+Json decompose(const ClaimsFile& f, const Claim& c, const std::map<std::string, RunResult>& runs) {
+  const Decomposition& d = *c.decomposition;
+  const double claimed = *c.claimed;
+  const RunResult &b = runs.at(d.baseline_run), &k = runs.at(d.candidate_run);
+  std::vector<std::pair<std::string, std::string>> parts = d.components;
+  // The numbers of an `each` object, in either output (a component only one side has, such as
+  // MXFP8 MACs, is 0 on the other).
+  std::set<std::string> optional;
+  if (!d.each.empty()) {
+    std::set<std::string> names;
+    for (const auto& [run, name] : {std::pair{&b, d.baseline_run}, {&k, d.candidate_run}}) {
+      Json obj;
+      try {
+        obj = run->output->at(Json::json_pointer(d.each));
+      } catch (const Json::exception&) {
+      }
+      if (!obj.is_object()) {
+        throw ClaimsError(fmt::format("{}:{}/decomposition/each: measurement {} printed no object at {}", f.path,
+                                      c.pointer, name, d.each));
+      }
+      for (const auto& [key, v] : obj.items()) {
+        if (v.is_number()) names.insert(key);
+      }
+    }
+    for (const auto& key : names) {
+      parts.emplace_back(key, d.each + "/" + key);
+      optional.insert(d.each + "/" + key);
+    }
+  }
+  const auto value = [&](const RunResult& run, const std::string& name, const std::string& ptr) {
+    if (optional.contains(ptr)) {
+      const Json::json_pointer jp(ptr);
+      if (!run.output->contains(jp)) return 0.0;
+    }
+    return number_at(f, c, run, name, ptr);
+  };
+  const double bt = number_at(f, c, b, d.baseline_run, d.total);
+  const double kt = number_at(f, c, k, d.candidate_run, d.total);
+  const double shortfall = kt - bt / claimed;
+  Json rows = Json::array();
+  double bs = 0, ks = 0;
+  const auto add = [&](const std::string& name, double bv, double kv) {
+    const double excess = kv - bv / claimed;
+    rows.push_back({{"name", name}, {"baseline", bv}, {"candidate", kv}, {"at_claim", bv / claimed},
+                    {"excess", excess}, {"share_of_shortfall", shortfall != 0 ? excess / shortfall : 0.0}});
+  };
+  for (const auto& [name, ptr] : parts) {
+    const double bv = value(b, d.baseline_run, ptr), kv = value(k, d.candidate_run, ptr);
+    bs += bv;
+    ks += kv;
+    add(name, bv, kv);
+  }
+  // What the components leave out of the total (overheads the report does not split).
+  if (std::fabs(bt - bs) > 1e-9 * std::fabs(bt) || std::fabs(kt - ks) > 1e-9 * std::fabs(kt)) {
+    add("rest of the total", bt - bs, kt - ks);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const Json& x, const Json& y) {
+    return x["excess"].get<double>() > y["excess"].get<double>();
+  });
+  return {{"description", d.description},
+          {"unit", d.unit},
+          {"baseline_run", d.baseline_run},
+          {"candidate_run", d.candidate_run},
+          {"baseline_total", bt},
+          {"candidate_total", kt},
+          {"candidate_at_claim", bt / claimed},
+          {"ratio_of_totals", kt != 0 ? bt / kt : 0.0},
+          {"shortfall", shortfall},
+          {"components", rows}};
+}
+
+}  // namespace
 
 Json evaluate(const ClaimsFile& f, const std::map<std::string, RunResult>& runs, bool quick) {
   const Reader r(f.path);
@@ -407,6 +646,7 @@ Json evaluate(const ClaimsFile& f, const std::map<std::string, RunResult>& runs,
     } else {
       row["detail"] = error;
     }
+    if (c->decomposition && error.empty()) row["decomposition"] = decompose(f, *c, runs);
     row["verdict"] = verdict_name(v);
     ++counts[verdict_name(v)];
     rows.push_back(std::move(row));
@@ -550,6 +790,75 @@ std::string measured_text(const Json& row) {
              : num(row["measured"].get<double>()) + " " + row["unit"].get<std::string>();
 }
 
+// A claim's cost side by side on baseline and candidate, the components by their excess over
+// the claim.
+std::string decomposition_text(const Json& row) {
+  const Json& d = row["decomposition"];
+  const std::string u = d["unit"];
+  std::string out = fmt::format(
+      "\n{} ({}): {}. Claimed {}: the candidate would need {} {}; it has {} {} (ratio of totals {}), "
+      "{} {} {} the claim\n",
+      row["id"].get<std::string>(), row["verdict"].get<std::string>(), d["description"].get<std::string>(),
+      claimed_text(row), num(d["candidate_at_claim"].get<double>()), u, num(d["candidate_total"].get<double>()), u,
+      num(d["ratio_of_totals"].get<double>()), num(std::fabs(d["shortfall"].get<double>())), u,
+      d["shortfall"].get<double>() >= 0 ? "beyond" : "within");
+  out += fmt::format("  {:<34} {:>12} {:>12} {:>12} {:>12} {:>9}\n", "component", d["baseline_run"].get<std::string>(),
+                     d["candidate_run"].get<std::string>(), "at claim", "excess", "share");
+  for (const Json& c : d["components"]) {
+    out += fmt::format("  {:<34} {:>12} {:>12} {:>12} {:>12} {:>8.0f}%\n", c["name"].get<std::string>(),
+                       num(c["baseline"].get<double>()), num(c["candidate"].get<double>()),
+                       num(c["at_claim"].get<double>()), num(c["excess"].get<double>()),
+                       100 * c["share_of_shortfall"].get<double>());
+  }
+  return out;
+}
+
+// The value of the parameter that would close a gap, beside its cited range.
+std::string solve_text(const Json& row) {
+  const Json& s = row["solve"];
+  std::string out = fmt::format("{}: solve {}: ", row["id"].get<std::string>(), s["param"].get<std::string>());
+  if (s.contains("value")) {
+    out += fmt::format("{} closes the gap (bracket {} .. {}{}); cited: {}", s["value"].get<std::string>(),
+                       s["bracket"][0].get<std::string>(), s["bracket"][1].get<std::string>(),
+                       s.value("converged", true) ? "" : ", not converged", s["cited"].get<std::string>());
+  } else {
+    out += fmt::format("no value in {} .. {} closes the gap ({}); cited: {}", s["from"].get<std::string>(),
+                       s["to"].get<std::string>(), s["why"].get<std::string>(), s["cited"].get<std::string>());
+  }
+  return out;
+}
+
+// The matrix claim x reading: each cell the measured value and its verdict.
+std::string readings_text(const Json& rd) {
+  std::vector<std::string> names;
+  for (const Json& r : rd["readings"]) names.push_back(r["name"]);
+  std::string out = "\nreadings (claim x reading: measured, verdict; only the presets decide the exit code)\n";
+  out += fmt::format("{:<34}", "claim");
+  for (const auto& n : names) out += fmt::format(" {:>22}", n);
+  out += "\n";
+  for (const Json& m : rd["matrix"]) {
+    out += fmt::format("{:<34}", m["id"].get<std::string>());
+    for (const auto& n : names) {
+      const Json& c = m["cells"][n];
+      std::string v = c["verdict"];
+      if (v == "known gap") v = "gap";
+      if (v == "projection") v = "proj";
+      if (v == "fail") v = "FAIL";
+      const std::string meas = c["measured"].is_null() ? "-" : num(c["measured"].get<double>());
+      out += fmt::format(" {:>22}", fmt::format("{} {}", meas, v));
+    }
+    out += "\n";
+  }
+  for (const Json& r : rd["readings"]) {
+    if (r["name"] == kPresetsReading) continue;
+    std::vector<std::string> cs;
+    for (const auto& [k, v] : r["configs"].items()) cs.push_back(k + " = " + v.get<std::string>());
+    out += fmt::format("  {}: {} ({})\n", r["name"].get<std::string>(), r["description"].get<std::string>(),
+                       fmt::join(cs, "; "));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string table_text(const Json& results) {
@@ -576,6 +885,10 @@ std::string table_text(const Json& results) {
     }
   }
   out += notes;
+  for (const Json& row : results["rows"]) {
+    if (row.contains("decomposition")) out += decomposition_text(row);
+    if (row.contains("solve")) out += "  " + solve_text(row) + "\n";
+  }
   const Json& s = results["summary"];
   out += fmt::format("{} pass, {} fail, {} known gap, {} projection\n", s["pass"].get<int>(),
                      s["fail"].get<int>(), s["known gap"].get<int>(), s["projection"].get<int>());
@@ -593,6 +906,7 @@ std::string table_text(const Json& results) {
     out += fmt::format("against {}: {} of {} metrics moved beyond their tolerance\n",
                        b["file"].get<std::string>(), b["regressed"].get<int>(), b["rows"].size());
   }
+  if (results.contains("readings")) out += readings_text(results["readings"]);
   if (results.contains("wall_s"))
     out += fmt::format("wall time {:.1f} s\n", results["wall_s"].get<double>());
   return out;
@@ -626,6 +940,22 @@ std::string junit_xml(const Json& results) {
                            xml(measured_text(row)));
     }
     cases += fmt::format("      <system-out>{}</system-out>\n    </testcase>\n", xml(summary));
+  }
+  if (results.contains("readings")) {
+    // Each other reading's verdicts, reported as skipped cases: the known gaps are the presets'.
+    for (const Json& m : results["readings"]["matrix"]) {
+      for (const auto& [reading, c] : m["cells"].items()) {
+        if (reading == kPresetsReading) continue;
+        ++tests;
+        ++skipped;
+        const std::string meas = c["measured"].is_null() ? "-" : num(c["measured"].get<double>());
+        cases += fmt::format(
+            "    <testcase classname=\"claims.{}.reading.{}\" name=\"{}\" time=\"0\">\n"
+            "      <skipped message=\"reading {}: measured {} {}, verdict {}\"/>\n    </testcase>\n",
+            xml(name), xml(reading), xml(m["id"].get<std::string>()), xml(reading), xml(meas),
+            xml(m["unit"].get<std::string>()), xml(c["verdict"].get<std::string>()));
+      }
+    }
   }
   if (results.contains("baseline")) {
     for (const Json& e : results["baseline"]["rows"]) {

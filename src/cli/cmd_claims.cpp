@@ -17,8 +17,8 @@ namespace trnsim::cli {
 
 void register_claims_command(CLI::App& app, Registry& reg) {
   struct Opts {
-    std::string file, out = "out/claims", baseline;
-    bool quick = false, json = false;
+    std::string file, out = "out/claims", baseline, readings;
+    bool quick = false, json = false, solve = false;
     int jobs = 2;
   };
   auto o = std::make_shared<Opts>();
@@ -37,6 +37,11 @@ void register_claims_command(CLI::App& app, Registry& reg) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   sub->add_flag("--json", o->json, "print results.json instead of the table");
+  sub->add_flag("--solve", o->solve,
+                "for each gap, run trnsim solve for the value of the claim's parameter that closes it");
+  sub->add_option("--readings", o->readings,
+                  "also run under these readings of disputed specs (\"all\" or a comma list of "
+                  "the file's /readings): a matrix claim x reading");
   reg.add(sub, [o]() {
     const auto t0 = std::chrono::steady_clock::now();
     const claims::ClaimsFile f = claims::load_claims(o->file);
@@ -56,8 +61,24 @@ void register_claims_command(CLI::App& app, Registry& reg) {
     eo.trnsim = sweep::self_executable();
     eo.jobs = o->jobs;
     eo.log_dir = o->out + "/logs";
+    const std::vector<const claims::Reading*> readings =
+        o->readings.empty() ? std::vector<const claims::Reading*>{}
+                            : claims::select_readings(f, o->readings);
     const auto runs = claims::execute(f, o->quick, eo);
     claims::Json results = claims::evaluate(f, runs, o->quick);
+    if (o->solve) claims::solve_gaps(f, results, o->quick, eo, o->out + "/solve");
+    if (!readings.empty()) {
+      // Each reading runs only the measurements on the configurations it replaces.
+      std::vector<claims::Json> per_reading;
+      for (const claims::Reading* r : readings) {
+        const claims::ClaimsFile g = claims::with_reading(f, *r);
+        claims::ExecOptions ro = eo;
+        ro.log_dir = o->out + "/logs/" + r->name;
+        ro.reuse = runs;
+        per_reading.push_back(claims::evaluate(g, claims::execute(g, o->quick, ro), o->quick));
+      }
+      claims::add_readings(results, f, readings, per_reading);
+    }
     if (!o->baseline.empty()) claims::compare_baseline(results, baseline, o->baseline);
     results["wall_s"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

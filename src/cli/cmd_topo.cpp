@@ -70,6 +70,12 @@ void register_topo_command(CLI::App& app, Registry& reg) {
                         {"bisection_cuts_tried", s.bisection_cuts_tried},
                         {"injection_min_bytes_per_s", s.injection_min.si},
                         {"injection_max_bytes_per_s", s.injection_max.si}};
+      if (const auto& chip = loaded.config.chip) {
+        // Memory of the rack (the capacity claims read it): stacks x capacity per stack.
+        const double per_chip = double(chip->hbm.stacks) * chip->hbm.capacity_per_stack.si;
+        j["hbm_bytes_per_chip"] = per_chip;
+        j["hbm_bytes"] = per_chip * double(s.chips);
+      }
       if (so) j["cluster"] = cj;
       fmt::print("{}\n", j.dump(2));
       return 0;

@@ -47,18 +47,28 @@ std::vector<char*> c_argv(const std::vector<std::string>& argv) {
 
 }  // namespace
 
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log, const std::string& out) {
   const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw SweepError(fmt::format("{}: cannot write: {}", log, std::strerror(errno)));
+  int out_fd = fd;
+  if (!out.empty()) {
+    out_fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (out_fd < 0) {
+      ::close(fd);
+      throw SweepError(fmt::format("{}: cannot write: {}", out, std::strerror(errno)));
+    }
+  }
   auto args = c_argv(argv);
   const pid_t self = ::getpid();
   const pid_t pid = ::fork();
   if (pid < 0) {
     ::close(fd);
+    if (out_fd != fd) ::close(out_fd);
     throw SweepError(fmt::format("cannot start {}: fork failed: {}", argv[0], std::strerror(errno)));
   }
-  if (pid == 0) exec_child(args, fd, fd, self);
+  if (pid == 0) exec_child(args, out_fd, fd, self);
   ::close(fd);
+  if (out_fd != fd) ::close(out_fd);
   return pid;
 }
 

@@ -12,8 +12,9 @@
 namespace trnsim::sweep::detail {
 
 // Starts `argv[0]` with `argv`, standard input from /dev/null, standard output and error into
-// `log` (created or truncated). Returns the child's pid; SweepError when it cannot start.
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log);
+// `log` (created or truncated), or standard output alone into `out` when it is given. Returns the
+// child's pid; SweepError when it cannot start.
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log, const std::string& out = "");
 
 struct Captured {
   int code = -1;  // exit code; -1 when it could not run or died of a signal

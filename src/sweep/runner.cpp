@@ -52,6 +52,7 @@ Json Plan::to_json() const {
     j["points"].push_back({{"id", p.id}, {"index", p.index}, {"values", p.values}, {"set", p.sets}});
   }
   j["base_config"] = base_config;
+  if (!command.empty()) j["command"] = command;
   return j;
 }
 
@@ -78,6 +79,7 @@ Plan Plan::from_json(const Json& j, const std::string& origin) {
                           q.at("set").get<std::vector<std::string>>()});
     }
     p.base_config = j.at("base_config");
+    if (j.contains("command")) p.command = j.at("command").get<std::vector<std::string>>();
     return p;
   } catch (const Json::exception& e) {
     throw SweepError(fmt::format("{}: not a sweep plan: {}", origin, e.what()));
@@ -119,7 +121,8 @@ void write_or_check_plan(const std::string& dir, const Plan& plan) {
     const Json have = read_json(path);
     // The points decide what a directory holds; the sweep file's path may differ (a copy).
     if (have.value("points", Json()) != want["points"] || have.value("config", Json()) != want["config"] ||
-        have.value("trace", Json()) != want["trace"]) {
+        have.value("trace", Json()) != want["trace"] ||
+        have.value("command", Json()) != want.value("command", Json())) {
       throw SweepError(fmt::format(
           "{}: holds another sweep ({}; its points, config or trace differ from {}): use "
           "another --out, or delete the directory to start again",
@@ -132,6 +135,9 @@ void write_or_check_plan(const std::string& dir, const Plan& plan) {
 
 std::string point_dir(const std::string& dir, const std::string& id) { return dir + "/points/" + id; }
 std::string run_dir(const std::string& dir, const std::string& id) { return point_dir(dir, id) + "/run"; }
+std::string output_file(const std::string& dir, const std::string& id) {
+  return point_dir(dir, id) + "/output.json";
+}
 
 std::string point_state(const std::string& dir, const std::string& id) {
   const std::string pd = point_dir(dir, id);
@@ -259,11 +265,18 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o) {
       Json pj{{"id", p->id}, {"set", p->sets}, {"values", Json::object()}};
       for (std::size_t k = 0; k < plan.axis_names.size(); ++k) pj["values"][plan.axis_names[k]] = p->values[k];
       write_file_atomic(pd + "/point.json", pj.dump(2) + "\n");
-      std::vector<std::string> argv{o.trnsim, "run", "--config", plan.config};
-      if (!plan.trace.empty()) argv.insert(argv.end(), {"--trace", plan.trace});
+      std::vector<std::string> argv{o.trnsim};
+      if (plan.command.empty()) {
+        argv.insert(argv.end(), {"run", "--config", plan.config});
+        if (!plan.trace.empty()) argv.insert(argv.end(), {"--trace", plan.trace});
+      } else {
+        argv.insert(argv.end(), plan.command.begin(), plan.command.end());
+      }
       for (const auto& s : p->sets) argv.insert(argv.end(), {"--set", s});
-      argv.insert(argv.end(), {"--out", run_dir(o.dir, p->id)});
-      running[detail::spawn(argv, pd + "/run.log")] = {p, std::chrono::steady_clock::now()};
+      const bool is_run = plan.command.empty() || plan.command.front() == "run";
+      if (is_run) argv.insert(argv.end(), {"--out", run_dir(o.dir, p->id)});
+      running[detail::spawn(argv, pd + "/run.log", is_run ? "" : output_file(o.dir, p->id))] = {
+          p, std::chrono::steady_clock::now()};
     }
     draw(false);
     int st = 0;
@@ -284,7 +297,17 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o) {
     const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - r.start).count();
     const std::string pd = point_dir(o.dir, r.point->id);
     Json status{{"id", r.point->id}, {"wall_s", wall}};
-    const bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0 && fs::exists(run_dir(o.dir, r.point->id) + "/" + std::string(kReportFile));
+    bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (plan.command.empty() || plan.command.front() == "run") {
+      ok = ok && fs::exists(run_dir(o.dir, r.point->id) + "/" + std::string(kReportFile));
+    } else if (ok) {
+      // The output is the point's result: it must be one JSON object.
+      try {
+        ok = Json::parse(read_text(output_file(o.dir, r.point->id))).is_object();
+      } catch (const std::exception&) {
+        ok = false;
+      }
+    }
     if (ok) {
       status["status"] = "ok";
     } else {

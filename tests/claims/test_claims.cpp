@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "trnsim/claims/claims.hpp"
 
@@ -270,6 +271,133 @@ TEST(Claims, JunitCountsKnownGapsAndProjectionsAsSkipped) {
   EXPECT_NE(x.find("<skipped message=\"projection, not a check: measured 2.25 x\"/>"),
             std::string::npos)
       << x;
+}
+
+}  // namespace
+}  // namespace trnsim::claims
+
+namespace trnsim::claims {
+namespace {
+
+// one_claim() with two readings of configuration b, in a directory where their files exist.
+ClaimsFile with_two_readings(const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  for (const char* name : {"b-fast.json", "b-slow.json"}) std::ofstream(dir + "/" + name) << "{}";
+  Json j = one_claim();
+  j["readings"] = Json::parse(R"({
+    "fast": {"description": "b read fast", "configs": {"b": "b-fast.json"}, "sources": ["T3"]},
+    "slow": {"description": "b read slow", "configs": {"b": "b-slow.json"}, "sources": ["TRN3A"]}
+  })");
+  return parse_claims(j, dir + "/claims.json");
+}
+
+TEST(ClaimsReadings, MatrixHoldsEachReadingsMeasuredValueAndVerdict) {
+  const std::string dir = ::testing::TempDir() + "/claims-readings";
+  const ClaimsFile f = with_two_readings(dir);
+  const auto all = select_readings(f, "all");
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(with_reading(f, *all[0]).configs.at("b"), "b-fast.json");
+  EXPECT_EQ(with_reading(f, *all[0]).configs.at("a"), "a.json");
+  // presets: (110 x 144) / (100 x 64) = 2.475 (known gap? no: fail); fast: (200 x 144) / (100 x 64)
+  // = 4.5, within 4.4 +- 5 %; slow: (150 x 144) / (100 x 64) = 3.375.
+  Json results = evaluate(f, outputs(100, 110), false);
+  const std::vector<Json> per{evaluate(with_reading(f, *all[0]), outputs(100, 200), false),
+                              evaluate(with_reading(f, *all[1]), outputs(100, 150), false)};
+  add_readings(results, f, all, per);
+  const Json& cells = results["readings"]["matrix"][0]["cells"];
+  EXPECT_DOUBLE_EQ(cells["presets"]["measured"].get<double>(), 2.475);
+  EXPECT_EQ(cells["presets"]["verdict"], "fail");
+  EXPECT_DOUBLE_EQ(cells["fast"]["measured"].get<double>(), 4.5);
+  EXPECT_EQ(cells["fast"]["verdict"], "pass");
+  EXPECT_DOUBLE_EQ(cells["slow"]["measured"].get<double>(), 3.375);
+  EXPECT_EQ(results["readings"]["readings"].size(), 3u);
+  // The table prints the matrix; JUnit reports each other reading's cell as a skipped case.
+  const std::string table = table_text(results);
+  EXPECT_NE(table.find("4.5 pass"), std::string::npos) << table;
+  EXPECT_NE(table.find("3.375 FAIL"), std::string::npos) << table;
+  const std::string xml = junit_xml(results);
+  EXPECT_NE(xml.find("classname=\"claims.t.reading.slow\" name=\"compute\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("tests=\"3\" failures=\"1\" skipped=\"2\""), std::string::npos) << xml;
+  // Only the presets decide whether the run failed.
+  EXPECT_TRUE(failed(results));
+}
+
+TEST(ClaimsReadings, BadReadingsNameTheFileAndPointer) {
+  const std::string dir = ::testing::TempDir() + "/claims-readings-bad";
+  const ClaimsFile f = with_two_readings(dir);
+  try {
+    select_readings(f, "fast,fats");
+    FAIL() << "an unknown reading was accepted";
+  } catch (const ClaimsError& e) {
+    EXPECT_NE(std::string(e.what()).find("--readings fast,fats: \"fats\" is not a reading of"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(select_readings(f, "presets,slow").size(), 1u);
+  Json j = one_claim();
+  j["readings"] = Json::parse(R"({"r": {"description": "d", "configs": {"c": "b.json"}, "sources": ["T3"]}})");
+  EXPECT_NE(error_of(j).find("claims.json:/readings/r/configs/c: \"c\" is not a name of /configs"),
+            std::string::npos)
+      << error_of(j);
+  j["readings"] = Json::parse(R"({"presets": {"description": "d", "configs": {"b": "b.json"}, "sources": ["T3"]}})");
+  EXPECT_NE(error_of(j).find("claims.json:/readings/presets: \"presets\" is the file's own configurations"),
+            std::string::npos)
+      << error_of(j);
+  j["readings"] = Json::parse(R"({"r": {"description": "d", "configs": {"b": "missing.json"}, "sources": ["T3"]}})");
+  EXPECT_NE(error_of(j).find("claims.json:/readings/r/configs/b: missing.json: no such file"), std::string::npos)
+      << error_of(j);
+}
+
+}  // namespace
+}  // namespace trnsim::claims
+
+namespace trnsim::claims {
+namespace {
+
+// A time ratio (baseline time / candidate time) claimed 2x, taken apart: baseline 100 = 60 compute
+// + 30 comm + 10 unsplit; candidate 80 = 20 compute + 50 comm + 10 unsplit. At the claim the
+// candidate would take 50: it is 30 beyond. Excess per component: compute 20 - 30 = -10, comm
+// 50 - 15 = 35, the rest 10 - 5 = 5; shares of the 30: -1/3, 7/6, 1/6.
+TEST(ClaimsDecomposition, ComponentsExcessOverTheClaimAndTheirShares) {
+  Json j = Json::parse(R"({
+    "format": 1, "name": "t", "configs": {"a": "a.json", "b": "b.json"},
+    "runs": {"ra": {"config": "a", "args": ["bench", "x", "--json"]},
+             "rb": {"config": "b", "args": ["bench", "x", "--json"]}},
+    "claims": [{"id": "speed", "title": "t", "claim": "2x", "baseline": "a", "candidate": "b",
+      "metric": {"description": "d", "unit": "x", "numerator": [{"run": "ra", "value": "/t"}],
+                 "denominator": [{"run": "rb", "value": "/t"}]},
+      "claimed": 2, "tolerance": {"relative": 0.05}, "sources": ["T3"], "known_gap": "why",
+      "decomposition": {"description": "time", "unit": "ns", "baseline": "ra", "candidate": "rb",
+                        "total": "/t", "each": "/parts"}}]
+  })");
+  const ClaimsFile f = parse_claims(j, "claims.json");
+  std::map<std::string, RunResult> runs;
+  runs["ra"].output = Json{{"t", 100}, {"parts", {{"compute", 60}, {"comm", 30}}}};
+  // A component only one side prints counts as 0 on the other.
+  runs["rb"].output = Json{{"t", 80}, {"parts", {{"compute", 20}, {"comm", 50}, {"new", 0}}}};
+  const Json results = evaluate(f, runs, false);
+  const Json& d = results["rows"][0]["decomposition"];
+  EXPECT_DOUBLE_EQ(results["rows"][0]["measured"].get<double>(), 1.25);
+  EXPECT_DOUBLE_EQ(d["candidate_at_claim"].get<double>(), 50);
+  EXPECT_DOUBLE_EQ(d["shortfall"].get<double>(), 30);
+  std::map<std::string, Json> by;
+  for (const Json& c : d["components"]) by[c["name"]] = c;
+  ASSERT_EQ(by.size(), 4u);
+  EXPECT_DOUBLE_EQ(by["comm"]["excess"].get<double>(), 35);
+  EXPECT_DOUBLE_EQ(by["comm"]["share_of_shortfall"].get<double>(), 35.0 / 30);
+  EXPECT_DOUBLE_EQ(by["compute"]["excess"].get<double>(), -10);
+  EXPECT_DOUBLE_EQ(by["rest of the total"]["baseline"].get<double>(), 10);
+  EXPECT_DOUBLE_EQ(by["rest of the total"]["excess"].get<double>(), 5);
+  EXPECT_DOUBLE_EQ(by["new"]["baseline"].get<double>(), 0);
+  // Largest excess first.
+  EXPECT_EQ(d["components"][0]["name"], "comm");
+  EXPECT_NE(table_text(results).find("the candidate would need 50 ns; it has 80 ns"), std::string::npos)
+      << table_text(results);
+  // A solve names a run of the metric.
+  j["claims"][0]["solve"] = Json::parse(R"({"run": "rc", "param": "p", "from": "1", "to": "2",
+                                            "cited": "c", "sources": ["T3"]})");
+  EXPECT_NE(error_of(j).find("claims.json:/claims/0/solve/run: \"rc\" is not a run of the claim's metric"),
+            std::string::npos)
+      << error_of(j);
 }
 
 }  // namespace

@@ -197,3 +197,49 @@ TEST(ClaimsCli, BadClaimsFilesAreExitCode2) {
 }
 
 }  // namespace
+
+namespace {
+
+// --solve on a metric analytic in its parameter: the Trn3 UltraServer's MXFP8 peak is
+// 144 chips x 8 cores x 128 x 128 x 4 MACs x 2 FLOPs x clock, so a claimed peak of 700 PFLOPS
+// needs the 2.4 GHz clock times 700 / measured. A range that cannot reach it is reported as such.
+TEST(ClaimsCli, SolveFindsTheParameterThatClosesAGap) {
+  const fs::path dir = fresh_dir("solve");
+  Json f = small_file();
+  Json peak;
+  for (const Json& c : f["claims"]) {
+    if (c["id"] == "peak") peak = c;
+  }
+  ASSERT_FALSE(peak.is_null());
+  Json a = peak, b = peak;
+  a["id"] = "peak-700";
+  a["claimed"] = 700;
+  a["known_gap"] = "a claim made up for the test";
+  a["solve"] = {{"run", "gemm-trn3"}, {"param", "chip.core.tensor.clock"}, {"from", "1GHz"},
+                {"to", "8GHz"}, {"cited", "none"}, {"sources", {"TRN3A"}}};
+  b["id"] = "peak-7000";
+  b["claimed"] = 7000;
+  b["known_gap"] = "out of reach";
+  b["solve"] = a["solve"];
+  f["claims"] = Json::array({a, b});
+  const fs::path file = dir / "c.json";
+  std::ofstream(file) << f.dump(2);
+  const auto r = run_trnsim("claims " + file.string() + " --solve --out " + (dir / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json res = Json::parse(read(dir / "out/results.json"));
+  const Json& row = res["rows"][0];
+  const double measured = row["measured"].get<double>();
+  EXPECT_NEAR(measured, 144 * 8 * 128 * 128 * 4 * 2 * 2.4e9 / 1e15, 1e-9);
+  const double want_ghz = 2.4 * 700 / measured;
+  const std::string value = row["solve"]["value"];
+  EXPECT_NEAR(std::stod(value), want_ghz, 1e-7 * want_ghz) << value;
+  EXPECT_NE(r.out.find("peak-700: solve chip.core.tensor.clock: " + value + " closes the gap"), std::string::npos)
+      << r.out;
+  // 7,000 PF needs about 46 GHz: the 1-8 GHz range does not bracket it.
+  const Json& far = res["rows"][1]["solve"];
+  EXPECT_FALSE(far.contains("value"));
+  EXPECT_NE(far["why"].get<std::string>().find("does not bracket the target"), std::string::npos) << far.dump();
+  EXPECT_TRUE(fs::exists(dir / "out/solve/peak-700/solve.json"));
+}
+
+}  // namespace

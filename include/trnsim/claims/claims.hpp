@@ -56,6 +56,29 @@ enum class Kind { check, projection };
 enum class Verdict { pass, fail, known_gap, projection };
 const char* verdict_name(Verdict v);  // "pass", "fail", "known gap", "projection"
 
+// A claim's metric taken apart on its two sides: a cost (a time, an energy) that the claimed
+// ratio divides, read component by component from the baseline's and the candidate's output.
+// The candidate meets the claim when its cost is baseline / claimed; each component's excess
+// over its share of that (candidate_i - baseline_i / claimed) says how much of the shortfall it
+// accounts for.
+struct Decomposition {
+  std::string description, unit;
+  std::string baseline_run, candidate_run;
+  std::string total;  // pointer to the whole cost
+  std::vector<std::pair<std::string, std::string>> components;  // name, pointer
+  std::string each;   // pointer to an object: every number in it is a component too
+};
+
+// The parameter that would close a claim's gap: `trnsim solve` on one measurement of the
+// candidate, for the value of one of the metric's terms at which the metric equals the claim.
+struct GapSolve {
+  std::string run;            // a measurement whose number is a term of the metric
+  std::string param;          // its --set path
+  std::string from, to;       // the range searched
+  std::string cited;          // the range the sources give for the parameter, as text
+  std::vector<std::string> sources;
+};
+
 struct Claim {
   std::string id, title;
   std::string statement;            // the claim as published
@@ -70,6 +93,8 @@ struct Claim {
   std::string known_gap;             // reason; empty: none
   std::string note;
   bool quick = false;   // part of the --quick set
+  std::optional<Decomposition> decomposition;
+  std::optional<GapSolve> solve;
   std::string pointer;  // "/claims/3", for errors
 };
 
@@ -82,10 +107,20 @@ struct Run {
   std::optional<std::vector<std::string>> quick_args;  // instead of args under --quick
 };
 
+// One reading of specs that sources disagree on: the configurations it replaces with variant
+// presets. The file's own configurations are the reading named kPresetsReading.
+struct Reading {
+  std::string name, description;
+  std::map<std::string, std::string> configs;  // a name of ClaimsFile::configs -> file
+  std::vector<std::string> sources;            // keys of ../shared/specs/trainium.md
+};
+inline constexpr const char* kPresetsReading = "presets";
+
 struct ClaimsFile {
   std::string path, dir;  // as given; its directory
   std::string name, description;
   std::map<std::string, std::string> configs;  // name -> file (relative to dir)
+  std::vector<Reading> readings;               // by name, without kPresetsReading
   std::map<std::string, Run> runs;
   std::vector<Claim> claims;
   Tolerance regression{0.01, 0};  // default band against --baseline
@@ -113,12 +148,35 @@ struct ExecOptions {
   std::string trnsim;   // the executable that runs the measurements
   int jobs = 2;         // measurements at once
   std::string log_dir;  // each measurement's standard error: <log_dir>/<run>.log
+  // Measurements already made with the same command line (another reading's, on configurations
+  // this reading does not replace): taken as they are, not run again.
+  std::map<std::string, RunResult> reuse;
 };
 // Runs the measurements the selected claims read, each once, each as its own trnsim process
 // (SystemC allows one simulation per process), at most `jobs` at a time. A measurement that
 // rejects its input (exit code 2) is a ClaimsError naming the claims file and the run; one that
 // fails otherwise is recorded, and the claims that read it fail.
 std::map<std::string, RunResult> execute(const ClaimsFile& f, bool quick, const ExecOptions& o);
+
+// The readings `spec` names: "all", or a comma-separated list of names of /readings
+// (kPresetsReading may be listed and is always run first). ClaimsError naming --readings and the
+// file for an unknown name.
+std::vector<const Reading*> select_readings(const ClaimsFile& f, const std::string& spec);
+// The file with a reading's configurations in place of its own.
+ClaimsFile with_reading(const ClaimsFile& f, const Reading& r);
+// Adds results["readings"] to the presets' results: the readings in order (kPresetsReading
+// first), and for each claim its measured value and verdict under each reading. Verdicts under
+// other readings are reported, and do not fail the run: the known gaps are written for the
+// presets.
+void add_readings(Json& results, const ClaimsFile& f, const std::vector<const Reading*>& readings,
+                  const std::vector<Json>& per_reading);
+
+// `trnsim claims --solve`: for each row of `results` that misses its claim (known gap or fail)
+// and whose claim has a `solve`, runs `trnsim solve` on that measurement (in <o.log_dir>/../solve/
+// <id>) for the value of the parameter that brings the metric to the claimed value, and adds
+// row["solve"]: the value, its bracket and the cited range, or why no value in the range does.
+void solve_gaps(const ClaimsFile& f, Json& results, bool quick, const ExecOptions& o,
+                const std::string& solve_dir);
 
 // Pass or fail of `measured` against a claim's check and tolerance (projections: projection; a
 // failed check with a known gap: known gap).

@@ -26,6 +26,10 @@ struct Plan {
   int seed_axis = -1;
   std::vector<PlannedPoint> points;
   Json base_config;                 // resolved base config (for `trnsim compare`)
+  // Empty: each point runs `trnsim run --config CONFIG [--trace TRACE]`. Otherwise the command
+  // after `trnsim` (`trnsim solve` gives one): `run ...` gets --out like a sweep's points, any
+  // other command (`bench ... --json`) has its standard output kept in output_file().
+  std::vector<std::string> command;
 
   Json to_json() const;
   static Plan from_json(const Json& j, const std::string& origin);
@@ -67,6 +71,10 @@ std::string point_dir(const std::string& dir, const std::string& id);
 // Where the point's `trnsim run --out` writes (a directory of its own: a run's output directory
 // appears whole or not at all, so it holds nothing else).
 std::string run_dir(const std::string& dir, const std::string& id);
+
+// DIR/points/<id>/output.json: the standard output of a point of a plan with a command other
+// than `run`.
+std::string output_file(const std::string& dir, const std::string& id);
 
 // This executable (/proc/self/exe).
 std::string self_executable();
