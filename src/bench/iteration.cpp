@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "trnsim/error.hpp"
 #include "trnsim/infer/iteration.hpp"
@@ -221,11 +222,16 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
   return run_isolated([&]() -> Json {
     const auto cfg = config.load();
     infer::IterationSource source(p.spec);
-    // The same iteration at its exact shapes: the useful work the bounds count.
-    infer::IterationSpec exact_spec = p.spec;
-    exact_spec.batch_buckets.clear();
-    exact_spec.seq_buckets.clear();
-    const infer::IterationSource exact(exact_spec);
+    // The same iteration at its exact shapes: the useful work the bounds count (the iteration
+    // itself without compiled buckets).
+    std::optional<infer::IterationSource> exact_source;
+    if (!p.spec.batch_buckets.empty() || !p.spec.seq_buckets.empty()) {
+      infer::IterationSpec exact_spec = p.spec;
+      exact_spec.batch_buckets.clear();
+      exact_spec.seq_buckets.clear();
+      exact_source.emplace(exact_spec);
+    }
+    const infer::IterationSource& exact = exact_source ? *exact_source : source;
     infer::IterationDriver driver(source);
     run::Simulation sim(cfg, driver);
     const run::RunData out = sim.run();
