@@ -301,6 +301,24 @@ TEST(InferIterationCli, DisaggregatedTransferBytesAndRoute) {
   EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --disaggregate").code, 2);
 }
 
+// Interpolation over batch: batch 9 lies between the grid's batch sizes 8 and 10 (1 to 4, then
+// 4 x {1, 1.25, 1.5, 1.75} x 2^k), so one step at context 1024 (a grid point) simulates those two
+// and is timed halfway: (t(8) + t(10)) / 2; the held-back step is batch 9 simulated exactly.
+TEST(InferIterationCli, InterpolatedBatchLiesHalfwayBetweenGridBatches) {
+  const std::string base = "--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                           "--context 1024 ";
+  const auto d = bench(base + "--batch 9 --decode-steps 1 --interpolate --held-back 1")["decode_run"];
+  EXPECT_EQ(d["shapes_simulated"], 2);
+  EXPECT_EQ(d["batch_grid"], nlohmann::json::array({8, 10}));
+  const double t8 = bench(base + "--batch 8")["time_ns"].get<double>();
+  const double t9 = bench(base + "--batch 9")["time_ns"].get<double>();
+  const double t10 = bench(base + "--batch 10")["time_ns"].get<double>();
+  EXPECT_NEAR(d["total_time_ns"].get<double>(), (t8 + t10) / 2, 1e-6 * t10);
+  ASSERT_EQ(d["held_back"].size(), 1u);
+  EXPECT_DOUBLE_EQ(d["held_back"][0]["exact_ns"].get<double>(), t9);
+  EXPECT_NEAR(d["held_back"][0]["error"].get<double>(), ((t8 + t10) / 2 - t9) / t9, 1e-9);
+}
+
 // MoE layers fast-forward: DeepSeek-V3 expert-parallel over 16 ranks at decode. Most blocks
 // repeat an earlier block of their shape and are timed from it; the iteration's time stays
 // within 1 % of the one simulated in full (measured: +0.007 %).
