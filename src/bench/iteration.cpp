@@ -307,7 +307,10 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
               {"units", out.fast_forward_stats.units},
               {"repeating_units", out.fast_forward_stats.repeating_units},
               {"units_fast_forwarded", out.fast_forward_stats.units_fast_forwarded},
-              {"ops_fast_forwarded", out.fast_forward_stats.ops_fast_forwarded}}},
+              {"ops_fast_forwarded", out.fast_forward_stats.ops_fast_forwarded},
+              {"compute_fast_forwarded", out.fast_forward_stats.compute_fast_forwarded},
+              {"collectives_fast_forwarded", out.fast_forward_stats.collectives_fast_forwarded},
+              {"collectives", out.collectives.size()}}},
             {"simulation_s", out.simulation_seconds}};
   });
 }
