@@ -11,6 +11,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <set>
 #include <tuple>
 
@@ -332,18 +333,33 @@ class IterationBuilder {
       }
     }
     trace::OpId tail = kNone;
-    if (l.ep == 1) {
-      // Every expert on every rank of the group, each split over tp.
+    if (l.ep == 1 || l.tp > 1) {
+      // ep = 1: every expert on every rank of the group, each split over tp. ep = tp (expert
+      // parallel inside the tensor-parallel group): every rank of the group has all its tokens
+      // (after the attention's all-reduce) and holds experts [t x per, (t + 1) x per) whole,
+      // t its place in the group; it runs the rows routed to them, and the all-reduce that
+      // follows sums the experts' outputs of the group's ranks (no all-to-all).
       const auto routes = route(s_, std::uint64_t(layer_), group_, T);
       std::vector<std::uint64_t> count(e.experts, 0);
       for (const auto& r : routes) for (auto ex : r) ++count[ex];
-      const auto active = std::uint64_t(std::count_if(count.begin(), count.end(),
-                                                      [](std::uint64_t c) { return c > 0; }));
+      std::uint64_t rows = T * e.top_k, width = e.expert_ffn / tp;
+      auto from = count.begin(), to = count.end();
+      if (l.ep > 1) {
+        const auto per = e.experts / std::uint64_t(l.ep);
+        const auto t = std::uint64_t((rank_->rank % n_) % l.tp);
+        from = count.begin() + std::ptrdiff_t(t * per);
+        to = from + std::ptrdiff_t(per);
+        rows = std::accumulate(from, to, std::uint64_t(0));
+        width = e.expert_ffn;
+      }
+      const auto active =
+          std::uint64_t(std::count_if(from, to, [](std::uint64_t c) { return c > 0; }));
       if (T == 0) return x;
       const auto perm = vec(trace::OpKind::elementwise, "permute", Part::experts, {topk, n2},
                             T * e.top_k * h, 1, 1);
-      const auto out = expert_gemms({perm}, T * e.top_k, active, e.expert_ffn / tp);
-      tail = vec(trace::OpKind::reduction, "unpermute", Part::experts, {out, shared},
+      const auto out = expert_gemms({perm}, rows, active, width);
+      tail = vec(trace::OpKind::reduction, "unpermute", Part::experts,
+                 {out == kNone ? perm : out, shared},
                  T * e.top_k * h, 1, T * h);
       const auto ar = tp_all_reduce("moe_ar", {tail}, T);
       if (ar != kNone) tail = ar;

@@ -154,6 +154,47 @@ TEST(InferIteration, FastForwardSeriesFollowTheBlocksShapes) {
   }
 }
 
+// Expert parallelism inside a TP group (ep = tp): Qwen3-30B-A3B, tp=4, ep=4: each rank holds 32
+// of the 128 experts whole (n = 2 x 768) and runs the rows routed to them; the experts the 4
+// ranks run in a layer are the experts the same batch activates on one rank (the routing is
+// the group's, the same seed), and the all-reduce after the MoE combines them (no all-to-all).
+TEST(InferIteration, ExpertParallelInsideTensorParallelGroups) {
+  IterationSpec s;
+  s.model = load("qwen3-30b-a3b");
+  s.decode_seqs = 16;
+  const IterationSource one(s);
+  s.layout = Layout{.tp = 4, .ep = 4};
+  const IterationSource four(s);
+  ASSERT_EQ(four.num_ranks(), 4);
+  auto experts_in_layer = [](const trace::RankTrace& r, int layer, std::uint64_t* n) {
+    for (const auto& op : r.ops) {
+      if (op.layer == layer && op.name.ends_with("experts.gate_up")) {
+        if (n) *n = op.n;
+        return op.batch;
+      }
+    }
+    return std::uint64_t(0);
+  };
+  for (int layer : {0, 17, 47}) {
+    std::uint64_t total = 0;
+    for (int r = 0; r < 4; ++r) {
+      std::uint64_t n = 0;
+      const std::uint64_t active = experts_in_layer(four.workload().ranks[std::size_t(r)], layer, &n);
+      EXPECT_LE(active, 32u);
+      if (active > 0) {
+        EXPECT_EQ(n, 2u * 768);
+      }
+      total += active;
+    }
+    EXPECT_EQ(total, experts_in_layer(one.workload().ranks[0], layer, nullptr)) << layer;
+  }
+  const auto& r2 = four.workload().ranks[2];
+  EXPECT_EQ(count(r2, trace::OpKind::all_to_all_v), 0u);
+  EXPECT_EQ(count(r2, trace::OpKind::all_reduce), 2u * 48);  // attention and MoE, per layer
+  s.layout = Layout{.tp = 2, .ep = 4};
+  EXPECT_THROW(IterationSource{s}, InputError);
+}
+
 TEST(InferIteration, RefusesAnEmptyBatch) {
   IterationSpec s;
   s.model = load("llama-3.1-8b");
