@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include "trnsim/error.hpp"
 #include "trnsim/infer/iteration.hpp"
@@ -221,11 +222,16 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
   return run_isolated([&]() -> Json {
     const auto cfg = config.load();
     infer::IterationSource source(p.spec);
-    // The same iteration at its exact shapes: the useful work the bounds count.
-    infer::IterationSpec exact_spec = p.spec;
-    exact_spec.batch_buckets.clear();
-    exact_spec.seq_buckets.clear();
-    const infer::IterationSource exact(exact_spec);
+    // The same iteration at its exact shapes: the useful work the bounds count (the iteration
+    // itself without compiled buckets).
+    std::optional<infer::IterationSource> exact_source;
+    if (!p.spec.batch_buckets.empty() || !p.spec.seq_buckets.empty()) {
+      infer::IterationSpec exact_spec = p.spec;
+      exact_spec.batch_buckets.clear();
+      exact_spec.seq_buckets.clear();
+      exact_source.emplace(exact_spec);
+    }
+    const infer::IterationSource& exact = exact_source ? *exact_source : source;
     infer::IterationDriver driver(source);
     run::Simulation sim(cfg, driver);
     const run::RunData out = sim.run();
@@ -301,7 +307,10 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
               {"units", out.fast_forward_stats.units},
               {"repeating_units", out.fast_forward_stats.repeating_units},
               {"units_fast_forwarded", out.fast_forward_stats.units_fast_forwarded},
-              {"ops_fast_forwarded", out.fast_forward_stats.ops_fast_forwarded}}},
+              {"ops_fast_forwarded", out.fast_forward_stats.ops_fast_forwarded},
+              {"compute_fast_forwarded", out.fast_forward_stats.compute_fast_forwarded},
+              {"collectives_fast_forwarded", out.fast_forward_stats.collectives_fast_forwarded},
+              {"collectives", out.collectives.size()}}},
             {"simulation_s", out.simulation_seconds}};
   });
 }
@@ -320,9 +329,22 @@ std::pair<std::uint64_t, std::uint64_t> context_grid(std::uint64_t c) {
   }
 }
 
+// The batch sizes of the interpolation grid around `b`: 1 to 4, then 4 x {1, 1.25, 1.5, 1.75}
+// x 2^k (the op tier's grid of sizes: 5, 6, 7, 8, 10, 12, 14, 16, 20, ...); {b, b} on a point.
+std::pair<std::uint64_t, std::uint64_t> batch_grid(std::uint64_t b) {
+  if (b <= 4) return {b, b};
+  std::uint64_t lo = 4;
+  for (std::uint64_t p = 4;; p *= 2) {
+    for (std::uint64_t q : {p, p / 4 * 5, p / 4 * 6, p / 4 * 7}) {
+      if (q == b) return {b, b};
+      if (q > b) return {lo, q};
+      lo = q;
+    }
+  }
+}
+
 // The shape an iteration runs at: what decides its time (its routing comes from the seed).
-std::string shape_key(const infer::IterationSource& s) {
-  const auto& sh = s.shape();
+std::string shape_key(const infer::IterationShape& sh) {
   std::string key = fmt::format("C={} P={} B=", sh.context, sh.prefill_tokens);
   for (auto b : sh.decode) key += fmt::format("{},", b);
   return key;
@@ -358,26 +380,35 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
   last.context = a.context + a.decode_steps - 1;
   prepare(config.load(), last);  // the last step's KV must fit too
   std::map<std::string, Json> simulated;
-  std::map<std::uint64_t, double> by_context;  // contexts whose shape is known
+  std::map<std::pair<std::uint64_t, std::uint64_t>, double> by_shape;  // (batch, context) known
   Json first;
-  auto time_at = [&](std::uint64_t context) {
-    if (const auto known = by_context.find(context); known != by_context.end()) {
+  auto time_at = [&](std::uint64_t batch, std::uint64_t context) {
+    if (const auto known = by_shape.find({batch, context}); known != by_shape.end()) {
       return known->second;
     }
     IterationArgs step = a;
+    step.batch = batch;
     step.context = context;
     const Prepared p = prepare(config.load(), step);
-    const std::string key = shape_key(infer::IterationSource(p.spec));
+    const std::string key = shape_key(infer::iteration_shape(p.spec));
     auto it = simulated.find(key);
     if (it == simulated.end()) it = simulated.emplace(key, measure(config, p, step)).first;
     if (first.is_null()) first = it->second;
-    return by_context[context] = it->second["time_ns"].get<double>();
+    return by_shape[{batch, context}] = it->second["time_ns"].get<double>();
   };
+  // With --interpolate, bilinear between the grid's batch sizes and context lengths around the
+  // step (a grid point in either is exact in it).
+  const auto [blo, bhi] = a.interpolate ? batch_grid(a.batch) : std::pair{a.batch, a.batch};
   auto timed = [&](std::uint64_t context) {
-    const auto [lo, hi] = context_grid(context);
-    if (!a.interpolate || lo == hi) return time_at(context);
-    const double tlo = time_at(lo), thi = time_at(hi);
-    return tlo + (thi - tlo) * double(context - lo) / double(hi - lo);
+    const auto [lo, hi] = a.interpolate ? context_grid(context) : std::pair{context, context};
+    auto at_batch = [&](std::uint64_t b) {
+      if (lo == hi) return time_at(b, context);
+      const double tlo = time_at(b, lo), thi = time_at(b, hi);
+      return tlo + (thi - tlo) * double(context - lo) / double(hi - lo);
+    };
+    if (blo == bhi) return at_batch(a.batch);
+    const double tlo = at_batch(blo), thi = at_batch(bhi);
+    return tlo + (thi - tlo) * double(a.batch - blo) / double(bhi - blo);
   };
   double total_ns = 0;
   for (std::uint64_t i = 0; i < a.decode_steps; ++i) total_ns += timed(a.context + i);
@@ -386,6 +417,7 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
   first["decode_run"] = {
       {"steps", a.decode_steps},
       {"interpolated", a.interpolate},
+      {"batch_grid", {blo, bhi}},
       {"shapes_simulated", shapes},
       {"reuse_rate", 1.0 - double(shapes) / steps},
       {"total_time_ns", total_ns},
@@ -398,14 +430,15 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
     for (std::uint64_t k = 0; k < a.held_back; ++k) {
       std::uint64_t c = a.context + (a.decode_steps - 1) * (2 * k + 1) / (2 * a.held_back);
       const auto [lo, hi] = context_grid(c);
-      if (lo == hi) continue;  // on the grid: nothing interpolated
+      if (lo == hi && blo == bhi) continue;  // on the grid: nothing interpolated
       const double interp = timed(c);
       IterationArgs step = a;
       step.context = c;
       const double exact = measure(config, prepare(config.load(), step), step)["time_ns"];
       const double err = (interp - exact) / exact;
       worst = std::max(worst, std::abs(err));
-      checks.push_back({{"context", c}, {"grid", {lo, hi}}, {"exact_ns", exact},
+      checks.push_back({{"context", c}, {"grid", {lo, hi}}, {"batch", a.batch},
+                        {"batch_grid", {blo, bhi}}, {"exact_ns", exact},
                         {"interpolated_ns", interp}, {"error", err}});
     }
     first["decode_run"]["held_back"] = checks;

@@ -113,7 +113,8 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
                   "a decode run of N iterations, context growing by one each; distinct shapes "
                   "simulated once and reused");
   sub->add_flag("--interpolate", a.interpolate,
-               "decode run: simulate only a grid of context lengths and interpolate between them");
+               "decode run: simulate only a grid of context lengths and batch sizes and interpolate "
+               "between them");
   sub->add_option("--held-back", a.held_back,
                   "decode run with --interpolate: steps also simulated exactly, with the error");
   sub->add_option("--batch-buckets", a.batch_buckets,

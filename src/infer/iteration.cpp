@@ -9,6 +9,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+#include <tuple>
 
 #include "trnsim/error.hpp"
 #include "trnsim/hash.hpp"
@@ -64,6 +69,7 @@ class IterationBuilder {
                                s_.disaggregated ? " disaggregated" : "");
     src_.w_.ranks.resize(std::size_t(n));
     src_.parts_.resize(std::size_t(n));
+    src_.blocks_.resize(std::size_t(n));
     src_.work_.resize(std::size_t(n));
     for (int r = 0; r < n; ++r) {
       pool_ = r / n_;
@@ -74,7 +80,11 @@ class IterationBuilder {
       }
       if (l.ep > 1) src_.w_.groups[ep_group(stage)].push_back(r);
     }
-    for (int r = 0; r < n; ++r) build_rank(r);
+    src_.series_.resize(std::size_t(n));
+    for (int r = 0; r < n; ++r) {
+      build_rank(r);
+      layer_series(r);
+    }
   }
 
  private:
@@ -106,6 +116,7 @@ class IterationBuilder {
     if (layer_ >= 0) op.layer = layer_;
     ops.push_back(std::move(op));
     parts_->push_back(part);
+    blocks_->push_back(block_);
     return ops.back().id;
   }
   std::string nm(const std::string& what) const {
@@ -200,6 +211,7 @@ class IterationBuilder {
 
   // -- the layers -------------------------------------------------------------------------------
   trace::OpId attention_block(trace::OpId x) {
+    block_ = 0;
     const auto& a = m_.attention;
     const std::uint64_t T = tokens_of(group_), h = m_.hidden, B = decode_of(group_),
                         P = prefill_of(group_), tp = std::uint64_t(s_.layout.tp);
@@ -321,18 +333,33 @@ class IterationBuilder {
       }
     }
     trace::OpId tail = kNone;
-    if (l.ep == 1) {
-      // Every expert on every rank of the group, each split over tp.
+    if (l.ep == 1 || l.tp > 1) {
+      // ep = 1: every expert on every rank of the group, each split over tp. ep = tp (expert
+      // parallel inside the tensor-parallel group): every rank of the group has all its tokens
+      // (after the attention's all-reduce) and holds experts [t x per, (t + 1) x per) whole,
+      // t its place in the group; it runs the rows routed to them, and the all-reduce that
+      // follows sums the experts' outputs of the group's ranks (no all-to-all).
       const auto routes = route(s_, std::uint64_t(layer_), group_, T);
       std::vector<std::uint64_t> count(e.experts, 0);
       for (const auto& r : routes) for (auto ex : r) ++count[ex];
-      const auto active = std::uint64_t(std::count_if(count.begin(), count.end(),
-                                                      [](std::uint64_t c) { return c > 0; }));
+      std::uint64_t rows = T * e.top_k, width = e.expert_ffn / tp;
+      auto from = count.begin(), to = count.end();
+      if (l.ep > 1) {
+        const auto per = e.experts / std::uint64_t(l.ep);
+        const auto t = std::uint64_t((rank_->rank % n_) % l.tp);
+        from = count.begin() + std::ptrdiff_t(t * per);
+        to = from + std::ptrdiff_t(per);
+        rows = std::accumulate(from, to, std::uint64_t(0));
+        width = e.expert_ffn;
+      }
+      const auto active =
+          std::uint64_t(std::count_if(from, to, [](std::uint64_t c) { return c > 0; }));
       if (T == 0) return x;
       const auto perm = vec(trace::OpKind::elementwise, "permute", Part::experts, {topk, n2},
                             T * e.top_k * h, 1, 1);
-      const auto out = expert_gemms({perm}, T * e.top_k, active, e.expert_ffn / tp);
-      tail = vec(trace::OpKind::reduction, "unpermute", Part::experts, {out, shared},
+      const auto out = expert_gemms({perm}, rows, active, width);
+      tail = vec(trace::OpKind::reduction, "unpermute", Part::experts,
+                 {out == kNone ? perm : out, shared},
                  T * e.top_k * h, 1, T * h);
       const auto ar = tp_all_reduce("moe_ar", {tail}, T);
       if (ar != kNone) tail = ar;
@@ -340,19 +367,14 @@ class IterationBuilder {
       // Expert parallel over the stage's dp ranks (tp = 1): rank `group_` holds experts
       // [group_ x per, (group_ + 1) x per).
       const auto ep = std::uint64_t(l.ep), per = e.experts / ep;
+      const EpRouting& routing = ep_routing();
+      const auto me = std::uint64_t(group_);
       std::vector<std::uint64_t> dispatch(ep, 0), combine(ep, 0), local(per, 0);
-      for (int g = 0; g < l.dp; ++g) {
-        for (const auto& r : route(s_, std::uint64_t(layer_), g, tokens_of(g))) {
-          for (auto ex : r) {
-            const auto owner = ex / per;
-            if (g == group_) dispatch[owner] += unit;
-            if (owner == std::uint64_t(group_)) {
-              combine[std::size_t(g)] += unit;
-              ++local[ex % per];
-            }
-          }
-        }
+      for (std::uint64_t o = 0; o < ep; ++o) {
+        dispatch[o] = routing.to_owner[me * ep + o] * unit;
+        combine[o] = routing.to_owner[o * ep + me] * unit;
       }
+      for (std::uint64_t i = 0; i < per; ++i) local[i] = routing.per_expert[me * per + i];
       const auto perm = T > 0 ? vec(trace::OpKind::elementwise, "permute", Part::experts,
                                     {topk, n2}, T * e.top_k * h, 1, 1)
                               : kNone;
@@ -368,11 +390,68 @@ class IterationBuilder {
     return vec(trace::OpKind::elementwise, "moe_residual", Part::experts, {tail, x}, T * h, 1, 2);
   }
 
+  // Expert parallelism: where the tokens of every data-parallel group of the stage go in the
+  // current layer, drawn once per (pool, layer) for all the stage's ranks (each rank needs every
+  // group's routes for its combine and its experts' rows).
+  struct EpRouting {
+    std::vector<std::uint64_t> to_owner;    // [group x ep + owner]: routes of the group's tokens
+    std::vector<std::uint64_t> per_expert;  // [expert]: routes to the expert, over all groups
+  };
+  const EpRouting& ep_routing() {
+    const auto& e = *m_.moe;
+    const auto key = std::pair{pool_, layer_};
+    if (const auto it = ep_routing_.find(key); it != ep_routing_.end()) return it->second;
+    const auto ep = std::uint64_t(s_.layout.ep), per = e.experts / ep;
+    EpRouting r;
+    r.to_owner.assign(std::uint64_t(s_.layout.dp) * ep, 0);
+    r.per_expert.assign(e.experts, 0);
+    for (int g = 0; g < s_.layout.dp; ++g) {
+      for (const auto& t : route(s_, std::uint64_t(layer_), g, tokens_of(g))) {
+        for (auto ex : t) {
+          ++r.to_owner[std::uint64_t(g) * ep + ex / per];
+          ++r.per_expert[ex];
+        }
+      }
+    }
+    return ep_routing_.emplace(key, std::move(r)).first->second;
+  }
+
+  // Fast-forward's series of each block of each layer of rank r (IterationSource::unit_key): a
+  // hash of what
+  // the replay compares when it asks whether a unit repeats another (replay::FastForward: kind,
+  // group, peer, dtype, root, FLOPs, bytes, elements, dependencies), sizes on a grid of 10 %
+  // steps, so that layers with the same shapes (an MoE layer's routing gives this rank the same
+  // rows and all-to-all bytes) are one series and each is compared with the last layer before it
+  // of its series rather than with the layer just before it.
+  void layer_series(int r) {
+    const auto& ops = src_.w_.ranks[std::size_t(r)].ops;
+    const auto& blocks = src_.blocks_[std::size_t(r)];
+    std::map<std::pair<std::int64_t, int>, std::uint64_t> h;
+    auto q = [](double x) {
+      return x <= 0 ? std::uint64_t(0) : std::uint64_t(1 + std::floor(std::log(x) / std::log(1.1)));
+    };
+    for (const auto& op : ops) {
+      if (!op.layer) continue;
+      const int block = blocks[op.id];
+      std::uint64_t& x =
+          h.try_emplace(std::pair{*op.layer, block}, 0x1a7e5ULL + std::uint64_t(block)).first->second;
+      for (std::uint64_t v :
+           {std::uint64_t(op.kind), std::hash<std::string>{}(op.group), std::uint64_t(op.peer),
+            std::uint64_t(op.dtype), std::uint64_t(op.root), q(trace::op_flops(op)),
+            q(trace::comm_bytes(op)), q(double(op.elements)), std::uint64_t(op.deps.size())}) {
+        x = splitmix64(x ^ v);
+      }
+    }
+    auto& series = src_.series_[std::size_t(r)];
+    for (const auto& [at, x] : h) series.emplace(at, std::int64_t(x >> 1));
+  }
+
   void build_rank(int r) {
     const Layout& l = s_.layout;
     rank_ = &src_.w_.ranks[std::size_t(r)];
     rank_->rank = r;
     parts_ = &src_.parts_[std::size_t(r)];
+    blocks_ = &src_.blocks_[std::size_t(r)];
     work_ = &src_.work_[std::size_t(r)];
     pool_ = r / n_;
     const int lr = r % n_;
@@ -408,6 +487,7 @@ class IterationBuilder {
       // The chunk's KV arrives layer by layer, beside this pool's own work.
       const double kv_tok = kv_bytes_per_token_layer_rank(m_, l, s_.dtypes.kv);
       trace::OpId prev = kNone;
+      block_ = 0;
       for (std::uint64_t layer = first; layer < last; ++layer) {
         layer_ = int(layer);
         trace::Op op;
@@ -422,6 +502,7 @@ class IterationBuilder {
     for (std::uint64_t layer = first; layer < last; ++layer) {
       layer_ = int(layer);
       if (T > 0) x = attention_block(x);
+      block_ = 1;
       x = m_.is_moe(layer) ? moe(x) : (T > 0 ? dense_ffn(x) : x);
     }
     layer_ = -1;
@@ -456,9 +537,12 @@ class IterationBuilder {
   const ModelParams& m_;
   trace::RankTrace* rank_ = nullptr;
   std::vector<Part>* parts_ = nullptr;
+  std::vector<std::uint8_t>* blocks_ = nullptr;
+  std::uint8_t block_ = 0;  // the fast-forward block of the ops being added (unit_key)
   RankWork* work_ = nullptr;
   int n_ = 1;  // ranks of a pool
   int stage_ = 0, group_ = 0, layer_ = -1, pool_ = 0;
+  std::map<std::pair<int, int>, EpRouting> ep_routing_;  // by (pool, layer)
 };
 
 namespace {
@@ -477,38 +561,65 @@ std::uint64_t bucket(std::uint64_t n, const std::vector<std::uint64_t>& buckets,
 
 }  // namespace
 
-IterationSource::IterationSource(const IterationSpec& spec) : spec_(spec) {
-  check_layout(spec_.model, spec_.layout);
-  if (spec_.decode_seqs == 0 && spec_.prefill_tokens == 0) {
+IterationShape iteration_shape(const IterationSpec& spec) {
+  check_layout(spec.model, spec.layout);
+  if (spec.decode_seqs == 0 && spec.prefill_tokens == 0) {
     throw InputError("--batch and --prefill-tokens: an iteration needs at least one token");
   }
-  if (spec_.decode_seqs > 0 && spec_.context == 0) {
+  if (spec.decode_seqs > 0 && spec.context == 0) {
     throw InputError("--context: decode tokens need a context of at least 1");
   }
-  for (const auto* b : {&spec_.batch_buckets, &spec_.seq_buckets}) {
+  for (const auto* b : {&spec.batch_buckets, &spec.seq_buckets}) {
     if (!std::is_sorted(b->begin(), b->end()) || (!b->empty() && b->front() == 0)) {
       throw InputError(fmt::format("--{}: expected increasing sizes of at least 1",
-                                   b == &spec_.batch_buckets ? "batch-buckets" : "seq-buckets"));
+                                   b == &spec.batch_buckets ? "batch-buckets" : "seq-buckets"));
     }
   }
   // Each data-parallel group runs its own compiled graph: its batch is padded to a batch
   // bucket, the decode context and the prefill chunk to sequence buckets.
-  const auto dp = std::uint64_t(spec_.layout.dp);
+  IterationShape shape;
+  const auto dp = std::uint64_t(spec.layout.dp);
   for (std::uint64_t g = 0; g < dp; ++g) {
-    const std::uint64_t exact = spec_.decode_seqs / dp + (g < spec_.decode_seqs % dp ? 1 : 0);
-    shape_.decode.push_back(bucket(exact, spec_.batch_buckets, "--batch-buckets", "batch"));
+    const std::uint64_t exact = spec.decode_seqs / dp + (g < spec.decode_seqs % dp ? 1 : 0);
+    shape.decode.push_back(bucket(exact, spec.batch_buckets, "--batch-buckets", "batch"));
   }
-  shape_.context = spec_.decode_seqs > 0
-                       ? bucket(spec_.context, spec_.seq_buckets, "--seq-buckets", "context")
-                       : spec_.context;
-  shape_.prefill_tokens =
-      bucket(spec_.prefill_tokens, spec_.seq_buckets, "--seq-buckets", "prefill chunk");
+  shape.context = spec.decode_seqs > 0
+                      ? bucket(spec.context, spec.seq_buckets, "--seq-buckets", "context")
+                      : spec.context;
+  shape.prefill_tokens =
+      bucket(spec.prefill_tokens, spec.seq_buckets, "--seq-buckets", "prefill chunk");
+  return shape;
+}
+
+IterationSource::IterationSource(const IterationSpec& spec)
+    : spec_(spec), shape_(iteration_shape(spec)) {
   IterationBuilder(*this).build();
 }
 
+// Each distinct compute and memory op once, at its first place in rank order: the calibration
+// keeps the first op of a shape (and of a size grid) and ignores the other kinds, so what it
+// calibrates is what visiting every op gives, without a grid key formatted for each of the
+// 200,000 ops of a rack-wide MoE iteration.
 void IterationSource::calibration_ops(const replay::OpVisitor& visit) const {
+  using Key = std::tuple<trace::OpKind, DType, std::uint64_t, std::uint64_t, std::uint64_t,
+                         std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                         std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                         std::uint64_t, std::uint64_t, bool>;
+  std::set<Key> seen;
   for (const auto& r : w_.ranks) {
-    for (const auto& op : r.ops) visit(op);
+    for (const auto& op : r.ops) {
+      if (!trace::is_compute(op.kind) && op.kind != trace::OpKind::mem_load &&
+          op.kind != trace::OpKind::mem_store) {
+        continue;
+      }
+      // The builder sets no producer-recorded flops or tensor_bytes (which the key leaves out).
+      if (seen.emplace(op.kind, op.dtype, op.m, op.k, op.n, op.batch, op.elements, op.inputs,
+                       op.outputs, op.rows, op.heads, op.seq_q, op.seq_kv, op.head_dim, op.bytes,
+                       op.causal)
+              .second) {
+        visit(op);
+      }
+    }
   }
 }
 

@@ -59,9 +59,10 @@ void check_layout(const ModelParams& m, const Layout& l) {
       bad_layout(fmt::format("{}={} does not divide {}'s {} ({})", key, by, m.name, what, n));
     }
   };
-  if (l.ep != 1 && !(l.ep == l.dp && l.tp == 1)) {
+  if (l.ep != 1 && !(l.ep == l.dp && l.tp == 1) && l.ep != l.tp) {
     bad_layout(fmt::format("{}: expert parallelism is modelled over data-parallel attention "
-                           "(ep = dp, tp = 1) or not at all (ep = 1)",
+                           "(ep = dp, tp = 1), inside each tensor-parallel group (ep = tp) or "
+                           "not at all (ep = 1)",
                            l.text()));
   }
   if (l.ep > 1 && !m.moe) bad_layout(fmt::format("ep={}: {} has no experts", l.ep, m.name));

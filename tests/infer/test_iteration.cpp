@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 
 #include "../common/run_trnsim.hpp"
@@ -101,6 +102,97 @@ TEST(InferIteration, SameSeedSameOpsOtherSeedOtherRouting) {
   s.seed = 2;
   const IterationSource c(s);
   EXPECT_NE(a.work(0).weight_bytes, c.work(0).weight_bytes);  // other experts active
+}
+
+// Fast-forward's units: the attention blocks of a rank are one series (they repeat one
+// another exactly), its dense FFNs another; an MoE block's series is its shape, so two MoE
+// blocks of a rank share a series exactly when their expert rows and combine bytes agree
+// (within the 10 % grid: here they are integers of tokens, equal or not).
+TEST(InferIteration, FastForwardSeriesFollowTheBlocksShapes) {
+  IterationSpec s;
+  s.model = load("deepseek-v3");
+  s.layout = Layout{.tp = 1, .dp = 8, .ep = 8};
+  s.decode_seqs = 8;
+  s.dtypes.weights = DType::fp8;
+  const IterationSource src(s);
+  for (int r : {0, 5}) {
+    const auto& ops = src.workload().ranks[std::size_t(r)].ops;
+    std::map<int, std::int64_t> attn, ffn, experts;
+    std::map<int, std::pair<std::uint64_t, std::uint64_t>> moe_shape;  // rows x experts, combine
+    for (const auto& op : ops) {
+      const auto key = src.unit_key(r, op);
+      ASSERT_EQ(key.has_value(), op.layer.has_value()) << op.name;
+      if (!key) continue;
+      EXPECT_EQ(key->position, *op.layer);
+      const int block = src.block(r, op.id);
+      auto& m = block == 0 ? attn : block == 1 ? ffn : experts;
+      const auto [it, fresh] = m.emplace(*op.layer, key->series);
+      if (!fresh) {
+        EXPECT_EQ(it->second, key->series) << op.name;  // one key per block
+      }
+      if (op.name.ends_with("experts.gate_up")) moe_shape[*op.layer].first = op.m * op.batch;
+      if (op.name.ends_with("combine")) {
+        for (auto b : op.send_bytes) moe_shape[*op.layer].second += b;
+      }
+    }
+    ASSERT_EQ(attn.size(), 61u);
+    ASSERT_EQ(ffn.size(), 61u);
+    EXPECT_TRUE(experts.empty());
+    for (const auto& [l, series] : attn) EXPECT_EQ(series, attn.at(0)) << l;
+    EXPECT_EQ(ffn.at(1), ffn.at(0));
+    EXPECT_EQ(ffn.at(2), ffn.at(0));
+    EXPECT_NE(ffn.at(3), ffn.at(0));
+    int same = 0;
+    for (int a = 3; a < 61; ++a) {
+      for (int b = a + 1; b < 61; ++b) {
+        const bool equal_shape = moe_shape.at(a) == moe_shape.at(b);
+        EXPECT_EQ(ffn.at(a) == ffn.at(b), equal_shape) << a << " " << b;
+        same += equal_shape ? 1 : 0;
+      }
+    }
+    EXPECT_GT(same, 0);  // some MoE blocks repeat one another
+  }
+}
+
+// Expert parallelism inside a TP group (ep = tp): Qwen3-30B-A3B, tp=4, ep=4: each rank holds 32
+// of the 128 experts whole (n = 2 x 768) and runs the rows routed to them; the experts the 4
+// ranks run in a layer are the experts the same batch activates on one rank (the routing is
+// the group's, the same seed), and the all-reduce after the MoE combines them (no all-to-all).
+TEST(InferIteration, ExpertParallelInsideTensorParallelGroups) {
+  IterationSpec s;
+  s.model = load("qwen3-30b-a3b");
+  s.decode_seqs = 16;
+  const IterationSource one(s);
+  s.layout = Layout{.tp = 4, .ep = 4};
+  const IterationSource four(s);
+  ASSERT_EQ(four.num_ranks(), 4);
+  auto experts_in_layer = [](const trace::RankTrace& r, int layer, std::uint64_t* n) {
+    for (const auto& op : r.ops) {
+      if (op.layer == layer && op.name.ends_with("experts.gate_up")) {
+        if (n) *n = op.n;
+        return op.batch;
+      }
+    }
+    return std::uint64_t(0);
+  };
+  for (int layer : {0, 17, 47}) {
+    std::uint64_t total = 0;
+    for (int r = 0; r < 4; ++r) {
+      std::uint64_t n = 0;
+      const std::uint64_t active = experts_in_layer(four.workload().ranks[std::size_t(r)], layer, &n);
+      EXPECT_LE(active, 32u);
+      if (active > 0) {
+        EXPECT_EQ(n, 2u * 768);
+      }
+      total += active;
+    }
+    EXPECT_EQ(total, experts_in_layer(one.workload().ranks[0], layer, nullptr)) << layer;
+  }
+  const auto& r2 = four.workload().ranks[2];
+  EXPECT_EQ(count(r2, trace::OpKind::all_to_all_v), 0u);
+  EXPECT_EQ(count(r2, trace::OpKind::all_reduce), 2u * 48);  // attention and MoE, per layer
+  s.layout = Layout{.tp = 2, .ep = 4};
+  EXPECT_THROW(IterationSource{s}, InputError);
 }
 
 TEST(InferIteration, RefusesAnEmptyBatch) {
@@ -248,6 +340,40 @@ TEST(InferIterationCli, DisaggregatedTransferBytesAndRoute) {
   EXPECT_GE(k["network_bytes"].get<double>(), 67'108'864.0);
   EXPECT_GT(j["breakdown_ns"]["kv_transfer"].get<double>(), 0);
   EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --disaggregate").code, 2);
+}
+
+// Interpolation over batch: batch 9 lies between the grid's batch sizes 8 and 10 (1 to 4, then
+// 4 x {1, 1.25, 1.5, 1.75} x 2^k), so one step at context 1024 (a grid point) simulates those two
+// and is timed halfway: (t(8) + t(10)) / 2; the held-back step is batch 9 simulated exactly.
+TEST(InferIterationCli, InterpolatedBatchLiesHalfwayBetweenGridBatches) {
+  const std::string base = "--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
+                           "--context 1024 ";
+  const auto d = bench(base + "--batch 9 --decode-steps 1 --interpolate --held-back 1")["decode_run"];
+  EXPECT_EQ(d["shapes_simulated"], 2);
+  EXPECT_EQ(d["batch_grid"], nlohmann::json::array({8, 10}));
+  const double t8 = bench(base + "--batch 8")["time_ns"].get<double>();
+  const double t9 = bench(base + "--batch 9")["time_ns"].get<double>();
+  const double t10 = bench(base + "--batch 10")["time_ns"].get<double>();
+  EXPECT_NEAR(d["total_time_ns"].get<double>(), (t8 + t10) / 2, 1e-6 * t10);
+  ASSERT_EQ(d["held_back"].size(), 1u);
+  EXPECT_DOUBLE_EQ(d["held_back"][0]["exact_ns"].get<double>(), t9);
+  EXPECT_NEAR(d["held_back"][0]["error"].get<double>(), ((t8 + t10) / 2 - t9) / t9, 1e-9);
+}
+
+// MoE layers fast-forward: DeepSeek-V3 expert-parallel over 16 ranks at decode. Most blocks
+// repeat an earlier block of their shape and are timed from it; the iteration's time stays
+// within 1 % of the one simulated in full (measured: +0.007 %).
+TEST(InferIterationCli, MoeLayersFastForwardAndAgreeWithTheFullSimulation) {
+  const std::string args = "--config configs/racks/trn3-gen2-ultraserver.json --model deepseek-v3 "
+                           "--layout dp=16,ep=16 --weights-dtype fp8 --batch 16 --context 1024 ";
+  const auto on = bench(args);
+  const auto off = bench(args + "--set sim.fast_forward=false");
+  const auto& ff = on["fast_forward"];
+  EXPECT_EQ(ff["units"], 16 * 61 * 2);
+  EXPECT_GT(ff["units_fast_forwarded"].get<double>(), 0.4 * ff["units"].get<double>());
+  EXPECT_NEAR(on["time_ns"].get<double>(), off["time_ns"].get<double>(),
+              0.01 * off["time_ns"].get<double>());
+  EXPECT_EQ(off["fast_forward"]["units_fast_forwarded"], 0);
 }
 
 // Interpolation: 257 steps from context 1024 to 1280 (two points of the grid 128 x {1, 1.25,
