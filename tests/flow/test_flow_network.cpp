@@ -3,6 +3,7 @@
 // link, a parking-lot chain, a flow ending frees bandwidth at that instant), the fixed per-hop
 // terms, conservation of bytes, and determinism. Each TEST elaborates once (its own process).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -227,7 +228,10 @@ TEST(FlowNetwork, RunsAreDeterministic) {
   const std::string base = std::string("run --config ") + TRNSIM_SOURCE_DIR +
                            "/configs/racks/trn2-instance.json --trace " + TRNSIM_SOURCE_DIR +
                            "/tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast";
-  const std::string da = testing::TempDir() + "flow-det-a", db = testing::TempDir() + "flow-det-b";
+  // Names of this process's own: suites run at once in other build trees share TempDir().
+  const std::string tag = std::to_string(::getpid());
+  const std::string da = testing::TempDir() + "flow-det-a-" + tag,
+                    db = testing::TempDir() + "flow-det-b-" + tag;
   std::filesystem::remove_all(da);
   std::filesystem::remove_all(db);
   const auto a = test::run_trnsim(base + " --out " + da, false);
@@ -242,6 +246,8 @@ TEST(FlowNetwork, RunsAreDeterministic) {
   EXPECT_FALSE(sa.empty());
   EXPECT_EQ(sa, sb);
   EXPECT_NE(a.out.find("network flow"), std::string::npos) << a.out;
+  std::filesystem::remove_all(da);
+  std::filesystem::remove_all(db);
 }
 
 }  // namespace
