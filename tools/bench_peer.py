@@ -126,13 +126,15 @@ def main():
         print(json.dumps(out, indent=2))
         return
     print(f"load average {out['load_avg']:.1f}; medians of {a.reps} back-to-back repetitions")
-    print(f"{'trace':<12} {'ASTRA-sim s':>14} {'fast, no cache s':>18} {'x':>6} {'fast, cached s':>16} {'x':>6}")
+    print(f"{'trace':<12} {'ASTRA-sim s':>14} {'fast, no cache s':>18} {'x':>6} {'fast, cached s':>16} {'x':>6}"
+          f" {'CPU s: no cache':>16} {'cached':>7}")
     for r in rows:
         astra = f"{r['astra_wall_s']:.2f}" + (" (rec.)" if r["astra_source"] == "recorded" else "") \
             if r.get("astra_wall_s") else "-"
         cold, warm = r["fast_cold"], r["fast_warm"]
         print(f"{r['trace']:<12} {astra:>14} {cold['wall_s']:>18.2f} {cold.get('x_astra', float('nan')):>6.2f}"
-              f" {warm['wall_s']:>16.2f} {warm.get('x_astra', float('nan')):>6.2f}")
+              f" {warm['wall_s']:>16.2f} {warm.get('x_astra', float('nan')):>6.2f}"
+              f" {cold['cpu_s']:>16.2f} {warm['cpu_s']:>7.2f}")
     if step:
         k = step["kernel"]
         print(f"default step ({step['step_ms']:.3f} ms simulated) against the bare loop "
