@@ -33,6 +33,7 @@ struct RunOpts {
   report::TimelineOptions timeline;
   bool no_progress = false;
   bool estimate = false;
+  bool no_cache = false;
 };
 
 // A progress line on stderr, redrawn in place at most five times a second; only on a terminal.
@@ -93,6 +94,10 @@ void register_run_command(CLI::App& app, Registry& reg) {
   run->add_flag("--estimate", o->estimate,
                 "print the work and memory estimate, the budgets and the expected wall time, "
                 "and exit without simulating");
+  run->add_flag("--no-cache", o->no_cache,
+                "calibrate the op-level compute model afresh, neither reading nor writing the "
+                "calibration cache (also TRNSIM_NO_CACHE=1; the cache is in TRNSIM_CACHE_DIR, "
+                "else $XDG_CACHE_HOME/trnsim or ~/.cache/trnsim)");
   reg.add(run, [o, out_opt, trace_opt, &reg]() {
     // Refuse what would be ignored or fail only after the simulation.
     if (trace_opt->count() > 0 && o->trace.path.empty()) throw TraceError("--trace: an empty file name");
@@ -125,7 +130,8 @@ void register_run_command(CLI::App& app, Registry& reg) {
     id.trace_sha256 = trace.sha256;
     id.trace_bytes = trace.bytes;
     ProgressLine progress(!o->no_progress);
-    const run::RunData out = run::run_workload(cfg, trace.workload, progress.fn());
+    const run::RunData out = run::run_workload(cfg, trace.workload, progress.fn(), resolve::Purpose::run,
+                                                  run::cache_settings_from_env(o->no_cache));
     progress.clear();
     const auto parts = out_opt->count() > 0 ? report::ReportParts::all : report::ReportParts::printed;
     const auto t_report = Clock::now();

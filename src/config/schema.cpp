@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include "trnsim/config/schema.hpp"
+#include "trnsim/config/json_stream.hpp"
 
 #include <algorithm>
 #include <unordered_map>
@@ -104,21 +105,26 @@ class CheckedDomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
   using Base = nlohmann::detail::json_sax_dom_parser<Json>;
 
  public:
-  CheckedDomParser(Json& document, const std::string& origin) : Base(document), origin_(origin) {}
+  CheckedDomParser(Json& document, const std::string& origin, const ElementSink* sink = nullptr)
+      : Base(document), origin_(origin), document_(document), sink_(sink) {}
 
-  bool null() { return element(), Base::null(); }
-  bool boolean(bool v) { return element(), Base::boolean(v); }
-  bool number_integer(Json::number_integer_t v) { return element(), Base::number_integer(v); }
-  bool number_unsigned(Json::number_unsigned_t v) { return element(), Base::number_unsigned(v); }
-  bool number_float(Json::number_float_t v, const std::string& s) {
-    return element(), Base::number_float(v, s);
+  bool null() { return element(), Base::null() && drain(); }
+  bool boolean(bool v) { return element(), Base::boolean(v) && drain(); }
+  bool number_integer(Json::number_integer_t v) {
+    return element(), Base::number_integer(v) && drain();
   }
-  bool string(std::string& v) { return element(), Base::string(v); }
-  bool binary(Json::binary_t& v) { return element(), Base::binary(v); }
+  bool number_unsigned(Json::number_unsigned_t v) {
+    return element(), Base::number_unsigned(v) && drain();
+  }
+  bool number_float(Json::number_float_t v, const std::string& s) {
+    return element(), Base::number_float(v, s) && drain();
+  }
+  bool string(std::string& v) { return element(), Base::string(v) && drain(); }
+  bool binary(Json::binary_t& v) { return element(), Base::binary(v) && drain(); }
   bool start_object(std::size_t n) { return open(true), Base::start_object(n); }
   bool start_array(std::size_t n) { return open(false), Base::start_array(n); }
-  bool end_object() { return --depth_, Base::end_object(); }
-  bool end_array() { return --depth_, Base::end_array(); }
+  bool end_object() { return --depth_, Base::end_object() && drain(); }
+  bool end_array() { return --depth_, Base::end_array() && drain(); }
 
   bool key(std::string& k) {
     Level& o = levels_[depth_ - 1];
@@ -186,7 +192,30 @@ class CheckedDomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
     l.many.clear();
   }
 
+  // After a value is complete: when it is an element of the sink's arrays, it leaves the
+  // document for the sink. The open levels are the path to it (the base parser's own stack is
+  // private), so the document is walked down the last key or element of each.
+  bool drain() {
+    if (!sink_ || depth_ != sink_->path.size() || levels_[depth_ - 1].object) return true;
+    for (std::size_t i = 0; i < depth_; ++i) {
+      const Level& l = levels_[i];
+      const std::string& want = sink_->path[i];
+      if (l.object ? (l.keys.empty() || l.keys.back() != want) : want != "*") return true;
+    }
+    Json* parent = &document_;
+    for (std::size_t i = 0; i + 1 < depth_; ++i) {
+      parent = levels_[i].object ? &(*parent)[levels_[i].keys.back()] : &parent->back();
+    }
+    auto& elements = parent->get_ref<Json::array_t&>();
+    Json value = std::move(elements.back());
+    elements.pop_back();
+    sink_->take(std::move(value), pointer(depth_));
+    return true;
+  }
+
   const std::string& origin_;
+  Json& document_;
+  const ElementSink* sink_;
   std::vector<Level> levels_;
   std::size_t depth_ = 0;
 };
@@ -194,8 +223,12 @@ class CheckedDomParser : public nlohmann::detail::json_sax_dom_parser<Json> {
 }  // namespace
 
 Json parse_json_checked(const std::string& text, const std::string& origin) {
+  return parse_json_checked(text, origin, ElementSink{});
+}
+
+Json parse_json_checked(const std::string& text, const std::string& origin, const ElementSink& sink) {
   Json root;
-  CheckedDomParser parser(root, origin);
+  CheckedDomParser parser(root, origin, sink.path.empty() ? nullptr : &sink);
   try {
     Json::sax_parse(text, &parser);
     return root;

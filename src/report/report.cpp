@@ -140,6 +140,11 @@ Json identity_json(const run::RunData& d, const Identity& id) {
     j["models"]["compute"]["ops"] = d.compute_ops;
     j["models"]["compute"]["reuse_rate"] =
         ops > 0 ? 1.0 - double(d.compute_shapes_simulated) / ops : 0.0;
+    // The calibration cache's entry for these profiles (the same whether it was found or
+    // written; host.json says which): the plan, build and op set they were measured for.
+    if (!d.calibration_cache_key.empty()) {
+      j["models"]["compute"]["calibration_cache_key"] = d.calibration_cache_key;
+    }
   }
   // What fast-forward extrapolated: units are (rank, phase, micro-batch); a fast-forwarded
   // unit's compute ops, sends and collectives were timed from the previous micro-batch's. At the
@@ -877,6 +882,12 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
               {"process_activations", d.activations},
               {"process_activations_by_kind", by_kind},
               {"delta_cycles", d.delta_cycles}};
+  if (!d.calibration_from.empty()) {
+    out.host["calibration"] = {{"from", d.calibration_from},
+                               {"wall_time_s", d.calibration_seconds},
+                               {"cache_key", d.calibration_cache_key},
+                               {"cache_file", d.calibration_cache_file}};
+  }
   return out;
 }
 

@@ -6,13 +6,16 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <set>
+#include <unordered_set>
 #include <nlohmann/json.hpp>
 
 #include "chip/chip.hpp"
 #include "common/driver.hpp"
 #include "common/activity.hpp"
 #include "compute_ops.hpp"
+#include "profile_cache.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/isolate.hpp"
 #include "trnsim/log.hpp"
@@ -29,43 +32,6 @@ constexpr model::EngineId kEngines[4] = {model::EngineId::tensor, model::EngineI
                                          model::EngineId::scalar, model::EngineId::gpsimd};
 
 std::int64_t to_ps(const sc_time& t) { return std::llround(t.to_seconds() * 1e12); }
-
-// {"dma": [quantity, rated joules], ...}
-json actions_json(const std::map<model::Action, model::ActionMeter>& actions) {
-  json out = json::object();
-  for (const auto& [a, m] : actions) out[std::string(model::action_name(a))] = {m.quantity, m.rated_j};
-  return out;
-}
-
-json to_json(const model::OpProfile& p) {
-  return {{"time_ps", p.time_ps},         {"cores_used", p.cores_used},
-          {"sbuf", p.sbuf_bytes_per_partition}, {"psum", p.psum_banks},
-          {"flops", p.flops},             {"hbm_bytes", p.hbm_bytes},
-          {"instructions", p.instructions}, {"read_bytes", p.read_bytes},
-          {"write_bytes", p.write_bytes}, {"memory_ps", p.memory_ps},
-          {"engine_busy_s", p.engine_busy_s}, {"actions", actions_json(p.actions)}};
-}
-
-model::OpProfile from_json(const json& j) {
-  model::OpProfile p;
-  p.time_ps = j.at("time_ps").get<std::int64_t>();
-  p.cores_used = j.at("cores_used").get<int>();
-  p.sbuf_bytes_per_partition = j.at("sbuf").get<std::uint64_t>();
-  p.psum_banks = j.at("psum").get<int>();
-  p.flops = j.at("flops").get<double>();
-  p.hbm_bytes = j.at("hbm_bytes").get<double>();
-  p.instructions = j.at("instructions").get<std::uint64_t>();
-  p.read_bytes = j.at("read_bytes").get<double>();
-  p.write_bytes = j.at("write_bytes").get<double>();
-  p.memory_ps = j.at("memory_ps").get<std::int64_t>();
-  p.engine_busy_s = j.at("engine_busy_s").get<std::array<double, 4>>();
-  for (const auto& [name, qj] : j.at("actions").items()) {
-    const auto a = model::action_named(name);
-    if (!a) throw InternalError(fmt::format("op-level calibration: no action named {}", name));
-    p.actions[*a].count_priced(qj.at(0).get<double>(), qj.at(1).get<double>());
-  }
-  return p;
-}
 
 double stat_value(const model::Block& b, const model::StatKey& key) {
   if (const model::Stat* s = b.stats().find(key)) return s->value;
@@ -152,7 +118,7 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       }
       p.memory_ps = to_ps(done - now);
       sc_core::wait(done - now + gap);
-      out.push_back(to_json(p));
+      out.push_back(profile_to_json(p));
     }
   });
   sc_core::sc_start();
@@ -190,7 +156,7 @@ std::map<std::string, model::OpProfile> calibrate_ops(const resolve::ChipPlan& p
     const json j = json::parse(results[c]);
     const json& profiles = j.at("profiles");
     for (std::size_t k = 0; k < chunk_keys[c].size(); ++k) {
-      out.emplace(chunk_keys[c][k], from_json(profiles.at(k)));
+      out.emplace(chunk_keys[c][k], profile_from_json(profiles.at(k)));
     }
     if (static_power_w && c == 0) *static_power_w = j.at("static_power_w").get<double>();
   }
@@ -261,11 +227,15 @@ CalibrationSet calibration_set(const resolve::ChipPlan& plan, const replay::Work
       s.sizes.insert(model::grid_size(c, dim));
     }
   };
+  std::unordered_set<model::OpFields, model::OpFieldsHash> seen;
   source.calibration_ops([&](const trace::Op& op) {
     if (trace::is_compute(op.kind) || op.kind == trace::OpKind::mem_load ||
         op.kind == trace::OpKind::mem_store) {
       if (auto c = to_compute_op(op, plan.params, notes)) {
         ++trace_ops;
+        // A repeat adds nothing (its sizes are in, its first occurrence is the one calibrated):
+        // skipped before any key is formatted (the default step has 432,240 ops, 109 distinct).
+        if (!seen.insert(model::op_fields(*c)).second) return;
         add(*c);
         // A tile chip that fast-forwards inside ops times an op from its head's profile too.
         if (op_heads && plan.op_head < 1) {
@@ -309,14 +279,53 @@ CalibrationSet calibration_set(const resolve::ChipPlan& plan, const replay::Work
 
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
                                                          const replay::WorkSource& source,
-                                                         int parallel, bool op_heads) {
+                                                         int parallel, bool op_heads,
+                                                         const CacheSettings* cache,
+                                                         CalibrationOrigin* origin) {
   const CalibrationSet set = calibration_set(plan, source, op_heads);
   const auto& all = set.ops;
   const auto& grids = set.grids;
   const auto& by_grid = set.by_grid;
   const std::size_t trace_ops = set.trace_ops;
   auto table = std::make_shared<model::OpTable>();
-  table->exact = calibrate_ops(plan, all, parallel, &table->static_power_w);
+  std::optional<ProfileCache> store;
+  CacheKey ckey;
+  std::optional<CachedCalibration> hit;
+  std::unique_ptr<ProfileCache::Lock> held;  // until the entry is stored
+  if (cache && cache->enabled && !all.empty()) {
+    std::vector<std::string> keys;
+    for (const auto& op : all) keys.push_back(model::op_key(op));
+    ckey = calibration_key(plan, keys, op_heads);
+    store.emplace(*cache);
+    hit = store->get(ckey);
+    if (!hit) {
+      held = store->lock(ckey);  // another worker calibrating these ops: wait for its entry
+      if (held && held->waited) hit = store->get(ckey);
+    }
+    // An entry must hold a profile of every op (a valid key says it does; checked all the same).
+    if (hit) {
+      for (const auto& k : keys) {
+        if (!hit->profiles.contains(k)) {
+          logger("run")->warn("calibration cache: ignoring {}: no profile of {}", store->path_of(ckey), k);
+          hit.reset();
+          break;
+        }
+      }
+    }
+    if (origin) {
+      origin->key = ckey.hex;
+      origin->file = store->path_of(ckey);
+    }
+  }
+  if (hit) {
+    table->exact = std::move(hit->profiles);
+    table->static_power_w = hit->static_power_w;
+    if (origin) origin->from_cache = true;
+  } else {
+    table->exact = calibrate_ops(plan, all, parallel, &table->static_power_w);
+    if (store) store->put(ckey, {table->exact, table->static_power_w});
+  }
+  held.reset();
   table->shapes_simulated = int(table->exact.size());
   for (const auto& [key, pts] : grids) {
     const CalibrationSet::Sizes& s = by_grid.at(key);
@@ -326,9 +335,15 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
     }
   }
   // A grid point that is also one of the trace's sizes stays in `exact` and is found there.
-  logger("run")->info("op-level compute: {} distinct ops simulated for {} trace ops, {} of the "
-                      "ops' kinds on a grid of sizes", table->shapes_simulated, trace_ops,
-                      grids.size());
+  if (hit) {
+    logger("run")->info("op-level compute: profiles of {} distinct ops for {} trace ops from the "
+                        "calibration cache ({}), calibration skipped", table->shapes_simulated,
+                        trace_ops, store->path_of(ckey));
+  } else {
+    logger("run")->info("op-level compute: {} distinct ops simulated for {} trace ops, {} of the "
+                        "ops' kinds on a grid of sizes", table->shapes_simulated, trace_ops,
+                        grids.size());
+  }
   return table;
 }
 

@@ -15,6 +15,7 @@
 #include "chip/op_profile.hpp"
 #include "trnsim/replay/source.hpp"
 #include "trnsim/resolve/resolve.hpp"
+#include "trnsim/run/run.hpp"
 #include "trnsim/trace/workload.hpp"
 
 namespace trnsim::run {
@@ -57,14 +58,24 @@ struct CalibrationSet {
 CalibrationSet calibration_set(const resolve::ChipPlan& plan, const replay::WorkSource& source,
                                bool op_heads);
 
+// Where calibrate_workload() took its profiles from.
+struct CalibrationOrigin {
+  bool from_cache = false;
+  std::string key, file;  // the cache entry's hash and file ("" without a cache)
+};
+
 // The table the op-level chips of a run of `source` on `plan` replay from: the exact profile of
 // each distinct compute op the source declares (WorkSource::calibration_ops(); a trace: its
 // ops), except for kinds of op with many sizes (grid_key()), which are calibrated on
 // grid_points() and interpolated. `op_heads`: the plan's compute model times op heads (registry
-// capability times_op_heads), so each op's head (plan.op_head < 1) is measured too.
+// capability times_op_heads), so each op's head (plan.op_head < 1) is measured too. With an
+// enabled `cache`, the profiles of the same plan, build and op set come from it when it holds
+// them, and are stored in it otherwise (profile_cache.hpp); `origin` says which.
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
                                                          const replay::WorkSource& source,
-                                                         int parallel, bool op_heads);
+                                                         int parallel, bool op_heads,
+                                                         const CacheSettings* cache = nullptr,
+                                                         CalibrationOrigin* origin = nullptr);
 // The same for a trace (a replay::TraceSource of `w`).
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
                                                          const trace::Workload& w, int parallel,

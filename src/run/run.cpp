@@ -45,9 +45,11 @@ EstimateReport estimate_workload(const config::LoadedConfig& loaded, const trace
 }
 
 RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& workload,
-                     const ProgressFn& progress, resolve::Purpose purpose) {
+                     const ProgressFn& progress, resolve::Purpose purpose,
+                     const CacheSettings& cache) {
   TraceReplay driver(workload);
   Simulation sim(loaded, driver, purpose);
+  sim.set_cache(cache);
   return sim.run(progress);
 }
 

@@ -90,6 +90,8 @@ struct Simulation::State {
   Models models;
   std::unique_ptr<model::PowerModel> power;  // prices every block's energy
   std::shared_ptr<const model::OpTable> calibration;
+  CacheSettings cache;
+  CalibrationOrigin origin;
   std::unique_ptr<model::Simulation> sim;
   std::unique_ptr<Rack> rack;
   std::vector<model::Network*> nets;
@@ -115,6 +117,11 @@ Simulation::Simulation(const config::LoadedConfig& loaded, Driver& driver,
 }
 
 Simulation::~Simulation() = default;
+
+void Simulation::set_cache(const CacheSettings& cache) {
+  if (s_->phase != Phase::created) throw InternalError("Simulation::set_cache after plan()");
+  s_->cache = cache;
+}
 
 const resolve::RackPlan& Simulation::rack_plan() const { return *s_->plan; }
 const Models& Simulation::models() const { return s_->models; }
@@ -154,8 +161,8 @@ void Simulation::calibrate() {
   // profiles, so a run of any compute model with it calibrates too.
   const auto& compute = s.models.compute->capabilities;
   if (compute.needs_calibration || s.plan->fast_forward) {
-    s.calibration = calibrate_workload(s.plan->chip, s.driver.source(),
-                                       kCalibrationJobs, compute.times_op_heads);
+    s.calibration = calibrate_workload(s.plan->chip, s.driver.source(), kCalibrationJobs,
+                                       compute.times_op_heads, &s.cache, &s.origin);
   }
   s.tc = Clock::now();
 }
@@ -289,6 +296,9 @@ RunData Simulation::collect() {
       }
     }
     d.calibration_seconds = std::chrono::duration<double>(s.tc - s.t0).count();
+    d.calibration_from = s.origin.from_cache ? "cache" : "simulated";
+    d.calibration_cache_key = s.origin.key;
+    d.calibration_cache_file = s.origin.file;
   }
   d.transfers = rack.transfer_samples();
   d.samples = std::move(s.probes.samples);

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "trnsim/config/json_stream.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/trace/gzip.hpp"
@@ -94,7 +95,32 @@ Op op_from_json(const Json& j, const std::string& pointer, const std::string& or
 }
 
 Workload parse_native(const std::string& text, const std::string& origin) {
-  Json root = config::parse_json<TraceError>(text, origin);
+  // Each op is read as soon as the parser has it and leaves the document at once: the reader
+  // holds the trace's text, its ops, and one op's JSON, never the document of all of them (the
+  // default step's 432,240 ops took 760 MB as a DOM). Op errors wait until the header is
+  // checked: a file of another format or version says so first, as it did when the ops were
+  // read with the header.
+  std::vector<std::vector<Op>> streamed;  // by /rank_ops index
+  std::optional<TraceError> op_error;
+  config::ElementSink sink{{"rank_ops", "*", "ops", "*"}, [&](Json&& j, const std::string& ptr) {
+    if (op_error) return;
+    // ptr = "/rank_ops/<i>/ops/<k>"
+    const std::size_t i = std::stoul(ptr.substr(10, ptr.find('/', 10) - 10));
+    if (streamed.size() <= i) streamed.resize(i + 1);
+    try {
+      streamed[i].push_back(op_from_json(j, ptr, origin));
+    } catch (const TraceError& e) {
+      op_error = e;
+    }
+  }};
+  Json root;
+  try {
+    root = config::parse_json_checked(text, origin, sink);
+  } catch (const TraceError&) {
+    throw;
+  } catch (const InputError& e) {
+    throw TraceError(e.what());
+  }
   if (!root.is_object()) fail(origin, "", fmt::format("expected an object, got {}", root.type_name()));
 
   static const std::vector<std::string> keys = {"format", "version", "name",    "metadata",
@@ -138,6 +164,10 @@ Workload parse_native(const std::string& text, const std::string& origin) {
     JsonReader::read(root, "", prov, h);
   } catch (const ConfigError& e) {
     throw TraceError(e.what());
+  }
+  if (op_error) throw *op_error;
+  for (std::size_t i = 0; i < h.rank_ops.size() && i < streamed.size(); ++i) {
+    h.rank_ops[i].ops = std::move(streamed[i]);
   }
 
   Workload w;

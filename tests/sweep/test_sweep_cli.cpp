@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <thread>
@@ -159,4 +160,32 @@ TEST(SweepCli, KilledWorkerIsRecordedThenRunAgainOnResume) {
   EXPECT_EQ(after.size(), 6u);
   for (const auto& [id, text] : before) EXPECT_EQ(after.at(id), text) << id << " ran again";
   fs::remove_all(d);
+}
+
+// A sweep whose points share the chip plan and the ops (here: the seed) calibrates once: the
+// point that calibrates holds the cache's lock on its key, the other worker waits for its entry,
+// and every later point reads it (docs/performance.md#calibration-cache).
+TEST(SweepCli, LaterPointsTakeTheCalibrationFromTheCache) {
+  const fs::path dir = fresh_dir("cache");
+  const fs::path f = dir / "s.json";
+  std::ofstream(f) << Json{{"name", "seeds"},
+                           {"config", kSrc + "/configs/racks/trn2-instance.json"},
+                           {"trace", kSrc + "/tests/golden/inputs/golden-moe-16.json"},
+                           {"set", {"sim.fidelity=fast"}},
+                           {"axes", {{{"path", "sim.seed"}, {"values", {1, 2, 3, 4}}}}}}
+                          .dump();
+  ::setenv("TRNSIM_CACHE_DIR", (dir / "cache").c_str(), 1);
+  const auto r = trnsim::test::run_trnsim("sweep " + f.string() + " -j 2 --out " + (dir / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::map<std::string, int> from;
+  std::set<std::string> keys;
+  for (const auto& e : fs::directory_iterator(dir / "out" / "points")) {
+    const Json host = Json::parse(read(e.path() / "run" / "host.json"));
+    ++from[host["calibration"]["from"].get<std::string>()];
+    keys.insert(host["calibration"]["cache_key"].get<std::string>());
+  }
+  EXPECT_EQ(from["simulated"], 1);
+  EXPECT_EQ(from["cache"], 3);
+  EXPECT_EQ(keys.size(), 1u);
+  fs::remove_all(dir);
 }

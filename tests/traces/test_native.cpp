@@ -2,6 +2,7 @@
 // Native trace format: round trip and one test per class of error, each checking its message.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -313,4 +314,53 @@ TEST(Native, BundledGeneratorTraces) {
     EXPECT_EQ(total, stats.at("flops_total").get<double>());
     EXPECT_EQ(most, stats.at("flops_per_rank_max").get<double>());
   }
+}
+
+// The reader streams ops out of the document as it parses (each op leaves the DOM when it is
+// complete): every bundled trace, and the golden inputs, read back exactly what was written.
+TEST(Native, EveryBundledTraceRoundTrips) {
+  std::vector<std::filesystem::path> files;
+  for (const char* dir : {"traces", "tests/golden/inputs"}) {
+    for (const auto& e : std::filesystem::directory_iterator(std::string(TRNSIM_SOURCE_DIR) + "/" + dir)) {
+      const std::string name = e.path().filename().string();
+      if (name.ends_with(".json") || name.ends_with(".json.gz")) files.push_back(e.path());
+    }
+  }
+  ASSERT_GE(files.size(), 6u);
+  for (const auto& f : files) {
+    SCOPED_TRACE(f.string());
+    const Workload w = load_native(f.string());
+    std::size_t ops = 0;
+    for (const auto& r : w.ranks) ops += r.ops.size();
+    EXPECT_GT(ops, 0u);
+    const std::string text = write_native(w);
+    const Workload back = parse_native(text, "written.json");
+    EXPECT_EQ(write_native(back), text);
+    std::size_t back_ops = 0;
+    for (const auto& r : back.ranks) back_ops += r.ops.size();
+    EXPECT_EQ(back_ops, ops);
+  }
+}
+
+// Entries of rank_ops in any order, each with its ops before its rank: the streamed ops land on
+// the right rank.
+TEST(Native, StreamedOpsFollowTheirEntry) {
+  const Workload w = parse_native(kSample, "sample.json");
+  Json j = Json::parse(write_native(w));  // nlohmann sorts keys: "ops" before "rank"
+  std::reverse(j["rank_ops"].begin(), j["rank_ops"].end());
+  const std::string text = j.dump();
+  ASSERT_LT(text.find("\"ops\""), text.find("\"rank\":"));
+  const Workload back = parse_native(text, "reordered.json");
+  EXPECT_EQ(write_native(back), write_native(w));
+  EXPECT_EQ(back.ranks[0].ops.front().id, 10u);
+  EXPECT_EQ(back.ranks[1].ops.front().id, 0u);
+}
+
+// An op error waits for the header: a file of another format says so first.
+TEST(NativeErrors, FormatBeforeStreamedOps) {
+  expect_error(R"({"rank_ops": [{"rank": 0, "ops": [{"id": 0, "op": "warp"}]}], "format": "chakra",
+                   "version": 1, "ranks": 1})",
+               {"t.json:/format: expected \"trnsim-trace\", got \"chakra\""});
+  expect_error(two_ranks(R"({"id": 0, "op": "gemm", "m": 1, "k": 1, "n": "x", "dtype": "bf16"})"),
+               {"t.json:/rank_ops/0/ops/0/n"});
 }

@@ -106,6 +106,11 @@ struct RunData {
   // Host figures: not part of any report file (they would break byte-identical reports).
   double wall_seconds = 0;        // calibration + elaboration + simulation
   double calibration_seconds = 0;  // the op-level model's calibration (child processes)
+  // Where the calibration's profiles came from: "simulated" (tile-model children) or "cache"
+  // (the calibration cache, docs/performance.md); "" without a calibration. The key is the
+  // entry's (identical whether it was found or written), "" with the cache off.
+  std::string calibration_from;
+  std::string calibration_cache_key, calibration_cache_file;
   double simulation_seconds = 0;  // sc_start() alone
   std::uint64_t delta_cycles = 0;
   std::uint64_t activations = 0;  // model process activations (common/activity.hpp)
@@ -140,8 +145,21 @@ struct EstimateReport {
 EstimateReport estimate_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
                                  resolve::Purpose purpose = resolve::Purpose::run);
 
+// The calibration cache (docs/performance.md#calibration-cache): off unless the caller turns it
+// on; `trnsim run` does, unless --no-cache or TRNSIM_NO_CACHE.
+inline constexpr std::uint64_t kDefaultCacheBytes = std::uint64_t(64) << 20;
+struct CacheSettings {
+  bool enabled = false;
+  std::string dir;  // entries in <dir>/calibration/
+  std::uint64_t max_bytes = kDefaultCacheBytes;  // least recently used entries evicted beyond it
+};
+// On unless `no_cache` or TRNSIM_NO_CACHE is set (non-empty, not "0"); in TRNSIM_CACHE_DIR, else
+// $XDG_CACHE_HOME/trnsim, else $HOME/.cache/trnsim (neither: off).
+CacheSettings cache_settings_from_env(bool no_cache);
+
 RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
                      const ProgressFn& progress = {},
-                     resolve::Purpose purpose = resolve::Purpose::run);
+                     resolve::Purpose purpose = resolve::Purpose::run,
+                     const CacheSettings& cache = {});
 
 }  // namespace trnsim::run

@@ -73,6 +73,9 @@ class Simulation {
              resolve::Purpose purpose = resolve::Purpose::run);
   ~Simulation();
 
+  // The calibration cache the calibrate phase reads and writes (default: none). Before run().
+  void set_cache(const CacheSettings& cache);
+
   // Every phase in order.
   RunData run(const ProgressFn& progress = {});
 
