@@ -50,17 +50,14 @@ bool numeric_value(const nlohmann::json& v, double& out) {
   return false;
 }
 
-namespace {
-
-struct Value {
-  bool is_num = true;
-  double num = 0;
-  std::string str;
-};
-
-}  // namespace
-
 struct Filter::Node {
+  // Nested rather than in the anonymous namespace: a member of a type with internal linkage is
+  // refused (-Wsubobject-linkage) when this file is compiled as part of a unity batch.
+  struct Value {
+    bool is_num = true;
+    double num = 0;
+    std::string str;
+  };
   enum class Kind { literal, variable, unary, binary } kind = Kind::literal;
   std::string op;  // for unary and binary
   Value value;     // for literal
@@ -71,6 +68,7 @@ struct Filter::Node {
 namespace {
 
 using Node = Filter::Node;
+using Value = Node::Value;
 
 Value to_value(const nlohmann::json& j) {
   Value v;

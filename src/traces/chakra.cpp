@@ -94,34 +94,34 @@ void put_varint(std::string& out, std::uint64_t v) {
 
 // ---- attributes ---------------------------------------------------------------------------------
 
-using A = pb::AttributeProto;
+using Attr = pb::AttributeProto;
 
 // Integer value of an attribute of any integer kind (producers disagree on which one to use).
-std::optional<std::int64_t> int_value(const A& a) {
+std::optional<std::int64_t> int_value(const Attr& a) {
   switch (a.value_case()) {
-    case A::kInt32Val:
+    case Attr::kInt32Val:
       return a.int32_val();
-    case A::kInt64Val:
+    case Attr::kInt64Val:
       return a.int64_val();
-    case A::kUint32Val:
+    case Attr::kUint32Val:
       return a.uint32_val();
-    case A::kUint64Val:
+    case Attr::kUint64Val:
       if (a.uint64_val() > std::uint64_t(std::numeric_limits<std::int64_t>::max())) return {};
       return static_cast<std::int64_t>(a.uint64_val());
-    case A::kSint32Val:
+    case Attr::kSint32Val:
       return a.sint32_val();
-    case A::kSint64Val:
+    case Attr::kSint64Val:
       return a.sint64_val();
-    case A::kFixed32Val:
+    case Attr::kFixed32Val:
       return a.fixed32_val();
-    case A::kFixed64Val:
+    case Attr::kFixed64Val:
       if (a.fixed64_val() > std::uint64_t(std::numeric_limits<std::int64_t>::max())) return {};
       return static_cast<std::int64_t>(a.fixed64_val());
-    case A::kSfixed32Val:
+    case Attr::kSfixed32Val:
       return a.sfixed32_val();
-    case A::kSfixed64Val:
+    case Attr::kSfixed64Val:
       return a.sfixed64_val();
-    case A::kBoolVal:
+    case Attr::kBoolVal:
       return a.bool_val() ? 1 : 0;
     default:
       return {};
@@ -135,44 +135,44 @@ std::vector<std::int64_t> to_vec(const List& l) {
   return v;
 }
 
-std::optional<std::vector<std::int64_t>> int_list(const A& a) {
+std::optional<std::vector<std::int64_t>> int_list(const Attr& a) {
   switch (a.value_case()) {
-    case A::kInt32List:
+    case Attr::kInt32List:
       return to_vec(a.int32_list());
-    case A::kInt64List:
+    case Attr::kInt64List:
       return to_vec(a.int64_list());
-    case A::kUint32List:
+    case Attr::kUint32List:
       return to_vec(a.uint32_list());
-    case A::kUint64List:
+    case Attr::kUint64List:
       return to_vec(a.uint64_list());
-    case A::kSint32List:
+    case Attr::kSint32List:
       return to_vec(a.sint32_list());
-    case A::kSint64List:
+    case Attr::kSint64List:
       return to_vec(a.sint64_list());
-    case A::kFixed32List:
+    case Attr::kFixed32List:
       return to_vec(a.fixed32_list());
-    case A::kFixed64List:
+    case Attr::kFixed64List:
       return to_vec(a.fixed64_list());
-    case A::kSfixed32List:
+    case Attr::kSfixed32List:
       return to_vec(a.sfixed32_list());
-    case A::kSfixed64List:
+    case Attr::kSfixed64List:
       return to_vec(a.sfixed64_list());
-    case A::kBoolList:
+    case Attr::kBoolList:
       return to_vec(a.bool_list());
     default:
       return {};
   }
 }
 
-const char* value_kind(const A& a) {
+const char* value_kind(const Attr& a) {
   switch (a.value_case()) {
-    case A::kDoubleVal:
-    case A::kFloatVal:
+    case Attr::kDoubleVal:
+    case Attr::kFloatVal:
       return "a floating-point value";
-    case A::kStringVal:
-    case A::kBytesVal:
+    case Attr::kStringVal:
+    case Attr::kBytesVal:
       return "a string";
-    case A::VALUE_NOT_SET:
+    case Attr::VALUE_NOT_SET:
       return "no value";
     default:
       return "a list";
@@ -189,11 +189,11 @@ class Attrs {
   bool has(const std::string& name) const { return by_name_.contains(name); }
 
   std::optional<std::int64_t> get_int(const std::string& name) const {
-    const A* a = find(name);
+    const Attr* a = find(name);
     if (!a) return {};
     if (auto v = int_value(*a)) return v;
     // A whole number stored as floating point is still a whole number.
-    if (a->value_case() == A::kDoubleVal && std::floor(a->double_val()) == a->double_val()) {
+    if (a->value_case() == Attr::kDoubleVal && std::floor(a->double_val()) == a->double_val()) {
       return static_cast<std::int64_t>(a->double_val());
     }
     throw TraceError(fmt::format("{}: attribute \"{}\" should be an integer, got {}", where_, name,
@@ -207,7 +207,7 @@ class Attrs {
   }
 
   std::optional<std::vector<std::int64_t>> get_int_list(const std::string& name) const {
-    const A* a = find(name);
+    const Attr* a = find(name);
     if (!a) return {};
     if (auto v = int_list(*a)) return v;
     throw TraceError(fmt::format("{}: attribute \"{}\" should be an integer list, got {}", where_,
@@ -215,10 +215,10 @@ class Attrs {
   }
 
   std::optional<std::string> get_string(const std::string& name) const {
-    const A* a = find(name);
+    const Attr* a = find(name);
     if (!a) return {};
-    if (a->value_case() == A::kStringVal) return a->string_val();
-    if (a->value_case() == A::kBytesVal) return a->bytes_val();
+    if (a->value_case() == Attr::kStringVal) return a->string_val();
+    if (a->value_case() == Attr::kBytesVal) return a->bytes_val();
     throw TraceError(fmt::format("{}: attribute \"{}\" should be a string, got {}", where_, name,
                                  value_kind(*a)));
   }
@@ -227,14 +227,14 @@ class Attrs {
 
  private:
   // Attributes without a value (seen in generated traces: `outputs` with nothing set) are absent.
-  const A* find(const std::string& name) const {
+  const Attr* find(const std::string& name) const {
     auto it = by_name_.find(name);
-    if (it == by_name_.end() || it->second->value_case() == A::VALUE_NOT_SET) return nullptr;
+    if (it == by_name_.end() || it->second->value_case() == Attr::VALUE_NOT_SET) return nullptr;
     return it->second;
   }
 
   std::string where_;
-  std::map<std::string, const A*> by_name_;
+  std::map<std::string, const Attr*> by_name_;
 };
 
 // ---- node -> op ---------------------------------------------------------------------------------
@@ -614,7 +614,7 @@ bool is_cpu_node(const pb::Node& n) {
 
 bool has_attr(const pb::Node& n, std::string_view name) {
   return std::any_of(n.attr().begin(), n.attr().end(),
-                     [&](const A& a) { return a.name() == name; });
+                     [&](const Attr& a) { return a.name() == name; });
 }
 
 // GPU kernels recorded with only a duration (a PyTorch-derived trace's COMP nodes that are not
@@ -734,7 +734,7 @@ ChakraUnits detect_units(const pb::GlobalMetadata& meta, const std::vector<pb::N
   std::string schema;
   bool pytorch_meta = false, trnsim = false;
   for (const auto& a : meta.attr()) {
-    if (a.name() == "schema" && a.value_case() == A::kStringVal) schema = a.string_val();
+    if (a.name() == "schema" && a.value_case() == Attr::kStringVal) schema = a.string_val();
     if (a.name() == "pid" || a.name() == "start_ts" || a.name() == "finish_ts") pytorch_meta = true;
     if (a.name() == "trnsim_metadata" || a.name() == "trnsim_name") trnsim = true;
   }
@@ -751,13 +751,13 @@ ChakraUnits detect_units(const pb::GlobalMetadata& meta, const std::vector<pb::N
   bool sized = false;
   for (const auto& n : nodes) {
     std::optional<std::int64_t> ts;
-    const A* outputs = nullptr;
+    const Attr* outputs = nullptr;
     for (const auto& a : n.attr()) {
       if (a.name() == "tensor_size" || a.name() == "comm_size" || a.name() == "num_ops") {
         sized = true;
       }
       if (a.name() == "tensor_size") ts = int_value(a);
-      if (a.name() == "outputs" && a.value_case() == A::kStringList) outputs = &a;
+      if (a.name() == "outputs" && a.value_case() == Attr::kStringList) outputs = &a;
     }
     if (!ts || !outputs || *ts <= 0) continue;
     // [name, count, name, count, ...] with counts written as numbers ("33554432.0")
@@ -942,7 +942,7 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
       m["source"] = "chakra";
       if (!meta.version().empty()) m["chakra_version"] = meta.version();
       for (const auto& a : meta.attr()) {
-        if (a.value_case() != A::kStringVal) continue;
+        if (a.value_case() != Attr::kStringVal) continue;
         if (a.name() == "trnsim_name") {
           w.name = a.string_val();
         } else if (a.name() == "schema") {
@@ -950,7 +950,7 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
         }
       }
       for (const auto& a : meta.attr()) {
-        if (a.name() != "trnsim_metadata" || a.value_case() != A::kStringVal) continue;
+        if (a.name() != "trnsim_metadata" || a.value_case() != Attr::kStringVal) continue;
         m = config::parse_json<TraceError>(a.string_val(),
                                            file + ": GlobalMetadata attribute trnsim_metadata");
       }
@@ -1070,8 +1070,8 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
 
 namespace {
 
-A* add_attr(pb::Node& node, const std::string& name) {
-  A* a = node.add_attr();
+Attr* add_attr(pb::Node& node, const std::string& name) {
+  Attr* a = node.add_attr();
   a->set_name(name);
   return a;
 }
