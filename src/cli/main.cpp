@@ -50,6 +50,7 @@ int run(int argc, char** argv) {
   register_presets_command(app, reg);
   register_trace_command(app, reg);
   register_claims_command(app, reg);
+  register_serve_command(app, reg);
 
   try {
     app.parse(argc, argv);
