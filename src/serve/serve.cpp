@@ -225,7 +225,8 @@ ServeResult serve(const ServeOptions& o) {
   eo.kv_blocks = cap.blocks_per_chip * dp;
   const std::uint64_t count = spec.run.requests + spec.run.warmup_requests;
   const Workload w = make_workload(spec.arrivals, count, o.spec_path);
-  RackTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel));
+  RackTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel),
+                  int(spec.timing.grid_per_octave));
   const EngineResult r = simulate(w, eo, timer, spec.run.warmup_requests);
   const double chips_used = double(ranks) / per_chip;
 

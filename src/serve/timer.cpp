@@ -14,11 +14,11 @@
 
 namespace trnsim::serve {
 
-std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v) {
+std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v, int per_octave) {
   if (v <= 4) return {v, v};
   std::uint64_t lo = 4;
   for (std::uint64_t p = 4;; p *= 2) {
-    for (std::uint64_t q : {p, p / 2 * 3}) {
+    for (std::uint64_t q : {p, per_octave == 2 ? p / 2 * 3 : p}) {
       if (q == v) return {v, v};
       if (q > v) return {lo, q};
       lo = q;
@@ -37,8 +37,9 @@ Shape normalized(Shape s) {
 }  // namespace
 
 RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
-                     TimingMode mode, int parallel)
-    : cfg_(cfg), base_(base), mode_(mode), parallel_(std::max(1, parallel)) {}
+                     TimingMode mode, int parallel, int per_octave)
+    : cfg_(cfg), base_(base), mode_(mode), parallel_(std::max(1, parallel)),
+      per_octave_(per_octave) {}
 
 void RackTimer::simulate(const std::vector<Shape>& shapes) {
   if (shapes.empty()) return;
@@ -96,7 +97,7 @@ IterationCost RackTimer::cost(const Shape& raw) {
   const std::array<std::uint64_t, 4> v{shape.decode, shape.context, shape.prefill,
                                        shape.prefill_context};
   std::array<std::pair<std::uint64_t, std::uint64_t>, 4> cell;
-  for (std::size_t d = 0; d < 4; ++d) cell[d] = grid_cell(v[d]);
+  for (std::size_t d = 0; d < 4; ++d) cell[d] = grid_cell(v[d], per_octave_);
   std::vector<std::pair<Shape, double>> corners;
   for (unsigned m = 0; m < 16; ++m) {
     std::array<std::uint64_t, 4> c{};

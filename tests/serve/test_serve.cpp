@@ -185,6 +185,8 @@ TEST(Grid, CellsAreOnPowersOfTwoAndHalves) {
   EXPECT_EQ(grid_cell(7), (std::pair<std::uint64_t, std::uint64_t>{6, 8}));
   EXPECT_EQ(grid_cell(1000), (std::pair<std::uint64_t, std::uint64_t>{768, 1024}));
   EXPECT_EQ(grid_cell(1536), (std::pair<std::uint64_t, std::uint64_t>{1536, 1536}));
+  EXPECT_EQ(grid_cell(1536, 1), (std::pair<std::uint64_t, std::uint64_t>{1024, 2048}));
+  EXPECT_EQ(grid_cell(5, 1), (std::pair<std::uint64_t, std::uint64_t>{4, 8}));
 }
 
 TEST(Stats, NearestRankPercentile) {

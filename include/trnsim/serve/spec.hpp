@@ -120,6 +120,7 @@ struct TimingParams {
   // Host-side costs of one iteration (infer::RuntimeCosts).
   Duration launch{15e-6}, sync{10e-6}, schedule{0};
   std::uint64_t parallel = 2;  // iteration simulations at once (forked children)
+  std::uint64_t grid_per_octave = 2;  // grid: 2 (2^k and 1.5 x 2^k) or 1 (2^k)
   std::uint64_t seed = 1;      // MoE routing of the simulated iterations
 
   template <class V>
@@ -131,6 +132,8 @@ struct TimingParams {
     v.field("sync", sync, "host-device synchronisation, per iteration", AtLeast{0});
     v.field("schedule", schedule, "the scheduler's own work, per iteration", AtLeast{0});
     v.field("parallel", parallel, "iteration simulations at once", InRange{1, 64});
+    v.field("grid_per_octave", grid_per_octave,
+            "grid points per doubling: 2 (2^k and 1.5 x 2^k) or 1 (2^k)", InRange{1, 2});
     v.field("seed", seed, "MoE routing of the simulated iterations");
   }
 };

@@ -19,15 +19,15 @@
 namespace trnsim::serve {
 
 // The grid's points along one dimension around `v`: {lo, hi} (lo == hi on a point). Points: 0,
-// then 1, 2, 3, 4, 6, 8, 12, 16, ... (2^k and 1.5 x 2^k).
-std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v);
+// then 1, 2, 3, 4, 6, 8, 12, 16, ... (2^k and 1.5 x 2^k); with `per_octave` 1: 0 to 4, then 2^k.
+std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v, int per_octave = 2);
 
 class RackTimer : public IterationTimer {
  public:
   // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
   // shape fields are replaced per shape). Both must outlive the timer.
   RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
-            int parallel);
+            int parallel, int per_octave = 2);
   IterationCost cost(const Shape& shape) override;
   double static_w() const override;
 
@@ -42,7 +42,7 @@ class RackTimer : public IterationTimer {
   const config::LoadedConfig& cfg_;
   infer::IterationSpec base_;
   TimingMode mode_;
-  int parallel_;
+  int parallel_, per_octave_;
   std::map<Shape, IterationCost> cache_;
   std::map<Shape, double> static_w_;
   std::size_t simulated_ = 0;
