@@ -32,5 +32,6 @@ void register_presets_command(CLI::App& app, Registry& reg);  // cmd_presets.cpp
 void register_trace_command(CLI::App& app, Registry& reg);    // cmd_trace.cpp
 void register_claims_command(CLI::App& app, Registry& reg);   // cmd_claims.cpp
 void register_solve_command(CLI::App& app, Registry& reg);    // cmd_solve.cpp
+void register_serve_command(CLI::App& app, Registry& reg);    // cmd_serve.cpp
 
 }  // namespace trnsim::cli

@@ -51,6 +51,7 @@ int run(int argc, char** argv) {
   register_trace_command(app, reg);
   register_claims_command(app, reg);
   register_solve_command(app, reg);
+  register_serve_command(app, reg);
 
   try {
     app.parse(argc, argv);

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "trnsim/config/config.hpp"
+#include "trnsim/config/set.hpp"
 #include "trnsim/io.hpp"
 
 namespace trnsim::config {
@@ -128,6 +129,16 @@ std::vector<std::string> split_path(const std::string& path) {
   return parts;
 }
 
+LoadedConfig resolve(Json merged, Provenance prov, std::string path,
+                     const std::vector<std::string>& sets) {
+  for (const auto& s : sets) apply_set(merged, s, prov);
+  LoadedConfig out{Config{}, std::move(merged), std::move(prov), std::move(path)};
+  JsonReader::read(out.merged, "", out.provenance, out.config);
+  return out;  // rules over several fields: the resolve step's (resolve::plan)
+}
+
+}  // namespace
+
 void apply_set(Json& root, const std::string& assignment, Provenance& prov) {
   // Config values are JSON text: a byte that is not UTF-8 could not be written back (report,
   // config.json), so it is refused here, not found later as an internal error.
@@ -191,15 +202,6 @@ void apply_set(Json& root, const std::string& assignment, Provenance& prov) {
   prov.record_tree(value, pointer, "--set " + path);
 }
 
-LoadedConfig resolve(Json merged, Provenance prov, std::string path,
-                     const std::vector<std::string>& sets) {
-  for (const auto& s : sets) apply_set(merged, s, prov);
-  LoadedConfig out{Config{}, std::move(merged), std::move(prov), std::move(path)};
-  JsonReader::read(out.merged, "", out.provenance, out.config);
-  return out;  // rules over several fields: the resolve step's (resolve::plan)
-}
-
-}  // namespace
 
 LoadedConfig load_config(const std::string& path, const std::vector<std::string>& sets) {
   Provenance prov;

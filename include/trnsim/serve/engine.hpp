@@ -1,0 +1,98 @@
+// SPDX-License-Identifier: MIT
+// The request level of a serving run (docs/serving.md): requests arrive, wait, are admitted when
+// their KV blocks are free, run in continuously batched iterations (decode tokens and chunked
+// prefills under a batch and token budget), are preempted (recompute) when the cache runs out,
+// and finish. A plain discrete-event loop in host time; the time and energy of each iteration
+// come from an IterationTimer, which on a rack simulates the iteration's shape on the rack models
+// (serve/timer.hpp). No SystemC here.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trnsim/serve/spec.hpp"
+
+namespace trnsim::serve {
+
+struct Request {
+  std::uint64_t id = 0;
+  double arrival_s = 0;
+  std::uint64_t input_tokens = 1, output_tokens = 1;
+};
+
+// What decides an iteration's time: its decode sequences and their KV length (the batch's mean,
+// rounded up: the KV bytes read and the attention's work are linear in the sum of the lengths),
+// its prefill tokens and the prompt tokens cached before them (their token-weighted mean).
+struct Shape {
+  std::uint64_t decode = 0, context = 0, prefill = 0, prefill_context = 0;
+  auto operator<=>(const Shape&) const = default;
+};
+
+struct IterationCost {
+  double time_s = 0;
+  double dynamic_j = 0;  // the replica's chips and fabric, during the iteration
+};
+
+class IterationTimer {
+ public:
+  virtual ~IterationTimer() = default;
+  virtual IterationCost cost(const Shape& shape) = 0;
+  // Static power of one replica's chips (priced over the whole run, idle time included).
+  virtual double static_w() const = 0;
+};
+
+// One request's life, as measured.
+struct RequestRecord {
+  Request req;
+  double first_scheduled_s = -1, first_token_s = -1, finish_s = -1;
+  std::uint64_t preemptions = 0;
+  int replica = 0;
+  bool refused = false;  // its KV could never fit the replica's cache
+  bool warmup = false;
+  // Inter-token gaps (after the first token), seconds.
+  std::vector<float> itl_s;
+};
+
+// One iteration of one replica, for the figures over time.
+struct IterationRecord {
+  int replica = 0;
+  double start_s = 0, end_s = 0;
+  Shape shape;
+  std::uint64_t batch = 0;      // sequences in it
+  std::uint64_t kv_blocks = 0;  // used after it
+  std::uint64_t waiting = 0;    // requests queued at its start
+  std::uint64_t in_system = 0;  // requests waiting or running on the replica at its start
+  std::uint64_t tokens_out = 0;
+};
+
+struct EngineOptions {
+  SchedulerParams scheduler;
+  int replicas = 1;
+  std::uint64_t kv_blocks = 0;  // per replica (all its data-parallel groups)
+  std::uint64_t max_iteration_records = 1u << 20;
+};
+
+struct EngineResult {
+  std::vector<RequestRecord> requests;  // by id
+  std::vector<IterationRecord> iterations;
+  std::uint64_t iterations_total = 0, preemptions = 0, refused = 0;
+  double end_s = 0;
+  double dynamic_j = 0;
+};
+
+// Where requests come from: an open stream (all requests known with their arrival times) or a
+// closed loop (each user's next request arrives a think time after its previous one finished).
+struct Workload {
+  std::vector<Request> open;  // sorted by arrival
+  // closed loop: `users` users, each issuing its requests in turn from `lengths` (in order)
+  std::uint64_t users = 0;
+  double think_s = 0;
+  std::vector<Request> lengths;
+};
+
+EngineResult simulate(const Workload& w, const EngineOptions& o, IterationTimer& timer,
+                      std::uint64_t warmup_requests);
+
+}  // namespace trnsim::serve

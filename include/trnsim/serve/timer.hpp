@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+// Iteration times of a serving run from the rack models (docs/serving.md): each shape the
+// scheduler asks for is an inference iteration (infer::IterationSource) simulated on the rack by
+// run::Simulation in a forked child (SystemC elaborates once per process; the calibration and
+// `bench iteration` fork the same way), simulated once and cached. `exact`: every distinct shape;
+// `grid`: the corners of the shape's cell on a grid of batch, context, prefill tokens and prefill
+// context, interpolated multilinearly (the op tier's way with op sizes).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trnsim/config/config.hpp"
+#include "trnsim/infer/iteration.hpp"
+#include "trnsim/serve/engine.hpp"
+
+namespace trnsim::serve {
+
+// The grid's points along one dimension around `v`: {lo, hi} (lo == hi on a point). Points: 0,
+// then 1, 2, 3, 4, 6, 8, 12, 16, ... (2^k and 1.5 x 2^k); with `per_octave` 1: 0 to 4, then 2^k.
+std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v, int per_octave = 2);
+
+class RackTimer : public IterationTimer {
+ public:
+  // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
+  // shape fields are replaced per shape). Both must outlive the timer.
+  RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
+            int parallel, int per_octave = 2);
+  IterationCost cost(const Shape& shape) override;
+  double static_w() const override;
+
+  std::size_t shapes_simulated() const { return simulated_; }
+  std::uint64_t lookups() const { return lookups_; }
+  double simulation_wall_s() const { return wall_s_; }
+  // Every shape simulated, with its cost (for the report).
+  const std::map<Shape, IterationCost>& table() const { return cache_; }
+
+ private:
+  void simulate(const std::vector<Shape>& shapes);
+  const config::LoadedConfig& cfg_;
+  infer::IterationSpec base_;
+  TimingMode mode_;
+  int parallel_, per_octave_;
+  std::map<Shape, IterationCost> cache_;
+  std::map<Shape, double> static_w_;
+  std::size_t simulated_ = 0;
+  std::uint64_t lookups_ = 0;
+  double wall_s_ = 0;
+};
+
+}  // namespace trnsim::serve

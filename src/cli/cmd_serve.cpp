@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+// `trnsim serve [SPEC]`: a serving run (docs/serving.md). With no spec it serves the default:
+// DeepSeek-V3 on the Trn3 Gen2 UltraServer with requests from the Azure conversation trace.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "bench_common.hpp"
+#include "commands.hpp"
+#include "trnsim/io.hpp"
+#include "trnsim/serve/serve.hpp"
+
+namespace trnsim::cli {
+
+namespace {
+
+inline constexpr const char* kDefaultSpec = "configs/serving/deepseek-v3-trn3-azure-conv.json";
+
+struct ServeOpts {
+  std::string spec;
+  std::vector<std::string> sets, rack_sets;
+  std::string rack, out;
+  bool json = false;
+};
+
+const std::vector<std::string> kFiles = {"report.json", "summary.csv", "requests.csv"};
+
+std::string spec_path(const std::string& given) {
+  if (given.empty()) return data_path(kDefaultSpec);
+  if (given.find('/') != std::string::npos || given.ends_with(".json")) return given;
+  return data_path("configs/serving/" + given + ".json");
+}
+
+}  // namespace
+
+void register_serve_command(CLI::App& app, Registry& reg) {
+  auto o = std::make_shared<ServeOpts>();
+  auto* sub = app.add_subcommand(
+      "serve", "simulate serving requests on a rack (default: DeepSeek-V3 on the Trn3 Gen2 "
+               "UltraServer, Azure conversation trace)");
+  sub->add_option("spec", o->spec,
+                  fmt::format("serving spec: a name under configs/serving/ or a file (default {})",
+                              kDefaultSpec));
+  sub->add_option("--set", o->sets, "override a spec value: arrivals.rate_per_s=4 or /run/requests=100")
+      ->allow_extra_args(false);
+  sub->add_option("--config", o->rack, "rack preset name or file (replaces the spec's rack)");
+  sub->add_option("--rack-set", o->rack_sets, "override a rack value: sim.fidelity=detailed")
+      ->allow_extra_args(false);
+  auto* out_opt = sub->add_option("--out", o->out, "write report.json, summary.csv and requests.csv here");
+  sub->add_flag("--json", o->json, "print report.json instead of the summary");
+  reg.add(sub, [o, out_opt, &reg]() {
+    if (out_opt->count() > 0) OutputDir::check_writable(o->out, kFiles);
+    serve::ServeOptions so;
+    so.spec_path = spec_path(o->spec);
+    so.spec_sets = o->sets;
+    so.rack = o->rack;
+    so.rack_sets = o->rack_sets;
+    so.command_line = reg.argv;
+    const serve::ServeResult r = serve::serve(so);
+    if (out_opt->count() > 0) {
+      OutputDir dir(o->out);
+      dir.add("report.json", r.report.dump(2) + "\n");
+      std::string head, row;
+      for (const auto& [k, v] : r.summary_csv) {
+        head += (head.empty() ? "" : ",") + k;
+        row += (row.empty() ? "" : ",") + v;
+      }
+      dir.add("summary.csv", head + "\n" + row + "\n");
+      dir.add("requests.csv", r.requests_csv);
+      dir.commit();
+    }
+    if (o->json) {
+      fmt::print("{}\n", r.report.dump(2));
+    } else {
+      fmt::print("{}  wall time {:.1f} s\n", r.text, r.wall_s);
+    }
+    return 0;
+  });
+}
+
+}  // namespace trnsim::cli

@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/serve/serve.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "trnsim/bench/bench.hpp"
+#include "trnsim/config/set.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/infer/iteration.hpp"
+#include "trnsim/infer/memory.hpp"
+#include "trnsim/infer/model.hpp"
+#include "trnsim/io.hpp"
+#include "trnsim/report/version.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/serve/arrivals.hpp"
+#include "trnsim/serve/timer.hpp"
+
+namespace trnsim::serve {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::uint64_t kMaxSpecFileBytes = std::uint64_t(1) << 20;
+
+DType dtype_of(const std::string& s, const config::Provenance& prov, const char* ptr,
+               std::initializer_list<DType> allowed) {
+  std::string names;
+  for (DType x : allowed) names += fmt::format("{}{}", names.empty() ? "" : ", ", to_string(x));
+  try {
+    const DType d = parse_dtype(s);
+    if (std::find(allowed.begin(), allowed.end(), d) != allowed.end()) return d;
+  } catch (const InputError&) {
+  }
+  throw ConfigError(config::located(prov, ptr, fmt::format("expected one of {}, got \"{}\"", names, s)));
+}
+
+Json stats_json(const std::vector<double>& v) {
+  const double mean = v.empty() ? 0 : std::accumulate(v.begin(), v.end(), 0.0) / double(v.size());
+  return {{"mean", mean},
+          {"p50", percentile(v, 0.50)},
+          {"p90", percentile(v, 0.90)},
+          {"p99", percentile(v, 0.99)},
+          {"count", v.size()}};
+}
+
+std::string rack_path(const std::string& rack) {
+  if (rack.find('/') != std::string::npos || rack.ends_with(".json")) return rack;
+  return bench::data_path("configs/racks/" + rack + ".json");
+}
+
+}  // namespace
+
+ServeSpec load_spec(const std::string& path, const std::vector<std::string>& sets) {
+  const std::string text = read_input_file(path, kMaxSpecFileBytes);
+  config::Json j = config::parse_json<ConfigError>(text, path);
+  config::Provenance prov;
+  prov.record_tree(j, "", path);
+  for (const auto& s : sets) config::apply_set(j, s, prov);
+  ServeSpec spec;
+  config::JsonReader::read(j, "", prov, spec);
+  if (!spec.arrivals.path.empty() && fs::path(spec.arrivals.path).is_relative()) {
+    spec.arrivals.path = (fs::path(path).parent_path() / spec.arrivals.path).lexically_normal().string();
+  }
+  return spec;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const auto rank = std::size_t(std::ceil(p * double(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+Json figures(const EngineResult& r, const SloParams& slo, int replicas, double chips,
+             double static_w) {
+  std::vector<double> ttft, tpot, e2e, queue, itl, per_user;
+  double t0 = INFINITY, t1 = 0, out_tokens = 0, in_tokens = 0, all_out = 0;
+  std::uint64_t good = 0, measured = 0;
+  for (const auto& q : r.requests) {
+    if (q.refused) continue;
+    all_out += double(q.req.output_tokens);
+    if (q.warmup) continue;
+    ++measured;
+    t0 = std::min(t0, q.req.arrival_s);
+    t1 = std::max(t1, q.finish_s);
+    out_tokens += double(q.req.output_tokens);
+    in_tokens += double(q.req.input_tokens);
+    const double first = q.first_token_s - q.req.arrival_s, total = q.finish_s - q.req.arrival_s;
+    ttft.push_back(first);
+    e2e.push_back(total);
+    queue.push_back(q.first_scheduled_s - q.req.arrival_s);
+    double tp = 0;
+    if (q.req.output_tokens > 1) {
+      tp = (total - first) / double(q.req.output_tokens - 1);
+      tpot.push_back(tp);
+      if (tp > 0) per_user.push_back(1 / tp);
+    }
+    for (float g : q.itl_s) itl.push_back(double(g));
+    if (first <= slo.ttft.si && tp <= slo.tpot.si) ++good;
+  }
+  const double window = measured ? t1 - t0 : 0;
+  auto rate = [&](double x) { return window > 0 ? x / window : 0.0; };
+  // Mean requests in the system over the window, from the iterations' own counts (each
+  // replica's waiting and running requests at an iteration's start, held over it; idle: none),
+  // against Little's law's throughput x mean latency from the requests' own times.
+  double area = 0;
+  for (const auto& it : r.iterations) {
+    const double a = std::max(it.start_s, t0), b = std::min(it.end_s, t1);
+    if (b > a) area += double(it.in_system) * (b - a);
+  }
+  const double mean_e2e = e2e.empty() ? 0 : std::accumulate(e2e.begin(), e2e.end(), 0.0) / double(e2e.size());
+  const double energy = r.dynamic_j + static_w * replicas * r.end_s;
+  const double power = r.end_s > 0 ? energy / r.end_s : 0;
+  Json j;
+  j["requests"] = {{"measured", measured},
+                   {"refused", r.refused},
+                   {"warmup", std::count_if(r.requests.begin(), r.requests.end(),
+                                            [](const RequestRecord& q) { return q.warmup; })},
+                   {"preemptions", r.preemptions},
+                   {"iterations", r.iterations_total}};
+  j["window_s"] = window;
+  j["end_s"] = r.end_s;
+  j["ttft_s"] = stats_json(ttft);
+  j["tpot_s"] = stats_json(tpot);
+  j["itl_s"] = stats_json(itl);
+  j["e2e_s"] = stats_json(e2e);
+  j["queueing_s"] = stats_json(queue);
+  j["throughput"] = {
+      {"output_tokens_per_s", rate(out_tokens)},
+      {"input_tokens_per_s", rate(in_tokens)},
+      {"output_tokens_per_s_per_chip", chips > 0 ? rate(out_tokens) / chips : 0},
+      {"input_tokens_per_s_per_chip", chips > 0 ? rate(in_tokens) / chips : 0},
+      {"requests_per_s", rate(double(measured))},
+      {"tokens_per_s_per_user", stats_json(per_user)}};
+  j["goodput"] = {{"ttft_slo_s", slo.ttft.si},
+                  {"tpot_slo_s", slo.tpot.si},
+                  {"requests_meeting_slo", good},
+                  {"fraction", measured ? double(good) / double(measured) : 0},
+                  {"requests_per_s", rate(double(good))}};
+  j["energy"] = {{"counted", "output tokens generated over the whole run (warm-up included), "
+                             "energy of the replicas' chips (static over the run, dynamic per "
+                             "iteration) and the fabric's dynamic energy"},
+                 {"joules", energy},
+                 {"mean_power_w", power},
+                 {"joules_per_output_token", all_out > 0 ? energy / all_out : 0},
+                 {"output_tokens_per_joule", energy > 0 ? all_out / energy : 0},
+                 {"output_tokens_per_s_per_mw", energy > 0 ? all_out / energy * 1e6 : 0}};
+  j["littles_law"] = {{"mean_in_system", window > 0 ? area / window : 0},
+                      {"throughput_x_latency", rate(double(measured)) * mean_e2e}};
+  // Batch, KV occupancy and queue over time: at most 512 points, evenly spaced iterations.
+  Json series = Json::array();
+  const std::size_t n = r.iterations.size(), step = std::max<std::size_t>(1, n / 512);
+  for (std::size_t i = 0; i < n; i += step) {
+    const auto& it = r.iterations[i];
+    series.push_back({it.start_s, it.replica, it.batch, it.kv_blocks, it.waiting});
+  }
+  j["over_time"] = {{"columns", {"t_s", "replica", "batch", "kv_blocks", "waiting"}},
+                    {"rows", series}};
+  return j;
+}
+
+ServeResult serve(const ServeOptions& o) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const ServeSpec spec = load_spec(o.spec_path, o.spec_sets);
+  config::Provenance prov;  // for errors found after reading: they name the spec
+  prov.record("", o.spec_path);
+  bench::ConfigSource rack{rack_path(o.rack.empty() ? spec.rack : o.rack), o.rack_sets};
+  const config::LoadedConfig cfg = rack.load();
+  if (!cfg.config.rack) {
+    throw ConfigError(config::located(prov, "/rack", fmt::format("{} is not a rack preset", rack.path)));
+  }
+  infer::IterationSpec it;
+  try {
+    it.model = infer::load_model(infer::model_path(spec.model, bench::data_path("configs/models")));
+  } catch (const InputError& e) {
+    throw ConfigError(config::located(prov, "/model", e.what()));
+  }
+  try {
+    it.layout = infer::parse_layout(spec.layout);
+    infer::check_layout(it.model, it.layout);
+  } catch (const InputError& e) {
+    throw ConfigError(config::located(prov, "/layout", e.what()));
+  }
+  it.dtypes.weights = dtype_of(spec.weights_dtype, prov, "/weights_dtype",
+                               {DType::bf16, DType::fp8, DType::mxfp8, DType::mxfp4});
+  it.dtypes.kv = dtype_of(spec.kv_dtype, prov, "/kv_dtype", {DType::bf16, DType::fp8});
+  it.runtime = {spec.timing.launch.si, spec.timing.sync.si, spec.timing.schedule.si};
+  it.seed = spec.timing.seed;
+  const resolve::RackPlan plan = *resolve::plan(cfg, resolve::Purpose::run).rack;
+  const auto& hbm = plan.chip.params.hbm;
+  const int per_chip = std::max(1, plan.placement.per_chip);
+  const std::size_t chips = plan.topology.chip_count();
+  const auto ranks = std::uint64_t(it.layout.ranks()) * spec.replicas;
+  if (ranks > chips * std::size_t(per_chip)) {
+    throw ConfigError(config::located(
+        prov, "/replicas",
+        fmt::format("{} replicas of {} need {} ranks; {} has {} chips x {} ranks per chip",
+                    spec.replicas, it.layout.text(), ranks, cfg.config.rack->name, chips, per_chip)));
+  }
+  infer::CapacityOptions co;
+  co.hbm_bytes = double(hbm.stacks) * hbm.capacity_per_stack.si / per_chip;
+  co.reserve_fraction = spec.scheduler.reserve_fraction;
+  co.block_tokens = spec.scheduler.block_tokens;
+  const auto dp = std::uint64_t(it.layout.dp);
+  co.max_tokens = spec.scheduler.token_budget;
+  co.max_sequences = (spec.scheduler.max_batch + dp - 1) / dp;
+  const infer::KvCapacity cap = infer::kv_capacity(it.model, it.layout, it.dtypes, co);
+  try {
+    infer::check_fits(it.model, it.layout, cap, plan.chip.params.name);
+  } catch (const InputError& e) {
+    throw ConfigError(config::located(prov, "/model", e.what()));
+  }
+  // A replica's data-parallel groups each hold their own sequences; their blocks are pooled
+  // (a sequence is placed wherever blocks are free).
+  EngineOptions eo;
+  eo.scheduler = spec.scheduler;
+  eo.replicas = int(spec.replicas);
+  eo.kv_blocks = cap.blocks_per_chip * dp;
+  const std::uint64_t count = spec.run.requests + spec.run.warmup_requests;
+  const Workload w = make_workload(spec.arrivals, count, o.spec_path);
+  RackTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel),
+                  int(spec.timing.grid_per_octave));
+  const EngineResult r = simulate(w, eo, timer, spec.run.warmup_requests);
+  const double chips_used = double(ranks) / per_chip;
+
+  ServeResult out;
+  Json spec_json;
+  {
+    ServeSpec copy = spec;
+    config::JsonWriter writer(spec_json);
+    copy.visit(writer);
+  }
+  Json& rep = out.report;
+  rep["schema_version"] = 1;
+  rep["identity"] = {{"trnsim_version", std::string(report::version())},
+                     {"git_commit", std::string(report::git_commit())},
+                     {"command_line", o.command_line},
+                     {"spec", o.spec_path},
+                     {"spec_sets", o.spec_sets},
+                     {"rack", rack.path},
+                     {"rack_sets", o.rack_sets},
+                     {"request_file", spec.arrivals.path},
+                     {"fidelity", cfg.config.sim.fidelity
+                                      ? std::string(config::enum_name(*cfg.config.sim.fidelity))
+                                      : std::string("fast (the run default)")}};
+  rep["spec"] = spec_json;
+  rep["machine"] = {{"rack", cfg.config.rack->name},
+                    {"chip", plan.chip.params.name},
+                    {"chips", chips},
+                    {"chips_used", chips_used},
+                    {"ranks_per_chip", per_chip},
+                    {"replicas", spec.replicas},
+                    {"layout", it.layout.text()},
+                    {"model", it.model.name}};
+  rep["kv_cache"] = {{"kv_bytes_per_token_rank", cap.kv_bytes_per_token},
+                     {"block_tokens", cap.block_tokens},
+                     {"blocks_per_rank", cap.blocks_per_chip},
+                     {"blocks_per_replica", eo.kv_blocks},
+                     {"tokens_per_replica", eo.kv_blocks * cap.block_tokens},
+                     {"weights_bytes_rank", cap.weights},
+                     {"hbm_bytes_rank", cap.hbm}};
+  rep["timing"] = {{"mode", config::enum_name(spec.timing.mode)},
+                   {"shapes_simulated", timer.shapes_simulated()},
+                   {"iterations", timer.lookups()},
+                   {"reuse_rate", timer.lookups() ? 1.0 - double(timer.shapes_simulated()) /
+                                                              double(timer.lookups())
+                                                  : 0.0},
+                   {"static_w_per_replica", timer.static_w()}};
+  Json shapes = Json::array();
+  for (const auto& [s, c] : timer.table()) {
+    shapes.push_back({s.decode, s.context, s.prefill, s.prefill_context, c.time_s, c.dynamic_j});
+  }
+  rep["timing"]["shapes"] = {
+      {"columns", {"decode", "context", "prefill", "prefill_context", "time_s", "dynamic_j"}},
+      {"rows", shapes}};
+  rep["results"] = figures(r, spec.slo, eo.replicas, chips_used, timer.static_w());
+
+  // Per request.
+  std::string csv = "id,arrival_s,input_tokens,output_tokens,replica,warmup,refused,preemptions,"
+                    "queueing_s,ttft_s,e2e_s,tpot_s\n";
+  for (const auto& q : r.requests) {
+    const double ttft = q.refused ? 0 : q.first_token_s - q.req.arrival_s;
+    const double e2e = q.refused ? 0 : q.finish_s - q.req.arrival_s;
+    csv += fmt::format("{},{:.9f},{},{},{},{},{},{},{:.9f},{:.9f},{:.9f},{:.9f}\n", q.req.id,
+                       q.req.arrival_s, q.req.input_tokens, q.req.output_tokens, q.replica,
+                       int(q.warmup), int(q.refused), q.preemptions,
+                       q.refused ? 0 : q.first_scheduled_s - q.req.arrival_s, ttft, e2e,
+                       q.req.output_tokens > 1 && !q.refused
+                           ? (e2e - ttft) / double(q.req.output_tokens - 1)
+                           : 0.0);
+  }
+  out.requests_csv = std::move(csv);
+  const Json& f = rep["results"];
+  const auto g = [&](const char* a, const char* b) { return f[a][b].get<double>(); };
+  out.summary_csv = {
+      {"spec", spec.name},
+      {"rack", cfg.config.rack->name},
+      {"model", it.model.name},
+      {"layout", it.layout.text()},
+      {"replicas", std::to_string(spec.replicas)},
+      {"requests", std::to_string(f["requests"]["measured"].get<std::uint64_t>())},
+      {"ttft_p50_s", fmt::format("{:.6g}", g("ttft_s", "p50"))},
+      {"ttft_p99_s", fmt::format("{:.6g}", g("ttft_s", "p99"))},
+      {"tpot_p50_s", fmt::format("{:.6g}", g("tpot_s", "p50"))},
+      {"tpot_p99_s", fmt::format("{:.6g}", g("tpot_s", "p99"))},
+      {"e2e_p50_s", fmt::format("{:.6g}", g("e2e_s", "p50"))},
+      {"output_tokens_per_s", fmt::format("{:.6g}", g("throughput", "output_tokens_per_s"))},
+      {"output_tokens_per_s_per_chip",
+       fmt::format("{:.6g}", g("throughput", "output_tokens_per_s_per_chip"))},
+      {"tokens_per_s_per_user_mean",
+       fmt::format("{:.6g}", f["throughput"]["tokens_per_s_per_user"]["mean"].get<double>())},
+      {"goodput_fraction", fmt::format("{:.6g}", g("goodput", "fraction"))},
+      {"joules_per_output_token", fmt::format("{:.6g}", g("energy", "joules_per_output_token"))},
+      {"output_tokens_per_s_per_mw", fmt::format("{:.6g}", g("energy", "output_tokens_per_s_per_mw"))},
+      {"preemptions", std::to_string(r.preemptions)},
+      {"shapes_simulated", std::to_string(timer.shapes_simulated())}};
+  out.text = fmt::format(
+      "serve {}: {} on {} ({} x {}, {:.0f} chips), {} requests ({} warm-up, {} refused)\n"
+      "  TTFT   p50 {:9.3f} ms  p90 {:9.3f} ms  p99 {:9.3f} ms\n"
+      "  TPOT   p50 {:9.3f} ms  p90 {:9.3f} ms  p99 {:9.3f} ms\n"
+      "  E2E    p50 {:9.3f} s   p90 {:9.3f} s   p99 {:9.3f} s\n"
+      "  queue  p50 {:9.3f} ms  p99 {:9.3f} ms\n"
+      "  output {:.1f} tokens/s ({:.2f} per chip), {:.1f} tokens/s per user (mean), input {:.1f} "
+      "tokens/s\n"
+      "  goodput {:.1f} % of requests within TTFT <= {} ms and TPOT <= {} ms\n"
+      "  energy {:.3f} J per output token, {:.0f} output tokens/s per MW ({:.1f} kW mean)\n"
+      "  {} iterations, {} preemptions; {} shapes simulated ({}), reuse {:.2f} %\n",
+      spec.name, it.model.name, cfg.config.rack->name, spec.replicas, it.layout.text(), chips_used,
+      f["requests"]["measured"].get<std::uint64_t>(), spec.run.warmup_requests, r.refused,
+      g("ttft_s", "p50") * 1e3, g("ttft_s", "p90") * 1e3, g("ttft_s", "p99") * 1e3,
+      g("tpot_s", "p50") * 1e3, g("tpot_s", "p90") * 1e3, g("tpot_s", "p99") * 1e3,
+      g("e2e_s", "p50"), g("e2e_s", "p90"), g("e2e_s", "p99"), g("queueing_s", "p50") * 1e3,
+      g("queueing_s", "p99") * 1e3, g("throughput", "output_tokens_per_s"),
+      g("throughput", "output_tokens_per_s_per_chip"),
+      f["throughput"]["tokens_per_s_per_user"]["mean"].get<double>(),
+      g("throughput", "input_tokens_per_s"), 100 * g("goodput", "fraction"),
+      spec.slo.ttft.si * 1e3, spec.slo.tpot.si * 1e3, g("energy", "joules_per_output_token"),
+      g("energy", "output_tokens_per_s_per_mw"), g("energy", "mean_power_w") / 1e3,
+      r.iterations_total, r.preemptions, timer.shapes_simulated(),
+      config::enum_name(spec.timing.mode),
+      100 * rep["timing"]["reuse_rate"].get<double>());
+  out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  return out;
+}
+
+}  // namespace trnsim::serve

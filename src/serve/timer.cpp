@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: MIT
+#include "trnsim/serve/timer.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+
+#include "trnsim/error.hpp"
+#include "trnsim/isolate.hpp"
+#include "trnsim/run/simulation.hpp"
+
+namespace trnsim::serve {
+
+std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v, int per_octave) {
+  if (v <= 4) return {v, v};
+  std::uint64_t lo = 4;
+  for (std::uint64_t p = 4;; p *= 2) {
+    for (std::uint64_t q : {p, per_octave == 2 ? p / 2 * 3 : p}) {
+      if (q == v) return {v, v};
+      if (q > v) return {lo, q};
+      lo = q;
+    }
+  }
+}
+
+namespace {
+
+Shape normalized(Shape s) {
+  if (s.decode == 0) s.context = 0;
+  if (s.prefill == 0) s.prefill_context = 0;
+  return s;
+}
+
+}  // namespace
+
+RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
+                     TimingMode mode, int parallel, int per_octave)
+    : cfg_(cfg), base_(base), mode_(mode), parallel_(std::max(1, parallel)),
+      per_octave_(per_octave) {}
+
+void RackTimer::simulate(const std::vector<Shape>& shapes) {
+  if (shapes.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<std::function<std::string()>> jobs;
+  for (const Shape& sh : shapes) {
+    jobs.push_back([this, sh]() -> std::string {
+      infer::IterationSpec spec = base_;
+      spec.decode_seqs = sh.decode;
+      spec.context = sh.context;
+      spec.prefill_tokens = sh.prefill;
+      spec.prefill_context = sh.prefill_context;
+      infer::IterationSource source(spec);
+      infer::IterationDriver driver(source);
+      run::Simulation sim(cfg_, driver);
+      const run::RunData out = sim.run();
+      // The energy of the chips the iteration ran on (and the fabric's dynamic energy).
+      std::vector<int> used = out.rank_to_chip;
+      std::sort(used.begin(), used.end());
+      used.erase(std::unique(used.begin(), used.end()), used.end());
+      double dyn = out.fabric_energy.dynamic.si, stat = 0;
+      for (int c : used) {
+        if (std::size_t(c) < out.chip_energy.size()) {
+          dyn += out.chip_energy[std::size_t(c)].dynamic.si;
+          stat += out.chip_energy[std::size_t(c)].static_.si;
+        }
+      }
+      const double t = out.end.to_seconds();
+      return fmt::format("{:.17g} {:.17g} {:.17g}", t, dyn, t > 0 ? stat / t : 0.0);
+    });
+  }
+  const std::vector<std::string> results = run_forked(jobs, parallel_);
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    IterationCost c;
+    double sw = 0;
+    if (std::sscanf(results[i].c_str(), "%lf %lf %lf", &c.time_s, &c.dynamic_j, &sw) != 3) {
+      throw InternalError("serving: an iteration's child process returned no cost");
+    }
+    cache_[shapes[i]] = c;
+    static_w_[shapes[i]] = sw;
+  }
+  simulated_ += shapes.size();
+  wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+IterationCost RackTimer::cost(const Shape& raw) {
+  ++lookups_;
+  const Shape shape = normalized(raw);
+  if (mode_ == TimingMode::exact) {
+    if (!cache_.count(shape)) simulate({shape});
+    return cache_.at(shape);
+  }
+  // The cell's corners, each dimension on the grid; a corner's weight is the product of its
+  // dimensions' weights (multilinear interpolation).
+  const std::array<std::uint64_t, 4> v{shape.decode, shape.context, shape.prefill,
+                                       shape.prefill_context};
+  std::array<std::pair<std::uint64_t, std::uint64_t>, 4> cell;
+  for (std::size_t d = 0; d < 4; ++d) cell[d] = grid_cell(v[d], per_octave_);
+  std::vector<std::pair<Shape, double>> corners;
+  for (unsigned m = 0; m < 16; ++m) {
+    std::array<std::uint64_t, 4> c{};
+    double w = 1;
+    bool skip = false;
+    for (std::size_t d = 0; d < 4; ++d) {
+      const auto [lo, hi] = cell[d];
+      const bool up = (m >> d) & 1;
+      if (lo == hi) {
+        if (up) skip = true;
+        c[d] = lo;
+        continue;
+      }
+      const double f = double(v[d] - lo) / double(hi - lo);
+      c[d] = up ? hi : lo;
+      w *= up ? f : 1 - f;
+    }
+    if (skip) continue;
+    corners.emplace_back(normalized(Shape{c[0], c[1], c[2], c[3]}), w);
+  }
+  std::vector<Shape> missing;
+  for (const auto& [s, w] : corners) {
+    if (!cache_.count(s) && std::find(missing.begin(), missing.end(), s) == missing.end()) {
+      missing.push_back(s);
+    }
+  }
+  simulate(missing);
+  IterationCost out;
+  for (const auto& [s, w] : corners) {
+    const IterationCost& c = cache_.at(s);
+    out.time_s += w * c.time_s;
+    out.dynamic_j += w * c.dynamic_j;
+  }
+  return out;
+}
+
+double RackTimer::static_w() const {
+  // The chips' static power does not depend on the shape: the first simulated one's.
+  return static_w_.empty() ? 0 : static_w_.begin()->second;
+}
+
+}  // namespace trnsim::serve

@@ -1,0 +1,307 @@
+// SPDX-License-Identifier: MIT
+// The serving layer (docs/serving.md): the scheduler against hand-computed times with a timer
+// whose costs are a stated table (so every expected value follows by hand), the KV admission and
+// preemption, Little's law on a steady run, the rack-timed run (the first token is the simulated
+// prefill iteration, runtime costs included), byte-identical reports by seed, and bad specs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "../common/run_trnsim.hpp"
+#include "trnsim/serve/arrivals.hpp"
+#include "trnsim/serve/engine.hpp"
+#include "trnsim/serve/serve.hpp"
+#include "trnsim/serve/timer.hpp"
+
+namespace trnsim::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+// cost = 1 ms + 10 us per decode sequence + 1 ns per decode context token + 2 us per prefill
+// token: a table the tests compute by hand, not a model of anything.
+class TableTimer : public IterationTimer {
+ public:
+  IterationCost cost(const Shape& s) override {
+    shapes.push_back(s);
+    const double t = 1e-3 + 10e-6 * double(s.decode) + 1e-9 * double(s.decode * s.context) +
+                     2e-6 * double(s.prefill);
+    return {t, 1.0};
+  }
+  double static_w() const override { return 100; }
+  static double t(std::uint64_t d, std::uint64_t c, std::uint64_t p) {
+    return 1e-3 + 10e-6 * double(d) + 1e-9 * double(d * c) + 2e-6 * double(p);
+  }
+  std::vector<Shape> shapes;
+};
+
+EngineOptions options(std::uint64_t blocks = 1000000) {
+  EngineOptions o;
+  o.scheduler.max_batch = 8;
+  o.scheduler.token_budget = 1024;
+  o.kv_blocks = blocks;
+  return o;
+}
+
+TEST(Engine, OneRequestOnAnIdleSystem) {
+  Workload w;
+  w.open.push_back({0, 1.0, 100, 5});
+  TableTimer timer;
+  const EngineResult r = simulate(w, options(), timer, 0);
+  ASSERT_EQ(r.requests.size(), 1u);
+  const auto& q = r.requests[0];
+  // TTFT: the prefill iteration of the 100-token prompt; E2E: TTFT and 4 decode iterations, the
+  // KV read growing from 101 to 104 tokens.
+  const double ttft = TableTimer::t(0, 0, 100);
+  EXPECT_NEAR(q.first_token_s - q.req.arrival_s, ttft, 1e-12);
+  double e2e = ttft;
+  for (std::uint64_t c = 101; c <= 104; ++c) e2e += TableTimer::t(1, c, 0);
+  EXPECT_NEAR(q.finish_s - q.req.arrival_s, e2e, 1e-12);
+  EXPECT_DOUBLE_EQ(q.first_scheduled_s, 1.0);
+  ASSERT_EQ(timer.shapes.size(), 5u);
+  EXPECT_EQ(timer.shapes[0], (Shape{0, 0, 100, 0}));
+  EXPECT_EQ(timer.shapes[4], (Shape{1, 104, 0, 0}));
+  EXPECT_EQ(q.itl_s.size(), 4u);
+  EXPECT_EQ(r.iterations_total, 5u);
+}
+
+TEST(Engine, TwoRequestsShareIterations) {
+  Workload w;
+  w.open.push_back({0, 0.0, 100, 3});
+  w.open.push_back({1, 0.0, 50, 3});
+  TableTimer timer;
+  const EngineResult r = simulate(w, options(), timer, 0);
+  // Arrival of the first starts an iteration alone (the second is not there yet at the same
+  // instant: events at one time are taken in order, and the engine starts at once). So: it 1
+  // prefills A (100); B waits. It 2: A decodes (ctx 101), B prefills 50. It 3: both decode
+  // (ctx 102 and 51: mean 76.5, rounded up to 77). A finishes after it 3 (3 tokens), B after
+  // it 4 (ctx 52).
+  ASSERT_EQ(timer.shapes.size(), 4u);
+  EXPECT_EQ(timer.shapes[0], (Shape{0, 0, 100, 0}));
+  EXPECT_EQ(timer.shapes[1], (Shape{1, 101, 50, 0}));
+  EXPECT_EQ(timer.shapes[2], (Shape{2, 77, 0, 0}));
+  EXPECT_EQ(timer.shapes[3], (Shape{1, 52, 0, 0}));
+  const double t1 = TableTimer::t(0, 0, 100), t2 = TableTimer::t(1, 101, 50),
+               t3 = TableTimer::t(2, 77, 0), t4 = TableTimer::t(1, 52, 0);
+  EXPECT_DOUBLE_EQ(r.requests[0].first_token_s, t1);
+  EXPECT_DOUBLE_EQ(r.requests[1].first_token_s, t1 + t2);
+  EXPECT_DOUBLE_EQ(r.requests[0].finish_s, t1 + t2 + t3);
+  EXPECT_DOUBLE_EQ(r.requests[1].finish_s, t1 + t2 + t3 + t4);
+  EXPECT_DOUBLE_EQ(r.requests[1].first_scheduled_s, t1);
+}
+
+TEST(Engine, ChunkedPrefillUnderATokenBudget) {
+  Workload w;
+  w.open.push_back({0, 0.0, 100, 2});
+  w.open.push_back({1, 0.0, 50, 2});
+  EngineOptions o = options();
+  o.scheduler.token_budget = 64;
+  TableTimer timer;
+  simulate(w, o, timer, 0);
+  // It 1: A's first 64 tokens. It 2: A's last 36 (cached 64) and B's first 28 (the budget left);
+  // A samples its first token. It 3: A decodes (KV 101) and B's last 22 (cached 28).
+  ASSERT_GE(timer.shapes.size(), 3u);
+  EXPECT_EQ(timer.shapes[0], (Shape{0, 0, 64, 0}));
+  // A's second chunk (36, cached 64) and B's first (28, cached 0): token-weighted mean context
+  // ceil(36 x 64 / 64) = 36.
+  EXPECT_EQ(timer.shapes[1], (Shape{0, 0, 64, 36}));
+  EXPECT_EQ(timer.shapes[2], (Shape{1, 101, 22, 28}));
+}
+
+TEST(Engine, RefusesWhatCanNeverFitAndPreemptsWhenTheCacheRunsOut) {
+  // 10 blocks of 16 tokens: 160 tokens.
+  EngineOptions o = options(10);
+  Workload w;
+  w.open.push_back({0, 0.0, 200, 10});  // 210 tokens: 14 blocks, never
+  w.open.push_back({1, 0.0, 60, 40});   // at most 100 tokens: 7 blocks
+  w.open.push_back({2, 0.0, 60, 40});
+  TableTimer timer;
+  const EngineResult r = simulate(w, o, timer, 0);
+  EXPECT_TRUE(r.requests[0].refused);
+  EXPECT_EQ(r.refused, 1u);
+  // A arrives first and prefills alone; B prefills in A's first decode iteration, so B runs one
+  // token behind A. When A feeds its 81st token it needs a sixth block (A 5, B 5: all 10 used):
+  // B (admitted last) is preempted, with 20 tokens generated, and recomputed after A finishes.
+  // Exactly one preemption.
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_EQ(r.requests[2].preemptions, 1u);
+  EXPECT_GT(r.requests[2].finish_s, r.requests[1].finish_s);
+  for (std::size_t i = 1; i < 3; ++i) EXPECT_GT(r.requests[i].finish_s, 0);
+  // B's recompute: a prefill of its prompt and the 20 tokens it had generated, alone (A done).
+  bool recomputed = false;
+  for (const auto& s : timer.shapes) recomputed |= s == Shape{0, 0, 80, 0};
+  EXPECT_TRUE(recomputed);
+}
+
+TEST(Engine, LittlesLawOnASteadyRun) {
+  ArrivalParams a;
+  a.kind = ArrivalKind::poisson;
+  a.rate_per_s = 200;
+  a.input_tokens = 200;
+  a.output_tokens = 50;
+  a.seed = 7;
+  const Workload w = make_workload(a, 6000, "test");
+  EngineOptions o = options();
+  o.scheduler.max_batch = 64;
+  o.scheduler.token_budget = 2048;
+  TableTimer timer;
+  const EngineResult r = simulate(w, o, timer, 1000);
+  SloParams slo;
+  const Json f = figures(r, slo, 1, 1, timer.static_w());
+  const double L = f["littles_law"]["mean_in_system"].get<double>();
+  const double lw = f["littles_law"]["throughput_x_latency"].get<double>();
+  // L counts each replica's requests at iteration starts (arrivals during an iteration are
+  // counted from the next), so it runs below lambda W by about lambda x half an iteration.
+  EXPECT_GT(L, 1.0);
+  EXPECT_NEAR(L / lw, 1.0, 0.05) << "L " << L << " lambda W " << lw;
+  // Steady: the throughput is the offered rate.
+  EXPECT_NEAR(f["throughput"]["requests_per_s"].get<double>(), 200, 10);
+}
+
+TEST(Engine, ClosedLoopKeepsUsersBusy) {
+  Workload w;
+  w.users = 2;
+  w.think_s = 0.5;
+  for (int i = 0; i < 4; ++i) w.lengths.push_back({0, 0, 10, 1});
+  TableTimer timer;
+  const EngineResult r = simulate(w, options(), timer, 0);
+  ASSERT_EQ(r.requests.size(), 4u);
+  // Both users' first requests arrive at 0; each user's next request a think time after its
+  // previous one finished (request 2 is user 1's second: issued when request 0 finished).
+  EXPECT_DOUBLE_EQ(r.requests[2].req.arrival_s, r.requests[0].finish_s + 0.5);
+}
+
+TEST(Grid, CellsAreOnPowersOfTwoAndHalves) {
+  EXPECT_EQ(grid_cell(0), (std::pair<std::uint64_t, std::uint64_t>{0, 0}));
+  EXPECT_EQ(grid_cell(4), (std::pair<std::uint64_t, std::uint64_t>{4, 4}));
+  EXPECT_EQ(grid_cell(5), (std::pair<std::uint64_t, std::uint64_t>{4, 6}));
+  EXPECT_EQ(grid_cell(7), (std::pair<std::uint64_t, std::uint64_t>{6, 8}));
+  EXPECT_EQ(grid_cell(1000), (std::pair<std::uint64_t, std::uint64_t>{768, 1024}));
+  EXPECT_EQ(grid_cell(1536), (std::pair<std::uint64_t, std::uint64_t>{1536, 1536}));
+  EXPECT_EQ(grid_cell(1536, 1), (std::pair<std::uint64_t, std::uint64_t>{1024, 2048}));
+  EXPECT_EQ(grid_cell(5, 1), (std::pair<std::uint64_t, std::uint64_t>{4, 8}));
+}
+
+TEST(Stats, NearestRankPercentile) {
+  EXPECT_DOUBLE_EQ(percentile({5, 1, 4, 2, 3}, 0.5), 3);
+  EXPECT_DOUBLE_EQ(percentile({5, 1, 4, 2, 3}, 0.99), 5);
+  EXPECT_DOUBLE_EQ(percentile({1, 2, 3, 4}, 0.5), 2);
+}
+
+TEST(Arrivals, ReadsTheAzureTraceInPlace) {
+  const std::string path =
+      std::string(TRNSIM_SOURCE_DIR) + "/../shared/traces/serving/azure/AzureLLMInferenceTrace_conv.csv";
+  if (!fs::exists(path)) GTEST_SKIP() << "no " << path;
+  const auto r = read_request_file(path, 0.5);
+  ASSERT_EQ(r.size(), 19366u);
+  // Its first two rows: 18:15:46.6805900 374 44 and 18:15:50.9951690 396 109.
+  EXPECT_EQ(r[0].input_tokens, 374u);
+  EXPECT_EQ(r[1].output_tokens, 109u);
+  EXPECT_NEAR(r[1].arrival_s, (50.9951690 - 46.6805900) * 0.5, 1e-6);
+}
+
+// A spec in a temporary folder, served through the command line.
+struct SpecDir {
+  fs::path dir;
+  explicit SpecDir(const std::string& name) {
+    dir = fs::temp_directory_path() / ("trnsim-serve-" + name + "-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+  }
+  ~SpecDir() { fs::remove_all(dir); }
+  std::string write(const std::string& name, const std::string& text) const {
+    const auto p = dir / name;
+    std::ofstream(p) << text;
+    return p.string();
+  }
+};
+
+const char* kSmall = R"({
+  "name": "small", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+  "scheduler": {"max_batch": 8, "token_budget": 512},
+  "arrivals": {"kind": "poisson", "rate_per_s": 50, "input_tokens": 128, "output_tokens": 4,
+               "seed": 3},
+  "run": {"requests": 6},
+  "timing": {"mode": "exact"}
+})";
+
+TEST(ServeCli, OneRequestIsItsSimulatedPrefillIteration) {
+  SpecDir d("one");
+  const std::string spec = d.write("one.json", R"({
+    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
+    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+  const auto r = test::run_trnsim(fmt::format("serve {} --json", spec), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  const auto& rows = j["timing"]["shapes"]["rows"];
+  // Three shapes: the prefill of 128 and decodes at 129 and 130 (columns decode, context,
+  // prefill, prefill_context, time_s).
+  ASSERT_EQ(rows.size(), 3u);
+  double prefill = 0, d129 = 0, d130 = 0;
+  for (const auto& row : rows) {
+    if (row[2] == 128) prefill = row[4];
+    if (row[0] == 1 && row[1] == 129) d129 = row[4];
+    if (row[0] == 1 && row[1] == 130) d130 = row[4];
+  }
+  // The iteration includes the runtime's launch and sync (15 + 10 us by default).
+  EXPECT_GT(prefill, 25e-6);
+  EXPECT_GT(d129, 25e-6);
+  const auto& res = j["results"];
+  EXPECT_DOUBLE_EQ(res["ttft_s"]["p50"].get<double>(), prefill);
+  EXPECT_NEAR(res["e2e_s"]["p50"].get<double>(), prefill + d129 + d130, 1e-12);
+}
+
+TEST(ServeCli, SameSeedGivesAByteIdenticalReport) {
+  SpecDir d("seed");
+  const std::string spec = d.write("small.json", kSmall);
+  const std::string a = (d.dir / "a").string(), b = (d.dir / "b").string(), c = (d.dir / "c").string();
+  ASSERT_EQ(test::run_trnsim(fmt::format("serve {} --out {}", spec, a)).code, 0);
+  ASSERT_EQ(test::run_trnsim(fmt::format("serve {} --out {}", spec, b)).code, 0);
+  ASSERT_EQ(test::run_trnsim(fmt::format("serve {} --out {} --set arrivals.seed=4", spec, c)).code, 0);
+  auto read = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  // The command line differs (the folder): compare without it.
+  auto body = [&](const std::string& dir) {
+    Json j = Json::parse(read(dir + "/report.json"));
+    j["identity"].erase("command_line");
+    return j.dump();
+  };
+  EXPECT_EQ(body(a), body(b));
+  EXPECT_EQ(read(a + "/requests.csv"), read(b + "/requests.csv"));
+  EXPECT_NE(read(a + "/requests.csv"), read(c + "/requests.csv"));
+}
+
+TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
+  SpecDir d("bad");
+  struct Case {
+    std::string name, pointer, what;
+    std::function<void(Json&)> edit;
+  };
+  const std::vector<Case> cases = {
+      {"unknown", "/scheduler/max_bach", "max_batch", [](Json& j) { j["scheduler"]["max_bach"] = 4; }},
+      {"rate", "/arrivals/rate_per_s", "> 0", [](Json& j) { j["arrivals"]["rate_per_s"] = -1; }},
+      {"unit", "/slo/ttft", "2GB", [](Json& j) { j["slo"] = {{"ttft", "2GB"}}; }},
+      {"fit", "/model", "does not fit", [](Json& j) { j["model"] = "llama-3.1-70b"; }},
+  };
+  for (const auto& c : cases) {
+    Json j = Json::parse(kSmall);
+    c.edit(j);
+    const std::string spec = d.write(c.name + ".json", j.dump());
+    const auto r = test::run_trnsim("serve " + spec);
+    EXPECT_EQ(r.code, 2) << c.name << ": " << r.out;
+    EXPECT_NE(r.out.find(spec + ":" + c.pointer), std::string::npos) << c.name << ": " << r.out;
+    EXPECT_NE(r.out.find(c.what), std::string::npos) << c.name << ": " << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace trnsim::serve
