@@ -615,6 +615,42 @@ std::string count_of(std::uint64_t n, std::string_view what) {
 }
 
 // The terminal summary, from report.json `s`: the breakdown first.
+// Sorted ranks as runs: 0-3, 7.
+std::string ranges_text(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  std::string t;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    t += fmt::format("{}{}", t.empty() ? "" : ", ", j == i ? fmt::format("{}", v[i]) : fmt::format("{}-{}", v[i], v[j]));
+    i = j + 1;
+  }
+  return t;
+}
+
+// The timeline line of the summary: only when timeline.json holds less than the whole run.
+std::string timeline_line(const Json& tl) {
+  const auto ops = tl["ops"].get<std::size_t>(), selected = tl["ops_selected"].get<std::size_t>();
+  const auto drawn = tl["ops_drawn"].get<std::size_t>(), dropped = tl["ops_dropped"].get<std::size_t>();
+  if (drawn == ops) return "";
+  std::string chosen;
+  if (!tl["ranks"].empty()) chosen += fmt::format(" of {} {}", tl["ranks"].size() == 1 ? "rank" : "ranks",
+                                                  ranges_text(tl["ranks"].get<std::vector<int>>()));
+  const Json& win = tl["window"];
+  if (win["from_ns"].get<double>() > 0 || !win["to_ns"].is_null()) {
+    chosen += fmt::format(" in {} to {}", fmt_time(win["from_ns"].get<double>()),
+                          win["to_ns"].is_null() ? std::string("the end") : fmt_time(win["to_ns"].get<double>()));
+  }
+  std::string t = fmt::format("  timeline             {} of {} ops drawn{}", drawn, ops, chosen);
+  if (dropped > 0) {
+    t += fmt::format(", the longest: {}{} dropped by the cap of {} (--timeline-max-events raises it; "
+                     "--timeline-ranks and --timeline-window keep ranks or a time window whole)",
+                     dropped, selected < ops ? fmt::format(" of the {} selected", selected) : "",
+                     tl["max_events"].get<std::size_t>());
+  }
+  return t + "\n";
+}
+
 std::string summary_text(const Json& s, const run::RunData& d) {
   const config::Config& cfg = *d.config;
   const trace::Workload& w = *d.workload;
@@ -784,6 +820,7 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                      100 * busiest[i]["utilisation"].get<double>(), i + 1 < std::min<std::size_t>(5, busiest.size()) ? "," : "");
   }
   t += "\n";
+  if (s.contains("timeline")) t += timeline_line(s["timeline"]);
   for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
   if (!e["peak_power_within_bound"].get<bool>()) {
     t += fmt::format("  warning: {}\n", peak_power_violation(e, d.chip_tdp_w));
@@ -868,6 +905,8 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   if (parts == ReportParts::all) {
     out.ops_csv = ops_csv(d);
     out.timeline = make_timeline(d, tl);
+    // What timeline.json holds of the run, so a cap that dropped ops is said where it is read.
+    s["timeline"] = out.timeline["otherData"];
   }
   out.text = summary_text(s, d);
   Json by_kind = Json::object();

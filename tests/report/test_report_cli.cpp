@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "../common/run_trnsim.hpp"
 #include "trnsim/report/summary.hpp"
@@ -377,7 +379,85 @@ TEST(Timeline, CapKeepsTheLongestOps) {
   EXPECT_EQ(complete, 100);
   EXPECT_EQ(flows, 0);
   EXPECT_EQ(t["otherData"]["ops_dropped"], 1728 - 100);
+  // The cap is said where the run is read: report.json and the terminal summary.
+  const Json rep = Json::parse(slurp(dir / "report.json"));
+  EXPECT_EQ(rep["timeline"]["ops_dropped"], 1628);
+  EXPECT_EQ(rep["timeline"]["ops_drawn"], 100);
+  EXPECT_NE(r.out.find("  timeline             100 of 1728 ops drawn, the longest: 1628 dropped by the "
+                       "cap of 100"),
+            std::string::npos)
+      << r.out;
   fs::remove_all(dir);
+}
+
+// --timeline-ranks and --timeline-window keep part of a run whole instead of a sample of all of
+// it. The golden trace has 108 ops per rank (1,728 over 16); ranks 2-3 and 9 are 324 ops, every
+// one drawn; a window draws exactly the ops of ops.csv that overlap it.
+std::string fmt_dropped(int selected) {
+  return "1 of 1728 ops drawn of rank 0 in 100 us to 200 us, the longest: " + std::to_string(selected - 1) +
+         " of the " + std::to_string(selected) + " selected dropped by the cap of 1";
+}
+
+TEST(Timeline, RanksAndWindowKeptWhole) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-timeline-sel-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string base = "run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json ";
+  auto r = run_trnsim(base + "--timeline-ranks 2-3,9 --no-timeline-flows --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  Json t = Json::parse(slurp(dir / "timeline.json"));
+  std::set<int> pids;
+  int complete = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ++complete;
+    pids.insert(e["pid"].get<int>());
+  }
+  EXPECT_EQ(complete, 324);
+  EXPECT_EQ(pids.size(), 3u);  // one chip per rank on trn2-instance
+  EXPECT_EQ(t["otherData"]["ops_selected"], 324);
+  EXPECT_EQ(t["otherData"]["ops_dropped"], 0);
+  EXPECT_EQ(t["otherData"]["ranks"], Json::parse("[2, 3, 9]"));
+  EXPECT_NE(r.out.find("  timeline             324 of 1728 ops drawn of ranks 2-3, 9\n"), std::string::npos) << r.out;
+
+  // The ops of rank 0 that overlap [100 us, 200 us), counted from ops.csv.
+  std::istringstream csv(slurp(dir / "ops.csv"));
+  std::string line;
+  std::getline(csv, line);  // header: rank,id,name,kind,phase,layer,start_ns,end_ns,...
+  int expected = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    ASSERT_GE(f.size(), 8u) << line;
+    const double start = std::stod(f[6]), end = std::stod(f[7]);
+    if (f[0] == "0" && start < 200000 && (end > 100000 || start >= 100000)) ++expected;
+  }
+  ASSERT_GT(expected, 0);
+  fs::remove_all(dir);
+  r = run_trnsim(base + "--timeline-ranks 0 --timeline-window 100us:200us --timeline-max-events 1 "
+                 "--out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  t = Json::parse(slurp(dir / "timeline.json"));
+  EXPECT_EQ(t["otherData"]["ops_selected"], expected);
+  EXPECT_EQ(t["otherData"]["ops_drawn"], 1);
+  EXPECT_EQ(t["otherData"]["window"]["from_ns"], 100000.0);
+  EXPECT_EQ(t["otherData"]["window"]["to_ns"], 200000.0);
+  EXPECT_NE(r.out.find(fmt_dropped(expected)), std::string::npos) << r.out;
+  fs::remove_all(dir);
+
+  // Bad selections are refused before simulating, naming the option.
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--timeline-ranks 0-16", "--timeline-ranks \"0-16\": rank 16 is not in the trace, which has 16 ranks"},
+           {"--timeline-ranks 3-1", "the range 3-1 runs backwards"},
+           {"--timeline-ranks a", "\"a\" is not a rank"},
+           {"--timeline-window 2ms:1ms", "--timeline-window \"2ms:1ms\": the window ends before it starts"},
+           {"--timeline-window 2:3ms", "the bare number \"2\""},
+           {"--timeline-window 1ms", "no colon"}}) {
+    const auto bad = run_trnsim(base + args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_NE(bad.out.find(says), std::string::npos) << args << ": " << bad.out;
+    EXPECT_EQ(bad.out.find("step time"), std::string::npos) << args;
+  }
 }
 
 TEST(Presets, ByNameAndListed) {
