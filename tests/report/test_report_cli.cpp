@@ -621,6 +621,76 @@ TEST(Summary, SmallAndOddRunsReadWell) {
   fs::remove_all(dir);
 }
 
+// "busiest resources" names distinct resources: one of the kind of a block already named (the
+// name with numbers as stars) within a point of it is counted with it ("+3 like it"); a 200-character op name is
+// cut around an ellipsis; every warning the summary once only counted is printed.
+TEST(Summary, BusiestDistinctLongNamesCutWarningsPrinted) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-summary2-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto g = run_trnsim("run --trace tests/golden/inputs/golden-moe-16.json", false);
+  ASSERT_EQ(g.code, 0) << g.out;
+  const auto at = g.out.find("  busiest resources    ");
+  ASSERT_NE(at, std::string::npos) << g.out;
+  const std::string line = g.out.substr(at + 23, g.out.find('\n', at) - at - 23);
+  std::set<std::pair<std::string, std::string>> kind_and_percent;
+  int entries = 0, like = 0;
+  std::stringstream ls(line);
+  for (std::string entry; std::getline(ls, entry, ',');) {
+    std::istringstream es(entry);
+    std::string name, percent;
+    es >> name >> percent;
+    std::string kind;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+        kind += '*';
+        while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+      } else {
+        kind += name[i];
+      }
+    }
+    // Two of a kind within a point are one entry, so two of a kind never show the same percent
+    // (before: rack.fabric.link12.to_chip12 44 %, rack.fabric.link13.to_chip13 44 %, ...).
+    EXPECT_TRUE(kind_and_percent.insert({kind, percent}).second) << kind << " " << percent << " in " << line;
+    ++entries;
+    like += entry.find(" like it)") != std::string::npos;
+  }
+  EXPECT_EQ(entries, 5) << line;
+  EXPECT_GE(like, 2) << line;
+
+  const std::string long_name = "fused_" + std::string(180, 'k') + "_kernel_tail_0";
+  const Json one = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "one"}, {"ranks", 1},
+                    {"groups", Json::object()},
+                    {"rank_ops", {{{"rank", 0}, {"ops", {{{"id", 0}, {"name", long_name}, {"op", "gemm"},
+                                                          {"m", 256}, {"k", 256}, {"n", 256},
+                                                          {"dtype", "bf16"}}}}}}}};
+  std::ofstream(dir / "one.json") << one.dump();
+  const auto o = run_trnsim("run --trace " + (dir / "one.json").string(), false);
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(o.out.find(long_name), std::string::npos) << o.out;
+  // 60 characters: the head, "...", the last 20.
+  const std::string cut = long_name.substr(0, 37) + "..." + long_name.substr(long_name.size() - 20);
+  EXPECT_NE(o.out.find("longest " + cut + " "), std::string::npos) << o.out;
+  fs::remove_all(dir);
+
+  const std::string chakra = "../shared/traces/chakra/small_chakra";
+  if (!fs::exists(chakra + ".0.json")) GTEST_SKIP() << "no shared traces";
+  const auto c = run_trnsim("run --json --trace " + chakra, false);
+  ASSERT_EQ(c.code, 0);
+  const Json rep = Json::parse(c.out);
+  const auto t = run_trnsim("run --trace " + chakra, false);
+  ASSERT_EQ(t.code, 0) << t.out;
+  int warnings = 0;
+  for (const auto& n : rep["notes"]) {
+    const std::string note = n.get<std::string>();
+    if (note.find("small_chakra") == std::string::npos) continue;  // the reader's, not the rack's
+    ++warnings;
+    EXPECT_NE(t.out.find("  warning: " + note + "\n"), std::string::npos) << note << "\n" << t.out;
+  }
+  EXPECT_EQ(warnings, 2);  // 7 dangling dependencies; 1 collective without comm_type
+  EXPECT_EQ(t.out.find("reported 2 warnings"), std::string::npos) << t.out;
+}
+
 // trace info --json: what the table prints, as JSON (the golden trace: 16 ranks, 1,728 ops, 704
 // of them GEMMs, 23 groups, dp0 of 8 ranks).
 TEST(TraceCommand, InfoAsJson) {
