@@ -78,11 +78,13 @@ std::string submit(const std::string& dir, const std::string& script, int shards
   return id;
 }
 
-std::string job_state(const std::string& dir) {
+std::optional<JobState> job_status(const std::string& dir) {
   const std::string path = dir + "/slurm/job.json";
-  if (!fs::exists(path)) return "";
+  if (!fs::exists(path)) return std::nullopt;
   const Json job = detail::read_json(path);
-  const std::string id = job.value("job_id", std::string());
+  JobState st;
+  st.job_id = job.value("job_id", std::string());
+  st.array_tasks = job.value("shards", 0);
   auto count = [](const std::string& text) {
     std::map<std::string, int> by;
     std::istringstream lines(text);
@@ -92,18 +94,24 @@ std::string job_state(const std::string& dir) {
       std::string state;
       if (w >> state) ++by[state];
     }
-    std::string out;
-    for (const auto& [k, v] : by) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", k, v);
-    return out;
+    return by;
   };
   // squeue knows queued and running tasks; sacct (when accounting is on) the ended ones.
-  auto q = detail::capture({"squeue", "-h", "-r", "-j", id, "-o", "%T"});
-  std::string line = q.code == 0 ? count(q.out) : "";
-  if (line.empty()) {
-    auto a = detail::capture({"sacct", "-n", "-X", "-P", "-j", id, "-o", "State"});
-    if (a.code == 0) line = count(a.out);
+  auto q = detail::capture({"squeue", "-h", "-r", "-j", st.job_id, "-o", "%T"});
+  if (q.code == 0) st.tasks = count(q.out);
+  if (st.tasks.empty()) {
+    auto a = detail::capture({"sacct", "-n", "-X", "-P", "-j", st.job_id, "-o", "State"});
+    if (a.code == 0) st.tasks = count(a.out);
   }
-  return fmt::format("Slurm job {} ({} array tasks): {}", id, job.value("shards", 0),
+  return st;
+}
+
+std::string job_state(const std::string& dir) {
+  const auto st = job_status(dir);
+  if (!st) return "";
+  std::string line;
+  for (const auto& [k, v] : st->tasks) line += fmt::format("{}{} {}", line.empty() ? "" : ", ", k, v);
+  return fmt::format("Slurm job {} ({} array tasks): {}", st->job_id, st->array_tasks,
                      line.empty() ? "no task queued or running" : line);
 }
 

@@ -3,6 +3,8 @@
 // `trnsim sweep resume DIR --shard I/N` on the sweep directory (a shared file system).
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +29,17 @@ std::string sbatch_script(const std::string& dir, const std::string& trnsim, con
 // DIR/slurm/job.json. Returns the job id. SweepError when sbatch is missing or refuses.
 std::string submit(const std::string& dir, const std::string& script, int shards);
 
-// One line per array-task state of the recorded job ("RUNNING 2", "COMPLETED 6"), from squeue
-// while it is queued or running and from sacct after; "" when the directory has no Slurm job.
+// The recorded job of a sweep directory and its array tasks by state ("RUNNING": 2,
+// "COMPLETED": 6), from squeue while it is queued or running and from sacct after.
+struct JobState {
+  std::string job_id;
+  int array_tasks = 0;
+  std::map<std::string, int> tasks;  // empty: no task queued, running or (with accounting) ended
+};
+std::optional<JobState> job_status(const std::string& dir);
+
+// job_status() as one line ("Slurm job 42 (8 array tasks): COMPLETED 6, RUNNING 2"); "" when the
+// directory has no Slurm job.
 std::string job_state(const std::string& dir);
 
 }  // namespace trnsim::sweep
