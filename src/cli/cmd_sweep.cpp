@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "presets.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/sweep/merge.hpp"
 #include "trnsim/sweep/runner.hpp"
@@ -137,8 +138,8 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
                                          "resume, status and merge follow one");
   sw->add_option("FILE", o->file, "sweep file (configs/sweeps/*.json)");
   sw->add_option("--out", o->out, "sweep directory (default out/sweeps/NAME)");
-  sw->add_option("--config", o->overrides.config, "base config instead of the file's");
-  sw->add_option("--trace", o->overrides.trace, "workload instead of the file's");
+  sw->add_option("--config", o->overrides.config, "base config instead of the file's (a file or a preset name)");
+  sw->add_option("--trace", o->overrides.trace, "workload instead of the file's (a file or a bundled trace's name)");
   add_set_option(sw, o->overrides.sets);
   add_run_options(sw, *o);
   sw->add_flag("--dry-run", o->dry_run, "list the points (with --slurm: print the sbatch script)");
@@ -209,7 +210,13 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
     if (o->json && !o->dry_run) {
       throw SweepError("sweep --json: prints the plan of --dry-run (`sweep status DIR --json` the progress of a sweep)");
     }
-    const Sweep s = load_sweep(o->file, o->overrides);
+    // Presets and bundled traces by name, on the command line and in the sweep file.
+    Overrides ov = o->overrides;
+    if (!ov.config.empty()) ov.config = resolve_preset(ov.config);
+    if (!ov.trace.empty()) ov.trace = resolve_trace(ov.trace);
+    ov.config_by_name = resolve_preset;
+    ov.trace_by_name = resolve_trace;
+    const Sweep s = load_sweep(o->file, ov);
     const auto all = expand(s);
     std::size_t total = 1;
     for (const auto& a : s.axes) total *= a.values.size();

@@ -504,6 +504,72 @@ TEST(Presets, ByNameInConfigAndTopoClustersListedAndJson) {
   EXPECT_TRUE(tdp);
 }
 
+// Every preset says what it is; bundled traces are listed and taken by name by run, trace info
+// and sweep; sweep --config, a sweep file's "config" and a claims file's configs take preset names.
+TEST(Presets, DescriptionsBundledTracesSweepsAndClaimsByName) {
+  const auto lj = run_trnsim("presets --json", false);
+  ASSERT_EQ(lj.code, 0) << lj.out;
+  std::set<std::string> traces;
+  int presets = 0;
+  for (const auto& p : Json::parse(lj.out)) {
+    if (p["kind"] == "trace") {
+      traces.insert(p["name"].get<std::string>());
+      continue;
+    }
+    ++presets;
+    EXPECT_GT(p["description"].get<std::string>().size(), 20u) << p["name"];
+  }
+  EXPECT_GE(presets, 20);
+  EXPECT_EQ(traces, (std::set<std::string>{"deepseek-v3-moe-144", "deepseek-v3-moe-64",
+                                           "deepseek-v3-step-144", "mixtral-moe-16"}));
+  const auto info = run_trnsim("trace info mixtral-moe-16 --json", false);
+  ASSERT_EQ(info.code, 0) << info.out;
+  EXPECT_EQ(Json::parse(info.out)["name"], "mixtral-moe-16");
+  const auto est = run_trnsim("run --trace mixtral-moe-16 --estimate");
+  EXPECT_EQ(est.code, 0) << est.out;
+  const auto typo = run_trnsim("run --trace mixtral-moe-61");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.out.find("did you mean mixtral-moe-16?"), std::string::npos) << typo.out;
+
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-byname-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.json") << Json{{"name", "byname"}, {"config", "trn2-instance"}, {"trace", "mixtral-moe-16"},
+                                       {"axes", {{{"path", "sim.seed"}, {"values", {1, 2}}}}}}
+                                      .dump();
+  const auto dry = run_trnsim("sweep --dry-run --json " + (dir / "s.json").string(), false);
+  EXPECT_EQ(dry.code, 0) << dry.out;
+  const auto over = run_trnsim("sweep --dry-run --config trn3-gen2-ultraserver " + (dir / "s.json").string());
+  EXPECT_EQ(over.code, 0) << over.out;
+  std::ofstream(dir / "bad.json") << Json{{"name", "bad"}, {"config", "trn2-instanse"},
+                                         {"axes", {{{"path", "sim.seed"}, {"values", {1}}}}}}
+                                        .dump();
+  const auto bad = run_trnsim("sweep --dry-run " + (dir / "bad.json").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("bad.json:/config: trn2-instanse: no such file or preset (did you mean trn2-instance?)"),
+            std::string::npos)
+      << bad.out;
+
+  // trn3-gen2-ultraserver has 9 times the chips of trn2-instance (144 against 16).
+  std::ofstream(dir / "c.json") << R"({
+    "format": 1, "name": "by-name",
+    "configs": {"a": "trn2-instance", "b": "trn3-gen2-ultraserver"},
+    "runs": {"topo-a": {"config": "a", "args": ["topo", "{config}", "--json"]},
+             "topo-b": {"config": "b", "args": ["topo", "{config}", "--json"]}},
+    "claims": [{"id": "chips", "title": "chips", "claim": "9x", "baseline": "a", "candidate": "b",
+                "metric": {"description": "chips of b over chips of a", "unit": "x",
+                           "numerator": [{"run": "topo-b", "value": "/chips"}],
+                           "denominator": [{"run": "topo-a", "value": "/chips"}]},
+                "claimed": 9, "tolerance": {"relative": 0.001}, "sources": ["none"], "quick": true}]})";
+  const auto c = run_trnsim("claims " + (dir / "c.json").string() + " --out " + (dir / "claims").string());
+  EXPECT_EQ(c.code, 0) << c.out;
+  const Json results = Json::parse(slurp(dir / "claims" / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 1u) << results;
+  EXPECT_EQ(results["rows"][0]["measured"], 9.0) << results;
+  EXPECT_EQ(results["rows"][0]["verdict"], "pass") << results;
+  fs::remove_all(dir);
+}
+
 TEST(Presets, ChipPresetWhereARackIsNeeded) {
   const auto r = run_trnsim("run --config trn3");
   EXPECT_EQ(r.code, 2);
