@@ -129,7 +129,7 @@ void register_run_command(CLI::App& app, Registry& reg) {
   auto o = std::make_shared<RunOpts>();
   auto* run = app.add_subcommand(
       "run", "simulate a workload on a rack (default: Trn3 Gen2 UltraServer, bundled MoE step)");
-  add_bench_options(run, o->common);
+  add_bench_options(run, o->common, "rack or cluster preset");
   auto* trace_opt = run->add_option("--trace", o->trace.path,
                   fmt::format("native trace (.json), Chakra prefix (PREFIX.<rank>.et) or its rank-0 "
                               "file PREFIX.0.et; default {}",

@@ -570,6 +570,34 @@ TEST(Presets, DescriptionsBundledTracesSweepsAndClaimsByName) {
   fs::remove_all(dir);
 }
 
+// --fidelity and --seed as plain flags (the same as --set sim.fidelity / sim.seed); every option's
+// default in --help, in plain words; run --help offers the presets run takes.
+TEST(Help, FidelitySeedFlagsAndDefaults) {
+  const auto r = run_trnsim("run --trace tests/golden/inputs/golden-moe-16.json --config trn2-instance "
+                            "--fidelity detailed --seed 7 --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["identity"]["fidelity"], "detailed");
+  EXPECT_EQ(j["identity"]["seed"], 7);
+  EXPECT_EQ(j["identity"]["models"]["network"]["model"], "packet");
+  const auto bad = run_trnsim("run --fidelity medium");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--fidelity: medium not in {fast,detailed}"), std::string::npos) << bad.out;
+  const auto h = run_trnsim("run --help", false);
+  ASSERT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("--config TEXT:PRESET|FILE   rack or cluster preset"), std::string::npos) << h.out;
+  EXPECT_EQ(h.out.find("chip or rack preset"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("--timeline-max-events UINT:UINT in [1 - 100000000] (default 200000)"), std::string::npos)
+      << h.out;
+  for (const char* artefact : {"=[]", "{false}", "=200000"}) {
+    EXPECT_EQ(h.out.find(artefact), std::string::npos) << artefact << " in\n" << h.out;
+  }
+  const auto g = run_trnsim("bench gemm --help", false);
+  EXPECT_NE(g.out.find("--m UINT:an integer in [1, 2^40] (default 8192)"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("--dtype TEXT (default bf16)"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("--seed N"), std::string::npos) << g.out;
+}
+
 TEST(Presets, ChipPresetWhereARackIsNeeded) {
   const auto r = run_trnsim("run --config trn3");
   EXPECT_EQ(r.code, 2);
