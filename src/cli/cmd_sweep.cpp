@@ -33,7 +33,7 @@ struct SweepOpts {
   std::string file, out, shard = "1/1";
   Overrides overrides;
   int jobs = 0;  // 0: the CPUs this process may use
-  bool dry_run = false, retry_failed = false, no_merge = false, slurm = false, json = false;
+  bool dry_run = false, retry_failed = false, no_merge = false, slurm = false, json = false, parsable = false;
   SlurmOptions slurm_opts;
 };
 
@@ -125,7 +125,8 @@ Json status_json(const Plan& plan, const DirStatus& st, const std::string& dir) 
             {"failed", st.failed},    {"running_or_interrupted", st.started},
             {"pending", st.pending},  {"failures", failures}, {"slurm", nullptr}};
   if (const auto job = job_status(dir)) {
-    j["slurm"] = {{"job_id", job->job_id}, {"array_tasks", job->array_tasks}, {"tasks", job->tasks}};
+    j["slurm"] = {{"job_id", job->job_id}, {"array_tasks", job->array_tasks}, {"tasks", job->tasks},
+                  {"merge_job_id", job->merge_job_id.empty() ? Json(nullptr) : Json(job->merge_job_id)}};
   }
   return j;
 }
@@ -145,6 +146,8 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
   sw->add_flag("--dry-run", o->dry_run, "list the points (with --slurm: print the sbatch script)");
   sw->add_flag("--json", o->json, "with --dry-run: the points (or the sbatch script) as JSON");
   sw->add_flag("--slurm", o->slurm, "submit a Slurm job array, one array task per shard");
+  sw->add_flag("--parsable", o->parsable,
+               "with --slurm: print only the job ids, the array's and the merge's, a line each");
   sw->add_option("--shards", o->slurm_opts.shards, "with --slurm: array tasks (default: one per point)")
       ->check(CLI::Range(1, 100000));
   sw->add_option("--cpus-per-task", o->slurm_opts.cpus_per_task,
@@ -231,21 +234,30 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
       // More tasks than points would only start empty tasks.
       if (sw->count("--shards") == 0 || std::size_t(so.shards) > all.size()) so.shards = int(all.size());
       const std::string script = sbatch_script(o->out, self_executable(), s.name, so);
+      // The merge runs as a job of its own once every array task succeeded (afterok).
+      const std::string merge = o->no_merge ? "" : merge_script(o->out, self_executable(), s.name, so);
       if (o->dry_run) {
         if (o->json) {
           fmt::print("{}\n", Json{{"name", s.name}, {"out", o->out}, {"array_tasks", so.shards},
-                                  {"points", all.size()}, {"sbatch_script", script}}
+                                  {"points", all.size()}, {"sbatch_script", script},
+                                  {"merge_script", merge.empty() ? Json(nullptr) : Json(merge)}}
                                   .dump(2));
         } else {
-          fmt::print("{}", script);
+          fmt::print("{}{}", script, merge.empty() ? "" : "\n# then, with --dependency=afterok on it:\n" + merge);
         }
         return 0;
       }
       write_or_check_plan(o->out, make_plan(s, all));
-      const std::string id = submit(o->out, script, so.shards);
-      fmt::print("submitted Slurm job {} ({} array tasks, {} points) for {}; follow it with "
-                 "`trnsim sweep status {}`, then `trnsim sweep merge {}`\n",
-                 id, so.shards, all.size(), o->out, o->out, o->out);
+      const Submitted id = submit(o->out, script, so.shards, merge);
+      if (o->parsable) {
+        fmt::print("{}\n{}", id.array_id, id.merge_id.empty() ? "" : id.merge_id + "\n");
+        return 0;
+      }
+      fmt::print("submitted Slurm job {} ({} array tasks, {} points) for {}{}; follow it with "
+                 "`trnsim sweep status {}`{}\n",
+                 id.array_id, so.shards, all.size(), o->out,
+                 id.merge_id.empty() ? "" : fmt::format(", and merge job {} after it", id.merge_id), o->out,
+                 id.merge_id.empty() ? fmt::format(", then `trnsim sweep merge {}`", o->out) : "");
       return 0;
     }
     const Shard shard = parse_shard(o->shard);
