@@ -6,7 +6,7 @@ docs/moe-generator.md. Standard library only."""
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))  # also as bin/trnsim-moe-gen
 
 from moe.cli import main  # noqa: E402
 

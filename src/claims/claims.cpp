@@ -392,7 +392,13 @@ std::vector<std::string> needed_runs(const ClaimsFile& f, bool quick) {
 
 std::vector<std::string> run_args(const ClaimsFile& f, const Run& r, bool quick) {
   std::vector<std::string> out = quick && r.quick_args ? *r.quick_args : r.args;
-  const std::string config = (fs::path(f.dir) / f.configs.at(r.config)).lexically_normal().string();
+  // A file relative to the claims file, or a preset by name (no slash, no .json, no such file
+  // beside it), which every command the runs call takes as it is.
+  const std::string& given = f.configs.at(r.config);
+  const fs::path beside = fs::path(f.dir) / given;
+  std::error_code ec;
+  const bool preset = given.find('/') == std::string::npos && !given.ends_with(".json") && !fs::exists(beside, ec);
+  const std::string config = preset ? given : beside.lexically_normal().string();
   for (auto& a : out) {
     for (const auto& [key, value] :
          {std::pair<std::string, std::string>{"{config}", config}, {"{dir}", f.dir}}) {

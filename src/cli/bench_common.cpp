@@ -8,10 +8,9 @@
 
 namespace trnsim::cli {
 
-void add_bench_options(CLI::App* sub, BenchOptions& o) {
+void add_bench_options(CLI::App* sub, BenchOptions& o, const char* presets, bool seed) {
   sub->add_option("--config", o.source.path,
-                  fmt::format("chip or rack preset: a file or a name from `trnsim presets` "
-                              "(default {})",
+                  fmt::format("{}: a file or a name from `trnsim presets` (default {})", presets,
                               kDefaultRack))
       ->transform(CLI::Validator(
           [&o](std::string& v) -> std::string {
@@ -25,6 +24,19 @@ void add_bench_options(CLI::App* sub, BenchOptions& o) {
           },
           "PRESET|FILE"));
   add_set_option(sub, o.source.sets);
+  // Plain flags for the two settings users change most; they apply after --set.
+  sub->add_option_function<std::string>(
+         "--fidelity", [&o](const std::string& v) { o.source.sets.push_back("sim.fidelity=" + v); },
+         "fast (flow network, op-level compute) or detailed (packets, tiles); as --set "
+         "sim.fidelity=... (default: fast for run, detailed for the benchmarks)")
+      ->check(CLI::IsMember({"fast", "detailed"}))
+      ->type_name("TIER");
+  if (seed) {
+    sub->add_option_function<std::uint64_t>(
+         "--seed", [&o](const std::uint64_t& v) { o.source.sets.push_back(fmt::format("sim.seed={}", v)); },
+         "seed of every random choice; as --set sim.seed=N (default 1)")
+        ->type_name("N");
+  }
   sub->add_flag("--json", o.json, "print one JSON object instead of a table");
 }
 

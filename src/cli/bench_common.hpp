@@ -22,8 +22,10 @@ struct BenchOptions {
   config::LoadedConfig load() const { return source.load(); }
 };
 
-// Adds --config, --set and --json to a bench subcommand.
-void add_bench_options(CLI::App* sub, BenchOptions& o);
+// Adds --config, --set, --fidelity, --seed (unless the command has a seed of its own) and --json
+// to a bench subcommand (or run); `presets` says which presets --config takes.
+void add_bench_options(CLI::App* sub, BenchOptions& o, const char* presets = "chip or rack preset",
+                       bool seed = true);
 
 // `trnsim bench`: the parent subcommand; each model family adds its benchmarks.
 void register_bench_commands(CLI::App& app, Registry& reg);

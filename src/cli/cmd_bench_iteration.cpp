@@ -89,7 +89,7 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
   auto& a = o->second;
   auto* sub = bench.add_subcommand(
       "iteration", "one inference iteration of a model on the rack: time, breakdown, bounds");
-  add_bench_options(sub, o->first);
+  add_bench_options(sub, o->first, "rack preset", false);  // --seed is the routing seed here
   sub->add_option("--model", a.model, "a model of configs/models/ (name) or a model file");
   sub->add_option("--layout", a.layout, "tp=N,dp=N,ep=N,pp=N (missing keys are 1)");
   sub->add_option("--batch", a.batch, "sequences decoding one token each");

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <limits>
 #include <memory>
 
 #include "bench_common.hpp"
@@ -18,6 +20,7 @@
 #include "trnsim/log.hpp"
 #include "trnsim/report/report.hpp"
 #include "trnsim/run/run.hpp"
+#include "trnsim/units.hpp"
 
 namespace trnsim::cli {
 
@@ -31,10 +34,64 @@ struct RunOpts {
   TraceInput trace;
   std::string out;
   report::TimelineOptions timeline;
+  std::string timeline_ranks;   // "0-3,7"
+  std::string timeline_window;  // "FROM:TO"
   bool no_progress = false;
   bool estimate = false;
   bool no_cache = false;
 };
+
+// --timeline-ranks 0-3,7: ranks and inclusive ranges of ranks, each below `ranks`.
+std::vector<int> parse_rank_list(const std::string& text, int ranks) {
+  const auto bad = [&](const std::string& why) {
+    return InputError(fmt::format("--timeline-ranks {:?}: {}; expected ranks and ranges such as 0-3,7", text, why));
+  };
+  std::vector<int> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, comma - at);
+    const std::size_t dash = item.find('-');
+    const auto number = [&](const std::string& n) {
+      if (n.empty() || n.size() > 9 || n.find_first_not_of("0123456789") != std::string::npos) {
+        throw bad(fmt::format("{:?} is not a rank", n));
+      }
+      const int r = std::stoi(n);
+      if (r >= ranks) throw bad(fmt::format("rank {} is not in the trace, which has {} ranks (0 to {})", r, ranks, ranks - 1));
+      return r;
+    };
+    const int lo = number(item.substr(0, dash));
+    const int hi = dash == std::string::npos ? lo : number(item.substr(dash + 1));
+    if (hi < lo) throw bad(fmt::format("the range {} runs backwards", item));
+    for (int r = lo; r <= hi; ++r) out.push_back(r);
+    at = comma + 1;
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// --timeline-window FROM:TO in simulated time ("1ms:1.5ms"; an empty side is the start or the end).
+void parse_window(const std::string& text, report::TimelineOptions& tl) {
+  const std::size_t colon = text.find(':');
+  const auto bad = [&](const std::string& why) {
+    return InputError(fmt::format("--timeline-window {:?}: {}; expected FROM:TO in simulated time such "
+                                  "as 1ms:1.5ms (an empty side is the start or the end)", text, why));
+  };
+  if (colon == std::string::npos) throw bad("no colon");
+  const auto side = [&](const std::string& v, double empty) {
+    if (v.empty()) return empty;
+    try {
+      // Through whole picoseconds, as the report's times (100us is 100000 ns, not 99999.99...).
+      return std::round(parse_duration(v).si * 1e12) / 1e3;
+    } catch (const UnitError& e) {
+      throw bad(e.what());
+    }
+  };
+  tl.window_from_ns = side(text.substr(0, colon), 0.0);
+  tl.window_to_ns = side(text.substr(colon + 1), std::numeric_limits<double>::infinity());
+  if (!(tl.window_to_ns > tl.window_from_ns)) throw bad("the window ends before it starts");
+}
 
 // A progress line on stderr, redrawn in place at most five times a second; only on a terminal.
 class ProgressLine {
@@ -73,7 +130,7 @@ void register_run_command(CLI::App& app, Registry& reg) {
   auto o = std::make_shared<RunOpts>();
   auto* run = app.add_subcommand(
       "run", "simulate a workload on a rack (default: Trn3 Gen2 UltraServer, bundled MoE step)");
-  add_bench_options(run, o->common);
+  add_bench_options(run, o->common, "rack or cluster preset");
   auto* trace_opt = run->add_option("--trace", o->trace.path,
                   fmt::format("native trace (.json), Chakra prefix (PREFIX.<rank>.et) or its rank-0 "
                               "file PREFIX.0.et; default {}",
@@ -86,6 +143,13 @@ void register_run_command(CLI::App& app, Registry& reg) {
                   "ops drawn in timeline.json at most (the longest are kept)")
       ->capture_default_str()
       ->check(CLI::Range(std::size_t(1), std::size_t(100000000)));
+  run->add_option("--timeline-ranks", o->timeline_ranks,
+                  "draw only these ranks in timeline.json, every op of them (0-3,7)")
+      ->type_name("RANKS");
+  run->add_option("--timeline-window", o->timeline_window,
+                  "draw only the ops that overlap this span of simulated time, each whole "
+                  "(1ms:1.5ms; an empty side is the start or the end)")
+      ->type_name("FROM:TO");
   run->add_flag("!--no-timeline-counters", o->timeline.counters,
                 "leave the counter tracks out of timeline.json");
   run->add_flag("!--no-timeline-flows", o->timeline.flows,
@@ -102,6 +166,7 @@ void register_run_command(CLI::App& app, Registry& reg) {
     // Refuse what would be ignored or fail only after the simulation.
     if (trace_opt->count() > 0 && o->trace.path.empty()) throw TraceError("--trace: an empty file name");
     if (out_opt->count() > 0) OutputDir::check_writable(o->out, report::output_file_names());
+    if (!o->timeline_window.empty()) parse_window(o->timeline_window, o->timeline);
     const auto cfg = o->common.load();
     if (!cfg.config.rack) {
       throw ConfigError(fmt::format(
@@ -117,6 +182,7 @@ void register_run_command(CLI::App& app, Registry& reg) {
     const auto t_read = Clock::now();
     const LoadedTrace trace = load_trace(o->trace, data_path(kDefaultTrace));
     const auto t_run = Clock::now();
+    if (!o->timeline_ranks.empty()) o->timeline.ranks = parse_rank_list(o->timeline_ranks, trace.workload.num_ranks());
     if (o->estimate) {
       fmt::print("{}", run::estimate_workload(cfg, trace.workload).text);
       return 0;

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "presets.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/sweep/merge.hpp"
 #include "trnsim/sweep/runner.hpp"
@@ -32,7 +33,7 @@ struct SweepOpts {
   std::string file, out, shard = "1/1";
   Overrides overrides;
   int jobs = 0;  // 0: the CPUs this process may use
-  bool dry_run = false, retry_failed = false, no_merge = false, slurm = false;
+  bool dry_run = false, retry_failed = false, no_merge = false, slurm = false, json = false, parsable = false;
   SlurmOptions slurm_opts;
 };
 
@@ -96,6 +97,40 @@ void print_points(const Sweep& s, const std::vector<Point>& points, std::size_t 
              s.combine == Sweep::Combine::grid ? "as a grid" : "zipped", fmt::join(paths, ", "));
 }
 
+// sweep --dry-run --json: the points print_points() lists, by axis name.
+Json points_json(const Sweep& s, const std::vector<Point>& points, std::size_t total, std::size_t kept,
+                 const Shard& shard) {
+  Json axes = Json::array();
+  for (const auto& a : s.axes) axes.push_back({{"name", a.name}, {"path", a.path}, {"values", a.values}});
+  Json ps = Json::array();
+  for (const auto& p : points) {
+    Json v = Json::object();
+    for (std::size_t i = 0; i < s.axes.size(); ++i) v[s.axes[i].name] = p.values[i];
+    ps.push_back({{"point", p.id}, {"values", v}});
+  }
+  return {{"name", s.name},
+          {"combine", s.combine == Sweep::Combine::grid ? "grid" : "zip"},
+          {"axes", axes},
+          {"points_total", total},
+          {"points_kept", kept},
+          {"shard", fmt::format("{}/{}", shard.index, shard.count)},
+          {"points", ps}};
+}
+
+// sweep status --json: what the table prints.
+Json status_json(const Plan& plan, const DirStatus& st, const std::string& dir) {
+  Json failures = Json::array();
+  for (const auto& [id, err] : st.failures) failures.push_back({{"point", id}, {"error", err}});
+  Json j = {{"name", plan.name},      {"points", plan.points.size()}, {"done", st.ok},
+            {"failed", st.failed},    {"running_or_interrupted", st.started},
+            {"pending", st.pending},  {"failures", failures}, {"slurm", nullptr}};
+  if (const auto job = job_status(dir)) {
+    j["slurm"] = {{"job_id", job->job_id}, {"array_tasks", job->array_tasks}, {"tasks", job->tasks},
+                  {"merge_job_id", job->merge_job_id.empty() ? Json(nullptr) : Json(job->merge_job_id)}};
+  }
+  return j;
+}
+
 }  // namespace
 
 void register_sweep_command(CLI::App& app, Registry& reg) {
@@ -104,12 +139,15 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
                                          "resume, status and merge follow one");
   sw->add_option("FILE", o->file, "sweep file (configs/sweeps/*.json)");
   sw->add_option("--out", o->out, "sweep directory (default out/sweeps/NAME)");
-  sw->add_option("--config", o->overrides.config, "base config instead of the file's");
-  sw->add_option("--trace", o->overrides.trace, "workload instead of the file's");
+  sw->add_option("--config", o->overrides.config, "base config instead of the file's (a file or a preset name)");
+  sw->add_option("--trace", o->overrides.trace, "workload instead of the file's (a file or a bundled trace's name)");
   add_set_option(sw, o->overrides.sets);
   add_run_options(sw, *o);
   sw->add_flag("--dry-run", o->dry_run, "list the points (with --slurm: print the sbatch script)");
+  sw->add_flag("--json", o->json, "with --dry-run: the points (or the sbatch script) as JSON");
   sw->add_flag("--slurm", o->slurm, "submit a Slurm job array, one array task per shard");
+  sw->add_flag("--parsable", o->parsable,
+               "with --slurm: print only the job ids, the array's and the merge's, a line each");
   sw->add_option("--shards", o->slurm_opts.shards, "with --slurm: array tasks (default: one per point)")
       ->check(CLI::Range(1, 100000));
   sw->add_option("--cpus-per-task", o->slurm_opts.cpus_per_task,
@@ -133,7 +171,9 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
 
   auto* status = sw->add_subcommand("status", "points done, failed and pending (and the Slurm job)");
   auto status_dir = std::make_shared<std::string>();
+  auto status_json_flag = std::make_shared<bool>(false);
   status->add_option("DIR", *status_dir, "sweep directory")->required();
+  status->add_flag("--json", *status_json_flag, "print the counts, the failures and the Slurm job as JSON");
 
   auto* mg = sw->add_subcommand("merge", "join sweep directories (shards) into sweep.csv and sweep.json");
   auto merge_dirs = std::make_shared<std::vector<std::string>>();
@@ -146,6 +186,10 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
     if (status->parsed()) {
       const Plan plan = read_plan(*status_dir);
       const DirStatus s = dir_status(*status_dir, plan);
+      if (*status_json_flag) {
+        fmt::print("{}\n", status_json(plan, s, *status_dir).dump(2));
+        return 0;
+      }
       fmt::print("sweep {}: {} points: {} done, {} failed, {} running or interrupted, {} pending\n",
                  plan.name, plan.points.size(), s.ok, s.failed, s.started, s.pending);
       for (const auto& [id, err] : s.failures) fmt::print("  {} failed: {}\n", id, err);
@@ -166,7 +210,16 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
       return 0;
     }
     if (o->file.empty()) throw SweepError("sweep: expected a sweep FILE, or resume, status or merge");
-    const Sweep s = load_sweep(o->file, o->overrides);
+    if (o->json && !o->dry_run) {
+      throw SweepError("sweep --json: prints the plan of --dry-run (`sweep status DIR --json` the progress of a sweep)");
+    }
+    // Presets and bundled traces by name, on the command line and in the sweep file.
+    Overrides ov = o->overrides;
+    if (!ov.config.empty()) ov.config = resolve_preset(ov.config);
+    if (!ov.trace.empty()) ov.trace = resolve_trace(ov.trace);
+    ov.config_by_name = resolve_preset;
+    ov.trace_by_name = resolve_trace;
+    const Sweep s = load_sweep(o->file, ov);
     const auto all = expand(s);
     std::size_t total = 1;
     for (const auto& a : s.axes) total *= a.values.size();
@@ -181,19 +234,38 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
       // More tasks than points would only start empty tasks.
       if (sw->count("--shards") == 0 || std::size_t(so.shards) > all.size()) so.shards = int(all.size());
       const std::string script = sbatch_script(o->out, self_executable(), s.name, so);
+      // The merge runs as a job of its own once every array task succeeded (afterok).
+      const std::string merge = o->no_merge ? "" : merge_script(o->out, self_executable(), s.name, so);
       if (o->dry_run) {
-        fmt::print("{}", script);
+        if (o->json) {
+          fmt::print("{}\n", Json{{"name", s.name}, {"out", o->out}, {"array_tasks", so.shards},
+                                  {"points", all.size()}, {"sbatch_script", script},
+                                  {"merge_script", merge.empty() ? Json(nullptr) : Json(merge)}}
+                                  .dump(2));
+        } else {
+          fmt::print("{}{}", script, merge.empty() ? "" : "\n# then, with --dependency=afterok on it:\n" + merge);
+        }
         return 0;
       }
       write_or_check_plan(o->out, make_plan(s, all));
-      const std::string id = submit(o->out, script, so.shards);
-      fmt::print("submitted Slurm job {} ({} array tasks, {} points) for {}; follow it with "
-                 "`trnsim sweep status {}`, then `trnsim sweep merge {}`\n",
-                 id, so.shards, all.size(), o->out, o->out, o->out);
+      const Submitted id = submit(o->out, script, so.shards, merge);
+      if (o->parsable) {
+        fmt::print("{}\n{}", id.array_id, id.merge_id.empty() ? "" : id.merge_id + "\n");
+        return 0;
+      }
+      fmt::print("submitted Slurm job {} ({} array tasks, {} points) for {}{}; follow it with "
+                 "`trnsim sweep status {}`{}\n",
+                 id.array_id, so.shards, all.size(), o->out,
+                 id.merge_id.empty() ? "" : fmt::format(", and merge job {} after it", id.merge_id), o->out,
+                 id.merge_id.empty() ? fmt::format(", then `trnsim sweep merge {}`", o->out) : "");
       return 0;
     }
     const Shard shard = parse_shard(o->shard);
     if (o->dry_run) {
+      if (o->json) {
+        fmt::print("{}\n", points_json(s, shard_points(all, shard), total, all.size(), shard).dump(2));
+        return 0;
+      }
       print_points(s, shard_points(all, shard), all.size());
       if (all.size() != total) fmt::print("the filter kept {} of {} points\n", all.size(), total);
       return 0;

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <memory>
 #include <string_view>
 
 #include "bench_common.hpp"
@@ -29,6 +30,34 @@ CLI::Option* add_set_option(CLI::App* sub, std::vector<std::string>& sets) {
 
 namespace {
 
+// --help (and the man pages made from it) without CLI11's notation: "--n UINT (default 4096)"
+// instead of "--n UINT=4096", no "=[]" after a repeatable option that has no value yet, no
+// "{false}" after a negated flag.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_option_name(const CLI::Option* opt, bool positional) const override {
+    std::string name = CLI::Formatter::make_option_name(opt, positional);
+    for (std::size_t open; (open = name.find('{')) != std::string::npos;) {
+      const std::size_t close = name.find('}', open);
+      if (close == std::string::npos) break;
+      name.erase(open, close - open + 1);
+    }
+    return name;
+  }
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string out;
+    if (!opt->get_option_text().empty()) return " " + opt->get_option_text();
+    if (opt->get_type_size() != 0) {
+      if (!opt->get_type_name().empty()) out += " " + get_label(opt->get_type_name());
+      const std::string d = opt->get_default_str();
+      if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+      if (!d.empty() && d != "[]" && d != "{}" && d != "\"\"") out += " (default " + d + ")";
+      if (opt->get_required()) out += " " + get_label("REQUIRED");
+    }
+    return out;
+  }
+};
+
 int run(int argc, char** argv) {
   CLI::App app{"trnsim: cycle-approximate simulator of AWS Trainium UltraServers", "trnsim"};
   app.set_version_flag("--version", fmt::format("trnsim {} (commit {})", report::version(),
@@ -38,6 +67,9 @@ int run(int argc, char** argv) {
       ->capture_default_str();
   app.require_subcommand(1);
   app.fallthrough();
+  // Every option's default in --help (and the man pages made from it): subcommands copy this.
+  app.option_defaults()->always_capture_default();
+  app.formatter(std::make_shared<HelpFormatter>());
 
   Registry reg;
   reg.argv.assign(argv, argv + argc);

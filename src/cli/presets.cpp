@@ -41,11 +41,11 @@ std::vector<Preset> list_presets() {
             j[kind]["name"].is_string()) {
           p.title = j[kind]["name"].get<std::string>();
         }
-        // A cluster (its /cluster has no name) by its description's first sentence.
-        if (p.title.empty() && j.contains("description") && j["description"].is_string()) {
-          const std::string d = j["description"].get<std::string>();
-          p.title = d.substr(0, std::min(d.find(". "), d.size()));
+        if (j.contains("description") && j["description"].is_string()) {
+          p.description = j["description"].get<std::string>();
         }
+        // A cluster (its /cluster has no name) by its description's first sentence.
+        if (p.title.empty()) p.title = p.description.substr(0, std::min(p.description.find(". "), p.description.size()));
       } catch (const InputError&) {
         p.title = "(unreadable)";
       }
@@ -71,6 +71,43 @@ std::string resolve_preset(const std::string& given) {
       "{}: no such file{}{}; `trnsim presets` lists the presets", given,
       plain_name ? " or preset" : "",
       near.empty() ? "" : fmt::format(" (did you mean {}?)", near)));
+}
+
+std::vector<Preset> list_traces() {
+  std::vector<Preset> out;
+  const fs::path dir = fs::path(bench::data_dir()) / "traces";
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string file = e.path().filename().string();
+    if (!e.is_regular_file()) continue;
+    for (const char* ext : {".json", ".json.gz"}) {
+      if (!file.ends_with(ext)) continue;
+      Preset p{file.substr(0, file.size() - std::string_view(ext).size()), "trace", e.path().string(), "", ""};
+      p.title = p.name;
+      out.push_back(std::move(p));
+      break;
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+std::string resolve_trace(const std::string& given) {
+  std::error_code ec;
+  if (given.empty() || fs::exists(given, ec) || fs::exists(given + ".0.et", ec) ||
+      fs::exists(given + ".0.json", ec) || given.find('/') != std::string::npos) {
+    return given;
+  }
+  for (const auto& t : list_traces()) {
+    if (t.name == given) return t.path;
+  }
+  return given;
+}
+
+std::string nearest_trace(const std::string& given) {
+  std::vector<std::string> names;
+  for (const auto& t : list_traces()) names.push_back(t.name);
+  return config::nearest_key(given, names);
 }
 
 std::vector<std::string> preset_files(const std::string& path) {

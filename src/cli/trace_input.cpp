@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "presets.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/log.hpp"
@@ -149,7 +150,8 @@ std::vector<std::string> grouped_warnings(const trace::Workload& w) {
 }
 
 LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
-  const std::string path = in.path.empty() ? fallback : in.path;
+  // A bundled trace by name (`--trace mixtral-moe-16`), as --config takes presets.
+  const std::string path = resolve_trace(in.path.empty() ? fallback : in.path);
   if (path.empty()) throw TraceError("--trace: an empty file name");
   LoadedTrace out;
   std::error_code ec;
@@ -246,10 +248,12 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
         "files are {}.<rank>.et (or .json in Chakra's JSON form), or its rank-0 file {}.0.et",
         path, input_file_problem(path, kMaxTraceFileBytes), path, path));
   } else {
+    const std::string near = nearest_trace(path);
     throw TraceError(fmt::format(
         "--trace {}: no such trace: expected a native trace file (.json), a Chakra prefix whose "
-        "files are {}.<rank>.et (or .json in Chakra's JSON form), or its rank-0 file {}.0.et",
-        path, path, path));
+        "files are {}.<rank>.et (or .json in Chakra's JSON form), its rank-0 file {}.0.et, or the "
+        "name of a bundled trace (`trnsim presets` lists them){}",
+        path, path, path, near.empty() ? "" : fmt::format("; did you mean {}?", near)));
   }
   report::Sha256 h;
   for (const auto& f : out.files) {

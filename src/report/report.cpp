@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cmath>
 #include <map>
 #include <set>
@@ -619,6 +620,97 @@ std::string count_of(std::uint64_t n, std::string_view what) {
   return fmt::format("{} {}{}", n, what, n == 1 ? "" : "s");
 }
 
+// Sorted ranks as runs: 0-3, 7.
+std::string ranges_text(std::vector<int> v) {
+  std::sort(v.begin(), v.end());
+  std::string t;
+  for (std::size_t i = 0; i < v.size();) {
+    std::size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    t += fmt::format("{}{}", t.empty() ? "" : ", ", j == i ? fmt::format("{}", v[i]) : fmt::format("{}-{}", v[i], v[j]));
+    i = j + 1;
+  }
+  return t;
+}
+
+// The timeline line of the summary: only when timeline.json holds less than the whole run.
+std::string timeline_line(const Json& tl) {
+  const auto ops = tl["ops"].get<std::size_t>(), selected = tl["ops_selected"].get<std::size_t>();
+  const auto drawn = tl["ops_drawn"].get<std::size_t>(), dropped = tl["ops_dropped"].get<std::size_t>();
+  if (drawn == ops) return "";
+  std::string chosen;
+  if (!tl["ranks"].empty()) chosen += fmt::format(" of {} {}", tl["ranks"].size() == 1 ? "rank" : "ranks",
+                                                  ranges_text(tl["ranks"].get<std::vector<int>>()));
+  const Json& win = tl["window"];
+  if (win["from_ns"].get<double>() > 0 || !win["to_ns"].is_null()) {
+    chosen += fmt::format(" in {} to {}", fmt_time(win["from_ns"].get<double>()),
+                          win["to_ns"].is_null() ? std::string("the end") : fmt_time(win["to_ns"].get<double>()));
+  }
+  std::string t = fmt::format("  timeline             {} of {} ops drawn{}", drawn, ops, chosen);
+  if (dropped > 0) {
+    t += fmt::format(", the longest: {}{} dropped by the cap of {} (--timeline-max-events raises it; "
+                     "--timeline-ranks and --timeline-window keep ranks or a time window whole)",
+                     dropped, selected < ops ? fmt::format(" of the {} selected", selected) : "",
+                     tl["max_events"].get<std::size_t>());
+  }
+  return t + "\n";
+}
+
+// A name cut to at most `max` bytes around an ellipsis, keeping its head and its tail (a kernel's
+// 300-character name, a PyTorch operator's signature), never inside a UTF-8 character.
+std::string cut_name(const std::string& name, std::size_t max = 60) {
+  if (name.size() <= max) return name;
+  const auto boundary = [&](std::size_t i) {
+    while (i > 0 && i < name.size() && (static_cast<unsigned char>(name[i]) & 0xC0) == 0x80) --i;
+    return i;
+  };
+  const std::size_t tail = max / 3, head = boundary(max - tail - 3);
+  return name.substr(0, head) + "..." + name.substr(boundary(name.size() - tail));
+}
+
+// A block's kind: its name with every number a star (rack.chip*.nc*).
+std::string kind_of(const std::string& name) {
+  std::string k;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+      k += '*';
+      while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+    } else {
+      k += name[i];
+    }
+  }
+  return k;
+}
+
+// The busiest distinct resources: blocks busiest first, where one of the kind of a block already
+// named (the name with numbers as stars) within a percentage point of it is counted with it, not
+// named (32 NeuronCores at 72 % are one entry, not five).
+std::string busiest_text(const std::vector<model::BlockStats>& stats, std::size_t entries) {
+  const auto util = utilisations(stats);
+  std::vector<std::pair<std::size_t, std::size_t>> shown;  // (index into util, how many like it)
+  std::vector<std::string> kinds;
+  for (std::size_t i = 0; i < util.size() && util[i].second > 0; ++i) {
+    const std::string k = kind_of(util[i].first);
+    bool counted = false;
+    for (std::size_t j = 0; j < shown.size() && !counted; ++j) {
+      if (kinds[j] == k && util[shown[j].first].second - util[i].second <= 0.01) {
+        ++shown[j].second;
+        counted = true;
+      }
+    }
+    if (!counted && shown.size() < entries) {
+      shown.emplace_back(i, 0);
+      kinds.push_back(k);
+    }
+  }
+  std::string t;
+  for (const auto& [i, like] : shown) {
+    t += fmt::format("{} {} {:.0f} %", t.empty() ? "" : ",", cut_name(util[i].first), 100 * util[i].second);
+    if (like > 0) t += fmt::format(" (+{} like it)", like);
+  }
+  return t;
+}
+
 // The terminal summary, from report.json `s`: the breakdown first.
 std::string summary_text(const Json& s, const run::RunData& d) {
   const config::Config& cfg = *d.config;
@@ -682,7 +774,7 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   std::vector<std::pair<double, std::string>> longest;
   for (const auto& op : b["critical_path"]["ops"]) {
     const double dur = op["end_ns"].get<double>() - op["start_ns"].get<double>();
-    longest.emplace_back(dur, fmt::format("{} {} ({} to {})", op["name"].get<std::string>(),
+    longest.emplace_back(dur, fmt::format("{} {} ({} to {})", cut_name(op["name"].get<std::string>()),
                                           fmt_time(dur), fmt_time(op["start_ns"].get<double>()),
                                           fmt_time(op["end_ns"].get<double>())));
   }
@@ -761,7 +853,7 @@ std::string summary_text(const Json& s, const run::RunData& d) {
   if (!hot.empty() && messages > 0) {
     t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %{}\n",
                      100 * f["links"]["mean_utilisation"].get<double>(),
-                     hot[0]["name"].get<std::string>(), 100 * hot[0]["utilisation"].get<double>(),
+                     cut_name(hot[0]["name"].get<std::string>()), 100 * hot[0]["utilisation"].get<double>(),
                      packets ? fmt::format("; {} waited for credits",
                                            count_of(f["back_pressure"]["links_stalled"].get<std::size_t>(),
                                                     "direction"))
@@ -782,20 +874,14 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                                      e["tflops_per_w"].get<double>())
                        : "",
                    joules(idle_j));
-  t += "  busiest resources   ";
-  const Json& busiest = s["busiest"];
-  for (std::size_t i = 0; i < busiest.size() && i < 5; ++i) {
-    t += fmt::format(" {} {:.0f} %{}", busiest[i]["name"].get<std::string>(),
-                     100 * busiest[i]["utilisation"].get<double>(), i + 1 < std::min<std::size_t>(5, busiest.size()) ? "," : "");
-  }
-  t += "\n";
+  const std::string busy = busiest_text(d.stats, 5);
+  if (!busy.empty()) t += fmt::format("  busiest resources   {}\n", busy);
+  if (s.contains("timeline")) t += timeline_line(s["timeline"]);
   for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
   if (!e["peak_power_within_bound"].get<bool>()) {
     t += fmt::format("  warning: {}\n", peak_power_violation(e, d.chip_tdp_w));
   }
-  if (!w.warnings.empty()) {
-    t += fmt::format("  note: the trace reader reported {} warnings\n", w.warnings.size());
-  }
+  for (const auto& x : w.warnings) t += fmt::format("  warning: {}\n", x);
   return t;
 }
 
@@ -873,6 +959,8 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   if (parts == ReportParts::all) {
     out.ops_csv = ops_csv(d);
     out.timeline = make_timeline(d, tl);
+    // What timeline.json holds of the run, so a cap that dropped ops is said where it is read.
+    s["timeline"] = out.timeline["otherData"];
   }
   out.text = summary_text(s, d);
   Json by_kind = Json::object();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <set>
@@ -39,20 +40,33 @@ Json op_args(const trace::Op& op) {
 
 }  // namespace
 
+TimelineSelection select_timeline_ops(const run::RunData& d, const TimelineOptions& o) {
+  TimelineSelection sel;
+  const std::set<int> ranks(o.ranks.begin(), o.ranks.end());
+  for (std::size_t i = 0; i < d.records.size(); ++i) {
+    const auto& r = d.records[i];
+    if (!ranks.empty() && !ranks.count(r.rank)) continue;
+    // Drawn whole if it overlaps [from, to) (an instant op if it lies in it).
+    const double start = ns_of(r.start), end = ns_of(r.end);
+    if (start >= o.window_to_ns || (end <= o.window_from_ns && start < o.window_from_ns)) continue;
+    sel.keep.push_back(i);
+  }
+  sel.selected = sel.keep.size();
+  if (sel.keep.size() > o.max_events) {
+    std::stable_sort(sel.keep.begin(), sel.keep.end(), [&](std::size_t a, std::size_t b) {
+      return d.records[a].end - d.records[a].start > d.records[b].end - d.records[b].start;
+    });
+    sel.keep.resize(o.max_events);
+  }
+  return sel;
+}
+
 Json make_timeline(const run::RunData& d, const TimelineOptions& o) {
   const trace::Workload& w = *d.workload;
   Json events = Json::array();
-  // Which records to draw: all, or the longest max_events of them.
-  std::vector<std::size_t> keep(d.records.size());
-  std::iota(keep.begin(), keep.end(), 0);
-  std::size_t dropped = 0;
-  if (keep.size() > o.max_events) {
-    std::stable_sort(keep.begin(), keep.end(), [&](std::size_t a, std::size_t b) {
-      return d.records[a].end - d.records[a].start > d.records[b].end - d.records[b].start;
-    });
-    dropped = keep.size() - o.max_events;
-    keep.resize(o.max_events);
-  }
+  TimelineSelection sel = select_timeline_ops(d, o);
+  std::vector<std::size_t>& keep = sel.keep;
+  const std::size_t dropped = sel.selected - keep.size();
   std::sort(keep.begin(), keep.end(), [&](std::size_t a, std::size_t b) {
     const auto& x = d.records[a];
     const auto& y = d.records[b];
@@ -178,8 +192,13 @@ Json make_timeline(const run::RunData& d, const TimelineOptions& o) {
     }
   }
   Json out = {{"traceEvents", events}, {"displayTimeUnit", "ns"}};
-  out["otherData"] = {{"ops", d.records.size()}, {"ops_drawn", keep.size()}, {"ops_dropped", dropped},
-                      {"max_events", o.max_events}};
+  Json window = Json::object();
+  window["from_ns"] = o.window_from_ns;
+  window["to_ns"] = std::isfinite(o.window_to_ns) ? Json(o.window_to_ns) : Json(nullptr);
+  out["otherData"] = {{"ops", d.records.size()},      {"ops_selected", sel.selected},
+                      {"ops_drawn", keep.size()},     {"ops_dropped", dropped},
+                      {"max_events", o.max_events},   {"ranks", o.ranks},
+                      {"window", window}};
   return out;
 }
 

@@ -207,9 +207,27 @@ Sweep parse_sweep(const std::string& text, const std::string& origin, const std:
   s.file = origin;
   s.name = r.string(j, "", "name", true);
   s.description = r.string(j, "", "description", false);
-  s.config = ov.config.empty() ? absolute_from(base_dir, r.string(j, "", "config", true))
+  // A path relative to the sweep file, or a preset or bundled trace by name.
+  const auto file_or_name = [&](const char* key, bool required,
+                                const std::function<std::string(const std::string&)>& by_name) {
+    const std::string given = r.string(j, "", key, required);
+    const std::string path = absolute_from(base_dir, given);
+    std::error_code ec;
+    if (!by_name || given.empty() || given.find('/') != std::string::npos || fs::exists(path, ec) ||
+        fs::exists(path + ".0.et", ec) || fs::exists(path + ".0.json", ec)) {
+      return path;
+    }
+    std::string found;
+    try {
+      found = by_name(given);
+    } catch (const InputError& e) {
+      r.fail(std::string("/") + key, e.what());
+    }
+    return found == given ? path : fs::absolute(found).lexically_normal().string();
+  };
+  s.config = ov.config.empty() ? file_or_name("config", true, ov.config_by_name)
                                : fs::absolute(ov.config).lexically_normal().string();
-  s.trace = ov.trace.empty() ? absolute_from(base_dir, r.string(j, "", "trace", false))
+  s.trace = ov.trace.empty() ? file_or_name("trace", false, ov.trace_by_name)
                              : fs::absolute(ov.trace).lexically_normal().string();
   if (j.contains("set")) {
     if (!j["set"].is_array()) r.fail("/set", "expected an array of \"path=value\" strings");

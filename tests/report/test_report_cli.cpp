@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "../common/run_trnsim.hpp"
 #include "trnsim/report/summary.hpp"
@@ -377,7 +379,85 @@ TEST(Timeline, CapKeepsTheLongestOps) {
   EXPECT_EQ(complete, 100);
   EXPECT_EQ(flows, 0);
   EXPECT_EQ(t["otherData"]["ops_dropped"], 1728 - 100);
+  // The cap is said where the run is read: report.json and the terminal summary.
+  const Json rep = Json::parse(slurp(dir / "report.json"));
+  EXPECT_EQ(rep["timeline"]["ops_dropped"], 1628);
+  EXPECT_EQ(rep["timeline"]["ops_drawn"], 100);
+  EXPECT_NE(r.out.find("  timeline             100 of 1728 ops drawn, the longest: 1628 dropped by the "
+                       "cap of 100"),
+            std::string::npos)
+      << r.out;
   fs::remove_all(dir);
+}
+
+// --timeline-ranks and --timeline-window keep part of a run whole instead of a sample of all of
+// it. The golden trace has 108 ops per rank (1,728 over 16); ranks 2-3 and 9 are 324 ops, every
+// one drawn; a window draws exactly the ops of ops.csv that overlap it.
+std::string fmt_dropped(int selected) {
+  return "1 of 1728 ops drawn of rank 0 in 100 us to 200 us, the longest: " + std::to_string(selected - 1) +
+         " of the " + std::to_string(selected) + " selected dropped by the cap of 1";
+}
+
+TEST(Timeline, RanksAndWindowKeptWhole) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-timeline-sel-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string base = "run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json ";
+  auto r = run_trnsim(base + "--timeline-ranks 2-3,9 --no-timeline-flows --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  Json t = Json::parse(slurp(dir / "timeline.json"));
+  std::set<int> pids;
+  int complete = 0;
+  for (const auto& e : t["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    ++complete;
+    pids.insert(e["pid"].get<int>());
+  }
+  EXPECT_EQ(complete, 324);
+  EXPECT_EQ(pids.size(), 3u);  // one chip per rank on trn2-instance
+  EXPECT_EQ(t["otherData"]["ops_selected"], 324);
+  EXPECT_EQ(t["otherData"]["ops_dropped"], 0);
+  EXPECT_EQ(t["otherData"]["ranks"], Json::parse("[2, 3, 9]"));
+  EXPECT_NE(r.out.find("  timeline             324 of 1728 ops drawn of ranks 2-3, 9\n"), std::string::npos) << r.out;
+
+  // The ops of rank 0 that overlap [100 us, 200 us), counted from ops.csv.
+  std::istringstream csv(slurp(dir / "ops.csv"));
+  std::string line;
+  std::getline(csv, line);  // header: rank,id,name,kind,phase,layer,start_ns,end_ns,...
+  int expected = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ls(line);
+    for (std::string x; std::getline(ls, x, ',');) f.push_back(x);
+    ASSERT_GE(f.size(), 8u) << line;
+    const double start = std::stod(f[6]), end = std::stod(f[7]);
+    if (f[0] == "0" && start < 200000 && (end > 100000 || start >= 100000)) ++expected;
+  }
+  ASSERT_GT(expected, 0);
+  fs::remove_all(dir);
+  r = run_trnsim(base + "--timeline-ranks 0 --timeline-window 100us:200us --timeline-max-events 1 "
+                 "--out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  t = Json::parse(slurp(dir / "timeline.json"));
+  EXPECT_EQ(t["otherData"]["ops_selected"], expected);
+  EXPECT_EQ(t["otherData"]["ops_drawn"], 1);
+  EXPECT_EQ(t["otherData"]["window"]["from_ns"], 100000.0);
+  EXPECT_EQ(t["otherData"]["window"]["to_ns"], 200000.0);
+  EXPECT_NE(r.out.find(fmt_dropped(expected)), std::string::npos) << r.out;
+  fs::remove_all(dir);
+
+  // Bad selections are refused before simulating, naming the option.
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--timeline-ranks 0-16", "--timeline-ranks \"0-16\": rank 16 is not in the trace, which has 16 ranks"},
+           {"--timeline-ranks 3-1", "the range 3-1 runs backwards"},
+           {"--timeline-ranks a", "\"a\" is not a rank"},
+           {"--timeline-window 2ms:1ms", "--timeline-window \"2ms:1ms\": the window ends before it starts"},
+           {"--timeline-window 2:3ms", "the bare number \"2\""},
+           {"--timeline-window 1ms", "no colon"}}) {
+    const auto bad = run_trnsim(base + args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_NE(bad.out.find(says), std::string::npos) << args << ": " << bad.out;
+    EXPECT_EQ(bad.out.find("step time"), std::string::npos) << args;
+  }
 }
 
 TEST(Presets, ByNameAndListed) {
@@ -422,6 +502,100 @@ TEST(Presets, ByNameInConfigAndTopoClustersListedAndJson) {
     EXPECT_EQ(f["description"], "thermal design power");
   }
   EXPECT_TRUE(tdp);
+}
+
+// Every preset says what it is; bundled traces are listed and taken by name by run, trace info
+// and sweep; sweep --config, a sweep file's "config" and a claims file's configs take preset names.
+TEST(Presets, DescriptionsBundledTracesSweepsAndClaimsByName) {
+  const auto lj = run_trnsim("presets --json", false);
+  ASSERT_EQ(lj.code, 0) << lj.out;
+  std::set<std::string> traces;
+  int presets = 0;
+  for (const auto& p : Json::parse(lj.out)) {
+    if (p["kind"] == "trace") {
+      traces.insert(p["name"].get<std::string>());
+      continue;
+    }
+    ++presets;
+    EXPECT_GT(p["description"].get<std::string>().size(), 20u) << p["name"];
+  }
+  EXPECT_GE(presets, 20);
+  EXPECT_EQ(traces, (std::set<std::string>{"deepseek-v3-moe-144", "deepseek-v3-moe-64",
+                                           "deepseek-v3-step-144", "mixtral-moe-16"}));
+  const auto info = run_trnsim("trace info mixtral-moe-16 --json", false);
+  ASSERT_EQ(info.code, 0) << info.out;
+  EXPECT_EQ(Json::parse(info.out)["name"], "mixtral-moe-16");
+  const auto est = run_trnsim("run --trace mixtral-moe-16 --estimate");
+  EXPECT_EQ(est.code, 0) << est.out;
+  const auto typo = run_trnsim("run --trace mixtral-moe-61");
+  EXPECT_EQ(typo.code, 2);
+  EXPECT_NE(typo.out.find("did you mean mixtral-moe-16?"), std::string::npos) << typo.out;
+
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-byname-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "s.json") << Json{{"name", "byname"}, {"config", "trn2-instance"}, {"trace", "mixtral-moe-16"},
+                                       {"axes", {{{"path", "sim.seed"}, {"values", {1, 2}}}}}}
+                                      .dump();
+  const auto dry = run_trnsim("sweep --dry-run --json " + (dir / "s.json").string(), false);
+  EXPECT_EQ(dry.code, 0) << dry.out;
+  const auto over = run_trnsim("sweep --dry-run --config trn3-gen2-ultraserver " + (dir / "s.json").string());
+  EXPECT_EQ(over.code, 0) << over.out;
+  std::ofstream(dir / "bad.json") << Json{{"name", "bad"}, {"config", "trn2-instanse"},
+                                         {"axes", {{{"path", "sim.seed"}, {"values", {1}}}}}}
+                                        .dump();
+  const auto bad = run_trnsim("sweep --dry-run " + (dir / "bad.json").string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("bad.json:/config: trn2-instanse: no such file or preset (did you mean trn2-instance?)"),
+            std::string::npos)
+      << bad.out;
+
+  // trn3-gen2-ultraserver has 9 times the chips of trn2-instance (144 against 16).
+  std::ofstream(dir / "c.json") << R"({
+    "format": 1, "name": "by-name",
+    "configs": {"a": "trn2-instance", "b": "trn3-gen2-ultraserver"},
+    "runs": {"topo-a": {"config": "a", "args": ["topo", "{config}", "--json"]},
+             "topo-b": {"config": "b", "args": ["topo", "{config}", "--json"]}},
+    "claims": [{"id": "chips", "title": "chips", "claim": "9x", "baseline": "a", "candidate": "b",
+                "metric": {"description": "chips of b over chips of a", "unit": "x",
+                           "numerator": [{"run": "topo-b", "value": "/chips"}],
+                           "denominator": [{"run": "topo-a", "value": "/chips"}]},
+                "claimed": 9, "tolerance": {"relative": 0.001}, "sources": ["none"], "quick": true}]})";
+  const auto c = run_trnsim("claims " + (dir / "c.json").string() + " --out " + (dir / "claims").string());
+  EXPECT_EQ(c.code, 0) << c.out;
+  const Json results = Json::parse(slurp(dir / "claims" / "results.json"));
+  ASSERT_EQ(results["rows"].size(), 1u) << results;
+  EXPECT_EQ(results["rows"][0]["measured"], 9.0) << results;
+  EXPECT_EQ(results["rows"][0]["verdict"], "pass") << results;
+  fs::remove_all(dir);
+}
+
+// --fidelity and --seed as plain flags (the same as --set sim.fidelity / sim.seed); every option's
+// default in --help, in plain words; run --help offers the presets run takes.
+TEST(Help, FidelitySeedFlagsAndDefaults) {
+  const auto r = run_trnsim("run --trace tests/golden/inputs/golden-moe-16.json --config trn2-instance "
+                            "--fidelity detailed --seed 7 --json", false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["identity"]["fidelity"], "detailed");
+  EXPECT_EQ(j["identity"]["seed"], 7);
+  EXPECT_EQ(j["identity"]["models"]["network"]["model"], "packet");
+  const auto bad = run_trnsim("run --fidelity medium");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--fidelity: medium not in {fast,detailed}"), std::string::npos) << bad.out;
+  const auto h = run_trnsim("run --help", false);
+  ASSERT_EQ(h.code, 0);
+  EXPECT_NE(h.out.find("--config TEXT:PRESET|FILE   rack or cluster preset"), std::string::npos) << h.out;
+  EXPECT_EQ(h.out.find("chip or rack preset"), std::string::npos) << h.out;
+  EXPECT_NE(h.out.find("--timeline-max-events UINT:UINT in [1 - 100000000] (default 200000)"), std::string::npos)
+      << h.out;
+  for (const char* artefact : {"=[]", "{false}", "=200000"}) {
+    EXPECT_EQ(h.out.find(artefact), std::string::npos) << artefact << " in\n" << h.out;
+  }
+  const auto g = run_trnsim("bench gemm --help", false);
+  EXPECT_NE(g.out.find("--m UINT:an integer in [1, 2^40] (default 8192)"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("--dtype TEXT (default bf16)"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("--seed N"), std::string::npos) << g.out;
 }
 
 TEST(Presets, ChipPresetWhereARackIsNeeded) {
@@ -539,6 +713,76 @@ TEST(Summary, SmallAndOddRunsReadWell) {
   EXPECT_NE(p.out.find(" packets, "), std::string::npos) << p.out;
   EXPECT_NE(p.out.find("waited for credits"), std::string::npos) << p.out;
   fs::remove_all(dir);
+}
+
+// "busiest resources" names distinct resources: one of the kind of a block already named (the
+// name with numbers as stars) within a point of it is counted with it ("+3 like it"); a 200-character op name is
+// cut around an ellipsis; every warning the summary once only counted is printed.
+TEST(Summary, BusiestDistinctLongNamesCutWarningsPrinted) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-summary2-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const auto g = run_trnsim("run --trace tests/golden/inputs/golden-moe-16.json", false);
+  ASSERT_EQ(g.code, 0) << g.out;
+  const auto at = g.out.find("  busiest resources    ");
+  ASSERT_NE(at, std::string::npos) << g.out;
+  const std::string line = g.out.substr(at + 23, g.out.find('\n', at) - at - 23);
+  std::set<std::pair<std::string, std::string>> kind_and_percent;
+  int entries = 0, like = 0;
+  std::stringstream ls(line);
+  for (std::string entry; std::getline(ls, entry, ',');) {
+    std::istringstream es(entry);
+    std::string name, percent;
+    es >> name >> percent;
+    std::string kind;
+    for (std::size_t i = 0; i < name.size(); ++i) {
+      if (std::isdigit(static_cast<unsigned char>(name[i]))) {
+        kind += '*';
+        while (i + 1 < name.size() && std::isdigit(static_cast<unsigned char>(name[i + 1]))) ++i;
+      } else {
+        kind += name[i];
+      }
+    }
+    // Two of a kind within a point are one entry, so two of a kind never show the same percent
+    // (before: rack.fabric.link12.to_chip12 44 %, rack.fabric.link13.to_chip13 44 %, ...).
+    EXPECT_TRUE(kind_and_percent.insert({kind, percent}).second) << kind << " " << percent << " in " << line;
+    ++entries;
+    like += entry.find(" like it)") != std::string::npos;
+  }
+  EXPECT_EQ(entries, 5) << line;
+  EXPECT_GE(like, 2) << line;
+
+  const std::string long_name = "fused_" + std::string(180, 'k') + "_kernel_tail_0";
+  const Json one = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "one"}, {"ranks", 1},
+                    {"groups", Json::object()},
+                    {"rank_ops", {{{"rank", 0}, {"ops", {{{"id", 0}, {"name", long_name}, {"op", "gemm"},
+                                                          {"m", 256}, {"k", 256}, {"n", 256},
+                                                          {"dtype", "bf16"}}}}}}}};
+  std::ofstream(dir / "one.json") << one.dump();
+  const auto o = run_trnsim("run --trace " + (dir / "one.json").string(), false);
+  ASSERT_EQ(o.code, 0) << o.out;
+  EXPECT_EQ(o.out.find(long_name), std::string::npos) << o.out;
+  // 60 characters: the head, "...", the last 20.
+  const std::string cut = long_name.substr(0, 37) + "..." + long_name.substr(long_name.size() - 20);
+  EXPECT_NE(o.out.find("longest " + cut + " "), std::string::npos) << o.out;
+  fs::remove_all(dir);
+
+  const std::string chakra = "../shared/traces/chakra/small_chakra";
+  if (!fs::exists(chakra + ".0.json")) GTEST_SKIP() << "no shared traces";
+  const auto c = run_trnsim("run --json --trace " + chakra, false);
+  ASSERT_EQ(c.code, 0);
+  const Json rep = Json::parse(c.out);
+  const auto t = run_trnsim("run --trace " + chakra, false);
+  ASSERT_EQ(t.code, 0) << t.out;
+  int warnings = 0;
+  for (const auto& n : rep["notes"]) {
+    const std::string note = n.get<std::string>();
+    if (note.find("small_chakra") == std::string::npos) continue;  // the reader's, not the rack's
+    ++warnings;
+    EXPECT_NE(t.out.find("  warning: " + note + "\n"), std::string::npos) << note << "\n" << t.out;
+  }
+  EXPECT_EQ(warnings, 2);  // 7 dangling dependencies; 1 collective without comm_type
+  EXPECT_EQ(t.out.find("reported 2 warnings"), std::string::npos) << t.out;
 }
 
 // trace info --json: what the table prints, as JSON (the golden trace: 16 ranks, 1,728 ops, 704

@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # A real single-node Slurm cluster: starts munged, slurmctld and slurmd (Debian's munge and
 # slurm-wlm) on localhost with a private config in a temporary directory, runs a 4-point sweep
-# as a 2-task job array (`trnsim sweep --slurm`), and checks that its merged sweep.csv and
-# sweep.json equal those of the same sweep run locally. Stops the daemons at the end, however it
+# as a 2-task job array (`trnsim sweep --slurm --parsable`) followed by its merge job
+# (afterok), and checks that the merged sweep.csv and sweep.json equal those of the same sweep
+# run locally. Stops the daemons at the end, however it
 # ends. Exit 77 (CTest: skipped) when the packages are missing or not root.
 # Usage: slurm_test.sh path/to/trnsim
 set -euo pipefail
@@ -107,15 +108,20 @@ cat > "$tmp/sweep.json" <<EOF
   ]
 }
 EOF
-"$trnsim" sweep "$tmp/sweep.json" --slurm --shards 2 --cpus-per-task 1 --mem 400M --time 10 \
-  --out "$tmp/slurm-out"
+ids=$("$trnsim" sweep "$tmp/sweep.json" --slurm --shards 2 --cpus-per-task 1 --mem 400M --time 10 \
+  --out "$tmp/slurm-out" --parsable)
+# --parsable: the array's job id, then the merge job's (afterok on the array).
+[ "$(echo "$ids" | wc -l)" -eq 2 ] && ! echo "$ids" | grep -qv '^[0-9][0-9]*$' ||
+  { echo "FAIL: --parsable printed '$ids', expected two job ids"; exit 1; }
+merge_id=$(echo "$ids" | sed -n 2p)
 # status follows the job while it is queued or running (squeue), and after it (sacct or none).
 "$trnsim" sweep status "$tmp/slurm-out" | grep -q "^Slurm job [0-9]* (2 array tasks): " ||
   { echo "FAIL: sweep status does not show the Slurm job"; "$trnsim" sweep status "$tmp/slurm-out"; exit 1; }
 done_=0
 for _ in $(seq 1200); do
   queued=$(squeue -h 2>/dev/null | wc -l)
-  if [ "$queued" -eq 0 ] && "$trnsim" sweep status "$tmp/slurm-out" | grep -q "4 done"; then
+  if [ "$queued" -eq 0 ] && "$trnsim" sweep status "$tmp/slurm-out" | grep -q "4 done" &&
+     [ -f "$tmp/slurm-out/sweep.csv" ]; then
     done_=1
     break
   fi
@@ -124,7 +130,11 @@ done
 "$trnsim" sweep status "$tmp/slurm-out"
 if [ "$done_" -ne 1 ]; then echo "FAIL: the job array did not complete its 4 points"; exit 1; fi
 t_job=$(ms)
-"$trnsim" sweep merge "$tmp/slurm-out"
+# The merge ran as the dependent job: its log, and no `sweep merge` by hand.
+grep -q "merged 4 points" "$tmp/slurm-out/slurm/merge.log" ||
+  { echo "FAIL: the merge job $merge_id did not merge"; cat "$tmp/slurm-out/slurm/merge.log"; exit 1; }
+"$trnsim" sweep status "$tmp/slurm-out" | grep -q "; merge job $merge_id" ||
+  { echo "FAIL: sweep status does not name the merge job"; exit 1; }
 echo "job array: submitted and done in $((t_job - t_up)) ms (wall time of the Slurm run)"
 
 # The same sweep on this machine.

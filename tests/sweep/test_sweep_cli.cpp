@@ -152,6 +152,18 @@ TEST(SweepCli, KilledWorkerIsRecordedThenRunAgainOnResume) {
   EXPECT_EQ(completed(out).size(), 5u);
   const auto r = trnsim::test::run_trnsim("sweep status " + out.string());
   EXPECT_NE(r.out.find("6 points: 5 done, 1 failed, 0 running or interrupted, 0 pending"), std::string::npos) << r.out;
+  const auto js = trnsim::test::run_trnsim("sweep status --json " + out.string(), false);
+  ASSERT_EQ(js.code, 0) << js.out;
+  const Json status = Json::parse(js.out);
+  EXPECT_EQ(status["name"], "six");
+  EXPECT_EQ(status["points"], 6);
+  EXPECT_EQ(status["done"], 5);
+  EXPECT_EQ(status["failed"], 1);
+  EXPECT_EQ(status["running_or_interrupted"], 0);
+  EXPECT_EQ(status["pending"], 0);
+  ASSERT_EQ(status["failures"].size(), 1u);
+  EXPECT_EQ(status["failures"][0]["point"], "p0000");
+  EXPECT_TRUE(status["slurm"].is_null());
   const auto before = completed(out);
   const auto again = trnsim::test::run_trnsim("sweep resume " + out.string());
   EXPECT_EQ(again.code, 0) << again.out;
@@ -188,4 +200,30 @@ TEST(SweepCli, LaterPointsTakeTheCalibrationFromTheCache) {
   EXPECT_EQ(from["cache"], 3);
   EXPECT_EQ(keys.size(), 1u);
   fs::remove_all(dir);
+}
+
+// sweep --dry-run --json: the points the table lists, by axis name; the filter's and the shard's
+// counts. Nothing runs and nothing is written.
+TEST(SweepCli, DryRunAsJson) {
+  const fs::path d = fresh_dir("dry");
+  const auto r = trnsim::test::run_trnsim("sweep --dry-run --json " + write_sweep(d).string() +
+                                          " --shard 2/2 --out " + (d / "out").string(), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  EXPECT_EQ(j["name"], "six");
+  EXPECT_EQ(j["combine"], "grid");
+  ASSERT_EQ(j["axes"].size(), 2u);
+  EXPECT_EQ(j["axes"][0]["name"], "bandwidth");
+  EXPECT_EQ(j["axes"][0]["values"], Json::parse(R"(["1TB/s", "2TB/s", "3TB/s"])"));
+  EXPECT_EQ(j["points_total"], 6);
+  EXPECT_EQ(j["points_kept"], 6);
+  EXPECT_EQ(j["shard"], "2/2");
+  ASSERT_EQ(j["points"].size(), 3u);  // every second of six from the second, last axis fastest
+  EXPECT_EQ(j["points"][0]["point"], "p0001");
+  EXPECT_EQ(j["points"][0]["values"], Json::parse(R"({"bandwidth": "1TB/s", "seed": 2})"));
+  EXPECT_FALSE(fs::exists(d / "out"));
+  const auto no = trnsim::test::run_trnsim("sweep --json " + write_sweep(d).string());
+  EXPECT_EQ(no.code, 2) << no.out;
+  EXPECT_NE(no.out.find("sweep --json: prints the plan of --dry-run"), std::string::npos) << no.out;
+  fs::remove_all(d);
 }

@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,9 @@ struct Identity {
 // The bounds of timeline.json (docs/report.md, "Timeline").
 struct TimelineOptions {
   std::size_t max_events = 200000;  // op events beyond it are dropped, the longest kept
+  std::vector<int> ranks;           // the ranks drawn (empty: every rank)
+  double window_from_ns = 0;        // the ops drawn overlap [from, to), each drawn whole
+  double window_to_ns = std::numeric_limits<double>::infinity();
   bool counters = true;             // HBM bandwidth, link utilisation and power tracks
   std::size_t link_tracks = 16;     // with counters: a utilisation track per busiest link
   bool flows = true;                // arrows from a collective's first to its last member
@@ -59,8 +63,17 @@ enum class ReportParts { all, printed };
 Report make_report(const run::RunData& run, const Identity& identity = {},
                    const TimelineOptions& timeline = {}, ReportParts parts = ReportParts::all);
 
-// The Chrome/Perfetto trace of a run (timeline.cpp).
+// The Chrome/Perfetto trace of a run (timeline.cpp). Its "otherData" says how many ops the run
+// had, how many the ranks and window select, how many were drawn and how many dropped by the cap.
 Json make_timeline(const run::RunData& run, const TimelineOptions& options);
+
+// The records a timeline draws: those of the chosen ranks that overlap the window, the longest
+// max_events of them. `selected` counts them before the cap.
+struct TimelineSelection {
+  std::vector<std::size_t> keep;  // indices into run.records
+  std::size_t selected = 0;
+};
+TimelineSelection select_timeline_ops(const run::RunData& run, const TimelineOptions& options);
 
 // count, mean, p50, p90, p99 and max of `seconds`, in nanoseconds (nearest-rank percentiles); an
 // empty object for no values.

@@ -51,6 +51,10 @@ struct Sweep {
 struct Overrides {
   std::string config, trace;
   std::vector<std::string> sets;
+  // The file's "config" or "trace" when it is a plain name that is no file beside the sweep file:
+  // a preset or a bundled trace, which the command line knows how to find (given the name, the
+  // file; throws InputError for an unknown name). Unset: the name stays a path.
+  std::function<std::string(const std::string&)> config_by_name, trace_by_name;
 };
 
 struct Point {
