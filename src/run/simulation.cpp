@@ -62,9 +62,12 @@ double max_dynamic_power(const topo::Topology& t) {
   return w;
 }
 
-enum class Phase { created, planned, calibrated, elaborated, probed, simulated, collected };
-
 }  // namespace
+
+// Outside the anonymous namespace: State holds one, and a member of a type with internal linkage
+// is refused (-Wsubobject-linkage) when this file is compiled in a unity batch.
+enum class SimulationPhase { created, planned, calibrated, elaborated, probed, simulated, collected };
+using Phase = SimulationPhase;
 
 // Samples of cumulative energy and traffic, taken when an op or transfer completes at least
 // `interval` after the last one (a sampling process of its own would add timed events, and their
