@@ -179,7 +179,7 @@ Claim read_claim(const Reader& r, const Json& j, const std::string& ptr, const C
   if (j.contains("decomposition")) {
     const std::string dp = ptr + "/decomposition";
     const Json& d = j["decomposition"];
-    r.check_keys(d, dp, {"description", "unit", "baseline", "candidate", "total", "components", "each"});
+    r.check_keys(d, dp, {"description", "unit", "baseline", "candidate", "total", "components", "each", "per"});
     Decomposition dc;
     dc.description = r.string(d, dp, "description", true);
     dc.unit = r.string(d, dp, "unit", true);
@@ -193,6 +193,10 @@ Claim read_claim(const Reader& r, const Json& j, const std::string& ptr, const C
     }
     dc.total = r.string(d, dp, "total", true);
     dc.each = r.string(d, dp, "each", false);
+    dc.per = r.string(d, dp, "per", false);
+    if (d.contains("per") && !dc.per.starts_with("/")) {
+      r.fail(dp + "/per", fmt::format("expected a JSON pointer to a number of each run, got \"{}\"", dc.per));
+    }
     if (d.contains("components")) {
       if (!d["components"].is_object()) r.fail(dp + "/components", "expected an object of names and JSON pointers");
       for (const auto& [name, v] : d["components"].items()) {
@@ -208,14 +212,21 @@ Claim read_claim(const Reader& r, const Json& j, const std::string& ptr, const C
   if (j.contains("solve")) {
     const std::string sp = ptr + "/solve";
     const Json& sj = j["solve"];
-    r.check_keys(sj, sp, {"run", "param", "from", "to", "cited", "sources"});
+    r.check_keys(sj, sp, {"run", "term", "param", "from", "to", "cited", "sources"});
     GapSolve gs;
     gs.run = r.string(sj, sp, "run", true);
-    bool in_metric = false;
+    gs.term = r.string(sj, sp, "term", false);
+    bool in_metric = false, term_found = false;
     for (const auto* side : {&c.metric.numerator, &c.metric.denominator}) {
-      for (const auto& t : *side) in_metric = in_metric || t.run == gs.run;
+      for (const auto& t : *side) {
+        in_metric = in_metric || t.run == gs.run;
+        term_found = term_found || (t.run == gs.run && t.pointer == gs.term);
+      }
     }
     if (!in_metric) r.fail(sp + "/run", fmt::format("\"{}\" is not a run of the claim's metric", gs.run));
+    if (!gs.term.empty() && !term_found) {
+      r.fail(sp + "/term", fmt::format("\"{}\" is not a value of {} in the claim's metric", gs.term, gs.run));
+    }
     const std::string cmd = f.runs.at(gs.run).args.front();
     if (cmd != "run" && cmd != "bench") {
       r.fail(sp + "/run", fmt::format("\"{}\" is a `{}` measurement: solve takes run and bench", gs.run, cmd));
@@ -538,15 +549,19 @@ Json decompose(const ClaimsFile& f, const Claim& c, const std::map<std::string, 
       optional.insert(d.each + "/" + key);
     }
   }
+  // Each side's multiplier (its chips, for chip-time), 1 without `per`.
+  const double bper = d.per.empty() ? 1.0 : number_at(f, c, b, d.baseline_run, d.per);
+  const double kper = d.per.empty() ? 1.0 : number_at(f, c, k, d.candidate_run, d.per);
   const auto value = [&](const RunResult& run, const std::string& name, const std::string& ptr) {
+    const double m = &run == &b ? bper : kper;
     if (optional.contains(ptr)) {
       const Json::json_pointer jp(ptr);
       if (!run.output->contains(jp)) return 0.0;
     }
-    return number_at(f, c, run, name, ptr);
+    return m * number_at(f, c, run, name, ptr);
   };
-  const double bt = number_at(f, c, b, d.baseline_run, d.total);
-  const double kt = number_at(f, c, k, d.candidate_run, d.total);
+  const double bt = value(b, d.baseline_run, d.total);
+  const double kt = value(k, d.candidate_run, d.total);
   const double shortfall = kt - bt / claimed;
   Json rows = Json::array();
   double bs = 0, ks = 0;
@@ -568,7 +583,7 @@ Json decompose(const ClaimsFile& f, const Claim& c, const std::map<std::string, 
   std::stable_sort(rows.begin(), rows.end(), [](const Json& x, const Json& y) {
     return x["excess"].get<double>() > y["excess"].get<double>();
   });
-  return {{"description", d.description},
+  Json out{{"description", d.description},
           {"unit", d.unit},
           {"baseline_run", d.baseline_run},
           {"candidate_run", d.candidate_run},
@@ -578,6 +593,8 @@ Json decompose(const ClaimsFile& f, const Claim& c, const std::map<std::string, 
           {"ratio_of_totals", kt != 0 ? bt / kt : 0.0},
           {"shortfall", shortfall},
           {"components", rows}};
+  if (!d.per.empty()) out["per"] = {{"pointer", d.per}, {"baseline", bper}, {"candidate", kper}};
+  return out;
 }
 
 }  // namespace
@@ -732,6 +749,40 @@ bool compare_baseline(Json& results, const Json& baseline, const std::string& or
   return regressed > 0;
 }
 
+void compare_full(Json& results, const Json& full, const std::string& origin) {
+  const Reader r(origin);
+  if (!results["quick"].get<bool>()) {
+    throw ClaimsError(fmt::format("--full {}: compares a --quick run with a full one; this run is not --quick", origin));
+  }
+  if (!full.is_object() || full.value("kind", Json()) != kResultsKind || !full.contains("rows") ||
+      !full["rows"].is_array()) {
+    r.fail("/kind", fmt::format("not a `trnsim claims` results file (expected \"kind\": \"{}\" and \"rows\")",
+                                kResultsKind));
+  }
+  if (full.value("quick", true) != false) {
+    r.fail("/quick", "expected false: --full takes the results of a full run (without --quick)");
+  }
+  std::map<std::string, Json> by_id;
+  for (std::size_t i = 0; i < full["rows"].size(); ++i) {
+    const Json& row = full["rows"][i];
+    if (!row.is_object() || !row.contains("id") || !row["id"].is_string() || !row.contains("measured") ||
+        !(row["measured"].is_number() || row["measured"].is_null())) {
+      r.fail(fmt::format("/rows/{}", i), "expected an object with \"id\" and \"measured\" (a number or null)");
+    }
+    by_id[row["id"].get<std::string>()] = row["measured"];
+  }
+  Json rows = Json::array();
+  for (const Json& row : results["rows"]) {
+    const auto it = by_id.find(row["id"].get<std::string>());
+    if (it == by_id.end() || it->second.is_null() || row["measured"].is_null()) continue;
+    const double q = row["measured"].get<double>(), f = it->second.get<double>();
+    Json e{{"id", row["id"]}, {"quick", q}, {"full", f}};
+    if (f != 0) e["quick_over_full"] = q / f - 1;
+    rows.push_back(std::move(e));
+  }
+  results["full"] = {{"file", origin}, {"rows", rows}};
+}
+
 bool failed(const Json& results) {
   for (const Json& row : results["rows"]) {
     if (row["verdict"] == "fail") return true;
@@ -808,6 +859,10 @@ std::string decomposition_text(const Json& row) {
       claimed_text(row), num(d["candidate_at_claim"].get<double>()), u, num(d["candidate_total"].get<double>()), u,
       num(d["ratio_of_totals"].get<double>()), num(std::fabs(d["shortfall"].get<double>())), u,
       d["shortfall"].get<double>() >= 0 ? "beyond" : "within");
+  if (d.contains("per")) {
+    out += fmt::format("  every value is the run's own times its {} ({} and {})\n", d["per"]["pointer"].get<std::string>(),
+                       num(d["per"]["baseline"].get<double>()), num(d["per"]["candidate"].get<double>()));
+  }
   out += fmt::format("  {:<34} {:>12} {:>12} {:>12} {:>12} {:>9}\n", "component", d["baseline_run"].get<std::string>(),
                      d["candidate_run"].get<std::string>(), "at claim", "excess", "share");
   for (const Json& c : d["components"]) {
@@ -911,6 +966,17 @@ std::string table_text(const Json& results) {
     }
     out += fmt::format("against {}: {} of {} metrics moved beyond their tolerance\n",
                        b["file"].get<std::string>(), b["regressed"].get<int>(), b["rows"].size());
+  }
+  if (results.contains("full")) {
+    const Json& fr = results["full"];
+    out += fmt::format("\nthis --quick run against the full one ({})\n", fr["file"].get<std::string>());
+    out += fmt::format("  {:<40} {:>12} {:>12} {:>10}\n", "claim", "quick", "full", "quick/full");
+    for (const Json& e : fr["rows"]) {
+      if (e["quick"] == e["full"]) continue;  // measurements that --quick does not cut
+      out += fmt::format("  {:<40} {:>12} {:>12} {:>+9.1f}%\n", e["id"].get<std::string>(),
+                         num(e["quick"].get<double>()), num(e["full"].get<double>()),
+                         100 * e.value("quick_over_full", 0.0));
+    }
   }
   if (results.contains("readings")) out += readings_text(results["readings"]);
   if (results.contains("wall_s"))

@@ -106,7 +106,7 @@ void solve_gaps(const ClaimsFile& f, Json& results, bool quick, const ExecOption
     std::optional<double> target;
     std::string pointer;
     for (const Json& in : row["inputs"]) {
-      if (in["run"] != gs.run) continue;
+      if (in["run"] != gs.run || (!gs.term.empty() && in["value"] != gs.term)) continue;
       pointer = in["value"];
       target = in["number"].get<double>() * (in["side"] == "numerator" ? ratio : 1 / ratio);
       break;

@@ -17,7 +17,7 @@ namespace trnsim::cli {
 
 void register_claims_command(CLI::App& app, Registry& reg) {
   struct Opts {
-    std::string file, out = "out/claims", baseline, readings;
+    std::string file, out = "out/claims", baseline, readings, full;
     bool quick = false, json = false, solve = false;
     int jobs = 2;
   };
@@ -31,6 +31,9 @@ void register_claims_command(CLI::App& app, Registry& reg) {
   sub->add_option(
       "--baseline", o->baseline,
       "a previous results.json: fail when a metric moved beyond its regression tolerance");
+  sub->add_option("--full", o->full,
+                  "with --quick: a full run's results.json, to print how far each cut measurement is "
+                  "from the whole one");
   sub->add_option("--out", o->out, "directory for results.json, junit.xml and logs/")
       ->capture_default_str();
   sub->add_option("-j,--jobs", o->jobs, "measurements at once")
@@ -57,6 +60,19 @@ void register_claims_command(CLI::App& app, Registry& reg) {
       baseline = config::parse_json<claims::ClaimsError>(text, o->baseline);
       claims::check_baseline(baseline, o->quick, o->baseline);
     }
+    claims::Json full;
+    if (!o->full.empty()) {
+      if (!o->quick) throw claims::ClaimsError("--full: compares a --quick run with a full one; add --quick");
+      std::string text;
+      try {
+        text = read_input_file(o->full, kMaxConfigFileBytes);
+      } catch (const InputError& e) {
+        throw claims::ClaimsError(fmt::format("--full {}", e.what()));
+      }
+      full = config::parse_json<claims::ClaimsError>(text, o->full);
+      claims::Json probe{{"quick", true}, {"rows", claims::Json::array()}};
+      claims::compare_full(probe, full, o->full);  // a bad file must not cost a run
+    }
     claims::ExecOptions eo;
     eo.trnsim = sweep::self_executable();
     eo.jobs = o->jobs;
@@ -80,6 +96,7 @@ void register_claims_command(CLI::App& app, Registry& reg) {
       claims::add_readings(results, f, readings, per_reading);
     }
     if (!o->baseline.empty()) claims::compare_baseline(results, baseline, o->baseline);
+    if (!o->full.empty()) claims::compare_full(results, full, o->full);
     results["wall_s"] =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     write_file_atomic(o->out + "/results.json", results.dump(2) + "\n");

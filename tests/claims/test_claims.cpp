@@ -400,5 +400,84 @@ TEST(ClaimsDecomposition, ComponentsExcessOverTheClaimAndTheirShares) {
       << error_of(j);
 }
 
+// Racks of different sizes: per-chip throughput at equal tokens is (tb x 64) / (tk x 144), so the
+// cost taken apart is chip-time. Baseline 64 chips x 100 ns (60 compute + 40 comm) = 6400;
+// candidate 144 chips x 50 ns (20 compute + 30 comm) = 7200. Metric 6400 / 7200 = 0.888...;
+// claimed 2x: the candidate would need 3200 chip-ns, it is 4000 beyond. Compute 2880 - 1920 = 960
+// (24 %), comm 4320 - 1280 = 3040 (76 %).
+TEST(ClaimsDecomposition, PerMultipliesEachSideByItsOwnChips) {
+  Json j = Json::parse(R"({
+    "format": 1, "name": "t", "configs": {"a": "a.json", "b": "b.json"},
+    "runs": {"ra": {"config": "a", "args": ["bench", "x", "--json"]},
+             "rb": {"config": "b", "args": ["bench", "x", "--json"]}},
+    "claims": [{"id": "speed", "title": "t", "claim": "2x", "baseline": "a", "candidate": "b",
+      "metric": {"description": "d", "unit": "x", "numerator": [{"run": "ra", "value": "/t"}, {"run": "ra", "value": "/chips"}],
+                 "denominator": [{"run": "rb", "value": "/t"}, {"run": "rb", "value": "/chips"}]},
+      "claimed": 2, "tolerance": {"relative": 0.05}, "sources": ["T3"], "known_gap": "why",
+      "decomposition": {"description": "chip-time", "unit": "chip-ns", "baseline": "ra", "candidate": "rb",
+                        "total": "/t", "each": "/parts", "per": "/chips"}}]
+  })");
+  const ClaimsFile f = parse_claims(j, "claims.json");
+  std::map<std::string, RunResult> runs;
+  runs["ra"].output = Json{{"t", 100}, {"chips", 64}, {"parts", {{"compute", 60}, {"comm", 40}}}};
+  runs["rb"].output = Json{{"t", 50}, {"chips", 144}, {"parts", {{"compute", 20}, {"comm", 30}}}};
+  const Json results = evaluate(f, runs, false);
+  const Json& d = results["rows"][0]["decomposition"];
+  EXPECT_DOUBLE_EQ(results["rows"][0]["measured"].get<double>(), 6400.0 / 7200);
+  EXPECT_DOUBLE_EQ(d["baseline_total"].get<double>(), 6400);
+  EXPECT_DOUBLE_EQ(d["candidate_total"].get<double>(), 7200);
+  EXPECT_DOUBLE_EQ(d["ratio_of_totals"].get<double>(), 6400.0 / 7200);
+  EXPECT_DOUBLE_EQ(d["shortfall"].get<double>(), 4000);
+  ASSERT_EQ(d["components"].size(), 2u);  // nothing left over
+  EXPECT_EQ(d["components"][0]["name"], "comm");
+  EXPECT_DOUBLE_EQ(d["components"][0]["excess"].get<double>(), 3040);
+  EXPECT_DOUBLE_EQ(d["components"][0]["share_of_shortfall"].get<double>(), 0.76);
+  EXPECT_DOUBLE_EQ(d["components"][1]["excess"].get<double>(), 960);
+  EXPECT_DOUBLE_EQ(d["per"]["candidate"].get<double>(), 144);
+  EXPECT_NE(table_text(results).find("every value is the run's own times its /chips (64 and 144)"), std::string::npos)
+      << table_text(results);
+  j["claims"][0]["decomposition"]["per"] = "chips";
+  EXPECT_NE(error_of(j).find("claims.json:/claims/0/decomposition/per: expected a JSON pointer"), std::string::npos)
+      << error_of(j);
+  // A solve on a run with two terms names the one to solve for; it must be one of them.
+  j["claims"][0]["decomposition"]["per"] = "/chips";
+  j["claims"][0]["solve"] = Json::parse(R"({"run": "rb", "term": "/chips", "param": "p", "from": "1", "to": "2",
+                                            "cited": "c", "sources": ["T3"]})");
+  EXPECT_EQ(parse_claims(j, "claims.json").claims[0].solve->term, "/chips");
+  j["claims"][0]["solve"]["term"] = "/x";
+  EXPECT_NE(error_of(j).find("claims.json:/claims/0/solve/term: \"/x\" is not a value of rb in the claim's metric"),
+            std::string::npos)
+      << error_of(j);
+}
+
+// --full: each quick row beside the full run's value. Quick 1.5 against full 2 is -25 %; a row the
+// full run lacks is left out. A full run's file must say quick false, and this run must be quick.
+TEST(ClaimsFull, QuickRowsBesideTheFullRunsValues) {
+  Json results{{"quick", true},
+               {"rows", Json::array({Json{{"id", "a"}, {"measured", 1.5}}, Json{{"id", "b"}, {"measured", 3}},
+                                     Json{{"id", "new"}, {"measured", 1}}})}};
+  const Json full{{"kind", "trnsim-claims-results"},
+                  {"quick", false},
+                  {"rows", Json::array({Json{{"id", "a"}, {"measured", 2}}, Json{{"id", "b"}, {"measured", 3}}})}};
+  compare_full(results, full, "full.json");
+  const Json& rows = results["full"]["rows"];
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0]["id"], "a");
+  EXPECT_DOUBLE_EQ(rows[0]["full"].get<double>(), 2);
+  EXPECT_DOUBLE_EQ(rows[0]["quick_over_full"].get<double>(), -0.25);
+  EXPECT_DOUBLE_EQ(rows[1]["quick_over_full"].get<double>(), 0);
+  Json quick_file = full;
+  quick_file["quick"] = true;
+  try {
+    compare_full(results, quick_file, "q.json");
+    ADD_FAILURE() << "a quick run's results accepted as the full one";
+  } catch (const ClaimsError& e) {
+    EXPECT_NE(std::string(e.what()).find("q.json:/quick: expected false"), std::string::npos) << e.what();
+  }
+  Json not_quick = results;
+  not_quick["quick"] = false;
+  EXPECT_THROW(compare_full(not_quick, full, "full.json"), ClaimsError);
+}
+
 }  // namespace
 }  // namespace trnsim::claims

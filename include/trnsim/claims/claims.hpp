@@ -67,12 +67,16 @@ struct Decomposition {
   std::string total;  // pointer to the whole cost
   std::vector<std::pair<std::string, std::string>> components;  // name, pointer
   std::string each;   // pointer to an object: every number in it is a component too
+  // Pointer to a number each side's values are multiplied by (its own run's): the chips, so that
+  // a time becomes chip-time when the racks differ in size. Empty: 1.
+  std::string per;
 };
 
 // The parameter that would close a claim's gap: `trnsim solve` on one measurement of the
 // candidate, for the value of one of the metric's terms at which the metric equals the claim.
 struct GapSolve {
   std::string run;            // a measurement whose number is a term of the metric
+  std::string term;           // that term's pointer when the run has several; empty: its first
   std::string param;          // its --set path
   std::string from, to;       // the range searched
   std::string cited;          // the range the sources give for the parameter, as text
@@ -196,6 +200,11 @@ void check_baseline(const Json& baseline, bool quick, const std::string& origin)
 // file, read from `origin`): a change beyond the row's regression tolerance fails. Adds
 // results["baseline"] and returns whether anything regressed. ClaimsError as check_baseline().
 bool compare_baseline(Json& results, const Json& baseline, const std::string& origin);
+
+// Sets results["full"]: each row of this --quick run beside the same claim's value in `full`, the
+// results of a full run (how far the cut measurements are from the whole ones). ClaimsError naming
+// `origin` and the JSON pointer when `full` is not a full run's results, or when this run is full.
+void compare_full(Json& results, const Json& full, const std::string& origin);
 
 // Whether anything failed: a claim's verdict or a baseline comparison.
 bool failed(const Json& results);
