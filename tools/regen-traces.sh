@@ -12,6 +12,22 @@ python3 tools/moe_gen.py --model deepseek-v3 --ranks 144 --tp 1 --ep 16 --pp 9 \
   --expert-gemms grouped --name deepseek-v3-step-144 -q -o traces/deepseek-v3-step-144.json
 gzip -n -9 -f traces/deepseek-v3-step-144.json
 
+# The same step laid out for the 64 chips of a Trn2 UltraServer or a Trn3 Gen1 UltraServer, at the
+# same global batch: EP 16 as on 144 chips, PP 4 instead of 9, for `trnsim claims` (docs/claims.md).
+python3 tools/moe_gen.py --model deepseek-v3 --ranks 64 --tp 1 --ep 16 --pp 4 \
+  --seq-len 4096 --micro-batches 8 --routing zipf:0.5 --seed 1 --dtype mxfp8 \
+  --expert-gemms grouped --name deepseek-v3-step-64 -q -o traces/deepseek-v3-step-64.json
+gzip -n -9 -f traces/deepseek-v3-step-64.json
+
+# The first 9 layers of both steps (every pipeline stage keeps a layer), for `trnsim claims --quick`.
+for layout in 144:9 64:4; do
+  python3 tools/moe_gen.py --model deepseek-v3 --ranks "${layout%:*}" --tp 1 --ep 16 --pp "${layout#*:}" \
+    --layers 9 --seq-len 4096 --micro-batches 8 --routing zipf:0.5 --seed 1 --dtype mxfp8 \
+    --expert-gemms grouped --name "deepseek-v3-step-${layout%:*}-cut9" -q \
+    -o "traces/deepseek-v3-step-${layout%:*}-cut9.json"
+  gzip -n -9 -f "traces/deepseek-v3-step-${layout%:*}-cut9.json"
+done
+
 # One MoE layer of it on 144 ranks, for sweeps and tests that need seconds.
 python3 tools/moe_gen.py --model deepseek-v3 --ranks 144 --tp 1 --ep 16 --pp 1 \
   --layers 1 --dense-layers 0 --seq-len 256 --micro-batches 1 \

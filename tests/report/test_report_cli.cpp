@@ -520,8 +520,9 @@ TEST(Presets, DescriptionsBundledTracesSweepsAndClaimsByName) {
     EXPECT_GT(p["description"].get<std::string>().size(), 20u) << p["name"];
   }
   EXPECT_GE(presets, 20);
-  EXPECT_EQ(traces, (std::set<std::string>{"deepseek-v3-moe-144", "deepseek-v3-moe-64",
-                                           "deepseek-v3-step-144", "mixtral-moe-16"}));
+  EXPECT_EQ(traces, (std::set<std::string>{"deepseek-v3-moe-144", "deepseek-v3-moe-64", "deepseek-v3-step-144",
+                                           "deepseek-v3-step-144-cut9", "deepseek-v3-step-64",
+                                           "deepseek-v3-step-64-cut9", "mixtral-moe-16"}));
   const auto info = run_trnsim("trace info mixtral-moe-16 --json", false);
   ASSERT_EQ(info.code, 0) << info.out;
   EXPECT_EQ(Json::parse(info.out)["name"], "mixtral-moe-16");
