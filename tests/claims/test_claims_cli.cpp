@@ -150,6 +150,25 @@ TEST(ClaimsCli, ADeliberatelyChangedBaselineFails) {
             std::string::npos)
       << r.out;
   EXPECT_FALSE(fs::exists(dir / "e"));
+
+  // --full takes a full run's results and a --quick run, and says so before anything runs.
+  r = run_trnsim("claims " + kSmall + " --out " + (dir / "f").string() + " --full " +
+                 (dir / "a/results.json").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("--full: compares a --quick run with a full one; add --quick"), std::string::npos) << r.out;
+  r = run_trnsim("claims " + kSmall + " --quick --out " + (dir / "f").string() + " --full " +
+                 (dir / "d.json").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("d.json:/quick: expected false: --full takes the results of a full run"), std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(dir / "f"));
+  // A --quick run beside the full one: the small file's measurements are not cut, so the same.
+  r = run_trnsim("claims " + kSmall + " --quick --json --out " + (dir / "g").string() + " --full " +
+                 (dir / "a/results.json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json g = Json::parse(read(dir / "g/results.json"));
+  ASSERT_FALSE(g["full"]["rows"].empty()) << g.dump();
+  for (const Json& e : g["full"]["rows"]) EXPECT_EQ(e["quick_over_full"].get<double>(), 0.0) << e.dump();
 }
 
 TEST(ClaimsCli, AFailingClaimFailsTheRun) {
