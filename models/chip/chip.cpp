@@ -103,6 +103,17 @@ OpStats Chip::fast_forward(const ComputeOp& op, const ComputeOp& counterpart,
   OpProfile scratch, cp_scratch;
   const OpProfile& pr = profile_of(table_.get(), op, scratch, this->name(), name);
   const OpProfile& cp = profile_of(table_.get(), counterpart, cp_scratch, this->name(), name);
+  // Its engines' calibrated busy time counts as busy, as the op tier counts it (op_chip.cpp), so
+  // that engine utilisation means the same at both tiers with fast-forward; the engines are not
+  // held (the replay times the op from its counterpart, which held them).
+  const int used = std::max(1, std::min(pr.cores_used, cores()));
+  for (int c = 0; c < used; ++c) {
+    NeuronCore& core = *cores_[std::size_t(c)];
+    for (std::size_t e = 0; e < pr.engine_busy_s.size(); ++e) {
+      if (!(pr.engine_busy_s[e] > 0)) continue;
+      core.engine(EngineId(e)).count_busy(sc_time::from_seconds(pr.engine_busy_s[e] / double(used)));
+    }
+  }
   OpStats st = replay_profile(pr, cp, name, std::min(pr.cores_used, cores()), duration);
   ops_ += 1;
   flops_ += st.flops;

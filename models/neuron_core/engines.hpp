@@ -51,6 +51,12 @@ class Engine : public Block {
     return busy_stat_.value / elapsed.si;
   }
   const sc_core::sc_time& free_at() const { return free_at_; }
+  // Counts `busy` as busy time without holding the engine: an op fast-forwarded from its
+  // profile (Chip::fast_forward), whose time the replay already took from its counterpart.
+  void count_busy(const sc_core::sc_time& busy) {
+    busy_ += busy;
+    busy_stat_.value = busy_.to_seconds();
+  }
   // Holds the engine for `hold` from now, or from the end of the instructions it has already
   // started, counting `busy` of it as busy time: the rest of an op timed from its profile
   // (Chip::run_rest). Returns the end of the hold.

@@ -14,14 +14,17 @@
 
 #include "common/histogram.hpp"
 #include "common/memory.hpp"
+#include "chip/op_chip.hpp"
 #include "common/network.hpp"
 #include "hbm/hbm_stack.hpp"
+#include "neuron_core/engines.hpp"
 #include "link/link.hpp"
 #include "switch/router.hpp"
 #include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/report/breakdown.hpp"
+#include "trnsim/report/figures.hpp"
 #include "trnsim/report/version.hpp"
 
 namespace trnsim::report {
@@ -49,6 +52,57 @@ std::vector<std::pair<std::string, double>> utilisations(const std::vector<model
   std::stable_sort(out.begin(), out.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
   return out;
+}
+
+// The compute engines both compute tiers have, in the order of a profile's engine_busy_s.
+constexpr std::array<std::string_view, 4> kReportEngines{"tensor", "vector", "scalar", "gpsimd"};
+
+// Busy time over the step of every compute engine, named rack.chipN.ncM.<engine> at both tiers:
+// the tile tier's engine blocks (their "busy"), the op tier's cores ("<engine>_busy"). The tile
+// tier's sync engine (DMA triggers), which the op tier does not have, is left out.
+struct ResourceLevels {
+  std::vector<std::pair<std::string, double>> engines, cores, resources;
+};
+
+ResourceLevels resource_levels(const std::vector<model::BlockStats>& blocks, double T) {
+  ResourceLevels r;
+  std::map<std::string, double> core_most;  // a core: its busiest engine
+  auto add_engine = [&](const std::string& core, std::string_view engine, double busy_s) {
+    const double u = safe_div(busy_s, T);
+    r.engines.emplace_back(core + "." + std::string(engine), u);
+    double& m = core_most[core];
+    m = std::max(m, u);
+  };
+  for (const auto& b : blocks) {
+    const auto dot = b.name.rfind('.');
+    const std::string_view last = dot == std::string::npos ? std::string_view() : std::string_view(b.name).substr(dot + 1);
+    const bool engine_block = std::find(kReportEngines.begin(), kReportEngines.end(), last) != kReportEngines.end();
+    if (const model::Stat* busy = find_stat(b, model::EngineStats::busy); busy && (engine_block || last == "sync")) {
+      if (engine_block) add_engine(b.name.substr(0, dot), last, busy->value);
+      continue;
+    }
+    bool op_core = false;
+    for (const auto& st : b.stats) {
+      if (!model::OpCoreStats::engine_busy.matches(st.name)) continue;
+      const std::string engine = st.name.substr(0, st.name.size() - std::string_view("_busy").size());
+      if (std::find(kReportEngines.begin(), kReportEngines.end(), engine) == kReportEngines.end()) continue;
+      add_engine(b.name, engine, st.value);
+      op_core = true;
+    }
+    if (op_core) continue;
+    if (b.utilisation && *b.utilisation >= 0) r.resources.emplace_back(b.name, *b.utilisation);
+  }
+  for (const auto& [k, v] : core_most) r.cores.emplace_back(k, v);
+  r.resources.insert(r.resources.end(), r.engines.begin(), r.engines.end());
+  auto busiest_first = [](auto& v) {
+    std::sort(v.begin(), v.end(), [](const auto& a, const auto& c) {
+      return a.second != c.second ? a.second > c.second : a.first < c.first;
+    });
+  };
+  busiest_first(r.engines);
+  busiest_first(r.cores);
+  busiest_first(r.resources);
+  return r;
 }
 
 // stats.json: every block's statistics by hierarchical name, each value with its unit.
@@ -402,7 +456,21 @@ Json fabric_json(const run::RunData& d, double T) {
     return v;
   };
   Json tiers = Json::object();
-  auto msg = by_tier(d.transfers, [](const run::TransferSample& s) { return s.latency_s; });
+  // A message is a piece as the workload issued it, whatever the network made of it: each of a
+  // transfer's pieces is one sample of its latency (the flow network carries the pieces of a
+  // collective step to one peer as one transfer, delivered together; the packet network one
+  // transfer per piece), so both tiers count and weigh messages alike.
+  std::array<std::vector<double>, 3> msg;
+  std::uint64_t messages_simulated = 0;
+  for (const auto& x : d.transfers) messages_simulated += x.pieces;
+  msg[0].reserve(std::size_t(messages_simulated));
+  for (const auto& x : d.transfers) {
+    auto& v = msg[std::size_t(tier_of(x.src, x.dst))];
+    for (std::uint32_t i = 0; i < x.pieces; ++i) {
+      v.push_back(x.latency_s);
+      msg[0].push_back(x.latency_s);
+    }
+  }
   for (std::size_t k = 0; k < 3; ++k) {
     if (!msg[k].empty()) tiers[tier_names[k]]["message_latency_ns"] = percentiles_ns(std::move(msg[k]));
   }
@@ -475,14 +543,24 @@ Json fabric_json(const run::RunData& d, double T) {
                           {"port_wait_ns", switches[i].first * 1e9},
                           {"max_queue_packets", deepest}});
   }
+  // One-tier figures are null where the network has no packets (docs/models/fidelity.md).
+  const bool pk = d.network_has_packets;
+  const std::uint64_t ff_messages = d.messages_fast_forwarded;
   return {{"model", d.network_model},
-          {"messages", t.transfers_completed},
-          {"packets_delivered", t.packets_delivered},
+          {"messages", messages_simulated + ff_messages},
+          {"messages_simulated", messages_simulated},
+          {"messages_fast_forwarded", ff_messages},
+          {"network_transfers", t.transfers_completed},
+          {"packets_delivered", pk ? Json(t.packets_delivered) : Json()},
           {"bytes_delivered", t.bytes_delivered},
           {"wire_bytes", t.wire_bytes},
-          {"credit_stall_ns", t.credit_stall_ns},
+          {"credit_stall_ns", pk ? Json(t.credit_stall_ns) : Json()},
           {"tiers", tiers},
           {"links", {{"directions", links.size()},
+                     // Whether link figures include the transfers fast-forward charged instead of
+                     // simulating (false: only where there were such transfers and this network
+                     // does not charge them).
+                     {"include_fast_forwarded", ff_messages == 0 || d.fast_forward_charges_links},
                      {"mean_utilisation", safe_div(mean, double(links.size()))},
                      {"capacity_bytes_per_s", d.fabric_capacity_bytes_per_s},
                      {"wire_bytes_per_s", safe_div(t.wire_bytes, T)},
@@ -685,8 +763,7 @@ std::string kind_of(const std::string& name) {
 // The busiest distinct resources: blocks busiest first, where one of the kind of a block already
 // named (the name with numbers as stars) within a percentage point of it is counted with it, not
 // named (32 NeuronCores at 72 % are one entry, not five).
-std::string busiest_text(const std::vector<model::BlockStats>& stats, std::size_t entries) {
-  const auto util = utilisations(stats);
+std::string busiest_text(const std::vector<std::pair<std::string, double>>& util, std::size_t entries) {
   std::vector<std::pair<std::size_t, std::size_t>> shown;  // (index into util, how many like it)
   std::vector<std::string> kinds;
   for (std::size_t i = 0; i < util.size() && util[i].second > 0; ++i) {
@@ -827,16 +904,18 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                    h["row_hit_rate"].is_null() ? std::string()
                        : fmt::format(", row hits {:.1f} %", 100 * h["row_hit_rate"].get<double>()));
   const Json& f = s["fabric"];
-  // Packets and credits exist only where the network has them (the packet tier measures each
-  // packet's latency); the flow tier moves flows.
-  bool packets = false;
-  for (const auto& [k, v] : f["tiers"].items()) packets |= !v["packet_latency_ns"].empty();
+  // Packets and credits exist only where the network has them (the packet network of the
+  // detailed tier); elsewhere the summary says so rather than print a figure that is not there.
+  const bool packets = d.network_has_packets;
+  const std::string detailed_only = one_tier_text("detailed");
   const auto messages = f["messages"].get<std::uint64_t>();
-  t += fmt::format("  fabric               {}{}, {} delivered\n", count_of(messages, "message"),
-                   packets ? ", " + count_of(f["packets_delivered"].get<std::uint64_t>(), "packet") : "",
-                   fmt_si(double(f["bytes_delivered"].get<std::uint64_t>()), "B"));
+  const auto ff_messages = f["messages_fast_forwarded"].get<std::uint64_t>();
+  t += fmt::format("  fabric               {}{}, {} delivered; packets {}\n", count_of(messages, "message"),
+                   ff_messages > 0 ? fmt::format(" ({} fast-forwarded, without a latency)", ff_messages) : "",
+                   fmt_si(double(f["bytes_delivered"].get<std::uint64_t>()), "B"),
+                   packets ? fmt::format("{}", f["packets_delivered"].get<std::uint64_t>()) : detailed_only);
   for (const auto& [k, v] : f["tiers"].items()) {
-    if (messages == 0) break;
+    if (f["messages_simulated"].get<std::uint64_t>() == 0) break;
     if (k == "all" && f["tiers"].size() > 2) continue;
     const Json& ml = v["message_latency_ns"];
     const Json& pl = v["packet_latency_ns"];
@@ -846,18 +925,23 @@ std::string summary_text(const Json& s, const run::RunData& d) {
     if (!pl.empty()) {
       t += fmt::format("; packet p50 {}, p99 {} (unloaded p99 {})", fmt_time(pl["p50"].get<double>()),
                        fmt_time(pl["p99"].get<double>()), fmt_time(ul["p99"].get<double>()));
+    } else if (!packets) {
+      t += "; packet latency " + detailed_only;
     }
     t += "\n";
   }
   const Json& hot = f["links"]["hottest"];
   if (!hot.empty() && messages > 0) {
-    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %{}\n",
+    t += fmt::format("    links              mean {:.1f} %, hottest {} {:.1f} %; {}{}\n",
                      100 * f["links"]["mean_utilisation"].get<double>(),
                      cut_name(hot[0]["name"].get<std::string>()), 100 * hot[0]["utilisation"].get<double>(),
-                     packets ? fmt::format("; {} waited for credits",
+                     packets ? fmt::format("{} waited for credits",
                                            count_of(f["back_pressure"]["links_stalled"].get<std::size_t>(),
                                                     "direction"))
-                             : "");
+                             : "credit stalls " + detailed_only,
+                     f["links"]["include_fast_forwarded"].get<bool>()
+                         ? ""
+                         : "; without the fast-forwarded messages (this network does not charge them)");
   }
   const Json& e = s["energy"];
   // Joules to the millijoule from 1 J up (as always), with an SI prefix below (a 12 us step).
@@ -874,7 +958,7 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                                      e["tflops_per_w"].get<double>())
                        : "",
                    joules(idle_j));
-  const std::string busy = busiest_text(d.stats, 5);
+  const std::string busy = busiest_text(resource_levels(d.stats, d.end.to_seconds()).resources, 5);
   if (!busy.empty()) t += fmt::format("  busiest resources   {}\n", busy);
   if (s.contains("timeline")) t += timeline_line(s["timeline"]);
   for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
@@ -935,17 +1019,36 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   s["energy"] = e.json;
   s["collectives"] = collectives_json(d);
   s["ops_by_kind"] = ops_by_kind_json(d);
-  const auto util = utilisations(d.stats);
-  Json busiest = Json::array();
-  for (std::size_t i = 0; i < util.size() && i < 8; ++i) {
-    busiest.push_back({{"name", util[i].first}, {"utilisation", util[i].second}});
-  }
-  s["busiest"] = busiest;
+  // The busiest resources at one level at every tier: compute engines (rack.chipN.ncM.tensor),
+  // link directions, HBM stacks where modelled; then engines alone, and cores (a core as busy as
+  // its busiest engine, as the op tier's cores report utilisation).
+  const ResourceLevels levels = resource_levels(d.stats, T);
+  auto top = [](const std::vector<std::pair<std::string, double>>& util, std::size_t n) {
+    Json list = Json::array();
+    for (std::size_t i = 0; i < util.size() && i < n; ++i) {
+      list.push_back({{"name", util[i].first}, {"utilisation", util[i].second}});
+    }
+    return list;
+  };
+  s["busiest"] = top(levels.resources, 8);
+  s["busiest_engines"] = top(levels.engines, 8);
+  s["busiest_cores"] = top(levels.cores, 8);
   Json notes = Json::array();
   for (const auto& n : d.notes) notes.push_back(n);
   if (!e.within_bound) notes.push_back(peak_power_violation(s["energy"], d.chip_tdp_w));
   for (const auto& n : w.warnings) notes.push_back(n);
   s["notes"] = notes;
+  // The figures that mean the same at every tier (figures.hpp), each with its value; a one-tier
+  // figure elsewhere is null with the tier that has it.
+  Json figures = Json::array();
+  for (const Figure& f : kFigures) {
+    const Json::json_pointer at{std::string(f.pointer)};
+    Json v = s.contains(at) ? s.at(at) : Json();
+    Json fig = {{"name", f.name}, {"unit", f.unit}, {"value", v}};
+    if (!f.only_at.empty()) fig["only_at"] = f.only_at;
+    figures.push_back(std::move(fig));
+  }
+  s["figures"] = figures;
 
   // summary.csv: the same columns for every run (summary.hpp), empty where a figure does not
   // exist.

@@ -255,7 +255,8 @@ std::vector<model::Network*> Rack::fabric_model_networks() const {
 void Rack::record(const model::TransferRecord& rec, int src, int dst) {
   transfer_latency_.push_back(rec.latency().si);
   packet_latency_.push_back(rec.last_packet.total.si);
-  transfers_.push_back({src, dst, rec.request.bytes, rec.packets, rec.latency().si});
+  transfers_.push_back({src, dst, rec.request.bytes, rec.packets,
+                        std::max<std::uint32_t>(1, rec.request.pieces), rec.latency().si});
   hbm_bytes_ += 2.0 * double(rec.request.bytes);  // read at the source, written at the destination
   if (observer_) observer_();
 }
@@ -316,7 +317,9 @@ void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t 
 }
 
 void Rack::account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
-  if (src == dst || (folded_ && !same_ultraserver(src, dst))) return;  // not charged folded
+  if (src == dst) return;
+  ++messages_accounted_;  // a message of the workload, whether or not a network charges it
+  if (folded_ && !same_ultraserver(src, dst)) return;  // not charged folded
   model::TransferRequest r = request(src, dst, bytes, flow);
   route(r).account(r);
 }

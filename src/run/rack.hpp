@@ -69,6 +69,8 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   const std::vector<double>& transfer_latencies() const { return transfer_latency_; }
   double hbm_bytes() const { return hbm_bytes_; }
   const std::vector<TransferSample>& transfer_samples() const { return transfers_; }
+  // Fabric messages that account_transfer() charged instead of simulating (src != dst).
+  std::uint64_t messages_accounted() const { return messages_accounted_; }
   // Called after every op, reduction and transfer completes (the report's samples): it must
   // only read, and never wait. Observing this way adds no events, so results cannot move.
   void set_observer(std::function<void()> f) { observer_ = std::move(f); }
@@ -123,6 +125,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   std::vector<std::string> notes_;
   std::vector<double> packet_latency_, transfer_latency_;
   std::vector<TransferSample> transfers_;
+  std::uint64_t messages_accounted_ = 0;
   std::function<void()> observer_;
   double hbm_bytes_ = 0;
   std::uint64_t capacity_ = 0;

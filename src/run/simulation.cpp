@@ -280,6 +280,7 @@ RunData Simulation::collect() {
   d.op_head =
       s.calibration && s.models.compute->capabilities.times_op_heads ? plan.chip.op_head : 1.0;
   d.fast_forward_charges_links = rack.network().charges_accounted();
+  d.network_has_packets = bool(s.models.network->packet_probe);
   d.stats = model::collect_stats(Duration(d.end.to_seconds()));
   d.energy = model::collect_energy(*s.power, Duration(d.end.to_seconds()));
   for (const model::Network* net : s.nets) add_totals(d.network, net->totals());
@@ -304,6 +305,7 @@ RunData Simulation::collect() {
     d.calibration_cache_file = s.origin.file;
   }
   d.transfers = rack.transfer_samples();
+  d.messages_fast_forwarded = rack.messages_accounted();
   d.samples = std::move(s.probes.samples);
   d.link_names = std::move(s.probes.link_names);
   d.packets = std::move(s.probes.packets);

@@ -70,6 +70,45 @@ Json row(const std::string& metric, const std::string& unit, const Json& a, cons
   return r;
 }
 
+// The rows of two runs' "figures" (report.json, figures.hpp in the report layer): one per figure
+// of A, in A's order, then those only B has. A figure one run's tier does not have is null there
+// with "only_at" (the tier that has it), which the row keeps as that side's note.
+Json compare_figure_rows(const Json& fa, const Json& fb) {
+  std::map<std::string, const Json*> in_b;
+  for (const auto& f : fb) in_b[f["name"].get<std::string>()] = &f;
+  std::vector<std::string> names;
+  std::map<std::string, std::pair<const Json*, const Json*>> both;
+  for (const auto& f : fa) {
+    const std::string n = f["name"].get<std::string>();
+    names.push_back(n);
+    both[n].first = &f;
+  }
+  for (const auto& f : fb) {
+    const std::string n = f["name"].get<std::string>();
+    if (!both.count(n)) names.push_back(n);
+    both[n].second = &f;
+  }
+  Json rows = Json::array();
+  for (const auto& n : names) {
+    const auto [x, y] = both[n];
+    const Json none;
+    const Json& va = x ? (*x)["value"] : none;
+    const Json& vb = y ? (*y)["value"] : none;
+    const Json& any = x ? *x : *y;
+    Json r = row(n, any.value("unit", std::string()), va.is_number() ? va : Json(),
+                 vb.is_number() ? vb : Json());
+    const auto note = [](const Json* f) -> Json {
+      if (!f) return "(absent)";
+      if (!(*f)["value"].is_null() || !f->contains("only_at")) return Json();
+      return fmt::format("\u2014 ({} tier only)", (*f)["only_at"].get<std::string>());
+    };
+    if (const Json na = note(x); !na.is_null()) r["a_note"] = na;
+    if (const Json nb = note(y); !nb.is_null()) r["b_note"] = nb;
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 // A sweep's axes as config-like keys, so that two sweeps over different values show them.
 Json axes_json(const Plan& p) {
   Json j = Json::object();
@@ -104,6 +143,13 @@ std::string readable(double v) {
   return (v < 0 ? "-" : "") + out + t.substr(dot);
 }
 
+// Columns a UTF-8 string takes (its code points: "\u2014" is one), as fmt pads it.
+std::size_t compare_display_width(const std::string& s) {
+  return std::size_t(std::count_if(s.begin(), s.end(), [](char c) {
+    return (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  }));
+}
+
 std::string cell(const Json& v) {
   if (v.is_null()) return "-";
   if (v.is_number()) return readable(v.get<double>());
@@ -132,10 +178,19 @@ Json compare(const std::string& a, const std::string& b) {
   Json out{{"a", a}, {"b", b}, {"rows", Json::array()}};
   if (ka == Kind::run) {
     out["kind"] = "run";
-    const Json ma = read_metrics(a), mb = read_metrics(b);
-    for (const auto& m : kMetrics) {
-      const std::string n(m.name);
-      out["rows"].push_back(row(n, std::string(m.unit), ma[n], mb[n]));
+    const Json ra = read_json(a + "/" + std::string(kReportFile));
+    const Json rb = read_json(b + "/" + std::string(kReportFile));
+    const Json::json_pointer fidelity("/identity/fidelity");
+    out["fidelity"] = {{"a", ra.contains(fidelity) ? ra.at(fidelity) : Json()},
+                       {"b", rb.contains(fidelity) ? rb.at(fidelity) : Json()}};
+    if (ra.contains("figures") && rb.contains("figures")) {
+      out["rows"] = compare_figure_rows(ra["figures"], rb["figures"]);
+    } else {  // a report from before the figures table: the headline metrics
+      const Json ma = read_metrics(a), mb = read_metrics(b);
+      for (const auto& m : kMetrics) {
+        const std::string n(m.name);
+        out["rows"].push_back(row(n, std::string(m.unit), ma[n], mb[n]));
+      }
     }
     out["config_differences"] = config_differences(read_json(a + "/" + std::string(kConfigFile)),
                                                    read_json(b + "/" + std::string(kConfigFile)));
@@ -193,15 +248,24 @@ std::string compare_text(const Json& c) {
   for (const auto& r : c["rows"]) {
     std::vector<std::string> line;
     if (sweep) line.push_back(r["point"]);
-    line.insert(line.end(), {r["metric"].get<std::string>(), r["unit"].get<std::string>(), cell(r["a"]),
-                             cell(r["b"]), cell(r["diff"]), cell(r["ratio"])});
+    const auto side = [&](const char* v, const char* note) {
+      return r.contains(note) ? r[note].get<std::string>() : cell(r[v]);
+    };
+    line.insert(line.end(), {r["metric"].get<std::string>(), r["unit"].get<std::string>(),
+                             side("a", "a_note"), side("b", "b_note"), cell(r["diff"]),
+                             cell(r["ratio"])});
     rows.push_back(line);
   }
   std::vector<std::size_t> w(head.size(), 0);
   for (const auto& r : rows) {
-    for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+    for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], compare_display_width(r[i]));
   }
-  std::string out = fmt::format("A: {}\nB: {}\n\n", c["a"].get<std::string>(), c["b"].get<std::string>());
+  const auto fid = [&](const char* k) {
+    if (!c.contains("fidelity") || !c["fidelity"][k].is_string()) return std::string();
+    return fmt::format(" (fidelity {})", c["fidelity"][k].get<std::string>());
+  };
+  std::string out = fmt::format("A: {}{}\nB: {}{}\n\n", c["a"].get<std::string>(), fid("a"),
+                                c["b"].get<std::string>(), fid("b"));
   for (const auto& r : rows) {
     std::string line;
     for (std::size_t i = 0; i < r.size(); ++i) {

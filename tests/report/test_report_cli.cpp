@@ -52,7 +52,7 @@ class Run : public ::testing::Test {
 
 TEST_F(Run, IdentityNamesWhatRan) {
   const Json& id = report["identity"];
-  EXPECT_EQ(report["schema_version"], 1);
+  EXPECT_EQ(report["schema_version"], 2);
   EXPECT_EQ(id["config"]["given"], "trn3-gen2-ultraserver");
   ASSERT_EQ(id["config"]["files"].size(), 2u);  // the rack preset and the chip preset it extends
   EXPECT_TRUE(id["config"]["files"][1].get<std::string>().ends_with("configs/chips/trn3.json"));

@@ -22,7 +22,7 @@ namespace trnsim::report {
 using Json = nlohmann::json;
 
 // report.json's "schema_version": raised whenever a field changes meaning or moves.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;  // 2: fabric.messages counts pieces at every tier
 
 // Where a run came from: what only the command line knows.
 struct Identity {

@@ -22,10 +22,14 @@
 
 namespace trnsim::run {
 
-// One fabric transfer (a message) as the report needs it: latency by tier.
+// One fabric transfer as the report needs it: latency by tier. A transfer carries `pieces`
+// messages (collective pieces or sends as the workload issued them): the flow network merges the
+// pieces of a collective step sent together to one peer into one transfer, the packet network
+// sends each as its own; each piece is delivered when its transfer completes.
 struct TransferSample {
   int src = 0, dst = 0;
   std::uint64_t bytes = 0, packets = 0;
+  std::uint32_t pieces = 1;
   double latency_s = 0;  // issue to completion at the destination
 };
 
@@ -65,6 +69,9 @@ struct RunData {
   std::string memory_model, network_model, compute_model;  // registry names
   bool compute_calibrated = false;  // the compute model replays profiles calibrated before the run
   std::string fidelity;  // /sim/fidelity as it applied: "fast" | "detailed"
+  // The network model has packets (the registry gives it a packet probe: the packet fabric of
+  // the detailed tier): packet latency and credit stalls exist only then.
+  bool network_has_packets = false;
   bool fast_forward = false;                  // /sim/fast_forward as it applied
   replay::FastForwardStats fast_forward_stats;
   bool fast_forward_charges_links = false;    // the network charged the skipped transfers
@@ -86,6 +93,9 @@ struct RunData {
   double op_head = 1;
   std::uint64_t compute_ops_extrapolated = 0;
   std::vector<TransferSample> transfers;    // in completion order
+  // Messages (pieces) between distinct chips that fast-forward charged to the links instead of
+  // simulating (replay::FastForward): counted as messages, with no latency.
+  std::uint64_t messages_fast_forwarded = 0;
   std::vector<PacketSample> packets;        // in delivery order (packet-level fabric only)
   std::vector<int> rank_to_chip;            // chip of each rank
   // Processes with a stack of their own alive at once: op processes of the replay (at most
