@@ -453,11 +453,34 @@ TEST(Timeline, RanksAndWindowKeptWhole) {
            {"--timeline-window 2ms:1ms", "--timeline-window \"2ms:1ms\": the window ends before it starts"},
            {"--timeline-window 2:3ms", "the bare number \"2\""},
            {"--timeline-window 1ms", "no colon"}}) {
-    const auto bad = run_trnsim(base + args);
+    const auto bad = run_trnsim(base + args + " --out " + dir.string());
     EXPECT_EQ(bad.code, 2) << args;
     EXPECT_NE(bad.out.find(says), std::string::npos) << args << ": " << bad.out;
     EXPECT_EQ(bad.out.find("step time"), std::string::npos) << args;
+    EXPECT_FALSE(fs::exists(dir / "report.json")) << args;
   }
+  fs::remove_all(dir);
+}
+
+// The timeline's options shape timeline.json, which only --out writes: without --out each was
+// accepted and did nothing. Each is now refused before simulating, naming itself.
+TEST(Timeline, OptionsWithoutOutRefused) {
+  const std::string base = "run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json ";
+  for (const auto& [args, name] : std::vector<std::pair<std::string, std::string>>{
+           {"--timeline-ranks 0", "--timeline-ranks"},
+           {"--timeline-window 1ms:2ms", "--timeline-window"},
+           {"--timeline-max-events 10", "--timeline-max-events"},
+           {"--no-timeline-counters", "--no-timeline-counters"},
+           {"--no-timeline-flows", "--no-timeline-flows"}}) {
+    const auto bad = run_trnsim(base + args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_NE(bad.out.find(name + ": timeline.json is written only with --out DIR"), std::string::npos)
+        << args << ": " << bad.out;
+    EXPECT_EQ(bad.out.find("step time"), std::string::npos) << args;
+  }
+  // With --json and no --out, as before: no timeline option, no complaint.
+  const auto ok = run_trnsim(base + "--json");
+  EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
 TEST(Presets, ByNameAndListed) {
@@ -783,6 +806,22 @@ TEST(Summary, BusiestDistinctLongNamesCutWarningsPrinted) {
   }
   EXPECT_EQ(warnings, 2);  // 7 dangling dependencies; 1 collective without comm_type
   EXPECT_EQ(t.out.find("reported 2 warnings"), std::string::npos) << t.out;
+
+  // Printed once: the summary's lines, not also logged on stderr while reading (both went to a
+  // terminal). Without the summary (--json) they are logged on stderr.
+  const auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (std::size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+  };
+  const std::string dangling = "7 dependencies name nodes that are not in the file";
+  const auto both = run_trnsim("run --trace " + chakra);  // stdout and stderr
+  ASSERT_EQ(both.code, 0) << both.out;
+  EXPECT_EQ(count(both.out, dangling), 1) << both.out;
+  EXPECT_EQ(count(both.out, "without comm_type"), 1) << both.out;
+  const auto js = run_trnsim("run --json --trace " + chakra);  // report.json, then stderr
+  ASSERT_EQ(js.code, 0);
+  EXPECT_EQ(count(js.out, "[trace] warning: " + chakra + ".0.json: " + dangling), 1) << js.out;
 }
 
 // trace info --json: what the table prints, as JSON (the golden trace: 16 ranks, 1,728 ops, 704
