@@ -113,13 +113,14 @@ def check(root, known_path):
     problems = []
     seen = set()
     for rel, line, key, commit in found:
-        seen.add((rel, key))
+        if commit is None:
+            seen.add((rel, key))
         if commit is None and (rel, key) not in known:
             problems.append(f"{rel}:{line}: a wall time with no commit in its paragraph (write "
                             f"\"measured at COMMIT\" beside it): {key}")
     for rel, key in sorted(known - seen):
         problems.append(f"{known_path.relative_to(root).as_posix()}: \"{rel}: {key}\" is no longer in "
-                        f"the docs (reworded, tagged or removed): delete its line")
+                        f"the docs untagged (reworded, tagged or removed): delete its line")
     return problems
 
 

@@ -55,6 +55,10 @@ class DocFigures(unittest.TestCase):
         problems = self.doc("Nine points, 11 s at `-j 2` on a shared machine.\n")
         self.assertEqual(len(problems), 2, problems)  # the new figure, and the stale line of the list
         self.assertIn("is no longer in the docs", problems[1])
+        # Tagged now: the list's line must go too.
+        problems = self.doc(f"Nine points, 9 min 54 s at `-j 2` on a shared machine. Measured at {self.head}.\n")
+        self.assertEqual(len(problems), 1, problems)
+        self.assertIn("is no longer in the docs untagged", problems[0])
 
     @unittest.skipUnless(subprocess.run(["git", "-C", str(doc_figures.ROOT), "rev-parse",
                                          "--is-shallow-repository"], capture_output=True,
