@@ -483,6 +483,45 @@ TEST(Timeline, OptionsWithoutOutRefused) {
   EXPECT_EQ(ok.code, 0) << ok.out;
 }
 
+// --out-files: only the files named, replacing an earlier result whole (its timeline.json
+// too); a name a run does not write, or --out-files without --out, is refused.
+TEST(RunOut, OutFilesWritesOnlyThose) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-out-files-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string base = "run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json ";
+  const auto names = [&] {
+    std::set<std::string> n;
+    for (const auto& e : fs::directory_iterator(dir)) n.insert(e.path().filename().string());
+    return n;
+  };
+  auto r = run_trnsim(base + "--out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(names().size(), 7u);
+  const Json full = Json::parse(slurp(dir / "report.json"));
+  r = run_trnsim(base + "--out-files report.json,config.json --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(names(), (std::set<std::string>{"config.json", "report.json"}));
+  // The same figures; only the timeline's description is absent, as no timeline was written.
+  Json lean = Json::parse(slurp(dir / "report.json"));
+  EXPECT_FALSE(lean.contains("timeline"));
+  Json expected = full;
+  expected.erase("timeline");
+  expected["identity"]["command_line"] = lean["identity"]["command_line"];
+  EXPECT_EQ(lean, expected);
+  fs::remove_all(dir);
+
+  const auto bad = run_trnsim(base + "--out-files report.json,trace.json --out " + dir.string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--out-files \"trace.json\": not a file a run writes; expected some of report.json, "
+                         "summary.csv, host.json, config.json, stats.json, ops.csv, timeline.json"),
+            std::string::npos)
+      << bad.out;
+  EXPECT_FALSE(fs::exists(dir));
+  const auto no_out = run_trnsim(base + "--out-files report.json");
+  EXPECT_EQ(no_out.code, 2);
+  EXPECT_NE(no_out.out.find("--out-files: files are written only with --out DIR"), std::string::npos) << no_out.out;
+}
+
 TEST(Presets, ByNameAndListed) {
   const auto list = run_trnsim("presets");
   ASSERT_EQ(list.code, 0) << list.out;
