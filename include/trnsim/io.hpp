@@ -52,6 +52,9 @@ class OutputDir {
   ~OutputDir();
 
   void add(std::string name, std::string content);
+  // Names an earlier result in `dir` may hold besides those added (a run that writes some of its
+  // files replaces one that wrote all of them): commit() replaces them too, rather than refusing.
+  void also_replaces(std::vector<std::string> names) { replaces_ = std::move(names); }
   void commit();
 
   // Throws InputError when `dir` could not be written (its parent read-only, a file of that
@@ -62,6 +65,7 @@ class OutputDir {
  private:
   std::string dir_;
   std::vector<std::pair<std::string, std::string>> files_;
+  std::vector<std::string> replaces_;
 };
 
 // The offset of the first byte of `s` that does not begin or continue a well-formed UTF-8

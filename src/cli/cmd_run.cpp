@@ -36,6 +36,7 @@ struct RunOpts {
   report::TimelineOptions timeline;
   std::string timeline_ranks;   // "0-3,7"
   std::string timeline_window;  // "FROM:TO"
+  std::vector<std::string> out_files;  // --out-files: some of report::output_file_names()
   bool no_progress = false;
   bool estimate = false;
   bool no_cache = false;
@@ -139,21 +140,30 @@ void register_run_command(CLI::App& app, Registry& reg) {
                                   "write report.json, summary.csv, host.json, config.json, stats.json, ops.csv "
                                   "and timeline.json here");
   add_chakra_options(run, o->trace);
-  run->add_option("--timeline-max-events", o->timeline.max_events,
-                  "ops drawn in timeline.json at most (the longest are kept)")
-      ->capture_default_str()
-      ->check(CLI::Range(std::size_t(1), std::size_t(100000000)));
-  run->add_option("--timeline-ranks", o->timeline_ranks,
-                  "draw only these ranks in timeline.json, every op of them (0-3,7)")
-      ->type_name("RANKS");
-  run->add_option("--timeline-window", o->timeline_window,
-                  "draw only the ops that overlap this span of simulated time, each whole "
-                  "(1ms:1.5ms; an empty side is the start or the end)")
-      ->type_name("FROM:TO");
-  run->add_flag("!--no-timeline-counters", o->timeline.counters,
-                "leave the counter tracks out of timeline.json");
-  run->add_flag("!--no-timeline-flows", o->timeline.flows,
-                "leave the collective flow arrows out of timeline.json");
+  auto* out_files_opt = run->add_option("--out-files", o->out_files,
+                                        "write only these of --out's files (report.json,config.json; "
+                                        "sweeps keep report.json, summary.csv, host.json and config.json)")
+                            ->delimiter(',')
+                            ->type_name("NAMES");
+  // The timeline's options shape timeline.json, which only --out writes.
+  std::vector<CLI::Option*> timeline_opts;
+  timeline_opts.push_back(run->add_option("--timeline-max-events", o->timeline.max_events,
+                                          "ops drawn in timeline.json at most (the longest are kept; with --out)")
+                              ->capture_default_str()
+                              ->check(CLI::Range(std::size_t(1), std::size_t(100000000))));
+  timeline_opts.push_back(run->add_option("--timeline-ranks", o->timeline_ranks,
+                                          "draw only these ranks in timeline.json, every op of them "
+                                          "(0-3,7; with --out)")
+                              ->type_name("RANKS"));
+  timeline_opts.push_back(run->add_option("--timeline-window", o->timeline_window,
+                                          "draw only the ops that overlap this span of simulated time, "
+                                          "each whole (1ms:1.5ms; an empty side is the start or the end; "
+                                          "with --out)")
+                              ->type_name("FROM:TO"));
+  timeline_opts.push_back(run->add_flag("!--no-timeline-counters", o->timeline.counters,
+                                        "leave the counter tracks out of timeline.json (with --out)"));
+  timeline_opts.push_back(run->add_flag("!--no-timeline-flows", o->timeline.flows,
+                                        "leave the collective flow arrows out of timeline.json (with --out)"));
   run->add_flag("--no-progress", o->no_progress, "no progress line on a terminal");
   run->add_flag("--estimate", o->estimate,
                 "print the work and memory estimate, the budgets and the expected wall time, "
@@ -162,9 +172,28 @@ void register_run_command(CLI::App& app, Registry& reg) {
                 "calibrate the op-level compute model afresh, neither reading nor writing the "
                 "calibration cache (also TRNSIM_NO_CACHE=1; the cache is in TRNSIM_CACHE_DIR, "
                 "else $XDG_CACHE_HOME/trnsim or ~/.cache/trnsim)");
-  reg.add(run, [o, out_opt, trace_opt, &reg]() {
+  timeline_opts.push_back(out_files_opt);  // also only with --out
+  reg.add(run, [o, out_opt, trace_opt, timeline_opts, out_files_opt, &reg]() {
     // Refuse what would be ignored or fail only after the simulation.
     if (trace_opt->count() > 0 && o->trace.path.empty()) throw TraceError("--trace: an empty file name");
+    for (const CLI::Option* t : timeline_opts) {
+      if (t->count() > 0 && out_opt->count() == 0) {
+        throw InputError(fmt::format("{}: {} written only with --out DIR; add --out DIR, or leave {} out",
+                                     t->get_name(), t == out_files_opt ? "files are" : "timeline.json is",
+                                     t->get_name()));
+      }
+    }
+    const std::vector<std::string> all_files = report::output_file_names();
+    for (const auto& f : o->out_files) {
+      if (std::find(all_files.begin(), all_files.end(), f) == all_files.end()) {
+        throw InputError(fmt::format("--out-files {:?}: not a file a run writes; expected some of {}", f,
+                                     fmt::join(all_files, ", ")));
+      }
+    }
+    const std::vector<std::string> out_files = o->out_files.empty() ? all_files : o->out_files;
+    const auto writes = [&](const char* name) {
+      return std::find(out_files.begin(), out_files.end(), name) != out_files.end();
+    };
     if (out_opt->count() > 0) OutputDir::check_writable(o->out, report::output_file_names());
     if (!o->timeline_window.empty()) parse_window(o->timeline_window, o->timeline);
     const auto cfg = o->common.load();
@@ -179,6 +208,9 @@ void register_run_command(CLI::App& app, Registry& reg) {
     const auto seconds = [](Clock::time_point a, Clock::time_point b) {
       return std::chrono::duration<double>(b - a).count();
     };
+    // The terminal summary prints every reader warning after the run; logged while reading as
+    // well, each was printed twice. Without the summary (--json, --estimate) they are logged.
+    o->trace.log_warnings = o->common.json || o->estimate;
     const auto t_read = Clock::now();
     const LoadedTrace trace = load_trace(o->trace, data_path(kDefaultTrace));
     const auto t_run = Clock::now();
@@ -199,10 +231,13 @@ void register_run_command(CLI::App& app, Registry& reg) {
     const run::RunData out = run::run_workload(cfg, trace.workload, progress.fn(), resolve::Purpose::run,
                                                   run::cache_settings_from_env(o->no_cache));
     progress.clear();
-    const auto parts = out_opt->count() > 0 ? report::ReportParts::all : report::ReportParts::printed;
+    // ops.csv and timeline.json take seconds for a large trace: built only when written.
+    const auto parts = out_opt->count() > 0 && (writes("ops.csv") || writes("timeline.json"))
+                           ? report::ReportParts::all
+                           : report::ReportParts::printed;
     const auto t_report = Clock::now();
     const report::Report rep = report::make_report(out, id, o->timeline, parts);
-    if (out_opt->count() > 0) report::write_outputs(o->out, rep, cfg);
+    if (out_opt->count() > 0) report::write_outputs(o->out, rep, cfg, out_files);
     logger("run")->debug("phases: trace read {:.2f} s, run {:.2f} s (simulation {:.2f} s), "
                          "report {:.2f} s",
                          seconds(t_read, t_run), seconds(t_run, t_report), out.simulation_seconds,

@@ -205,7 +205,9 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
     if (fs::is_regular_file(groups, ec)) out.files.push_back(groups);
     if (in.size_unit == "bytes") warn_if_element_counts(out.workload, prefix);
     if (in.log_notes) {
-      for (const auto& w : grouped_warnings(out.workload)) logger("trace")->warn("{}", w);
+      if (in.log_warnings) {
+        for (const auto& w : grouped_warnings(out.workload)) logger("trace")->warn("{}", w);
+      }
       if (out.workload.coverage) {
         std::string line = out.workload.coverage->describe();
         while (!line.empty() && line.back() == '\n') line.pop_back();
@@ -225,7 +227,9 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
     if (auto w = trace::load_pytorch_et(path, et)) {
       out.workload = std::move(*w);
       if (in.log_notes) {
-        for (const auto& line : grouped_warnings(out.workload)) logger("trace")->warn("{}", line);
+        if (in.log_warnings) {
+          for (const auto& line : grouped_warnings(out.workload)) logger("trace")->warn("{}", line);
+        }
         std::string line = out.workload.coverage->describe();
         while (!line.empty() && line.back() == '\n') line.pop_back();
         for (std::size_t p; (p = line.find('\n')) != std::string::npos;) line[p] = ';';

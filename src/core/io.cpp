@@ -280,8 +280,9 @@ void OutputDir::commit() {
     for (const auto& entry : fs::directory_iterator(dir_, ec)) {
       const auto name = entry.path().filename().string();
       const bool ours = entry.is_regular_file(ec) &&
-                        std::any_of(files_.begin(), files_.end(),
-                                    [&](const auto& f) { return f.first == name; });
+                        (std::any_of(files_.begin(), files_.end(),
+                                     [&](const auto& f) { return f.first == name; }) ||
+                         std::find(replaces_.begin(), replaces_.end(), name) != replaces_.end());
       if (!ours) {
         abandon(fmt::format("the directory holds {}, which a run does not write; not replacing it",
                             name));

@@ -1088,15 +1088,22 @@ std::vector<std::string> output_file_names() {
 }
 
 void write_outputs(const std::string& dir, const Report& out, const config::LoadedConfig& cfg) {
+  write_outputs(dir, out, cfg, output_file_names());
+}
+
+void write_outputs(const std::string& dir, const Report& out, const config::LoadedConfig& cfg,
+                   const std::vector<std::string>& files) {
   OutputDir d(dir);  // all files appear together or not at all
   const std::vector<std::string> names = output_file_names();
-  d.add(names[0], out.report.dump(2) + "\n");
-  d.add(names[1], out.summary_csv);
-  d.add(names[2], out.host.dump(2) + "\n");
-  d.add(names[3], config::to_json(cfg.config).dump(2) + "\n");
-  d.add(names[4], out.stats.dump(1) + "\n");
-  d.add(names[5], out.ops_csv);
-  d.add(names[6], out.timeline.dump() + "\n");
+  const auto wanted = [&](std::size_t i) { return std::find(files.begin(), files.end(), names[i]) != files.end(); };
+  if (wanted(0)) d.add(names[0], out.report.dump(2) + "\n");
+  if (wanted(1)) d.add(names[1], out.summary_csv);
+  if (wanted(2)) d.add(names[2], out.host.dump(2) + "\n");
+  if (wanted(3)) d.add(names[3], config::to_json(cfg.config).dump(2) + "\n");
+  if (wanted(4)) d.add(names[4], out.stats.dump(1) + "\n");
+  if (wanted(5)) d.add(names[5], out.ops_csv);
+  if (wanted(6)) d.add(names[6], out.timeline.dump() + "\n");
+  d.also_replaces(names);
   d.commit();
 }
 

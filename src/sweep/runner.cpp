@@ -4,6 +4,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -53,6 +54,7 @@ Json Plan::to_json() const {
   }
   j["base_config"] = base_config;
   if (!command.empty()) j["command"] = command;
+  j["run_files"] = run_files;
   return j;
 }
 
@@ -80,6 +82,11 @@ Plan Plan::from_json(const Json& j, const std::string& origin) {
     }
     p.base_config = j.at("base_config");
     if (j.contains("command")) p.command = j.at("command").get<std::vector<std::string>>();
+    if (j.contains("run_files")) {
+      p.run_files = j.at("run_files").get<std::vector<std::string>>();
+    } else {
+      p.run_files.assign(kRunFiles.begin(), kRunFiles.end());
+    }
     return p;
   } catch (const Json::exception& e) {
     throw SweepError(fmt::format("{}: not a sweep plan: {}", origin, e.what()));
@@ -98,6 +105,7 @@ Plan make_plan(const Sweep& s, const std::vector<Point>& points) {
     p.axis_paths.push_back(a.path);
   }
   p.seed_axis = s.seed_axis();
+  p.run_files = s.run_files;
   for (const auto& pt : points) p.points.push_back({pt.id, pt.index, pt.values, point_sets(s, pt)});
   p.base_config = config::to_json(config::load_config(s.config, s.sets).config);
   return p;
@@ -275,6 +283,9 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o) {
       for (const auto& s : p->sets) argv.insert(argv.end(), {"--set", s});
       const bool is_run = plan.command.empty() || plan.command.front() == "run";
       if (is_run) argv.insert(argv.end(), {"--out", run_dir(o.dir, p->id)});
+      if (is_run && !plan.run_files.empty() && plan.run_files.size() < kRunFiles.size()) {
+        argv.insert(argv.end(), {"--out-files", fmt::format("{}", fmt::join(plan.run_files, ","))});
+      }
       running[detail::spawn(argv, pd + "/run.log", is_run ? "" : output_file(o.dir, p->id))] = {
           p, std::chrono::steady_clock::now()};
     }

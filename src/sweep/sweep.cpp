@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "trnsim/config/file_reader.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/sweep/filter.hpp"
+#include "trnsim/sweep/metrics.hpp"
 #include "trnsim/topology/topology.hpp"
 
 namespace trnsim::sweep {
@@ -202,7 +204,8 @@ Sweep parse_sweep(const std::string& text, const std::string& origin, const std:
                   const Overrides& ov) {
   const Json j = config::parse_json<SweepError>(text, origin);
   const Reader r(origin);
-  r.check_keys(j, "", {"name", "description", "config", "trace", "set", "combine", "axes", "filter"});
+  r.check_keys(j, "", {"name", "description", "config", "trace", "set", "combine", "axes", "filter",
+                       "run_files"});
   Sweep s;
   s.file = origin;
   s.name = r.string(j, "", "name", true);
@@ -271,6 +274,32 @@ Sweep parse_sweep(const std::string& text, const std::string& origin, const std:
     std::vector<std::string> ns;
     for (const auto& a : s.axes) ns.push_back(a.name);
     Filter f(s.filter, ns, origin + ":/filter");  // parse errors now, not at expansion
+  }
+  // "all", or a list of run files that holds at least what merge and compare read.
+  s.run_files.assign(kDefaultRunFiles.begin(), kDefaultRunFiles.end());
+  if (j.contains("run_files")) {
+    const Json& f = j["run_files"];
+    const std::string expected = fmt::format("expected \"all\" or a list of some of {}, with {} and {}",
+                                             fmt::join(kRunFiles, ", "), kReportFile, kConfigFile);
+    if (f.is_string() && f.get<std::string>() == "all") {
+      s.run_files.assign(kRunFiles.begin(), kRunFiles.end());
+    } else if (f.is_array()) {
+      s.run_files.clear();
+      for (std::size_t i = 0; i < f.size(); ++i) {
+        if (!f[i].is_string() ||
+            std::find(kRunFiles.begin(), kRunFiles.end(), f[i].get<std::string>()) == kRunFiles.end()) {
+          r.fail(fmt::format("/run_files/{}", i), fmt::format("{} is not a file a run writes; {}", f[i].dump(), expected));
+        }
+        s.run_files.push_back(f[i].get<std::string>());
+      }
+      for (const std::string_view need : {kReportFile, kConfigFile}) {
+        if (std::find(s.run_files.begin(), s.run_files.end(), need) == s.run_files.end()) {
+          r.fail("/run_files", fmt::format("{} is missing (the sweep's figures and `compare` read it); {}", need, expected));
+        }
+      }
+    } else {
+      r.fail("/run_files", fmt::format("got {}; {}", f.dump(), expected));
+    }
   }
   return s;
 }

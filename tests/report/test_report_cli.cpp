@@ -453,11 +453,73 @@ TEST(Timeline, RanksAndWindowKeptWhole) {
            {"--timeline-window 2ms:1ms", "--timeline-window \"2ms:1ms\": the window ends before it starts"},
            {"--timeline-window 2:3ms", "the bare number \"2\""},
            {"--timeline-window 1ms", "no colon"}}) {
-    const auto bad = run_trnsim(base + args);
+    const auto bad = run_trnsim(base + args + " --out " + dir.string());
     EXPECT_EQ(bad.code, 2) << args;
     EXPECT_NE(bad.out.find(says), std::string::npos) << args << ": " << bad.out;
     EXPECT_EQ(bad.out.find("step time"), std::string::npos) << args;
+    EXPECT_FALSE(fs::exists(dir / "report.json")) << args;
   }
+  fs::remove_all(dir);
+}
+
+// The timeline's options shape timeline.json, which only --out writes: without --out each was
+// accepted and did nothing. Each is now refused before simulating, naming itself.
+TEST(Timeline, OptionsWithoutOutRefused) {
+  const std::string base = "run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json ";
+  for (const auto& [args, name] : std::vector<std::pair<std::string, std::string>>{
+           {"--timeline-ranks 0", "--timeline-ranks"},
+           {"--timeline-window 1ms:2ms", "--timeline-window"},
+           {"--timeline-max-events 10", "--timeline-max-events"},
+           {"--no-timeline-counters", "--no-timeline-counters"},
+           {"--no-timeline-flows", "--no-timeline-flows"}}) {
+    const auto bad = run_trnsim(base + args);
+    EXPECT_EQ(bad.code, 2) << args;
+    EXPECT_NE(bad.out.find(name + ": timeline.json is written only with --out DIR"), std::string::npos)
+        << args << ": " << bad.out;
+    EXPECT_EQ(bad.out.find("step time"), std::string::npos) << args;
+  }
+  // With --json and no --out, as before: no timeline option, no complaint.
+  const auto ok = run_trnsim(base + "--json");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+}
+
+// --out-files: only the files named, replacing an earlier result whole (its timeline.json
+// too); a name a run does not write, or --out-files without --out, is refused.
+TEST(RunOut, OutFilesWritesOnlyThose) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-out-files-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const std::string base = "run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json ";
+  const auto names = [&] {
+    std::set<std::string> n;
+    for (const auto& e : fs::directory_iterator(dir)) n.insert(e.path().filename().string());
+    return n;
+  };
+  auto r = run_trnsim(base + "--out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(names().size(), 7u);
+  const Json full = Json::parse(slurp(dir / "report.json"));
+  r = run_trnsim(base + "--out-files report.json,config.json --out " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(names(), (std::set<std::string>{"config.json", "report.json"}));
+  // The same figures; only the timeline's description is absent, as no timeline was written.
+  Json lean = Json::parse(slurp(dir / "report.json"));
+  EXPECT_FALSE(lean.contains("timeline"));
+  Json expected = full;
+  expected.erase("timeline");
+  expected["identity"]["command_line"] = lean["identity"]["command_line"];
+  EXPECT_EQ(lean, expected);
+  fs::remove_all(dir);
+
+  const auto bad = run_trnsim(base + "--out-files report.json,trace.json --out " + dir.string());
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("--out-files \"trace.json\": not a file a run writes; expected some of report.json, "
+                         "summary.csv, host.json, config.json, stats.json, ops.csv, timeline.json"),
+            std::string::npos)
+      << bad.out;
+  EXPECT_FALSE(fs::exists(dir));
+  const auto no_out = run_trnsim(base + "--out-files report.json");
+  EXPECT_EQ(no_out.code, 2);
+  EXPECT_NE(no_out.out.find("--out-files: files are written only with --out DIR"), std::string::npos) << no_out.out;
 }
 
 TEST(Presets, ByNameAndListed) {
@@ -784,6 +846,22 @@ TEST(Summary, BusiestDistinctLongNamesCutWarningsPrinted) {
   }
   EXPECT_EQ(warnings, 2);  // 7 dangling dependencies; 1 collective without comm_type
   EXPECT_EQ(t.out.find("reported 2 warnings"), std::string::npos) << t.out;
+
+  // Printed once: the summary's lines, not also logged on stderr while reading (both went to a
+  // terminal). Without the summary (--json) they are logged on stderr.
+  const auto count = [](const std::string& text, const std::string& what) {
+    int n = 0;
+    for (std::size_t p = text.find(what); p != std::string::npos; p = text.find(what, p + 1)) ++n;
+    return n;
+  };
+  const std::string dangling = "7 dependencies name nodes that are not in the file";
+  const auto both = run_trnsim("run --trace " + chakra);  // stdout and stderr
+  ASSERT_EQ(both.code, 0) << both.out;
+  EXPECT_EQ(count(both.out, dangling), 1) << both.out;
+  EXPECT_EQ(count(both.out, "without comm_type"), 1) << both.out;
+  const auto js = run_trnsim("run --json --trace " + chakra);  // report.json, then stderr
+  ASSERT_EQ(js.code, 0);
+  EXPECT_EQ(count(js.out, "[trace] warning: " + chakra + ".0.json: " + dangling), 1) << js.out;
 }
 
 // trace info --json: what the table prints, as JSON (the golden trace: 16 ranks, 1,728 ops, 704

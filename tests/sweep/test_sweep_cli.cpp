@@ -202,6 +202,57 @@ TEST(SweepCli, LaterPointsTakeTheCalibrationFromTheCache) {
   fs::remove_all(dir);
 }
 
+// A sweep's points keep the files its figures need (report.json, summary.csv, host.json,
+// config.json), not ops.csv, timeline.json and stats.json, unless the sweep file asks
+// ("run_files": "all" or a list); a list without report.json is refused before anything runs.
+TEST(SweepCli, PointsKeepOnlyTheFilesAsked) {
+  const fs::path dir = fresh_dir("run-files");
+  const auto sweep = [&](const std::string& name, const Json& run_files) {
+    Json j{{"name", name},
+           {"config", kSrc + "/configs/racks/trn2-instance.json"},
+           {"trace", kSrc + "/tests/golden/inputs/golden-moe-16.json"},
+           {"axes", {{{"path", "sim.seed"}, {"values", {1}}}}}};
+    if (!run_files.is_null()) j["run_files"] = run_files;
+    const fs::path f = dir / (name + ".json");
+    std::ofstream(f) << j.dump();
+    return trnsim::test::run_trnsim("sweep " + f.string() + " --out " + (dir / name).string());
+  };
+  const auto files = [&](const std::string& name) {
+    std::set<std::string> n;
+    for (const auto& e : fs::directory_iterator(dir / name / "points" / "p0000" / "run")) {
+      n.insert(e.path().filename().string());
+    }
+    return n;
+  };
+  auto r = sweep("lean", Json());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(files("lean"), (std::set<std::string>{"config.json", "host.json", "report.json", "summary.csv"}));
+  EXPECT_NE(read(dir / "lean" / "sweep.csv").find("step_time_ns"), std::string::npos);
+  r = sweep("all", "all");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(files("all").size(), 7u);
+  EXPECT_EQ(files("all").count("timeline.json"), 1u);
+  r = sweep("some", Json::array({"report.json", "config.json", "ops.csv"}));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(files("some"), (std::set<std::string>{"config.json", "ops.csv", "report.json"}));
+  // The two sweeps' step times agree: what is kept does not change what is simulated.
+  const auto step = [&](const std::string& name) {
+    return Json::parse(read(dir / name / "points" / "p0000" / "run" / "report.json"))["performance"]["step_time_ns"];
+  };
+  EXPECT_GT(step("lean").get<double>(), 0.0);
+  EXPECT_EQ(step("lean"), step("all"));
+
+  r = sweep("bad", Json::array({"config.json", "summary.csv"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad.json:/run_files: report.json is missing"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir / "bad" / "points" / "p0000" / "run"));
+  r = sweep("typo", Json::array({"report.json", "config.json", "timeline"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("typo.json:/run_files/2: \"timeline\" is not a file a run writes"), std::string::npos)
+      << r.out;
+  fs::remove_all(dir);
+}
+
 // sweep --dry-run --json: the points the table lists, by axis name; the filter's and the shard's
 // counts. Nothing runs and nothing is written.
 TEST(SweepCli, DryRunAsJson) {

@@ -82,6 +82,10 @@ Json percentiles_ns(std::vector<double> seconds);
 // Writes report.json, summary.csv, host.json, config.json (fully resolved), stats.json, ops.csv and
 // timeline.json into `dir` (created if missing), all together or none: `report` has all parts.
 void write_outputs(const std::string& dir, const Report& report, const config::LoadedConfig& cfg);
+// Only the files named in `files` (each one of output_file_names(); `run --out-files`); an
+// earlier result in `dir` is replaced whole, its other files too.
+void write_outputs(const std::string& dir, const Report& report, const config::LoadedConfig& cfg,
+                   const std::vector<std::string>& files);
 // The files write_outputs() writes: what a results directory it may replace may hold.
 std::vector<std::string> output_file_names();
 

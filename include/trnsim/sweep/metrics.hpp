@@ -13,6 +13,13 @@ namespace trnsim::sweep {
 inline constexpr std::string_view kReportFile = "report.json";
 // The fully resolved config of a run directory (for the keys that differ in `trnsim compare`).
 inline constexpr std::string_view kConfigFile = "config.json";
+// What a run directory may hold (report::output_file_names()), and what a sweep's points keep
+// unless the sweep file's "run_files" says otherwise: the figures, the config and the host's
+// costs, not ops.csv and timeline.json (95 MB a point on the default workload) or stats.json.
+inline constexpr std::array<std::string_view, 7> kRunFiles{
+    "report.json", "summary.csv", "host.json", "config.json", "stats.json", "ops.csv", "timeline.json"};
+inline constexpr std::array<std::string_view, 4> kDefaultRunFiles{"report.json", "summary.csv", "host.json",
+                                                                  "config.json"};
 
 struct Metric {
   std::string_view name;     // column name in sweep.csv and compare tables

@@ -30,6 +30,8 @@ struct Plan {
   // after `trnsim` (`trnsim solve` gives one): `run ...` gets --out like a sweep's points, any
   // other command (`bench ... --json`) has its standard output kept in output_file().
   std::vector<std::string> command;
+  // The files a `run` point writes (`run --out-files`); a plan from before the key: all of them.
+  std::vector<std::string> run_files;
 
   Json to_json() const;
   static Plan from_json(const Json& j, const std::string& origin);

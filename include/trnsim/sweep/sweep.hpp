@@ -42,6 +42,8 @@ struct Sweep {
   enum class Combine { grid, zip } combine = Combine::grid;
   std::vector<Axis> axes;
   std::string filter;       // expression over axis names; "" keeps every point
+  // The files each point's run directory keeps ("run_files"; kDefaultRunFiles unless given).
+  std::vector<std::string> run_files;
 
   // Index of the seed axis, or -1.
   int seed_axis() const;

@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT
+"""Wall-time figures in the docs, and whether each says when it was measured.
+
+A simulated figure is reproducible from the command the doc shows; a wall time (a run's seconds,
+a sweep's minutes, seconds per point) is not, and goes stale silently as the code gets faster or
+slower (docs/sweeps.md said 9 min 54 s for a sweep that now takes seconds). So every paragraph
+that states a wall time must name the commit it was measured at (any commit id in the paragraph
+that git resolves, conventionally "measured at a39c219"), so a reader can tell how old it is.
+
+Figures written before this check are listed in tools/doc_figures_known.txt (file and sentence);
+the list may only shrink: a figure not listed and without a commit fails, and so does a listed
+one that is no longer in the docs (remove its line).
+
+  tools/doc_figures.py              check; exit 1 naming each figure at fault
+  tools/doc_figures.py --list       every wall-time figure, tagged or not, with its commit
+  tools/doc_figures.py --age        each tagged figure's commit and how many commits since then
+                                    changed src/, models/ or include/
+"""
+import argparse
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KNOWN = ROOT / "tools" / "doc_figures_known.txt"
+
+# A duration in seconds, minutes or hours ("9 min 54 s", "40 s", "1.3 s", "20 minutes").
+DURATION = re.compile(r"\b\d[\d,.]*\s?(?:s|min|minutes|h|hours)\b")
+# Words that make a duration a wall time rather than a simulated one.
+WALL = re.compile(r"wall|per point|a point|at `?-j|\btook\b|\btakes\b|\bCPU\b|machine|\bquiet\b",
+                  re.I)
+COMMIT = re.compile(r"\b[0-9a-f]{7,40}\b")
+
+
+def doc_files(root):
+    files = [root / "README.md"]
+    files += sorted((root / "docs").glob("**/*.md"))
+    files += sorted((root / "configs").glob("**/README.md"))
+    return [f for f in files if f.is_file()]
+
+
+def paragraphs(text):
+    """(first line number, text) of each paragraph outside code fences."""
+    out, cur, start, fenced = [], [], 0, False
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            if cur:
+                out.append((start, "\n".join(cur)))
+            cur = []
+            continue
+        if fenced:
+            continue
+        if not line.strip():
+            if cur:
+                out.append((start, "\n".join(cur)))
+            cur = []
+            continue
+        if not cur:
+            start = n
+        cur.append(line)
+    if cur:
+        out.append((start, "\n".join(cur)))
+    return out
+
+
+def sentence_key(sentence):
+    """A sentence as the known list holds it: whitespace folded, at most 80 characters."""
+    return " ".join(sentence.split())[:80]
+
+
+_RESOLVED = {}
+
+
+def resolves(root, commit):
+    """The full id of `commit` in the repository at `root`, or None."""
+    key = (str(root), commit)
+    if key not in _RESOLVED:
+        r = subprocess.run(["git", "-C", str(root), "rev-parse", "--verify", "-q", commit + "^{commit}"],
+                           capture_output=True, text=True)
+        _RESOLVED[key] = r.stdout.strip() if r.returncode == 0 else None
+    return _RESOLVED[key]
+
+
+def figures(root):
+    """Each wall-time figure: (path, line, sentence key, commit or None)."""
+    out = []
+    for f in doc_files(root):
+        rel = f.relative_to(root).as_posix()
+        for line, para in paragraphs(f.read_text(encoding="utf-8")):
+            commit = next((c for c in COMMIT.findall(para) if resolves(root, c)), None)
+            for sentence in re.split(r"(?<=[.;:])\s+|\n\|", para):
+                if DURATION.search(sentence) and WALL.search(sentence):
+                    out.append((rel, line, sentence_key(sentence), commit))
+    return out
+
+
+def read_known(path):
+    known = set()
+    if path.is_file():
+        for raw in path.read_text(encoding="utf-8").splitlines():
+            if raw.strip() and not raw.startswith("#"):
+                rel, _, key = raw.partition(": ")
+                known.add((rel, key))
+    return known
+
+
+def check(root, known_path):
+    known = read_known(known_path)
+    found = figures(root)
+    problems = []
+    seen = set()
+    for rel, line, key, commit in found:
+        if commit is None:
+            seen.add((rel, key))
+        if commit is None and (rel, key) not in known:
+            problems.append(f"{rel}:{line}: a wall time with no commit in its paragraph (write "
+                            f"\"measured at COMMIT\" beside it): {key}")
+    for rel, key in sorted(known - seen):
+        problems.append(f"{known_path.relative_to(root).as_posix()}: \"{rel}: {key}\" is no longer in "
+                        f"the docs untagged (reworded, tagged or removed): delete its line")
+    return problems
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
+    ap.add_argument("--known", type=Path, help="the list of figures from before the check "
+                    "(default: ROOT/tools/doc_figures_known.txt)")
+    ap.add_argument("--list", action="store_true", help="print every wall-time figure")
+    ap.add_argument("--age", action="store_true",
+                    help="print each tagged figure's commit and the commits since that changed the code")
+    ap.add_argument("--write-known", action="store_true",
+                    help="write the list of untagged figures (only to start the list)")
+    a = ap.parse_args(argv)
+    root = a.root.resolve()
+    known_path = (a.known or root / "tools" / "doc_figures_known.txt").resolve()
+    if a.list or a.age:
+        for rel, line, key, commit in figures(root):
+            if a.age and commit is None:
+                continue
+            age = ""
+            if a.age:
+                r = subprocess.run(["git", "-C", str(root), "rev-list", "--count", f"{commit}..HEAD", "--",
+                                    "src", "models", "include"], capture_output=True, text=True)
+                age = f" ({r.stdout.strip()} code commits since)"
+            print(f"{rel}:{line}: [{commit or 'untagged'}{age}] {key}")
+        return 0
+    if a.write_known:
+        lines = sorted({f"{rel}: {key}" for rel, _, key, commit in figures(root) if commit is None})
+        known_path.write_text("# Wall-time figures in the docs from before tools/doc_figures.py, without the\n"
+                              "# commit they were measured at. The list only shrinks: tag or reword one, then\n"
+                              "# delete its line.\n" + "\n".join(lines) + "\n", encoding="utf-8")
+        return 0
+    problems = check(root, known_path)
+    for p in problems:
+        print(p, file=sys.stderr)
+    if problems:
+        print(f"doc_figures: {len(problems)} problem(s)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
