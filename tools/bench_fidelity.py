@@ -5,12 +5,16 @@
 
     tools/bench_fidelity.py [--trnsim build/release/src/cli/trnsim] [--quick] [--json]
                             [--racks trn2-instance,trn3-gen2-ultraserver] [--part network|step]
+                            [--ops all-to-all,all-reduce] [--sizes 1MiB,16MiB]
+                            [--queueing voq|input_fifo] [--set PATH=VALUE ...]
 
 Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter, all-to-all,
 1 MiB to 1 GiB), `bench traffic` (all-to-all of 1 MiB per pair, uniform at load 0.5) and
 `bench ping` on each rack preset; `step` runs `trnsim run` on the bundled 16-rank Mixtral step
 (2 layers) and the golden 16-rank trace. The difference is (fast - detailed) / detailed of the
-time (completion time, step time, latency). Wall times are this machine's under its load: they
+time (completion time, step time, latency). `--queueing` sets the packet fabric's switch
+queueing (`rack.fabric.queueing`, docs/models/fabric.md#switch-queueing; the flow tier does not
+read it); `--set` is passed to both runs. Wall times are this machine's under its load: they
 belong here, never in a test (docs/models/fidelity.md).
 """
 import argparse
@@ -44,27 +48,33 @@ def trnsim_json(trnsim, args):
     return json.loads(p.stdout), wall
 
 
+EXTRA_SETS = []
+
+
 def pair(trnsim, args, metric):
     """Runs `args` at both fidelities; returns (detailed, fast, diff, wall detailed, wall fast)."""
     out = {}
     for fid in ("detailed", "fast"):
-        j, wall = trnsim_json(trnsim, [*args, "--set", f"sim.fidelity={fid}"])
+        sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
+        j, wall = trnsim_json(trnsim, [*args, "--set", f"sim.fidelity={fid}", *sets])
         out[fid] = (metric(j), wall)
     d, f = out["detailed"][0], out["fast"][0]
     return {"detailed": d, "fast": f, "diff": (f - d) / d if d else 0.0,
             "wall_detailed_s": out["detailed"][1], "wall_fast_s": out["fast"][1]}
 
 
-def network_rows(trnsim, racks, sizes):
+def network_rows(trnsim, racks, sizes, ops, extras=True):
     rows = []
     for rack in racks:
         cfg = f"configs/racks/{rack}.json"
-        for op in OPS:
+        for op in ops:
             for size in sizes:
                 r = pair(trnsim, ["bench", "collective", "--config", cfg, "--op", op, "--bytes",
                                   size, "--json"], lambda j: j["time_ns"] if "time_ns" in j
                          else j["rows"][0]["time_ns"])
                 rows.append({"rack": rack, "case": f"{op} {size}", "metric": "time_ns", **r})
+        if not extras:
+            continue
         r = pair(trnsim, ["bench", "traffic", "--config", cfg, "--pattern", "all-to-all",
                           "--bytes", "1MiB", "--json"], lambda j: j["completion_ns"])
         rows.append({"rack": rack, "case": "traffic all-to-all 1MiB", "metric": "completion_ns",
@@ -97,7 +107,24 @@ def main():
     ap.add_argument("--part", choices=["network", "step", "all"], default="all")
     ap.add_argument("--quick", action="store_true", help="two sizes per collective")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--ops", default=",".join(OPS), help="collectives of the network part")
+    ap.add_argument("--sizes", default="", help="sizes of the collectives (default: 1MiB, "
+                    "16MiB, 256MiB, 1GiB; --quick: 1MiB, 64MiB)")
+    ap.add_argument("--collectives-only", action="store_true",
+                    help="network part without traffic and ping")
+    ap.add_argument("--queueing", choices=["voq", "input_fifo"],
+                    help="rack.fabric.queueing of the packet fabric (default: the config's)")
+    ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                    help="passed to every run")
     a = ap.parse_args()
+    ops = [o for o in a.ops.split(",") if o]
+    for o in ops:
+        if o not in OPS:
+            fail(f"--ops: unknown collective '{o}' (expected some of {', '.join(OPS)})")
+    sizes = [x for x in a.sizes.split(",") if x] or (QUICK_SIZES if a.quick else SIZES)
+    EXTRA_SETS.extend(a.set)
+    if a.queueing:
+        EXTRA_SETS.append(f"rack.fabric.queueing={a.queueing}")
     if not os.access(a.trnsim, os.X_OK):
         fail(f"--trnsim: {a.trnsim} is not an executable")
     racks = [r for r in a.racks.split(",") if r]
@@ -106,7 +133,7 @@ def main():
             fail(f"--racks: no preset configs/racks/{r}.json")
     rows = []
     if a.part in ("network", "all"):
-        rows += network_rows(a.trnsim, racks, QUICK_SIZES if a.quick else SIZES)
+        rows += network_rows(a.trnsim, racks, sizes, ops, not a.collectives_only)
     if a.part in ("step", "all"):
         rows += step_rows(a.trnsim, racks)
     if a.json:

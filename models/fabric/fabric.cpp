@@ -79,6 +79,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
     rp.vcs = vcs_;
     rp.arbiter = p.arbiter;
     rp.spreading = p.spreading;
+    rp.queueing = p.queueing;
     rp.salt = salt(plan.seed, kNodeTag, n);
     const int ports = int(topo.incident(rp.node).size());
     if (node.chip) {

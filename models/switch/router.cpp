@@ -40,6 +40,9 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
     out.s_wait = &stats().add(RouterStats::port_wait_time, std::to_string(o));
     out.s_max_q = &stats().add(RouterStats::port_max_queue, std::to_string(o));
   }
+  if (p.queueing == config::FabricQueueing::input_fifo) {
+    order_.resize(std::size_t(link_ports * p.vcs));
+  }
   set_static_power(p.idle_power);
   timers_.set_order_salt(p.salt);
   timers_.bind("timers", [this](Timer& t) {
@@ -104,6 +107,7 @@ void Router::packet_arrived(int in, Packet* p) {
                                     p->id, p->vc, p_.vcs));
   }
   p->ready = now();
+  if (!order_.empty()) order_[std::size_t(in * p_.vcs + p->vc)].push(out);
   o.q[std::size_t(in * p_.vcs + p->vc)].push(p);
   ++o.waiting;
   ++o.in_waiting[std::size_t(in)];
@@ -121,7 +125,11 @@ bool Router::eligible(const Output& o, int in, int vc) {
     return local_pending(out) && o.ld->credits(0) >= std::int64_t(local_flits(out));
   }
   const auto& q = o.q[std::size_t(in * p_.vcs + vc)];
-  return !q.empty() && o.ld->credits(vc + 1) >= std::int64_t(q.front()->flits);
+  if (q.empty()) return false;
+  if (!order_.empty() && order_[std::size_t(in * p_.vcs + vc)].front() != int(&o - outputs_.data())) {
+    return false;  // an older packet of this input and VC waits for another output
+  }
+  return o.ld->credits(vc + 1) >= std::int64_t(q.front()->flits);
 }
 
 bool Router::pick(Output& o, int& in, int& vc) {
@@ -212,6 +220,12 @@ void Router::dispatch(int out, int in, int vc) {
     p = o.q[std::size_t(in * p_.vcs + vc)].pop();
     --o.waiting;
     --o.in_waiting[std::size_t(in)];
+    if (!order_.empty()) {
+      auto& ring = order_[std::size_t(in * p_.vcs + vc)];
+      ring.pop();
+      // The packet behind it may be bound for another output, which may have skipped it.
+      if (!ring.empty() && ring.front() != out) schedule_wake(ring.front(), now());
+    }
   }
   const sc_core::sc_time start = now();
   // Cut-through: the tail cannot leave before it has arrived.

@@ -2,7 +2,9 @@
 // A forwarding node: a switch, or the router inside a chip that relays packets for others.
 //
 // Input buffering with virtual output queues: a packet arriving on input i with VC v and bound
-// for output o waits in queue (o, i, v). Its output comes from the route tables: one of the
+// for output o waits in queue (o, i, v). With `queueing` input_fifo the input keeps the order of
+// arrival per (i, v) as well, and only the oldest packet of (i, v) is eligible, whatever its
+// output: head-of-line blocking. Its output comes from the route tables: one of the
 // equal-cost next hops, by flow hash (default, keeps a flow in order) or per packet. Each output
 // has a crossbar arbiter: round-robin over inputs (and over VCs within an input), or oldest
 // first. A packet is eligible once its head has crossed the node (cut-through latency) and the
@@ -37,6 +39,7 @@ struct RouterParams {
   int vcs = 1;
   config::FabricArbiter arbiter = config::FabricArbiter::round_robin;
   config::FabricSpreading spreading = config::FabricSpreading::per_flow;
+  config::FabricQueueing queueing = config::FabricQueueing::voq;
   bool local_port = false;  // a chip: has injection and delivery
   // Perturbs the arbitrary choices of this node (0: none): where each output's round-robin
   // pointers start, which of two equally old packets oldest_first takes, and the order of
@@ -131,6 +134,20 @@ class Router : public Block, public LinkEndpoint {
     Link* link = nullptr;
     int dir = 0;
   };
+  // input_fifo: the outputs of the packets of one (input, VC), in order of arrival.
+  struct OrderRing {
+    std::vector<int> out;
+    std::size_t head = 0;
+    bool empty() const { return head == out.size(); }
+    int front() const { return out[head]; }
+    void push(int o) {
+      if (head > 0 && head == out.size()) out.clear(), head = 0;
+      out.push_back(o);
+    }
+    void pop() {
+      if (++head == out.size()) out.clear(), head = 0;
+    }
+  };
   struct Timer {
     int kind;
     std::uint64_t arg;
@@ -154,6 +171,7 @@ class Router : public Block, public LinkEndpoint {
   sc_core::sc_time latency_;
   std::vector<Output> outputs_;
   std::vector<Input> inputs_;
+  std::vector<OrderRing> order_;  // input_fifo only, index: input * vcs + vc
   std::vector<int> link_to_port_;  // by LinkId, -1 when not attached here
   std::vector<topo::LinkId> port_link_;
   int n_inputs_;

@@ -21,6 +21,16 @@ constexpr auto enum_names(FabricArbiter) {
                     std::pair{FabricArbiter::oldest_first, std::string_view("oldest_first")}};
 }
 
+// How a switch's input buffer is organised (docs/models/fabric.md, "Switch queueing").
+// voq: one queue per output at each input (virtual output queues); a packet waits only for its
+// own output. input_fifo: one FIFO per input and VC; only its head packet can leave, so a packet
+// for a busy output holds up the packets behind it that are bound for free ones.
+enum class FabricQueueing { voq, input_fifo };
+constexpr auto enum_names(FabricQueueing) {
+  return std::array{std::pair{FabricQueueing::voq, std::string_view("voq")},
+                    std::pair{FabricQueueing::input_fifo, std::string_view("input_fifo")}};
+}
+
 // How traffic is spread over equal-cost next hops.
 enum class FabricSpreading { per_flow, per_packet };
 constexpr auto enum_names(FabricSpreading) {
@@ -40,6 +50,7 @@ struct FabricParams {
   Duration endpoint_overhead = Duration(500e-9);
   FabricArbiter arbiter = FabricArbiter::round_robin;
   FabricSpreading spreading = FabricSpreading::per_flow;
+  FabricQueueing queueing = FabricQueueing::voq;
   std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
   template <class V>
   void visit(V& v) {
@@ -63,6 +74,9 @@ struct FabricParams {
     v.field("arbiter", arbiter, "switch output arbitration: round_robin or oldest_first");
     v.field("spreading", spreading,
             "equal-cost spreading: per_flow (hash of the flow id) or per_packet");
+    v.field("queueing", queueing,
+            "switch input buffering: voq (a queue per output at each input) or input_fifo "
+            "(one FIFO per input and VC: head-of-line blocking)");
     v.field("link_idle_fraction", link_idle_fraction,
             "link idle power as a fraction of full-rate power (default: chip.link.idle_fraction)",
             InRange{0, 1});

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: MIT
+// Contention cases computed by hand, run at both network tiers (the packet fabric with either
+// switch queueing, and the flow network): two flows into one output port, an incast of four
+// senders, and a permutation without contention. Each tier must give the hand-computed times
+// within kTolerance. Each TEST elaborates once (its own CTest process).
+//
+// The topology is a star: chips c0..c3 on one switch (150 ns), every link 100 GB/s and 100 ns.
+// A transfer is 64 packets of 4096 B; a packet is 4096 + 16 B of header = 17 flits of 256 B =
+// 4,352 wire bytes, 43.52 ns on a link. Fixed terms of a transfer crossing the switch: 500 ns of
+// endpoint overhead at each end, two links of 100 ns, the switch's 150 ns, and one flit (2.56 ns)
+// for the second hop (cut-through): L = 1,352.56 ns.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../common/topologies.hpp"
+#include "fabric/fabric.hpp"
+#include "flow/flow_network.hpp"
+#include "trnsim/resolve/resolve.hpp"
+
+// libsystemc's own main() needs sc_main; GoogleTest's main() is the one that runs.
+int sc_main(int, char**) { return 1; }
+
+namespace trnsim::model {
+namespace {
+
+using topo::ChipId;
+
+constexpr double kPacketNs = 43.52;        // 4,352 wire bytes at 100 GB/s
+constexpr std::uint64_t kPackets = 64;     // per transfer
+constexpr std::uint64_t kBytes = kPackets * 4096;
+constexpr double kFixedNs = 500 + 100 + 150 + 2.56 + 100 + 500;  // L above
+// The packet fabric shares an output one packet at a time, so a transfer's end can be a few
+// packet times (43.52 ns each) off the fluid value; 1 % of the shortest case (4,137.84 ns) is
+// 41 ns, about one packet.
+constexpr double kTolerance = 0.01;
+
+enum class Tier { packet_voq, packet_input_fifo, flow };
+
+topo::Topology star() {
+  topo::TopologySpec s;
+  for (const char* c : {"c0", "c1", "c2", "c3"}) s.nodes.push_back(test::node(c, topo::NodeKind::chip));
+  s.nodes.push_back(test::node("s", topo::NodeKind::switch_, 4, Duration(150e-9)));
+  for (const char* c : {"c0", "c1", "c2", "c3"}) s.links.push_back(test::link(c, "s", 100, 100));
+  return test::build(s);
+}
+
+// Runs `pairs` (source, destination), all started at time 0, on `tier`; the completion times
+// in ns, in the order of `pairs`.
+std::vector<double> run_tier(Tier tier, const std::vector<std::pair<int, int>>& pairs) {
+  static const topo::Topology topo = star();
+  auto p = test::fabric_params(4096, tier == Tier::flow ? "flow" : "packet");
+  p.queueing = tier == Tier::packet_input_fifo ? config::FabricQueueing::input_fifo
+                                               : config::FabricQueueing::voq;
+  const auto plan = resolve::plan_fabric(p, topo);
+  std::unique_ptr<Network> net;
+  if (tier == Tier::flow) {
+    net = std::make_unique<FlowNetwork>("net", topo, plan);
+  } else {
+    net = std::make_unique<Fabric>("net", topo, plan);
+  }
+  std::vector<TransferHandle> h(pairs.size());
+  sc_core::sc_spawn([&] {
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      h[i] = net->start({ChipId{std::uint32_t(pairs[i].first)},
+                         ChipId{std::uint32_t(pairs[i].second)}, kBytes, i + 1, 0, 0});
+    }
+  });
+  sc_core::sc_start();
+  std::vector<double> ends;
+  for (const auto& t : h) {
+    EXPECT_TRUE(t.done());
+    ends.push_back(t.done() ? t.record().completed.to_seconds() * 1e9 : 0.0);
+  }
+  return ends;
+}
+
+void expect_near_rel(double got, double want, const char* what) {
+  EXPECT_NEAR(got, want, kTolerance * want) << what << ": " << got << " ns against " << want;
+}
+
+// Two flows into one output port (c0 -> c2, c1 -> c2): the output c2 is the bottleneck, each
+// flow gets half of it. Both end after 2 x 64 packet times on that link: L + 128 x 43.52 =
+// 6,923.12 ns (the flow tier ends both then; the packet fabric ends the first one packet time
+// earlier, since the output alternates between the inputs).
+void two_into_one(Tier tier) {
+  const auto ends = run_tier(tier, {{0, 2}, {1, 2}});
+  const double want = kFixedNs + 2 * kPackets * kPacketNs;
+  EXPECT_DOUBLE_EQ(want, 6923.12);
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_near_rel(ends[i], want, "flow");
+  }
+  // The later of the two ends exactly then at both tiers: the output is never idle.
+  EXPECT_NEAR(std::max(ends[0], ends[1]), want, 1e-3);
+}
+
+// Incast of N = 3 senders (c0, c1, c3 -> c2): the last byte arrives after N x size on the
+// output link, N x 64 x 43.52 ns, plus L: 9,708.4 ns; each sender gets a third of the output.
+void incast(Tier tier) {
+  const auto ends = run_tier(tier, {{0, 2}, {1, 2}, {3, 2}});
+  const double want = kFixedNs + 3 * kPackets * kPacketNs;
+  EXPECT_DOUBLE_EQ(want, 9708.4);
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    SCOPED_TRACE(i);
+    expect_near_rel(ends[i], want, "sender");
+  }
+  EXPECT_NEAR(std::max({ends[0], ends[1], ends[2]}), want, 1e-3);
+}
+
+// A permutation (c0 -> c1 -> c2 -> c3 -> c0): no two flows share a link direction, so each runs
+// at the full 100 GB/s: L + 64 x 43.52 = 4,137.84 ns, at both tiers to the picosecond.
+void permutation(Tier tier) {
+  const auto ends = run_tier(tier, {{0, 1}, {1, 2}, {2, 3}, {3, 0}});
+  const double want = kFixedNs + kPackets * kPacketNs;
+  EXPECT_DOUBLE_EQ(want, 4137.84);
+  for (std::size_t i = 0; i < ends.size(); ++i) {
+    EXPECT_NEAR(ends[i], want, 1e-3) << "flow " << i;
+  }
+}
+
+TEST(TiersAgree, TwoIntoOneOutputPacketVoq) { two_into_one(Tier::packet_voq); }
+TEST(TiersAgree, TwoIntoOneOutputPacketInputFifo) { two_into_one(Tier::packet_input_fifo); }
+TEST(TiersAgree, TwoIntoOneOutputFlow) { two_into_one(Tier::flow); }
+TEST(TiersAgree, IncastOfThreePacketVoq) { incast(Tier::packet_voq); }
+TEST(TiersAgree, IncastOfThreePacketInputFifo) { incast(Tier::packet_input_fifo); }
+TEST(TiersAgree, IncastOfThreeFlow) { incast(Tier::flow); }
+TEST(TiersAgree, PermutationPacketVoq) { permutation(Tier::packet_voq); }
+TEST(TiersAgree, PermutationPacketInputFifo) { permutation(Tier::packet_input_fifo); }
+TEST(TiersAgree, PermutationFlow) { permutation(Tier::flow); }
+
+}  // namespace
+}  // namespace trnsim::model
