@@ -136,6 +136,11 @@ struct Replay::Impl : Emitter {
     // Fast-forward: decided by the first member to arrive, followed by every member.
     enum class Mode { undecided, simulated, fast } mode = Mode::undecided;
     const Instance* counterpart = nullptr;  // the earlier micro-batch's instance it repeats
+    // Fast-forward by shape (WorkSource::collectives_by_shape): the bytes its schedule sends in
+    // all and the most one member sends or receives; a fast instance timed from a counterpart
+    // of another shape scales the counterpart's time after its launch by the ratio of `peak`.
+    double total_bytes = 0, peak_bytes = 0;
+    double scale = 1;
     int arrivals = 0;
     sc_event all_arrived;
   };
@@ -183,6 +188,7 @@ struct Replay::Impl : Emitter {
   Machine& machine;
   config::ReplayParams params;
   FastForward ff;
+  bool by_shape = false;  // fast-forward on and collectives by shape (WorkSource)
   ScaleOutGroups scale_out;
   FastForwardStats ffs;
   // Op states, units: deques, since batches emitted during the run append to them while op
@@ -200,6 +206,9 @@ struct Replay::Impl : Emitter {
   std::vector<std::map<std::string, int>> collective_seq;  // [rank]: collectives per group so far
   std::map<std::tuple<int, int, std::int64_t>, int> recv_seq;  // (src, dst, tag): recvs so far
   std::vector<BatchState> batches;
+  // Fast-forward by shape: the simulated collectives of each (group, kind) in the order they
+  // finished (WorkSource::collectives_by_shape).
+  std::map<std::pair<std::string, OpKind>, std::vector<const Instance*>> shape_history;
   std::vector<BatchId> empty_batches;  // emitted with no op: finished once the source returns
   std::map<std::tuple<int, int, std::int64_t>, Mailbox> mail;  // (src, dst, tag)
   std::vector<OpRecord> records;
@@ -228,6 +237,7 @@ struct Replay::Impl : Emitter {
         machine(m),
         params(p),
         ff(f),
+        by_shape(f.enabled && f.collectives_by_shape.value_or(src.collectives_by_shape())),
         scale_out(std::move(so)),
         chip_of(std::move(map)) {
     if (chip_of.empty()) {
@@ -409,6 +419,17 @@ struct Replay::Impl : Emitter {
     inst.rec.algorithm = inst.schedule.algorithm;
     inst.rec.rings = inst.schedule.rings;
     for (auto bytes : bytes_sent(inst.schedule)) inst.rec.wire_bytes += bytes;
+    if (by_shape) {
+      std::vector<double> sent(inst.schedule.members.size(), 0), received(sent.size(), 0);
+      for (std::size_t m = 0; m < inst.schedule.members.size(); ++m) {
+        for (const Step& step : inst.schedule.members[m]) {
+          for (const Transfer& t : step.sends) sent[m] += double(t.bytes);
+          for (const Transfer& t : step.recvs) received[m] += double(t.bytes);
+        }
+        inst.total_bytes += sent[m];
+        inst.peak_bytes = std::max({inst.peak_bytes, sent[m], received[m]});
+      }
+    }
     if (wake && sc_core::sc_is_running()) inst.planned.notify(sc_core::SC_ZERO_TIME);
   }
 
@@ -585,8 +606,36 @@ struct Replay::Impl : Emitter {
     return std::ptrdiff_t(p.ops[position[std::size_t(r)][i]]);
   }
 
+  // Fast-forward by shape: the latest simulated collective of `inst`'s group and kind within the
+  // size tolerance of it, when the one of that shape before it took a time within the tolerance
+  // of its own (two steady repetitions, as decide() asks of units); null otherwise. Looks back
+  // over a bounded number of collectives so that the search stays short.
+  const Instance* shape_counterpart(const Instance& inst) const {
+    const auto it = shape_history.find({inst.rec.group, inst.rec.kind});
+    if (it == shape_history.end() || inst.schedule.members.empty()) return nullptr;
+    auto same_shape = [this](const Instance& a, const Instance& b) {
+      return a.ranks.size() == b.ranks.size() && close(a.total_bytes, b.total_bytes) &&
+             close(a.peak_bytes, b.peak_bytes);
+    };
+    auto time = [](const Instance& a) { return (a.rec.end - a.rec.last_arrival).to_seconds(); };
+    constexpr std::size_t kLookBack = 16;
+    const auto& h = it->second;
+    const std::size_t stop = h.size() > kLookBack ? h.size() - kLookBack : 0;
+    for (std::size_t i = h.size(); i-- > stop;) {
+      if (!same_shape(*h[i], inst)) continue;
+      for (std::size_t j = i; j-- > stop;) {
+        if (!same_shape(*h[j], *h[i])) continue;
+        const double a = time(*h[i]), b = time(*h[j]);
+        return std::abs(a - b) <= ff.tolerance * std::max(a, b) ? h[i] : nullptr;
+      }
+      return nullptr;
+    }
+    return nullptr;
+  }
+
   // A fast-forwarded collective: its members meet, then take the time the counterpart took from
-  // its last arrival to its end; each member's sends are charged to the links.
+  // its last arrival to its end (by shape: its launch and descriptor time, and the rest scaled by
+  // Instance::scale); each member's sends are charged to the links.
   void run_fast_collective(Instance& inst, int me, int chip) {
     const std::size_t m = std::size_t(me);
     const std::size_t n = inst.ranks.size();
@@ -596,8 +645,14 @@ struct Replay::Impl : Emitter {
     inst.rec.last_arrival = sc_core::sc_time_stamp();
     if (++inst.arrivals == int(n)) inst.all_arrived.notify(sc_core::SC_ZERO_TIME);
     while (inst.arrivals < int(n)) model::wait_counted(activity_, inst.all_arrived);
-    const sc_time end =
-        inst.rec.last_arrival + (inst.counterpart->rec.end - inst.counterpart->rec.last_arrival);
+    const Instance& cp = *inst.counterpart;
+    sc_time took = cp.rec.end - cp.rec.last_arrival;
+    if (inst.scale != 1) {
+      const sc_time fixed = std::min(
+          took, sc_time(cp.rec.breakdown.launch_s + cp.rec.breakdown.descriptor_s, sc_core::SC_SEC));
+      took = fixed + (took - fixed) * inst.scale;
+    }
+    const sc_time end = inst.rec.last_arrival + took;
     if (end > sc_core::sc_time_stamp()) model::wait_counted(activity_, end - sc_core::sc_time_stamp());
     for (const Step& step : inst.schedule.members[m]) {
       for (const Transfer& t : step.sends) {
@@ -760,8 +815,13 @@ struct Replay::Impl : Emitter {
       Instance& inst = *s.instance;
       if (inst.mode == Instance::Mode::undecided) {
         const Instance* c = same ? same->instance : nullptr;
-        const bool fast = c && c->finished == int(c->ranks.size()) &&
-                          inst.joined == int(inst.ranks.size());
+        bool fast = c && c->finished == int(c->ranks.size()) &&
+                    inst.joined == int(inst.ranks.size());
+        if (!fast && by_shape) {
+          c = shape_counterpart(inst);
+          fast = c != nullptr;
+          if (fast && c->peak_bytes > 0) inst.scale = inst.peak_bytes / c->peak_bytes;
+        }
         inst.mode = fast ? Instance::Mode::fast : Instance::Mode::simulated;
         inst.counterpart = fast ? c : nullptr;
       }
@@ -881,12 +941,16 @@ struct Replay::Impl : Emitter {
     }
     if (inst.finished == int(inst.ranks.size())) {
       coll_records.push_back(inst.rec);
+      if (by_shape) {
+        shape_history[{inst.rec.group, inst.rec.kind}].push_back(&inst);
+      }
       release(inst);
     }
   }
 
   // A collective every member has finished: nothing reads its plan or its delivery counts any
-  // more (a later instance that repeats it reads only `rec`, `ranks` and `finished`), and kept
+  // more (a later instance that repeats it reads only `rec`, `ranks` and `finished`, and one that
+  // takes it as its counterpart by shape its `total_bytes` and `peak_bytes` too), and kept
   // they grew with every collective of the run: a 144-member all-to-all's schedule and counts
   // hold 144 x 143 transfers and map entries, a planned collective's memory.
   void release(Instance& inst) {

@@ -18,7 +18,8 @@ void ReplayDriver::start_replay(const Setup& s, replay::Machine& machine,
                                 const replay::ScaleOutGroups& scale_out) {
   const config::Config& cfg = s.loaded.config;
   replay::FastForward ff{s.plan.fast_forward, cfg.sim.fast_forward_tolerance,
-                         cfg.sim.fast_forward_size_tolerance};
+                         cfg.sim.fast_forward_size_tolerance,
+                         cfg.sim.fast_forward_collectives_by_shape};
   replay_ = std::make_unique<replay::Replay>("replay", source, machine, cfg.replay, rank_chip_, ff,
                                              scale_out);
 }

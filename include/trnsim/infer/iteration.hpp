@@ -115,6 +115,11 @@ class IterationSource : public replay::WorkSource {
     const int b = block(rank, op.id);
     return replay::UnitKey{series_[std::size_t(rank)].at({*op.layer, b}), *op.layer};
   }
+  // Expert-parallel all-to-alls repeat in shape (the bytes in all, the most one rank sends or
+  // receives) from layer to layer while the routing around them differs, so that the MoE blocks
+  // of their first members are often simulated: they are timed from an earlier one of their
+  // shape (docs/inference.md#speed measures what that moves).
+  bool collectives_by_shape() const override { return true; }
   // The fast-forward block (above) of op `index` of `rank`.
   int block(int rank, std::size_t index) const { return blocks_[std::size_t(rank)][index]; }
   void calibration_ops(const replay::OpVisitor& visit) const override;

@@ -33,6 +33,9 @@ struct SimParams {
   // With fast-forward on and tile compute: the share of each op's repeated work that is simulated
   // (model::op_head()); the rest is timed from the op's calibrated profile. 1: every tile.
   double fast_forward_op_head = 0.0625;
+  // Collectives timed from an earlier one of the same shape (replay::WorkSource::
+  // collectives_by_shape); unset: as the work source asks (inference iterations: on).
+  std::optional<bool> fast_forward_collectives_by_shape;
   int compute_granularity = 1;
   Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
   std::uint64_t work_budget = 0;  // simulation events; 0: run::kDefaultWorkBudget
@@ -56,6 +59,10 @@ struct SimParams {
             "repeated work (batch instances, heads, rows or elements; a minimum each) and times "
             "the rest from the op's calibrated profile; 1 = every tile (docs/models/fidelity.md)",
             Positive{}, InRange{0, 1});
+    v.field("fast_forward_collectives_by_shape", fast_forward_collectives_by_shape,
+            "with fast-forward on, time a collective from an earlier one of its group and kind "
+            "whose bytes are within fast_forward_size_tolerance once two of that shape were "
+            "steady; default: as the workload asks (on for inference iterations, off for traces)");
     v.field("compute_granularity", compute_granularity,
             "chip model event granularity: matmuls per instruction and DMA windows per wake-up "
             "(1 = fine; see docs/models/chip.md)",

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -144,6 +145,8 @@ struct FastForward {
   bool enabled = false;
   double tolerance = 0.02;
   double size_tolerance = 0.10;
+  // Collectives by shape (WorkSource::collectives_by_shape); unset: as the source asks.
+  std::optional<bool> collectives_by_shape;
 };
 
 // What fast-forward did, for the report.

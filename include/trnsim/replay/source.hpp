@@ -96,6 +96,14 @@ class WorkSource {
     (void)rank;
     return phase_unit_key(op);
   }
+  // Fast-forward of collectives by shape: a collective that no fast-forwarded unit times (its
+  // first member to arrive is in a unit that is simulated) is timed from the latest earlier
+  // collective of its group and kind whose bytes (in all, and the most one member sends or
+  // receives) are within /sim/fast_forward_size_tolerance, once the two before it of that shape
+  // took times within /sim/fast_forward_tolerance of each other. For sources whose collectives
+  // repeat in shape but not in the units around them (expert-parallel all-to-alls, whose routing
+  // differs in every layer); off for traces, so training runs are unchanged.
+  virtual bool collectives_by_shape() const { return false; }
   // Every op shape the source may emit, for what must be measured before elaboration (the
   // op-level compute tier calibrates each distinct compute and memory op in child processes:
   // an op emitted later with a shape not visited here has no profile). Visited in a fixed
