@@ -818,6 +818,7 @@ struct Replay::Impl : Emitter {
         bool fast = c && c->finished == int(c->ranks.size()) &&
                     inst.joined == int(inst.ranks.size());
         if (!fast && by_shape) {
+          plan_if_due(inst);  // the first arrival plans it: its shape is read from the plan
           c = shape_counterpart(inst);
           fast = c != nullptr;
           if (fast && c->peak_bytes > 0) inst.scale = inst.peak_bytes / c->peak_bytes;
