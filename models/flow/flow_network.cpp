@@ -200,7 +200,7 @@ void FlowNetwork::terms_of(Flow& f) const {
   f.fixed = fixed;
 }
 
-void FlowNetwork::trace(const TransferRequest& r, Flow& f) const {
+void FlowNetwork::trace_route(const TransferRequest& r, Flow& f) const {
   wire_of(r, f);
   // The route the packet fabric's per-flow hashing takes.
   topo::NodeId at = topo_.chip_node(r.src);
@@ -238,7 +238,7 @@ TransferHandle FlowNetwork::start(const TransferRequest& r,
   Flow& f = *flows_[id];
   f.t = s;
   f.weight = double(std::max<std::uint32_t>(1, r.pieces));
-  trace(r, f);
+  trace_route(r, f);
   return launch(id);
 }
 
@@ -334,7 +334,7 @@ void FlowNetwork::account(const TransferRequest& r) {
   f = Flow{};
   f.path = std::move(path);
   f.via = std::move(via);
-  trace(r, f);
+  trace_route(r, f);
   charge(f, r.bytes);
   accounted_ += r.bytes;
 }

@@ -148,7 +148,7 @@ class FlowNetwork : public Block, public PathNetwork {
   };
 
   // The wire bytes, route and fixed terms of a request, into `f`.
-  void trace(const TransferRequest& r, Flow& f) const;
+  void trace_route(const TransferRequest& r, Flow& f) const;
   void wire_of(const TransferRequest& r, Flow& f) const;  // wire bytes of the request
   void terms_of(Flow& f) const;  // bottleneck and fixed terms of f.path and f.via
   TransferHandle launch(std::uint32_t flow);  // a traced flow: activated after the overhead

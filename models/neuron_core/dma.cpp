@@ -15,13 +15,11 @@ namespace trnsim::model {
 
 using sc_core::sc_time;
 
-DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p,
-                     MemoryPort& hbm, Sram& sbuf, std::uint64_t& wakeups,
-                     WakeCalendar& calendar, int granularity)
+DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p, Sram& sbuf,
+                     std::uint64_t& wakeups, WakeCalendar& calendar, int granularity)
     : Block(name),
       p_(p),
       granularity_(std::clamp(granularity, 1, kMaxWindowsPerWakeup)),
-      hbm_(hbm),
       sbuf_(sbuf),
       wakeups_(wakeups),
       queues_(std::size_t(p.queues_per_engine)),
@@ -185,7 +183,7 @@ DmaSystem::DmaSystem(const sc_core::sc_module_name& name, const config::DmaParam
     calendar = own_calendar_.get();
   }
   for (int i = 0; i < p.engines; ++i) {
-    engines_.push_back(new DmaEngine(fmt::format("q{}", i).c_str(), p, hbm, sbuf, wakeups,
+    engines_.push_back(new DmaEngine(fmt::format("q{}", i).c_str(), p, sbuf, wakeups,
                                        *calendar, granularity));
   }
 }

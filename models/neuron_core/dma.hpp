@@ -79,8 +79,9 @@ class DmaEngine : public Block, public WakeClient {
   static const sc_core::sc_time kNever;
 
   // Registers with `calendar`, which runs the engine at its wake times.
-  DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p, MemoryPort& hbm,
-            Sram& sbuf, std::uint64_t& wakeups, WakeCalendar& calendar, int granularity = 1);
+  // A share names the memories it reads and writes (DmaShare::src_memory, dst_memory).
+  DmaEngine(const sc_core::sc_module_name& name, const config::DmaParams& p, Sram& sbuf,
+            std::uint64_t& wakeups, WakeCalendar& calendar, int granularity = 1);
   // Queues a share (waking the engine at its ready time if it sleeps on new work).
   void enqueue(int queue, const DmaShare& s);
   // The calendar's call: issues what the engine can now and files its next wake time.
@@ -98,7 +99,6 @@ class DmaEngine : public Block, public WakeClient {
 
   config::DmaParams p_;
   int granularity_ = 1;
-  MemoryPort& hbm_;
   Sram& sbuf_;
   std::uint64_t& wakeups_;
   std::vector<Fifo<DmaShare>> queues_;

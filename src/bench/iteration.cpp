@@ -398,9 +398,14 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
   };
   // With --interpolate, bilinear between the grid's batch sizes and context lengths around the
   // step (a grid point in either is exact in it).
-  const auto [blo, bhi] = a.interpolate ? batch_grid(a.batch) : std::pair{a.batch, a.batch};
+  // Plain variables, not structured bindings: Clang 14 (the asan preset) cannot capture those.
+  const std::pair<std::uint64_t, std::uint64_t> bgrid =
+      a.interpolate ? batch_grid(a.batch) : std::pair{a.batch, a.batch};
+  const std::uint64_t blo = bgrid.first, bhi = bgrid.second;
   auto timed = [&](std::uint64_t context) {
-    const auto [lo, hi] = a.interpolate ? context_grid(context) : std::pair{context, context};
+    const std::pair<std::uint64_t, std::uint64_t> cgrid =
+        a.interpolate ? context_grid(context) : std::pair{context, context};
+    const std::uint64_t lo = cgrid.first, hi = cgrid.second;
     auto at_batch = [&](std::uint64_t b) {
       if (lo == hi) return time_at(b, context);
       const double tlo = time_at(b, lo), thi = time_at(b, hi);

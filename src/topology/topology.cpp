@@ -66,10 +66,10 @@ class TopologyBuilder {
  public:
   TopologyBuilder(const TopologySpec& spec, const config::ChipParams* chip,
                   const SpecOrigin& origin)
-      : spec_(&spec), chip_(chip), origin_(origin), err_(origin) {}
+      : spec_(&spec), chip_(chip), err_(origin) {}
   // From a graph already expanded (a cluster of racks): checked and routed alike.
   TopologyBuilder(Draft draft, const config::ChipParams* chip, const SpecOrigin& origin)
-      : chip_(chip), origin_(origin), err_(origin), draft_(std::move(draft)), given_(true) {}
+      : chip_(chip), err_(origin), draft_(std::move(draft)), given_(true) {}
 
   Topology build() {
     if (!given_) draft_ = expand();
@@ -287,7 +287,6 @@ class TopologyBuilder {
 
   const TopologySpec* spec_ = nullptr;
   const config::ChipParams* chip_;
-  const SpecOrigin& origin_;
   ErrorSink err_;
   Draft draft_;
   bool given_ = false;
