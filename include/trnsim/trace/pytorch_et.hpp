@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "trnsim/trace/workload.hpp"
 
@@ -20,11 +21,27 @@ struct PytorchEtOptions {
 
 // The workload of one PyTorch ET file (one rank), or none when `path` is not a PyTorch ET (a JSON
 // object with "schema" and a "nodes" array). Each operator the table of torch_ops.hpp maps, taken
-// at the outermost call that maps (its sub-calls are its own work), becomes a compute op; the ops
-// run in recorded order, one after the other (the ET records no GPU streams or kernel times).
-// Other leaf operators that do work are counted in Workload::coverage; collectives
-// (record_param_comms) are not replayed and are counted in a warning. Throws TraceError for a
-// malformed ET.
+// at the outermost call that maps (its sub-calls are its own work), becomes a compute op; each
+// record_param_comms collective becomes a trnsim collective with its recorded sizes, dtype and
+// per-peer splits; the ops run in recorded order, one after the other (the ET records no GPU
+// streams or kernel times). Other leaf operators that do work are counted in
+// Workload::coverage. A collective of a group larger than the one rank read runs on that rank
+// alone (counted in a warning). Throws TraceError for a malformed ET.
 std::optional<Workload> load_pytorch_et(const std::string& path, const PytorchEtOptions& options = {});
+
+// The ET files of several ranks as one workload: files[r] is rank r. The collectives' process
+// groups come from the files' process-group records (pg_name, "## process_group:init ##", global
+// rank start/stride/size), or are all the ranks when the trace names none; the k-th collective of
+// a group must agree across its ranks (kind, sizes; an all-to-all-v's receive splits must be what
+// its peers send). Throws TraceError naming the file and node id of what does not agree, or a
+// file that is not a PyTorch ET.
+Workload load_pytorch_et_ranks(const std::vector<std::string>& files,
+                               const PytorchEtOptions& options = {});
+
+// The rank files of a set of PyTorch ETs, rank order: a directory holding NAME<r>.json or
+// NAME<r>.json.gz for r = 0..N-1 (one NAME), or a prefix P with files P<r>.json[.gz] or
+// P.<r>.json[.gz]. Empty when `path` is neither. Throws TraceError for a directory whose
+// numbered files skip or repeat a rank, or have several names.
+std::vector<std::string> pytorch_et_rank_files(const std::string& path);
 
 }  // namespace trnsim::trace
