@@ -59,6 +59,10 @@ void add_chakra_options(CLI::App* sub, TraceInput& in) {
                                               "dtype of Chakra matmuls (default: the node's dtype "
                                               "attribute, else bf16)"));
   in.chakra_options.push_back(sub->add_option(
+      "--kineto", in.kineto,
+      "PyTorch execution traces: the Kineto profile recorded with them (a file for one rank, or "
+      "the directory of the ranks' profiles): unmapped operators keep their recorded GPU time"));
+  in.chakra_options.push_back(sub->add_option(
       "--process-groups", in.groups, "Chakra process-group file (default PREFIX.json when it exists)"));
 }
 
@@ -229,6 +233,9 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
         throw InputError(fmt::format("--chakra-matmul-dtype: {}", e.what()));
       }
     }
+    et.kineto = in.kineto;
+    et.keep_durations = in.keep_durations;
+    et.unmapped_scale = in.unmapped_scale;
     std::optional<trace::Workload> loaded;
     if (!et_files.empty()) {
       loaded = trace::load_pytorch_et_ranks(et_files, et);

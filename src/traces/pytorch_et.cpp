@@ -315,8 +315,211 @@ void et_read_group_records(const std::vector<TorchArg>& in, const std::string& w
   }
 }
 
-// Reads one ET file; none when it is not a PyTorch ET.
-std::optional<EtRankRead> et_read_rank(const std::string& path, const PytorchEtOptions& options) {
+
+// ---- the Kineto profile ------------------------------------------------------------------------
+
+// An integer the node records at its top level (schema 1.0.1) or in its attrs (later schemas).
+std::optional<std::int64_t> et_attr(const Json& node, const char* key) {
+  if (node.contains(key) && node[key].is_number_integer()) return node[key].get<std::int64_t>();
+  if (node.contains("attrs") && node["attrs"].is_array()) {
+    for (const auto& a : node["attrs"]) {
+      if (a.is_object() && a.contains("name") && a["name"] == key && a.contains("value") &&
+          a["value"].is_number_integer()) {
+        return a["value"].get<std::int64_t>();
+      }
+    }
+  }
+  return {};
+}
+
+// What the Kineto profile gives the ET: the recorded GPU time of the kernels each ET node launched
+// (seconds, by node id), and the kernels that could not be linked.
+struct EtKinetoLink {
+  std::unordered_map<std::int64_t, double> seconds;
+  std::size_t orphans = 0;
+  double orphan_seconds = 0.0;
+  std::string file;
+};
+
+std::int64_t kineto_int(const Json& e, const char* key) {
+  if (!e.contains("args") || !e["args"].is_object()) return -1;
+  const Json& a = e["args"];
+  return a.contains(key) && a[key].is_number_integer() ? a[key].get<std::int64_t>() : -1;
+}
+
+Json kineto_load(const std::string& path, std::uint64_t max_bytes) {
+  std::string data;
+  try {
+    data = read_input_file(path, max_bytes);
+  } catch (const InputError& e) {
+    throw TraceError(e.what());
+  }
+  if (is_gzip(data)) data = gunzip(data, path, max_bytes);
+  Json j = config::parse_json<TraceError>(data, path);
+  if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array()) {
+    throw TraceError(fmt::format("{}:/traceEvents: missing: expected a Kineto profile (the JSON "
+                                 "torch.profiler exports, with a traceEvents array)",
+                                 path));
+  }
+  return j;
+}
+
+// The rank a Kineto profile says it is (/distributedInfo/rank), or -1.
+std::int64_t kineto_rank(const Json& j) {
+  if (!j.contains("distributedInfo") || !j["distributedInfo"].is_object()) return -1;
+  const Json& d = j["distributedInfo"];
+  return d.contains("rank") && d["rank"].is_number_integer() ? d["rank"].get<std::int64_t>() : -1;
+}
+
+// Links the profile's kernels to the ET's nodes, as Chakra's trace_link does: a kernel to the CUDA
+// runtime call that launched it (the same "correlation"), that call to the innermost CPU operator
+// around it on its thread, and that operator to the ET node with its record-function id
+// ("Record function id" = the node's rf_id). Profiles that do not record it (PyTorch 2.0) link the
+// CPU operators of each thread in order to the ET nodes of one ET thread, by name: each ET thread
+// pairs with the profile thread whose operators, in start order, have the same names.
+EtKinetoLink kineto_link(const std::string& path, const Json& j, const Json& nodes,
+                         const std::string& et_path) {
+  EtKinetoLink link;
+  link.file = path;
+  const Json& ev = j["traceEvents"];
+  struct CpuOp {
+    std::size_t index;  // in traceEvents
+    double ts, dur;
+    std::int64_t tid;
+  };
+  std::map<std::int64_t, std::vector<CpuOp>> cpu_by_tid;
+  std::unordered_map<std::int64_t, std::size_t> runtime_by_corr;
+  std::vector<std::size_t> kernels;
+  bool has_rf = false;
+  const auto num = [](const Json& e, const char* k) {
+    return e.contains(k) && e[k].is_number() ? e[k].get<double>() : -1.0;
+  };
+  for (std::size_t i = 0; i < ev.size(); ++i) {
+    const Json& e = ev[i];
+    if (!e.is_object() || !e.contains("cat") || !e["cat"].is_string()) continue;
+    const std::string cat = e["cat"].get<std::string>();
+    if (cat == "cpu_op" || cat == "user_annotation") {
+      if (!e.contains("name") || !e["name"].is_string() || !e.contains("tid") ||
+          !e["tid"].is_number_integer() || num(e, "ts") < 0) {
+        continue;
+      }
+      if (e["name"].get<std::string>().starts_with("ProfilerStep#")) continue;  // not in the ET
+      if (kineto_int(e, "Record function id") >= 0) has_rf = true;
+      cpu_by_tid[e["tid"].get<std::int64_t>()].push_back(
+          {i, num(e, "ts"), std::max(0.0, num(e, "dur")), e["tid"].get<std::int64_t>()});
+    } else if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      if (const auto c = kineto_int(e, "correlation"); c >= 0) runtime_by_corr[c] = i;
+    } else if (cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset") {
+      if (num(e, "dur") >= 0) kernels.push_back(i);
+    }
+  }
+  for (auto& [tid, ops] : cpu_by_tid) {
+    std::stable_sort(ops.begin(), ops.end(), [](const CpuOp& a, const CpuOp& b) {
+      return a.ts < b.ts || (a.ts == b.ts && a.dur > b.dur);
+    });
+  }
+  // Kineto CPU operator (event index) -> ET node id.
+  std::unordered_map<std::size_t, std::int64_t> node_of_event;
+  if (has_rf) {
+    std::unordered_map<std::int64_t, std::int64_t> by_rf;
+    for (const auto& n : nodes) {
+      if (const auto rf = et_attr(n, "rf_id")) by_rf[*rf] = n["id"].get<std::int64_t>();
+    }
+    for (const auto& [tid, ops] : cpu_by_tid) {
+      for (const auto& op : ops) {
+        const auto it = by_rf.find(kineto_int(ev[op.index], "Record function id"));
+        if (it != by_rf.end()) node_of_event[op.index] = it->second;
+      }
+    }
+  } else {
+    std::map<std::int64_t, std::vector<const Json*>> et_by_tid;
+    std::vector<const Json*> sorted;
+    for (const auto& n : nodes) sorted.push_back(&n);
+    std::sort(sorted.begin(), sorted.end(), [](const Json* a, const Json* b) {
+      return (*a)["id"].get<std::int64_t>() < (*b)["id"].get<std::int64_t>();
+    });
+    for (const Json* n : sorted) {
+      const auto tid = et_attr(*n, "tid");
+      if (!tid || !et_attr(*n, "rf_id") || (*n)["name"].get<std::string>().starts_with("[pytorch|")) {
+        continue;
+      }
+      et_by_tid[*tid].push_back(n);
+    }
+    std::set<std::int64_t> used;
+    for (const auto& [et_tid, seq] : et_by_tid) {
+      std::int64_t best_tid = -1;
+      std::size_t best = 0;
+      for (const auto& [k_tid, ops] : cpu_by_tid) {
+        if (used.contains(k_tid)) continue;
+        std::size_t same = 0;
+        for (std::size_t i = 0; i < seq.size() && i < ops.size(); ++i) {
+          if ((*seq[i])["name"] == ev[ops[i].index]["name"]) ++same;
+        }
+        if (same > best) {
+          best = same;
+          best_tid = k_tid;
+        }
+      }
+      // Nine in ten names in order: the same thread of the same run (ties in start time reorder a
+      // few).
+      if (best_tid < 0 || best * 10 < seq.size() * 9) {
+        throw TraceError(fmt::format(
+            "{}: does not belong to {}: the {} calls of its thread {} (nodes {} .. {}) match no "
+            "thread of the profile in order (best: {} of {} names agree); give the profile "
+            "recorded with this execution trace",
+            path, et_path, seq.size(), et_tid, (*seq.front())["id"].get<std::int64_t>(),
+            (*seq.back())["id"].get<std::int64_t>(), best, seq.size()));
+      }
+      used.insert(best_tid);
+      const auto& ops = cpu_by_tid.at(best_tid);
+      for (std::size_t i = 0; i < seq.size() && i < ops.size(); ++i) {
+        if ((*seq[i])["name"] == ev[ops[i].index]["name"]) {
+          node_of_event[ops[i].index] = (*seq[i])["id"].get<std::int64_t>();
+        }
+      }
+    }
+  }
+  for (const std::size_t k : kernels) {
+    const Json& e = ev[k];
+    const double seconds = num(e, "dur") / 1e6;
+    std::optional<std::int64_t> node;
+    const auto rt = runtime_by_corr.find(kineto_int(e, "correlation"));
+    if (rt != runtime_by_corr.end()) {
+      const Json& r = ev[rt->second];
+      const double t = num(r, "ts");
+      const auto ops = r.contains("tid") && r["tid"].is_number_integer()
+                           ? cpu_by_tid.find(r["tid"].get<std::int64_t>())
+                           : cpu_by_tid.end();
+      if (ops != cpu_by_tid.end()) {
+        const auto& v = ops->second;
+        auto it = std::upper_bound(v.begin(), v.end(), t,
+                                   [](double x, const CpuOp& o) { return x < o.ts; });
+        // the latest-starting operator around the launch is the innermost
+        for (int steps = 0; it != v.begin() && steps < 4096; ++steps) {
+          --it;
+          if (it->ts + it->dur >= t) {
+            if (const auto n = node_of_event.find(it->index); n != node_of_event.end()) {
+              node = n->second;
+              break;
+            }
+          }
+        }
+      }
+    }
+    if (node) {
+      link.seconds[*node] += seconds;
+    } else {
+      ++link.orphans;
+      link.orphan_seconds += seconds;
+    }
+  }
+  return link;
+}
+
+// Reads one ET file; none when it is not a PyTorch ET. `kineto`: its Kineto profile, or empty.
+std::optional<EtRankRead> et_read_rank(const std::string& path, const PytorchEtOptions& options,
+                                       const std::string& kineto = {},
+                                       std::int64_t expect_rank = -1) {
   std::string data;
   try {
     data = read_input_file(path, options.max_file_bytes);
@@ -377,7 +580,12 @@ std::optional<EtRankRead> et_read_rank(const std::string& path, const PytorchEtO
   OperatorCoverage& cov = w.coverage;
   std::set<std::int64_t> inside;    // nodes under a mapped call: its own work
   std::set<std::int64_t> above;     // nodes with a mapped call under them
-  std::vector<std::pair<std::int64_t, std::string>> candidates;  // unmapped calls, in order
+  struct Candidate {
+    std::int64_t id;
+    std::string op_name;
+    std::size_t pos;  // ops before it
+  };
+  std::vector<Candidate> candidates;  // unmapped calls, in order
   std::size_t host = 0, host_comms = 0;
   std::map<std::string, std::size_t> other_comms;  // recorded collectives trnsim has no kind for
   const auto parent_id = [&](std::int64_t id) -> std::optional<std::int64_t> {
@@ -441,7 +649,7 @@ std::optional<EtRankRead> et_read_rank(const std::string& path, const PytorchEtO
       inside.insert(id);  // host work and its sub-calls
       continue;
     }
-    if (is_known_torch_op(op_name)) {
+    if (!options.keep_durations && is_known_torch_op(op_name)) {
       if (auto op = map_torch_op(call, options.matmul_dtype)) {
         op->id = static_cast<OpId>(rank.ops.size());
         op->name = name;
@@ -457,12 +665,15 @@ std::optional<EtRankRead> et_read_rank(const std::string& path, const PytorchEtO
         continue;
       }
     }
-    candidates.emplace_back(id, op_name);
+    candidates.push_back({id, op_name, rank.ops.size()});
   }
   // A call that did not map counts once, at its outermost unmapped call, unless calls under it
   // mapped (then those are its work): a fbgemm embedding lookup counts, its aten internals not.
   std::set<std::int64_t> counted;
-  for (const auto& [id, op_name] : candidates) {
+  std::vector<const Candidate*> kept;  // counted candidates, in order
+  for (const auto& cand : candidates) {
+    const std::int64_t id = cand.id;
+    const std::string& op_name = cand.op_name;
     if (above.contains(id)) continue;
     bool under = false;
     // (bounded: a root may name itself as its parent)
@@ -472,8 +683,107 @@ std::optional<EtRankRead> et_read_rank(const std::string& path, const PytorchEtO
     }
     if (under) continue;
     counted.insert(id);
+    kept.push_back(&cand);
     ++cov.kernels;
     ++cov.unmapped_ops[op_name].kernels;
+  }
+  if (!kineto.empty()) {
+    const Json kj = kineto_load(kineto, options.max_file_bytes);
+    if (const auto kr = kineto_rank(kj); expect_rank >= 0 && kr >= 0 && kr != expect_rank) {
+      throw TraceError(fmt::format("{}:/distributedInfo/rank: the profile is rank {}, but {} is "
+                                   "rank {} of the set",
+                                   kineto, kr, path, expect_rank));
+    }
+    const EtKinetoLink link = kineto_link(kineto, kj, nodes, path);
+    // Each linked node's time goes to the unit it belongs to: the mapped call, the collective or
+    // the counted unmapped call at or above it.
+    enum class Unit { mapped, comm, kept_call };
+    std::unordered_map<std::int64_t, std::pair<Unit, std::string>> unit;
+    for (std::size_t k = 0; k < rank.ops.size(); ++k) {
+      const Op& op = rank.ops[k];
+      const bool comm = is_collective(op.kind) || is_p2p(op.kind);
+      unit[w.node_of_op[k]] = {comm ? Unit::comm : Unit::mapped,
+                               comm ? std::string() : torch_op_name(op.name)};
+    }
+    for (const Candidate* c : kept) unit[c->id] = {Unit::kept_call, c->op_name};
+    std::unordered_map<std::int64_t, double> kept_seconds;
+    double unattributed = 0.0;  // under calls that are not simulated (host work, views)
+    std::map<std::string, std::size_t> unattributed_calls;
+    for (const auto& [node, seconds] : link.seconds) {
+      std::optional<std::int64_t> at = node;
+      int depth = 0;
+      while (at && !unit.contains(*at) && depth++ < 256) at = parent_id(*at);
+      if (!at || !unit.contains(*at)) {
+        unattributed += seconds;
+        if (const auto it = by_id.find(node); it != by_id.end()) {
+          ++unattributed_calls[nodes[it->second]["name"].get<std::string>()];
+        }
+        continue;
+      }
+      const auto& [u, op_name] = unit.at(*at);
+      if (u == Unit::comm) continue;  // communication kernels: the collective is simulated
+      cov.recorded_seconds += seconds;
+      if (u == Unit::mapped) {
+        cov.mapped_seconds += seconds;
+        cov.mapped_ops[op_name].seconds += seconds;
+      } else {
+        cov.unmapped_ops[op_name].seconds += seconds;
+        kept_seconds[*at] += seconds;
+      }
+    }
+    cov.unmapped_scale = options.unmapped_scale;
+    if (link.orphans > 0) {
+      w.warnings.push_back(fmt::format(
+          "{}: {} kernels ({:.6g} s of recorded GPU time) not linked to an operator of {}, not "
+          "simulated",
+          kineto, link.orphans, link.orphan_seconds, path));
+    }
+    if (!unattributed_calls.empty()) {
+      std::size_t calls = 0;
+      std::vector<std::string> names;
+      for (const auto& [name, k] : unattributed_calls) {
+        calls += k;
+        if (names.size() < 3) names.push_back(fmt::format("{} {}", name, k));
+      }
+      w.warnings.push_back(fmt::format(
+          "{}: {} calls launched kernels ({:.6g} s of recorded GPU time) but are not simulated "
+          "(host work or no device work), e.g. {}",
+          kineto, calls, unattributed, fmt::join(names, ", ")));
+    }
+    // The unmapped calls with recorded GPU time run as that time (x the scale), in their place.
+    std::vector<Op> ops;
+    std::vector<std::int64_t> node_of;
+    std::vector<std::size_t> new_index(rank.ops.size());
+    std::size_t next = 0;
+    const auto take_until = [&](std::size_t pos) {
+      for (; next < pos && next < rank.ops.size(); ++next) {
+        new_index[next] = ops.size();
+        ops.push_back(std::move(rank.ops[next]));
+        node_of.push_back(w.node_of_op[next]);
+      }
+    };
+    for (const Candidate* c : kept) {
+      const auto t = kept_seconds.find(c->id);
+      if (t == kept_seconds.end() || t->second <= 0.0) continue;
+      take_until(c->pos);
+      Op d;
+      d.kind = OpKind::delay;
+      d.name = c->op_name;
+      d.source_type = "recorded GPU time";
+      d.duration = Duration(t->second * options.unmapped_scale);
+      ops.push_back(std::move(d));
+      node_of.push_back(c->id);
+    }
+    take_until(rank.ops.size());
+    for (std::size_t k = 0; k < ops.size(); ++k) {
+      ops[k].id = static_cast<OpId>(k);
+      ops[k].deps.clear();
+      if (k > 0) ops[k].deps = {static_cast<OpId>(k - 1)};
+    }
+    for (auto& c : w.comms) c.op = new_index[c.op];
+    rank.ops = std::move(ops);
+    w.node_of_op = std::move(node_of);
+    w.metadata["kineto"] = std::filesystem::path(kineto).filename().string();
   }
   if (host > 0) {
     w.warnings.push_back(fmt::format(
@@ -706,10 +1016,66 @@ Workload et_assemble(const std::vector<std::string>& files, std::vector<EtRankRe
   return w;
 }
 
+// The Kineto profile of rank r of n: the file, or the profile in the directory whose
+// /distributedInfo/rank is r (the only one, for a single ET). Empty without a profile.
+std::vector<std::string> kineto_files(const std::string& kineto, int n) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (kineto.empty()) return std::vector<std::string>(std::size_t(n));
+  if (fs::is_regular_file(kineto, ec)) {
+    if (n != 1) {
+      throw TraceError(fmt::format("--kineto {}: one profile for {} rank files: give the directory "
+                                   "of the ranks' profiles",
+                                   kineto, n));
+    }
+    return {kineto};
+  }
+  if (!fs::is_directory(kineto, ec)) {
+    throw TraceError(fmt::format("--kineto {}: no such file or directory", kineto));
+  }
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(kineto, ec)) {
+    const std::string f = e.path().filename().string();
+    if (e.is_regular_file(ec) && (f.ends_with(".json") || f.ends_with(".json.gz"))) {
+      names.push_back(e.path().string());
+    }
+  }
+  std::sort(names.begin(), names.end());
+  if (n == 1) {
+    if (names.size() != 1) {
+      throw TraceError(fmt::format("--kineto {}: {} profiles for one execution trace: give the "
+                                   "profile's file",
+                                   kineto, names.size()));
+    }
+    return names;
+  }
+  std::vector<std::string> out(static_cast<std::size_t>(n));
+  for (const auto& f : names) {
+    const std::int64_t r = kineto_rank(kineto_load(f, std::uint64_t(4) << 30));
+    if (r < 0 || r >= n) {
+      throw TraceError(fmt::format("{}:/distributedInfo/rank: {}: expected the rank (0 .. {}) of "
+                                   "one of the {} execution traces",
+                                   f, r < 0 ? std::string("missing") : std::to_string(r), n - 1,
+                                   n));
+    }
+    if (!out[std::size_t(r)].empty()) {
+      throw TraceError(fmt::format("--kineto {}: two profiles of rank {}: {} and {}", kineto, r,
+                                   out[std::size_t(r)], f));
+    }
+    out[std::size_t(r)] = f;
+  }
+  for (int r = 0; r < n; ++r) {
+    if (out[std::size_t(r)].empty()) {
+      throw TraceError(fmt::format("--kineto {}: no profile of rank {}", kineto, r));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<Workload> load_pytorch_et(const std::string& path, const PytorchEtOptions& options) {
-  auto rd = et_read_rank(path, options);
+  auto rd = et_read_rank(path, options, kineto_files(options.kineto, 1)[0]);
   if (!rd) return {};
   std::vector<EtRankRead> reads;
   reads.push_back(std::move(*rd));
@@ -720,8 +1086,11 @@ Workload load_pytorch_et_ranks(const std::vector<std::string>& files,
                                const PytorchEtOptions& options) {
   if (files.empty()) throw TraceError("PyTorch execution traces: no rank files");
   std::vector<EtRankRead> reads;
+  const auto profiles = kineto_files(options.kineto, static_cast<int>(files.size()));
   for (const auto& f : files) {
-    auto rd = et_read_rank(f, options);
+    const std::size_t r = reads.size();
+    auto rd = et_read_rank(f, options, profiles[r],
+                           files.size() > 1 ? static_cast<std::int64_t>(r) : -1);
     if (!rd) {
       throw TraceError(fmt::format("{}: not a PyTorch execution trace (expected a JSON object "
                                    "with \"schema\" and a \"nodes\" array), as rank {} of the set",

@@ -1226,3 +1226,107 @@ TEST(PytorchEtComms, DlrmEightRanksReplayTheirAllToAllV) {
   EXPECT_EQ(colls[4]->dtype, DType::fp32);
   EXPECT_EQ(colls[7]->bytes, 226960u * 4);
 }
+
+// ---- PyTorch ET + Kineto profile ----------------------------------------------------------------
+
+namespace {
+
+// An ET of two GPU calls on thread 1: aten::mm (mapped) and fbgemm::lookup (not mapped).
+std::string et_with_unmapped() {
+  return R"et({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_graph|thread]", "id": 1, "rf_id": 0, "tid": 1, "parent": 1, "inputs": [], "input_shapes": [], "input_types": [], "outputs": [], "output_shapes": [], "output_types": []},
+    {"name": "aten::mm", "id": 2, "rf_id": 1, "tid": 1, "parent": 1, "inputs": [[1, 2, 0, 2048, 4, "cuda:0"], [3, 4, 0, 512, 4, "cuda:0"]], "input_shapes": [[64, 32], [32, 16]], "input_types": ["Tensor(float)", "Tensor(float)"], "outputs": [[5, 6, 0, 1024, 4, "cuda:0"]], "output_shapes": [[64, 16]], "output_types": ["Tensor(float)"]},
+    {"name": "fbgemm::lookup", "id": 3, "rf_id": 2, "tid": 1, "parent": 1, "inputs": [[7, 8, 0, 4096, 4, "cuda:0"]], "input_shapes": [[4096]], "input_types": ["Tensor(float)"], "outputs": [[9, 10, 0, 64, 4, "cuda:0"]], "output_shapes": [[64]], "output_types": ["Tensor(float)"]}]})et";
+}
+
+// Its profile: each call launches one kernel (aten::mm 30 us, fbgemm::lookup 50 us), through a
+// CUDA runtime call inside it on the same thread, linked by "correlation".
+std::string kineto_for(const std::string& first, const std::string& second, int rank = 0) {
+  return fmt::format(R"et({{"schemaVersion": 1, "distributedInfo": {{"rank": {}}}, "traceEvents": [
+    {{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#3", "pid": 1, "tid": 100, "ts": 0, "dur": 200, "args": {{"External id": 1}}}},
+    {{"ph": "X", "cat": "cpu_op", "name": "{}", "pid": 1, "tid": 100, "ts": 10, "dur": 20, "args": {{"External id": 2}}}},
+    {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 100, "ts": 15, "dur": 5, "args": {{"correlation": 7}}}},
+    {{"ph": "X", "cat": "cpu_op", "name": "{}", "pid": 1, "tid": 100, "ts": 40, "dur": 20, "args": {{"External id": 3}}}},
+    {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 100, "ts": 45, "dur": 5, "args": {{"correlation": 8}}}},
+    {{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": 20, "dur": 30, "args": {{"correlation": 7, "stream": 7}}}},
+    {{"ph": "X", "cat": "kernel", "name": "lookup_kernel", "pid": 0, "tid": 7, "ts": 60, "dur": 50, "args": {{"correlation": 8, "stream": 7}}}}]}})et",
+                     rank, first, second);
+}
+
+}  // namespace
+
+TEST(PytorchEtKineto, AnUnmappedCallKeepsItsRecordedGpuTime) {
+  const auto dir = scratch("et_kineto");
+  write_all(dir / "et.json", et_with_unmapped());
+  write_all(dir / "kineto.json", kineto_for("aten::mm", "fbgemm::lookup"));
+  PytorchEtOptions o;
+  o.kineto = (dir / "kineto.json").string();
+  const auto w = load_pytorch_et((dir / "et.json").string(), o);
+  ASSERT_TRUE(w);
+  const auto& ops = w->ranks[0].ops;
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].kind, OpKind::gemm);
+  ASSERT_EQ(ops[1].kind, OpKind::delay);  // in its recorded place, after the mm
+  EXPECT_EQ(ops[1].name, "fbgemm::lookup");
+  EXPECT_NEAR(ops[1].duration.si, 50e-6, 1e-12);
+  EXPECT_EQ(ops[1].deps, std::vector<OpId>{0});
+  ASSERT_TRUE(w->coverage);
+  EXPECT_NEAR(w->coverage->recorded_seconds, 80e-6, 1e-12);
+  EXPECT_NEAR(w->coverage->mapped_seconds, 30e-6, 1e-12);
+  EXPECT_NEAR(w->coverage->unmapped_ops.at("fbgemm::lookup").seconds, 50e-6, 1e-12);
+  EXPECT_NE(w->coverage->describe().find("37.5 % of 8e-05 s recorded GPU time"), std::string::npos)
+      << w->coverage->describe();
+  // scaled, and every call kept as recorded
+  o.unmapped_scale = 2;
+  EXPECT_NEAR(load_pytorch_et((dir / "et.json").string(), o)->ranks[0].ops[1].duration.si,
+              100e-6, 1e-12);
+  o.unmapped_scale = 1;
+  o.keep_durations = true;
+  const auto kept = load_pytorch_et((dir / "et.json").string(), o);
+  ASSERT_EQ(kept->ranks[0].ops.size(), 2u);
+  EXPECT_EQ(kept->ranks[0].ops[0].kind, OpKind::delay);
+  EXPECT_NEAR(kept->ranks[0].ops[0].duration.si, 30e-6, 1e-12);
+  EXPECT_EQ(kept->coverage->mapped, 0u);
+}
+
+TEST(PytorchEtKineto, AProfileOfAnotherRunIsAnError) {
+  const auto dir = scratch("et_kineto_bad");
+  write_all(dir / "et.json", et_with_unmapped());
+  write_all(dir / "other.json", kineto_for("aten::add", "aten::relu"));
+  PytorchEtOptions o;
+  o.kineto = (dir / "other.json").string();
+  const std::string e = error_of([&] { load_pytorch_et((dir / "et.json").string(), o); });
+  EXPECT_NE(e.find("other.json: does not belong to " + (dir / "et.json").string() +
+                   ": the 2 calls of its thread 1 (nodes 2 .. 3) match no thread of the profile"),
+            std::string::npos)
+      << e;
+  write_all(dir / "notkineto.json", R"({"events": []})");
+  o.kineto = (dir / "notkineto.json").string();
+  EXPECT_NE(error_of([&] { load_pytorch_et((dir / "et.json").string(), o); })
+                .find("notkineto.json:/traceEvents: missing"),
+            std::string::npos);
+}
+
+TEST(PytorchEtKineto, ProfilesOfASetAreMatchedByTheirRank) {
+  const auto dir = scratch("et_kineto_set");
+  fs::create_directories(dir / "et");
+  fs::create_directories(dir / "kineto");
+  for (int r = 0; r < 2; ++r) {
+    write_all(dir / "et" / fmt::format("et_{}.json", r), et_with_unmapped());
+    // file names that do not say the rank: the profile's distributedInfo does
+    write_all(dir / "kineto" / fmt::format("worker_{}.json", 1 - r),
+              kineto_for("aten::mm", "fbgemm::lookup", r));
+  }
+  PytorchEtOptions o;
+  o.kineto = (dir / "kineto").string();
+  const Workload w = load_pytorch_et_ranks(pytorch_et_rank_files((dir / "et").string()), o);
+  ASSERT_EQ(w.num_ranks(), 2);
+  EXPECT_NEAR(w.coverage->recorded_seconds, 160e-6, 1e-12);
+  // a profile of a rank the set does not have
+  write_all(dir / "kineto" / "worker_0.json", kineto_for("aten::mm", "fbgemm::lookup", 5));
+  const std::string e =
+      error_of([&] { load_pytorch_et_ranks(pytorch_et_rank_files((dir / "et").string()), o); });
+  EXPECT_NE(e.find("worker_0.json:/distributedInfo/rank: 5: expected the rank (0 .. 1)"),
+            std::string::npos)
+      << e;
+}

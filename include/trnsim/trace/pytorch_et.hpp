@@ -17,6 +17,13 @@ struct PytorchEtOptions {
   // Replaces the recorded dtype of matrix work (GEMMs, convolutions, attention) when set.
   std::optional<DType> matmul_dtype;
   std::uint64_t max_file_bytes = std::uint64_t(4) << 30;  // after gzip decompression
+  // The Kineto profile recorded with the ET (torch.profiler's JSON, gzip or not): a file for one
+  // rank, or a directory whose profiles name their rank (/distributedInfo/rank). Its kernels'
+  // durations are linked to the ET's calls; an unmapped call keeps its recorded GPU time.
+  std::string kineto;
+  // No mapping: every call with recorded GPU time keeps it (needs `kineto`).
+  bool keep_durations = false;
+  double unmapped_scale = 1.0;  // factor on the kept durations
 };
 
 // The workload of one PyTorch ET file (one rank), or none when `path` is not a PyTorch ET (a JSON
