@@ -279,7 +279,8 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
     const std::string near = nearest_trace(path);
     throw TraceError(fmt::format(
         "--trace {}: no such trace: expected a native trace file (.json), a Chakra prefix whose "
-        "files are {}.<rank>.et (or .json in Chakra's JSON form), its rank-0 file {}.0.et, or the "
+        "files are {}.<rank>.et (or .json in Chakra's JSON form), its rank-0 file {}.0.et, a PyTorch "
+        "execution trace, a directory or prefix of one per rank (NAME<rank>.json[.gz]), or the "
         "name of a bundled trace (`trnsim presets` lists them){}",
         path, path, path, near.empty() ? "" : fmt::format("; did you mean {}?", near)));
   }

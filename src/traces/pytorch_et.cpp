@@ -219,8 +219,10 @@ std::optional<EtComm> et_read_comm(const std::vector<TorchArg>& in,
     if (in[i].value.is_number_integer()) tail.push_back(in[i].value.get<std::int64_t>());
   }
   if (!tail.empty() && tail.back() > 0) comm.size = static_cast<std::size_t>(tail.back());
+  // (bounded, so that start + i x stride stays a rank number)
   if (tail.size() >= 3 && tail.back() > 0 && tail[tail.size() - 3] >= 0 &&
-      tail[tail.size() - 2] > 0 && tail.back() <= 1 << 20) {
+      tail[tail.size() - 3] <= 1 << 20 && tail[tail.size() - 2] > 0 &&
+      tail[tail.size() - 2] <= 1 << 20 && tail.back() <= 1 << 20) {
     std::vector<int> m;
     for (std::int64_t i = 0; i < tail.back(); ++i) {
       m.push_back(static_cast<int>(tail[tail.size() - 3] + i * tail[tail.size() - 2]));

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // PyTorch execution traces (torch.profiler.ExecutionTraceObserver JSON, optionally gzip-compressed)
-// read directly, without Chakra's linker and converter: the recorded operators as Trainium compute.
-// Described in docs/traces-from-pytorch.md ("Reading PyTorch execution traces directly").
+// read directly, without Chakra's linker and converter: the recorded operators as Trainium compute,
+// the recorded collectives as trnsim collectives, one file per rank, and the Kineto profile's
+// kernel times for the operators that do not map.
+// Described in docs/traces-from-pytorch.md ("Without Chakra's tools: PyTorch execution traces read directly").
 #pragma once
 
 #include <cstdint>
