@@ -134,7 +134,8 @@ void register_run_command(CLI::App& app, Registry& reg) {
   add_bench_options(run, o->common, "rack or cluster preset");
   auto* trace_opt = run->add_option("--trace", o->trace.path,
                   fmt::format("native trace (.json), Chakra prefix (PREFIX.<rank>.et) or its rank-0 "
-                              "file PREFIX.0.et; default {}",
+                              "file PREFIX.0.et, PyTorch execution trace (.json[.gz]) or the "
+                              "directory or prefix of one per rank; default {}",
                               kDefaultTrace));
   auto* out_opt = run->add_option("--out", o->out,
                                   "write report.json, summary.csv, host.json, config.json, stats.json, ops.csv "

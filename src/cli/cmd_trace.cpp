@@ -45,7 +45,8 @@ std::string write_trace(const trace::Workload& w, const TraceOpts& o) {
 
 void add_input(CLI::App* sub, TraceOpts& o) {
   sub->add_option("trace", o.in.path,
-                  "native trace (.json), Chakra prefix, or a Chakra rank-0 file PREFIX.0.et")
+                  "native trace (.json), Chakra prefix, a Chakra rank-0 file PREFIX.0.et, a PyTorch "
+                  "execution trace (.json[.gz]), or the directory or prefix of one per rank")
       ->required();
   add_chakra_options(sub, o.in);
 }

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <filesystem>
 #include <map>
+#include <optional>
 
 #include "presets.hpp"
 #include "trnsim/error.hpp"
@@ -57,6 +58,10 @@ void add_chakra_options(CLI::App* sub, TraceInput& in) {
   in.chakra_options.push_back(sub->add_option("--chakra-matmul-dtype", in.matmul_dtype,
                                               "dtype of Chakra matmuls (default: the node's dtype "
                                               "attribute, else bf16)"));
+  in.chakra_options.push_back(sub->add_option(
+      "--kineto", in.kineto,
+      "PyTorch execution traces: the Kineto profile recorded with them (a file for one rank, or "
+      "the directory of the ranks' profiles): unmapped operators keep their recorded GPU time"));
   in.chakra_options.push_back(sub->add_option(
       "--process-groups", in.groups, "Chakra process-group file (default PREFIX.json when it exists)"));
 }
@@ -166,6 +171,10 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
              (fs::exists(path + ".0.et", ec) || fs::exists(path + ".0.json", ec))) {
     prefix = path;
   }
+  // A set of PyTorch execution traces, one per rank: their directory, or the prefix of their
+  // files (PREFIX<rank>.json[.gz] or PREFIX.<rank>.json[.gz]).
+  std::vector<std::string> et_files;
+  if (prefix.empty() && !fs::is_regular_file(path, ec)) et_files = trace::pytorch_et_rank_files(path);
   if (!prefix.empty()) {
     trace::ChakraOptions c;
     if (!in.size_unit.empty()) {
@@ -215,7 +224,7 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
         fmt::print(stderr, "[trace] {}: {}\n", prefix, line);  // always: what the run simulates
       }
     }
-  } else if (fs::is_regular_file(path, ec)) {
+  } else if (!et_files.empty() || fs::is_regular_file(path, ec)) {
     trace::PytorchEtOptions et;
     if (!in.matmul_dtype.empty()) {
       try {
@@ -224,8 +233,17 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
         throw InputError(fmt::format("--chakra-matmul-dtype: {}", e.what()));
       }
     }
-    if (auto w = trace::load_pytorch_et(path, et)) {
-      out.workload = std::move(*w);
+    et.kineto = in.kineto;
+    et.keep_durations = in.keep_durations;
+    et.unmapped_scale = in.unmapped_scale;
+    std::optional<trace::Workload> loaded;
+    if (!et_files.empty()) {
+      loaded = trace::load_pytorch_et_ranks(et_files, et);
+    } else {
+      loaded = trace::load_pytorch_et(path, et);
+    }
+    if (loaded) {
+      out.workload = std::move(*loaded);
       if (in.log_notes) {
         if (in.log_warnings) {
           for (const auto& line : grouped_warnings(out.workload)) logger("trace")->warn("{}", line);
@@ -243,19 +261,26 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
       }
       out.workload = trace::load_native(path);
     }
-    out.files.push_back(path);
+    if (et_files.empty()) {
+      out.files.push_back(path);
+    } else {
+      out.files.insert(out.files.end(), et_files.begin(), et_files.end());
+    }
   } else if (fs::exists(fs::symlink_status(path, ec))) {
     // There is something of that name that cannot be read as a trace: a directory, a device
     // (/dev/zero), a FIFO, a socket or a broken or looping symlink. Name what it is.
     throw TraceError(fmt::format(
         "--trace {}: cannot read: {}: expected a native trace file (.json), a Chakra prefix whose "
-        "files are {}.<rank>.et (or .json in Chakra's JSON form), or its rank-0 file {}.0.et",
+        "files are {}.<rank>.et (or .json in Chakra's JSON form), its rank-0 file {}.0.et, a "
+        "PyTorch execution trace (.json or .json.gz), or a directory or prefix of one per rank "
+        "(NAME<rank>.json)",
         path, input_file_problem(path, kMaxTraceFileBytes), path, path));
   } else {
     const std::string near = nearest_trace(path);
     throw TraceError(fmt::format(
         "--trace {}: no such trace: expected a native trace file (.json), a Chakra prefix whose "
-        "files are {}.<rank>.et (or .json in Chakra's JSON form), its rank-0 file {}.0.et, or the "
+        "files are {}.<rank>.et (or .json in Chakra's JSON form), its rank-0 file {}.0.et, a PyTorch "
+        "execution trace, a directory or prefix of one per rank (NAME<rank>.json[.gz]), or the "
         "name of a bundled trace (`trnsim presets` lists them){}",
         path, path, path, near.empty() ? "" : fmt::format("; did you mean {}?", near)));
   }

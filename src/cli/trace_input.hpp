@@ -21,6 +21,7 @@ struct TraceInput {
   std::uint32_t element_bytes = 2;
   bool keep_durations = false;   // --chakra-keep-durations: no operator mapping
   double unmapped_scale = 1.0;   // --chakra-unmapped-scale
+  std::string kineto;            // --kineto: the Kineto profile(s) of a PyTorch ET
   bool log_notes = true;         // log the reader's warnings and operator coverage (run)
   bool log_warnings = true;      // with log_notes: the warnings too (run's summary prints them)
   std::vector<CLI::Option*> chakra_options;  // set by add_chakra_options

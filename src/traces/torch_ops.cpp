@@ -561,6 +561,11 @@ std::vector<TorchArg> torch_args_from_json(const Json& values, const Json& shape
   return out;
 }
 
+DType torch_dtype(std::string_view type) {
+  const auto p = type.find("Tensor(");
+  return dtype_of_type(p == std::string_view::npos ? type : type.substr(p));
+}
+
 std::optional<Op> map_torch_op(const TorchCall& call, std::optional<DType> matmul_dtype) {
   const auto it = table().find(call.op);
   if (it == table().end()) return {};

@@ -1061,8 +1061,11 @@ TEST(PytorchEt, UnmappedCallsAndCollectivesAreCounted) {
   const auto dlrm = load_pytorch_et(kShared + "pytorch/param/dlrm_8rank/et/dlrm_eg_1.json.gz");
   ASSERT_TRUE(dlrm);
   ASSERT_EQ(dlrm->warnings.size(), 2u);
-  EXPECT_NE(dlrm->warnings[1].find("13 record_param_comms collectives not replayed"),
-            std::string::npos);
+  // One rank of the 8: its 8 collectives (the waits are not collectives) run on it alone.
+  EXPECT_NE(dlrm->warnings[1].find("8 collectives of a 8-rank job run on the 1 rank read"),
+            std::string::npos)
+      << dlrm->warnings[1];
+  EXPECT_EQ(kinds(dlrm->ranks[0])[OpKind::all_to_all_v], 4);
   // The embedding lookups do not map: counted once each, at the fbgemm call.
   EXPECT_EQ(dlrm->coverage->unmapped_ops.at("fbgemm::split_embedding_codegen_lookup_adagrad_function")
                 .kernels,
@@ -1075,4 +1078,255 @@ TEST(PytorchEt, UnmappedCallsAndCollectivesAreCounted) {
   EXPECT_NE(error_of([&] { load_pytorch_et((dir / "bad.json").string()); })
                 .find("bad.json:/nodes/0/name: missing"),
             std::string::npos);
+}
+
+// ---- PyTorch ETs: collectives and several ranks -----------------------------------------------
+
+namespace {
+
+// A record_param_comms node of schema 1.0.1 (flat inputs): [tensor, seq, pg pointer, rank, name,
+// input splits, output splits], a float tensor of rows x 16 in and out_rows x 16 out.
+std::string et_comm_node(int id, int rank, const std::string& coll, std::uint64_t rows,
+                         std::uint64_t out_rows, const std::vector<int>& in_splits,
+                         const std::vector<int>& out_splits) {
+  const auto list = [](const std::vector<int>& v) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+    return s + "]";
+  };
+  return fmt::format(
+      R"et({{"name": "record_param_comms", "id": {}, "parent": 1, "inputs": [[100, 101, 0, {}, 4, "cuda:{}"], 7, 12345, {}, "{}", {}, {}], "input_shapes": [[{}, 16], [], [], [], [], [], []], "input_types": ["Tensor(float)", "Int", "Int", "Int", "String", "GenericList[Int]", "GenericList[Int]"], "outputs": [[102, 103, 0, {}, 4, "cuda:{}"]], "output_shapes": [[{}, 16]], "output_types": ["Tensor(float)"]}})et",
+      id, rows * 16, rank, rank, coll, list(in_splits), list(out_splits), rows, out_rows * 16,
+      rank, out_rows);
+}
+
+// An aten::mm of [64, 32] x [32, 16] on the GPU, so each rank has compute.
+std::string et_mm_node(int id) {
+  return fmt::format(
+      R"et({{"name": "aten::mm", "id": {}, "parent": 1, "inputs": [[1, 2, 0, 2048, 4, "cuda:0"], [3, 4, 0, 512, 4, "cuda:0"]], "input_shapes": [[64, 32], [32, 16]], "input_types": ["Tensor(float)", "Tensor(float)"], "outputs": [[5, 6, 0, 1024, 4, "cuda:0"]], "output_shapes": [[64, 16]], "output_types": ["Tensor(float)"]}})et",
+      id);
+}
+
+std::string et_file(const std::vector<std::string>& nodes) {
+  std::string s = R"et({"schema": "1.0.1", "pid": 1, "nodes": [{"name": "[pytorch|profiler|execution_graph|thread]", "id": 1, "parent": 1, "inputs": [], "input_shapes": [], "input_types": [], "outputs": [], "output_shapes": [], "output_types": []})et";
+  for (const auto& n : nodes) s += ", " + n;
+  return s + "]}";
+}
+
+// Three ranks; rank r sends splits[r][p] rows of 16 floats (64 bytes) to rank p and receives
+// splits[p][r] from it.
+const std::vector<std::vector<int>> kSplits = {{1, 2, 3}, {4, 5, 6}, {7, 8, 9}};
+
+void write_a2a_set(const fs::path& dir, int wrong_rank = -1) {
+  for (int r = 0; r < 3; ++r) {
+    std::vector<int> in = kSplits[std::size_t(r)], out;
+    for (int p = 0; p < 3; ++p) out.push_back(kSplits[std::size_t(p)][std::size_t(r)]);
+    if (r == wrong_rank) out[2] += 1;  // expects one row more from rank 2 than it sends
+    int rows = 0, out_rows = 0;
+    for (int x : in) rows += x;
+    for (int x : out) out_rows += x;
+    write_all(dir / fmt::format("et_{}.json", r),
+              et_file({et_mm_node(2), et_comm_node(3, r, "all_to_allv", std::uint64_t(rows),
+                                                   std::uint64_t(out_rows), in, out)}));
+  }
+}
+
+}  // namespace
+
+TEST(PytorchEtComms, AllToAllVHasItsPerPeerBytes) {
+  const auto dir = scratch("et_a2a");
+  write_a2a_set(dir);
+  const auto files = pytorch_et_rank_files(dir.string());
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[2], (dir / "et_2.json").string());
+  const Workload w = load_pytorch_et_ranks(files);
+  ASSERT_EQ(w.num_ranks(), 3);
+  EXPECT_EQ(w.groups.at("world"), (std::vector<int>{0, 1, 2}));
+  for (int r = 0; r < 3; ++r) {
+    const auto& ops = w.ranks[std::size_t(r)].ops;
+    ASSERT_EQ(ops.size(), 2u);
+    EXPECT_EQ(ops[0].kind, OpKind::gemm);
+    ASSERT_EQ(ops[1].kind, OpKind::all_to_all_v);
+    EXPECT_EQ(ops[1].group, "world");
+    std::vector<std::uint64_t> expect;
+    for (int x : kSplits[std::size_t(r)]) expect.push_back(std::uint64_t(x) * 16 * 4);
+    EXPECT_EQ(ops[1].send_bytes, expect) << "rank " << r;
+  }
+  // rank 2 sends 7, 8, 9 rows of 64 bytes
+  EXPECT_EQ(w.ranks[2].ops[1].send_bytes, (std::vector<std::uint64_t>{448, 512, 576}));
+  EXPECT_EQ(w.metadata["pytorch_et_ranks"], 3);
+}
+
+TEST(PytorchEtComms, ReceiveSplitsThatNoPeerSendsAreAnError) {
+  const auto dir = scratch("et_a2a_bad");
+  write_a2a_set(dir, 1);
+  const std::string e = error_of([&] { load_pytorch_et_ranks(pytorch_et_rank_files(dir.string())); });
+  EXPECT_NE(e.find("et_1.json: node 3: all_to_allv receives 576 bytes from rank 2, but "),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("et_2.json: node 3 sends it 512 bytes"), std::string::npos) << e;
+}
+
+TEST(PytorchEtComms, RankFilesOutOfOrderOrMissingAreErrors) {
+  const auto dir = scratch("et_order");
+  write_a2a_set(dir);
+  // et_0 and et_1 swapped: the recorded ranks say so
+  fs::rename(dir / "et_0.json", dir / "x.tmp");
+  fs::rename(dir / "et_1.json", dir / "et_0.json");
+  fs::rename(dir / "x.tmp", dir / "et_1.json");
+  std::string e = error_of([&] { load_pytorch_et_ranks(pytorch_et_rank_files(dir.string())); });
+  EXPECT_NE(e.find("et_0.json: node 3: all_to_allv records rank 1 in its group, but this file is "
+                   "rank 0 of the set"),
+            std::string::npos)
+      << e;
+  // two ranks of three: the splits name a third
+  fs::remove(dir / "et_2.json");
+  e = error_of([&] { load_pytorch_et_ranks(pytorch_et_rank_files(dir.string())); });
+  EXPECT_NE(e.find("node 3: all_to_allv runs on a group of 3 ranks, but 2 rank files were given"),
+            std::string::npos)
+      << e;
+  // a gap in the numbering
+  write_a2a_set(dir);
+  fs::remove(dir / "et_1.json");
+  e = error_of([&] { pytorch_et_rank_files(dir.string()); });
+  EXPECT_NE(e.find("rank 1 is missing"), std::string::npos) << e;
+}
+
+TEST(PytorchEtComms, DlrmEightRanksReplayTheirAllToAllV) {
+  if (!fs::exists(kShared + "pytorch/param/dlrm_8rank/et")) GTEST_SKIP() << "no shared traces";
+  const auto files = pytorch_et_rank_files(kShared + "pytorch/param/dlrm_8rank/et");
+  ASSERT_EQ(files.size(), 8u);
+  const Workload w = load_pytorch_et_ranks(files);
+  ASSERT_EQ(w.num_ranks(), 8);
+  EXPECT_EQ(w.name, "dlrm_eg");
+  EXPECT_EQ(w.groups.at("world").size(), 8u);
+  // Per rank: 4 all-to-all-v, 1 all-to-all, 3 all-reduces (dlrm_eg_0.json.gz nodes 727 .. 1841).
+  for (const auto& rank : w.ranks) {
+    auto k = kinds(rank);
+    EXPECT_EQ(k[OpKind::all_to_all_v], 4);
+    EXPECT_EQ(k[OpKind::all_to_all], 1);
+    EXPECT_EQ(k[OpKind::all_reduce], 3);
+  }
+  std::vector<const Op*> colls;
+  for (const auto& op : w.ranks[0].ops) {
+    if (is_collective(op.kind)) colls.push_back(&op);
+  }
+  ASSERT_EQ(colls.size(), 8u);
+  // node 727: 6144 floats in 8 splits of 768: 3072 bytes to each peer
+  EXPECT_EQ(colls[0]->send_bytes, std::vector<std::uint64_t>(8, 3072));
+  // node 1068: all_to_all of 24 int64
+  EXPECT_EQ(colls[1]->kind, OpKind::all_to_all);
+  EXPECT_EQ(colls[1]->bytes, 192u);
+  // node 1103: 3392 int32 split [96, 224, 288, 1664, 592, 96, 192, 240]: uneven
+  EXPECT_EQ(colls[3]->send_bytes,
+            (std::vector<std::uint64_t>{384, 896, 1152, 6656, 2368, 384, 768, 960}));
+  // node 1246: all-reduce of 394241 floats
+  EXPECT_EQ(colls[4]->kind, OpKind::all_reduce);
+  EXPECT_EQ(colls[4]->bytes, 394241u * 4);
+  EXPECT_EQ(colls[4]->dtype, DType::fp32);
+  EXPECT_EQ(colls[7]->bytes, 226960u * 4);
+}
+
+// ---- PyTorch ET + Kineto profile ----------------------------------------------------------------
+
+namespace {
+
+// An ET of two GPU calls on thread 1: aten::mm (mapped) and fbgemm::lookup (not mapped).
+std::string et_with_unmapped() {
+  return R"et({"schema": "1.0.1", "pid": 1, "nodes": [
+    {"name": "[pytorch|profiler|execution_graph|thread]", "id": 1, "rf_id": 0, "tid": 1, "parent": 1, "inputs": [], "input_shapes": [], "input_types": [], "outputs": [], "output_shapes": [], "output_types": []},
+    {"name": "aten::mm", "id": 2, "rf_id": 1, "tid": 1, "parent": 1, "inputs": [[1, 2, 0, 2048, 4, "cuda:0"], [3, 4, 0, 512, 4, "cuda:0"]], "input_shapes": [[64, 32], [32, 16]], "input_types": ["Tensor(float)", "Tensor(float)"], "outputs": [[5, 6, 0, 1024, 4, "cuda:0"]], "output_shapes": [[64, 16]], "output_types": ["Tensor(float)"]},
+    {"name": "fbgemm::lookup", "id": 3, "rf_id": 2, "tid": 1, "parent": 1, "inputs": [[7, 8, 0, 4096, 4, "cuda:0"]], "input_shapes": [[4096]], "input_types": ["Tensor(float)"], "outputs": [[9, 10, 0, 64, 4, "cuda:0"]], "output_shapes": [[64]], "output_types": ["Tensor(float)"]}]})et";
+}
+
+// Its profile: each call launches one kernel (aten::mm 30 us, fbgemm::lookup 50 us), through a
+// CUDA runtime call inside it on the same thread, linked by "correlation".
+std::string kineto_for(const std::string& first, const std::string& second, int rank = 0) {
+  return fmt::format(R"et({{"schemaVersion": 1, "distributedInfo": {{"rank": {}}}, "traceEvents": [
+    {{"ph": "X", "cat": "cpu_op", "name": "ProfilerStep#3", "pid": 1, "tid": 100, "ts": 0, "dur": 200, "args": {{"External id": 1}}}},
+    {{"ph": "X", "cat": "cpu_op", "name": "{}", "pid": 1, "tid": 100, "ts": 10, "dur": 20, "args": {{"External id": 2}}}},
+    {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 100, "ts": 15, "dur": 5, "args": {{"correlation": 7}}}},
+    {{"ph": "X", "cat": "cpu_op", "name": "{}", "pid": 1, "tid": 100, "ts": 40, "dur": 20, "args": {{"External id": 3}}}},
+    {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 100, "ts": 45, "dur": 5, "args": {{"correlation": 8}}}},
+    {{"ph": "X", "cat": "kernel", "name": "gemm_kernel", "pid": 0, "tid": 7, "ts": 20, "dur": 30, "args": {{"correlation": 7, "stream": 7}}}},
+    {{"ph": "X", "cat": "kernel", "name": "lookup_kernel", "pid": 0, "tid": 7, "ts": 60, "dur": 50, "args": {{"correlation": 8, "stream": 7}}}}]}})et",
+                     rank, first, second);
+}
+
+}  // namespace
+
+TEST(PytorchEtKineto, AnUnmappedCallKeepsItsRecordedGpuTime) {
+  const auto dir = scratch("et_kineto");
+  write_all(dir / "et.json", et_with_unmapped());
+  write_all(dir / "kineto.json", kineto_for("aten::mm", "fbgemm::lookup"));
+  PytorchEtOptions o;
+  o.kineto = (dir / "kineto.json").string();
+  const auto w = load_pytorch_et((dir / "et.json").string(), o);
+  ASSERT_TRUE(w);
+  const auto& ops = w->ranks[0].ops;
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].kind, OpKind::gemm);
+  ASSERT_EQ(ops[1].kind, OpKind::delay);  // in its recorded place, after the mm
+  EXPECT_EQ(ops[1].name, "fbgemm::lookup");
+  EXPECT_NEAR(ops[1].duration.si, 50e-6, 1e-12);
+  EXPECT_EQ(ops[1].deps, std::vector<OpId>{0});
+  ASSERT_TRUE(w->coverage);
+  EXPECT_NEAR(w->coverage->recorded_seconds, 80e-6, 1e-12);
+  EXPECT_NEAR(w->coverage->mapped_seconds, 30e-6, 1e-12);
+  EXPECT_NEAR(w->coverage->unmapped_ops.at("fbgemm::lookup").seconds, 50e-6, 1e-12);
+  EXPECT_NE(w->coverage->describe().find("37.5 % of 8e-05 s recorded GPU time"), std::string::npos)
+      << w->coverage->describe();
+  // scaled, and every call kept as recorded
+  o.unmapped_scale = 2;
+  EXPECT_NEAR(load_pytorch_et((dir / "et.json").string(), o)->ranks[0].ops[1].duration.si,
+              100e-6, 1e-12);
+  o.unmapped_scale = 1;
+  o.keep_durations = true;
+  const auto kept = load_pytorch_et((dir / "et.json").string(), o);
+  ASSERT_EQ(kept->ranks[0].ops.size(), 2u);
+  EXPECT_EQ(kept->ranks[0].ops[0].kind, OpKind::delay);
+  EXPECT_NEAR(kept->ranks[0].ops[0].duration.si, 30e-6, 1e-12);
+  EXPECT_EQ(kept->coverage->mapped, 0u);
+}
+
+TEST(PytorchEtKineto, AProfileOfAnotherRunIsAnError) {
+  const auto dir = scratch("et_kineto_bad");
+  write_all(dir / "et.json", et_with_unmapped());
+  write_all(dir / "other.json", kineto_for("aten::add", "aten::relu"));
+  PytorchEtOptions o;
+  o.kineto = (dir / "other.json").string();
+  const std::string e = error_of([&] { load_pytorch_et((dir / "et.json").string(), o); });
+  EXPECT_NE(e.find("other.json: does not belong to " + (dir / "et.json").string() +
+                   ": the 2 calls of its thread 1 (nodes 2 .. 3) match no thread of the profile"),
+            std::string::npos)
+      << e;
+  write_all(dir / "notkineto.json", R"({"events": []})");
+  o.kineto = (dir / "notkineto.json").string();
+  EXPECT_NE(error_of([&] { load_pytorch_et((dir / "et.json").string(), o); })
+                .find("notkineto.json:/traceEvents: missing"),
+            std::string::npos);
+}
+
+TEST(PytorchEtKineto, ProfilesOfASetAreMatchedByTheirRank) {
+  const auto dir = scratch("et_kineto_set");
+  fs::create_directories(dir / "et");
+  fs::create_directories(dir / "kineto");
+  for (int r = 0; r < 2; ++r) {
+    write_all(dir / "et" / fmt::format("et_{}.json", r), et_with_unmapped());
+    // file names that do not say the rank: the profile's distributedInfo does
+    write_all(dir / "kineto" / fmt::format("worker_{}.json", 1 - r),
+              kineto_for("aten::mm", "fbgemm::lookup", r));
+  }
+  PytorchEtOptions o;
+  o.kineto = (dir / "kineto").string();
+  const Workload w = load_pytorch_et_ranks(pytorch_et_rank_files((dir / "et").string()), o);
+  ASSERT_EQ(w.num_ranks(), 2);
+  EXPECT_NEAR(w.coverage->recorded_seconds, 160e-6, 1e-12);
+  // a profile of a rank the set does not have
+  write_all(dir / "kineto" / "worker_0.json", kineto_for("aten::mm", "fbgemm::lookup", 5));
+  const std::string e =
+      error_of([&] { load_pytorch_et_ranks(pytorch_et_rank_files((dir / "et").string()), o); });
+  EXPECT_NE(e.find("worker_0.json:/distributedInfo/rank: 5: expected the rank (0 .. 1)"),
+            std::string::npos)
+      << e;
 }

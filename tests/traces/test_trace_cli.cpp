@@ -3,7 +3,10 @@
 // units, the operator coverage and the grouped warnings a user sees.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "../common/run_trnsim.hpp"
@@ -57,4 +60,73 @@ TEST(TraceCli, RunPrintsTheCoverageAndKeepsDurationsOnRequest) {
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("step time            292.828 ms"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("0 of 1209 recorded kernels"), std::string::npos) << r.out;
+}
+
+namespace {
+
+// Rank `r` of a 2-rank PyTorch ET pair (schema 1.1.0: pg_name, and the group's global rank
+// start, stride and size): an aten::mm, then an all-reduce of 1 Mi floats on process group "0".
+// `group_size` is what the all-reduce records.
+std::string et_pair_rank(int r, int group_size = 2) {
+  const std::string comm = fmt::format(
+      R"et({{"id": 3, "name": "record_param_comms", "ctrl_deps": 1, "inputs": {{"values": [[[100, 101, 0, 1048576, 4, "cuda:{}"]], 7, ["0", "default_pg"], {}, "allreduce", [], [], 0, 1, {}], "shapes": [[[1048576]], [], [[], []], [], [], [], [], [], [], []], "types": ["GenericList[Tensor(float)]", "Int", "Tuple[String,String]", "Int", "String", "GenericList[]", "GenericList[]", "Int", "Int", "Int"]}}, "outputs": {{"values": [], "shapes": [], "types": []}}}})et",
+      r, r, group_size);
+  const std::string mm =
+      R"et({"id": 2, "name": "aten::mm", "ctrl_deps": 1, "inputs": {"values": [[1, 2, 0, 1048576, 4, "cuda:0"], [3, 4, 0, 1048576, 4, "cuda:0"]], "shapes": [[1024, 1024], [1024, 1024]], "types": ["Tensor(float)", "Tensor(float)"]}, "outputs": {"values": [[5, 6, 0, 1048576, 4, "cuda:0"]], "shapes": [[1024, 1024]], "types": ["Tensor(float)"]}})et";
+  return R"et({"schema": "1.1.0-chakra.0.0.4", "pid": 1, "nodes": [{"id": 1, "name": "[pytorch|profiler|execution_graph|thread]", "ctrl_deps": 1, "inputs": {"values": [], "shapes": [], "types": []}, "outputs": {"values": [], "shapes": [], "types": []}}, )et" +
+         mm + ", " + comm + "]}";
+}
+
+void write_text(const std::filesystem::path& p, const std::string& text) {
+  std::ofstream(p) << text;
+}
+
+}  // namespace
+
+TEST(TraceCli, PytorchEtPairReplaysItsAllReduceAcrossRanks) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_et_pair";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  for (int r = 0; r < 2; ++r) write_text(dir / fmt::format("pair_{}.json", r), et_pair_rank(r));
+  // The prefix stands for the set, as a Chakra prefix does.
+  auto r = trnsim::test::run_trnsim("trace info " + (dir / "pair_").string(), false);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("2 ranks, 4 ops"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ops by kind: all_reduce 2, gemm 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("groups: 1 pg0[2]"), std::string::npos) << r.out;
+  // 2 ranks x 4 MiB all-reduced
+  EXPECT_NE(r.out.find("communication: 8.389 MB sent"), std::string::npos) << r.out;
+  const auto out = dir / "run";
+  r = trnsim::test::run_trnsim("run --config " + std::string(TRNSIM_SOURCE_DIR) +
+                               "/configs/racks/trn2-instance.json --trace " + dir.string() +
+                               " --out " + out.string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  // Matched across the ranks and run on the fabric: a ring all-reduce of 4 MiB on 2 ranks sends
+  // 2 x (2 - 1) / 2 x 4 MiB from each rank, 8.39 MB in all.
+  EXPECT_NE(r.out.find("8.39 MB delivered"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("record_param_comms allreduce"), std::string::npos) << r.out;
+}
+
+TEST(TraceCli, PytorchEtRanksThatDoNotAgreeExitTwo) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_et_pair_bad";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  // rank 1's all-reduce says its group has 4 ranks (0 .. 3): only 2 files
+  write_text(dir / "pair_0.json", et_pair_rank(0));
+  write_text(dir / "pair_1.json", et_pair_rank(1, 4));
+  auto r = trnsim::test::run_trnsim("trace info " + dir.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("pair_1.json: node 3: allreduce runs on process group \"0\" of ranks "
+                       "[0, 1, 2, 3], but 2 rank files were given"),
+            std::string::npos)
+      << r.out;
+  // the files in the wrong order: the recorded ranks say so
+  write_text(dir / "pair_0.json", et_pair_rank(1));
+  write_text(dir / "pair_1.json", et_pair_rank(0));
+  r = trnsim::test::run_trnsim("trace info " + dir.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("pair_0.json: node 3: allreduce records rank 1 in its group, but this "
+                       "file is rank 0 of the set"),
+            std::string::npos)
+      << r.out;
 }

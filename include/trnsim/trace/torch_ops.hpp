@@ -47,6 +47,10 @@ std::vector<TorchArg> parse_torch_args(std::string_view values, std::string_view
 std::vector<TorchArg> torch_args_from_json(const Json& values, const Json& shapes,
                                            const Json& types);
 
+// The dtype of a recorded type string ("Tensor(c10::BFloat16)", "GenericList[Tensor(float)]"):
+// bf16, fp16, fp8, else fp32 (double, integers and bool run as fp32 element work).
+DType torch_dtype(std::string_view type);
+
 // Python literal -> JSON (lists, ints, floats, 'strings', True/False/None). Throws TraceError.
 Json parse_python_literal(std::string_view text, const std::string& where);
 
