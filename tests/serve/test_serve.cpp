@@ -343,6 +343,35 @@ TEST(ServeCli, SameSeedGivesAByteIdenticalReport) {
   EXPECT_NE(read(a + "/requests.csv"), read(c + "/requests.csv"));
 }
 
+TEST(ServeCli, SolveUsersReportsItsPointsAndTheSolvedRun) {
+  SpecDir d("solve");
+  const std::string spec = d.write("small.json", kSmall);
+  // A target every point meets, capped at 2 users: points 1 and 2, the answer 2 (capped), and the
+  // results are the 2-user run's: 2 x 1 measured requests after 2 warm-up ones.
+  const auto r = test::run_trnsim(
+      fmt::format("serve {} --solve-users 0.001 --solve-max-users 2 --solve-requests-per-user 1 --json", spec),
+      false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  const Json& s = j["solve"];
+  EXPECT_EQ(s["users"], 2);
+  EXPECT_TRUE(s["capped"].get<bool>());
+  EXPECT_EQ(s["results_users"], 2);
+  ASSERT_EQ(s["points"]["rows"].size(), 2u);
+  EXPECT_EQ(s["points"]["rows"][0][0], 1);
+  EXPECT_EQ(s["points"]["rows"][1][0], 2);
+  EXPECT_EQ(j["results"]["requests"]["measured"], 2);
+  EXPECT_EQ(j["results"]["requests"]["warmup"], 2);
+  // The second point reused the first's shapes: the cache is shared, so the shapes simulated
+  // after point 2 are at least those after point 1, and the report lists them all.
+  EXPECT_LE(s["points"]["rows"][0][6].get<int>(), s["points"]["rows"][1][6].get<int>());
+  EXPECT_EQ(j["timing"]["shapes"]["rows"].size(), s["points"]["rows"][1][6].get<std::size_t>());
+  // A bad option exits 2 naming it.
+  const auto bad = test::run_trnsim(fmt::format("serve {} --solve-users -3", spec));
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--solve-users"), std::string::npos) << bad.out;
+}
+
 TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
   SpecDir d("bad");
   struct Case {
