@@ -383,6 +383,13 @@ TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
       {"rate", "/arrivals/rate_per_s", "> 0", [](Json& j) { j["arrivals"]["rate_per_s"] = -1; }},
       {"unit", "/slo/ttft", "2GB", [](Json& j) { j["slo"] = {{"ttft", "2GB"}}; }},
       {"fit", "/model", "does not fit", [](Json& j) { j["model"] = "llama-3.1-70b"; }},
+      // 33 copies of a 2-rank layout need 66 ranks; the Trn2 rack has 64 chips of one rank each.
+      {"replicas", "/replicas",
+       "33 replicas of tp=2,dp=1,ep=1,pp=1 need 66 ranks; Trn2 UltraServer has 64 chips x 1 ranks per chip",
+       [](Json& j) {
+         j["layout"] = "tp=2";
+         j["replicas"] = 33;
+       }},
   };
   for (const auto& c : cases) {
     Json j = Json::parse(kSmall);
