@@ -26,7 +26,7 @@ constexpr int kFormat = 1;
 constexpr const char* kResultsKind = "trnsim-claims-results";
 constexpr std::size_t kMaxClaims = 10000;
 // The commands a measurement may run: each prints one JSON object with --json.
-const std::vector<std::string> kCommands{"bench", "run", "topo"};
+const std::vector<std::string> kCommands{"bench", "run", "topo", "serve"};
 
 Tolerance read_tolerance(const Reader& r, const Json& t, const std::string& ptr) {
   r.check_keys(t, ptr, {"relative", "absolute"});

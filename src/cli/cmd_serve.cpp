@@ -21,6 +21,8 @@ struct ServeOpts {
   std::vector<std::string> sets, rack_sets;
   std::string rack, out;
   bool json = false;
+  double solve_users = 0;
+  std::uint64_t solve_max_users = 65536, solve_requests_per_user = 4;
 };
 
 const std::vector<std::string> kFiles = {"report.json", "summary.csv", "requests.csv"};
@@ -48,6 +50,16 @@ void register_serve_command(CLI::App& app, Registry& reg) {
       ->allow_extra_args(false);
   auto* out_opt = sub->add_option("--out", o->out, "write report.json, summary.csv and requests.csv here");
   sub->add_flag("--json", o->json, "print report.json instead of the summary");
+  sub->add_option("--solve-users", o->solve_users,
+                  "find the largest number of closed-loop users whose p50 tokens/s per user is at "
+                  "least this (doubling, then bisection; one shape cache for all points)")
+      ->check(CLI::PositiveNumber);
+  sub->add_option("--solve-max-users", o->solve_max_users, "--solve-users: the search's upper end (65536)")
+      ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1) << 24));
+  sub->add_option("--solve-requests-per-user", o->solve_requests_per_user,
+                  "--solve-users: measured requests per user at each point (4), after one warm-up "
+                  "request per user")
+      ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1000)));
   reg.add(sub, [o, out_opt, &reg]() {
     if (out_opt->count() > 0) OutputDir::check_writable(o->out, kFiles);
     serve::ServeOptions so;
@@ -56,6 +68,9 @@ void register_serve_command(CLI::App& app, Registry& reg) {
     so.rack = o->rack;
     so.rack_sets = o->rack_sets;
     so.command_line = reg.argv;
+    so.solve_users_target = o->solve_users;
+    so.solve_max_users = o->solve_max_users;
+    so.solve_requests_per_user = o->solve_requests_per_user;
     const serve::ServeResult r = serve::serve(so);
     if (out_opt->count() > 0) {
       OutputDir dir(o->out);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <numeric>
 
 #include "trnsim/bench/bench.hpp"
@@ -76,6 +77,39 @@ double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   const auto rank = std::size_t(std::ceil(p * double(v.size())));
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+UsersSolution solve_users(const std::function<double(std::uint64_t)>& per_user, double target,
+                          std::uint64_t max_users) {
+  UsersSolution sol;
+  max_users = std::max<std::uint64_t>(1, max_users);
+  auto meets = [&](std::uint64_t n) {
+    const double v = per_user(n);
+    sol.points.push_back({n, v, v >= target});
+    return v >= target;
+  };
+  // Doubling: lo meets (0: none known), hi misses (0: none known).
+  std::uint64_t lo = 0, hi = 0;
+  for (std::uint64_t n = 1;; n = std::min(max_users, n * 2)) {
+    if (meets(n)) {
+      lo = n;
+      if (n == max_users) break;
+    } else {
+      hi = n;
+      break;
+    }
+  }
+  if (hi == 0) {
+    sol.users = lo;
+    sol.capped = true;
+    return sol;
+  }
+  while (hi - lo > 1) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    (meets(mid) ? lo : hi) = mid;
+  }
+  sol.users = lo;
+  return sol;
 }
 
 Json figures(const EngineResult& r, const SloParams& slo, int replicas, double chips,
@@ -197,12 +231,16 @@ ServeResult serve(const ServeOptions& o) {
   const auto& hbm = plan.chip.params.hbm;
   const int per_chip = std::max(1, plan.placement.per_chip);
   const std::size_t chips = plan.topology.chip_count();
-  const auto ranks = std::uint64_t(it.layout.ranks()) * spec.replicas;
-  if (ranks > chips * std::size_t(per_chip)) {
+  // replicas 0: as many copies of the layout as the rack's ranks hold (the whole rack).
+  const std::uint64_t replicas =
+      spec.replicas > 0 ? spec.replicas : chips * std::size_t(per_chip) / std::uint64_t(it.layout.ranks());
+  const auto ranks = std::uint64_t(it.layout.ranks()) * replicas;
+  if (replicas == 0 || ranks > chips * std::size_t(per_chip)) {
     throw ConfigError(config::located(
         prov, "/replicas",
         fmt::format("{} replicas of {} need {} ranks; {} has {} chips x {} ranks per chip",
-                    spec.replicas, it.layout.text(), ranks, cfg.config.rack->name, chips, per_chip)));
+                    replicas, it.layout.text(), std::max<std::uint64_t>(ranks, std::uint64_t(it.layout.ranks())),
+                    cfg.config.rack->name, chips, per_chip)));
   }
   infer::CapacityOptions co;
   co.hbm_bytes = double(hbm.stacks) * hbm.capacity_per_stack.si / per_chip;
@@ -221,14 +259,54 @@ ServeResult serve(const ServeOptions& o) {
   // (a sequence is placed wherever blocks are free).
   EngineOptions eo;
   eo.scheduler = spec.scheduler;
-  eo.replicas = int(spec.replicas);
+  eo.replicas = int(replicas);
   eo.kv_blocks = cap.blocks_per_chip * dp;
   const std::uint64_t count = spec.run.requests + spec.run.warmup_requests;
-  const Workload w = make_workload(spec.arrivals, count, o.spec_path);
+  const Workload w = o.solve_users_target > 0 ? Workload{}
+                                              : make_workload(spec.arrivals, count, o.spec_path);
   RackTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel),
                   int(spec.timing.grid_per_octave));
-  const EngineResult r = simulate(w, eo, timer, spec.run.warmup_requests);
   const double chips_used = double(ranks) / per_chip;
+  EngineResult r;
+  Json solve_json;
+  if (o.solve_users_target > 0) {
+    // Each point a closed loop of n users: n warm-up requests (every user's first, all issued at
+    // once), then requests_per_user x n measured; the same timer, so the shapes simulated for
+    // one point are reused by the next.
+    std::uint64_t best = 0;
+    Json points = Json::array();
+    auto per_user = [&](std::uint64_t n) {
+      ArrivalParams a = spec.arrivals;
+      a.kind = ArrivalKind::closed;
+      a.users = n;
+      const Workload wn = make_workload(a, n * (o.solve_requests_per_user + 1), o.spec_path);
+      EngineResult rn = simulate(wn, eo, timer, n);
+      const Json f = figures(rn, spec.slo, eo.replicas, chips_used, timer.static_w());
+      const double v = f["throughput"]["tokens_per_s_per_user"]["p50"].get<double>();
+      const bool ok = v >= o.solve_users_target;
+      points.push_back({n, v, ok, f["throughput"]["output_tokens_per_s"], f["ttft_s"]["p50"],
+                        f["energy"]["output_tokens_per_s_per_mw"], timer.shapes_simulated()});
+      if ((ok && n > best) || r.requests.empty()) {
+        if (ok) best = n;
+        r = std::move(rn);
+      }
+      return v;
+    };
+    const UsersSolution sol = solve_users(per_user, o.solve_users_target, o.solve_max_users);
+    solve_json = {
+        {"target_tokens_per_s_per_user", o.solve_users_target},
+        {"statistic", "p50 over the measured requests of tokens/s per user (1 / TPOT)"},
+        {"users", sol.users},
+        {"capped", sol.capped},
+        {"max_users", o.solve_max_users},
+        {"requests_per_user", o.solve_requests_per_user},
+        {"warmup_requests", "one per user (its first)"},
+        {"points", {{"columns", {"users", "tokens_per_s_per_user_p50", "meets", "output_tokens_per_s",
+                                 "ttft_p50_s", "output_tokens_per_s_per_mw", "shapes_simulated_so_far"}},
+                    {"rows", points}}}};
+  } else {
+    r = simulate(w, eo, timer, spec.run.warmup_requests);
+  }
 
   ServeResult out;
   Json spec_json;
@@ -256,7 +334,7 @@ ServeResult serve(const ServeOptions& o) {
                     {"chips", chips},
                     {"chips_used", chips_used},
                     {"ranks_per_chip", per_chip},
-                    {"replicas", spec.replicas},
+                    {"replicas", replicas},
                     {"layout", it.layout.text()},
                     {"model", it.model.name}};
   rep["kv_cache"] = {{"kv_bytes_per_token_rank", cap.kv_bytes_per_token},
@@ -281,6 +359,11 @@ ServeResult serve(const ServeOptions& o) {
       {"columns", {"decode", "context", "prefill", "prefill_context", "time_s", "dynamic_j"}},
       {"rows", shapes}};
   rep["results"] = figures(r, spec.slo, eo.replicas, chips_used, timer.static_w());
+  if (!solve_json.is_null()) {
+    // results: the run at the solved concurrency (at 1 user when even one misses the target)
+    solve_json["results_users"] = std::max<std::uint64_t>(1, solve_json["users"].get<std::uint64_t>());
+    rep["solve"] = solve_json;
+  }
 
   // Per request.
   std::string csv = "id,arrival_s,input_tokens,output_tokens,replica,warmup,refused,preemptions,"
@@ -304,7 +387,7 @@ ServeResult serve(const ServeOptions& o) {
       {"rack", cfg.config.rack->name},
       {"model", it.model.name},
       {"layout", it.layout.text()},
-      {"replicas", std::to_string(spec.replicas)},
+      {"replicas", std::to_string(replicas)},
       {"requests", std::to_string(f["requests"]["measured"].get<std::uint64_t>())},
       {"ttft_p50_s", fmt::format("{:.6g}", g("ttft_s", "p50"))},
       {"ttft_p99_s", fmt::format("{:.6g}", g("ttft_s", "p99"))},
@@ -332,8 +415,9 @@ ServeResult serve(const ServeOptions& o) {
       "  goodput {:.1f} % of requests within TTFT <= {} ms and TPOT <= {} ms\n"
       "  energy {:.3f} J per output token, {:.0f} output tokens/s per MW ({:.1f} kW mean)\n"
       "  {} iterations, {} preemptions; {} shapes simulated ({}), reuse {:.2f} %\n",
-      spec.name, it.model.name, cfg.config.rack->name, spec.replicas, it.layout.text(), chips_used,
-      f["requests"]["measured"].get<std::uint64_t>(), spec.run.warmup_requests, r.refused,
+      spec.name, it.model.name, cfg.config.rack->name, replicas, it.layout.text(), chips_used,
+      f["requests"]["measured"].get<std::uint64_t>(), f["requests"]["warmup"].get<std::uint64_t>(),
+      r.refused,
       g("ttft_s", "p50") * 1e3, g("ttft_s", "p90") * 1e3, g("ttft_s", "p99") * 1e3,
       g("tpot_s", "p50") * 1e3, g("tpot_s", "p90") * 1e3, g("tpot_s", "p99") * 1e3,
       g("e2e_s", "p50"), g("e2e_s", "p90"), g("e2e_s", "p99"), g("queueing_s", "p50") * 1e3,
@@ -346,6 +430,15 @@ ServeResult serve(const ServeOptions& o) {
       r.iterations_total, r.preemptions, timer.shapes_simulated(),
       config::enum_name(spec.timing.mode),
       100 * rep["timing"]["reuse_rate"].get<double>());
+  if (!solve_json.is_null()) {
+    out.text += fmt::format(
+        "  users at >= {:g} tokens/s per user (p50): {}{} ({} points tried; the figures above are "
+        "at {} users)\n",
+        o.solve_users_target, solve_json["users"].get<std::uint64_t>(),
+        solve_json["capped"].get<bool>() ? " (capped by --solve-max-users)" : "",
+        solve_json["points"]["rows"].size(), solve_json["results_users"].get<std::uint64_t>());
+    out.summary_csv.emplace_back("solved_users", std::to_string(solve_json["users"].get<std::uint64_t>()));
+  }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return out;
 }

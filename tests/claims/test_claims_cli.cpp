@@ -185,6 +185,21 @@ TEST(ClaimsCli, AFailingClaimFailsTheRun) {
   EXPECT_NE(junit.find("tests=\"4\" failures=\"1\" skipped=\"2\""), std::string::npos) << junit;
 }
 
+TEST(ClaimsCli, ABadServingClaimExits2NamingTheFileAndPointer) {
+  const fs::path dir = fresh_dir("bad-serving");
+  Json f = Json::parse(read(kSrc + "/configs/claims/trn3-vs-trn2-serving.json"));
+  f["claims"][0]["metric"]["denominator"][0]["run"] = "serve-solve-trn1";
+  std::ofstream(dir / "serving.json") << f.dump();
+  const auto r =
+      run_trnsim("claims " + (dir / "serving.json").string() + " --out " + (dir / "o").string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("serving.json:/claims/0/metric/denominator/0/run: \"serve-solve-trn1\" is "
+                       "not a name of /runs"),
+            std::string::npos)
+      << r.out;
+  EXPECT_FALSE(fs::exists(dir / "o/results.json"));
+}
+
 TEST(ClaimsCli, BadClaimsFilesAreExitCode2) {
   const fs::path dir = fresh_dir("bad");
   Json f = small_file();

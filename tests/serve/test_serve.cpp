@@ -178,6 +178,69 @@ TEST(Engine, ClosedLoopKeepsUsersBusy) {
   EXPECT_DOUBLE_EQ(r.requests[2].req.arrival_s, r.requests[0].finish_s + 0.5);
 }
 
+TEST(SolveUsers, DoublesThenBisectsToTheLargestConcurrencyMeetingTheTarget) {
+  // tokens/s per user = 1000 / (10 + n): at least 40 while n <= 15.
+  auto f = [](std::uint64_t n) { return 1000.0 / (10.0 + double(n)); };
+  UsersSolution s = solve_users(f, 40, 1024);
+  EXPECT_EQ(s.users, 15u);
+  EXPECT_FALSE(s.capped);
+  // 1, 2, 4, 8 meet, 16 misses; then 12 (meets), 14 (meets), 15 (meets).
+  std::vector<std::uint64_t> tried;
+  for (const auto& p : s.points) tried.push_back(p.users);
+  EXPECT_EQ(tried, (std::vector<std::uint64_t>{1, 2, 4, 8, 16, 12, 14, 15}));
+  EXPECT_FALSE(s.points[4].meets);
+  EXPECT_DOUBLE_EQ(s.points[4].tokens_per_s_per_user, 1000.0 / 26);
+  // Every point meets up to the cap: the answer is the cap, marked.
+  s = solve_users(f, 1, 8);
+  EXPECT_EQ(s.users, 8u);
+  EXPECT_TRUE(s.capped);
+  EXPECT_EQ(s.points.size(), 4u);  // 1, 2, 4, 8
+  // Not even one user meets it.
+  s = solve_users(f, 1000, 1024);
+  EXPECT_EQ(s.users, 0u);
+  EXPECT_EQ(s.points.size(), 1u);
+}
+
+// Every sequence in an iteration costs 1 ms on top of 10 ms: with 1-token prompts, n users never
+// put more than n sequences in an iteration, so TPOT <= 10 + n ms.
+class PerSequenceTimer : public IterationTimer {
+ public:
+  IterationCost cost(const Shape& s) override {
+    return {10e-3 + 1e-3 * double(s.decode + s.prefill), 0.5};
+  }
+  double static_w() const override { return 100; }
+};
+
+TEST(SolveUsers, OnAStubTimerTheLargestConcurrencyWithinTheTpot) {
+  // Target 49.9 tokens/s per user (TPOT <= 20.04 ms): n <= 10 users give TPOT <= 20 ms (at most
+  // n sequences an iteration); 11 users put 11 sequences in most of a request's iterations (a
+  // user is out of the batch only for the iteration after its request finishes), so the p50
+  // TPOT is above 20.04 ms. The answer is 10, reached by 1, 2, 4, 8, 16, 12, 10, 11.
+  PerSequenceTimer timer;
+  EngineOptions o = options();
+  o.scheduler.max_batch = 64;
+  std::map<std::uint64_t, double> tpot_p50;
+  auto per_user = [&](std::uint64_t n) {
+    Workload w;
+    w.users = n;
+    for (std::uint64_t i = 0; i < 5 * n; ++i) w.lengths.push_back({0, 0, 1, 40});
+    const EngineResult r = simulate(w, o, timer, n);
+    const Json f = figures(r, SloParams{}, 1, 1, timer.static_w());
+    tpot_p50[n] = f["tpot_s"]["p50"].get<double>();
+    return f["throughput"]["tokens_per_s_per_user"]["p50"].get<double>();
+  };
+  const UsersSolution s = solve_users(per_user, 49.9, 1024);
+  EXPECT_EQ(s.users, 10u);
+  std::vector<std::uint64_t> tried;
+  for (const auto& p : s.points) tried.push_back(p.users);
+  EXPECT_EQ(tried, (std::vector<std::uint64_t>{1, 2, 4, 8, 16, 12, 10, 11}));
+  // One user: every iteration holds its one sequence, 11 ms.
+  EXPECT_NEAR(tpot_p50[1], 11e-3, 1e-12);
+  for (std::uint64_t n : {2, 4, 8, 10}) EXPECT_LE(tpot_p50[n], (10.0 + double(n)) * 1e-3 + 1e-12) << n;
+  EXPECT_GT(tpot_p50[11], 20.04e-3);
+  EXPECT_LE(tpot_p50[11], 21e-3 + 1e-12);
+}
+
 TEST(Grid, CellsAreOnPowersOfTwoAndHalves) {
   EXPECT_EQ(grid_cell(0), (std::pair<std::uint64_t, std::uint64_t>{0, 0}));
   EXPECT_EQ(grid_cell(4), (std::pair<std::uint64_t, std::uint64_t>{4, 4}));
@@ -280,6 +343,35 @@ TEST(ServeCli, SameSeedGivesAByteIdenticalReport) {
   EXPECT_NE(read(a + "/requests.csv"), read(c + "/requests.csv"));
 }
 
+TEST(ServeCli, SolveUsersReportsItsPointsAndTheSolvedRun) {
+  SpecDir d("solve");
+  const std::string spec = d.write("small.json", kSmall);
+  // A target every point meets, capped at 2 users: points 1 and 2, the answer 2 (capped), and the
+  // results are the 2-user run's: 2 x 1 measured requests after 2 warm-up ones.
+  const auto r = test::run_trnsim(
+      fmt::format("serve {} --solve-users 0.001 --solve-max-users 2 --solve-requests-per-user 1 --json", spec),
+      false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  const Json& s = j["solve"];
+  EXPECT_EQ(s["users"], 2);
+  EXPECT_TRUE(s["capped"].get<bool>());
+  EXPECT_EQ(s["results_users"], 2);
+  ASSERT_EQ(s["points"]["rows"].size(), 2u);
+  EXPECT_EQ(s["points"]["rows"][0][0], 1);
+  EXPECT_EQ(s["points"]["rows"][1][0], 2);
+  EXPECT_EQ(j["results"]["requests"]["measured"], 2);
+  EXPECT_EQ(j["results"]["requests"]["warmup"], 2);
+  // The second point reused the first's shapes: the cache is shared, so the shapes simulated
+  // after point 2 are at least those after point 1, and the report lists them all.
+  EXPECT_LE(s["points"]["rows"][0][6].get<int>(), s["points"]["rows"][1][6].get<int>());
+  EXPECT_EQ(j["timing"]["shapes"]["rows"].size(), s["points"]["rows"][1][6].get<std::size_t>());
+  // A bad option exits 2 naming it.
+  const auto bad = test::run_trnsim(fmt::format("serve {} --solve-users -3", spec));
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--solve-users"), std::string::npos) << bad.out;
+}
+
 TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
   SpecDir d("bad");
   struct Case {
@@ -291,6 +383,13 @@ TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
       {"rate", "/arrivals/rate_per_s", "> 0", [](Json& j) { j["arrivals"]["rate_per_s"] = -1; }},
       {"unit", "/slo/ttft", "2GB", [](Json& j) { j["slo"] = {{"ttft", "2GB"}}; }},
       {"fit", "/model", "does not fit", [](Json& j) { j["model"] = "llama-3.1-70b"; }},
+      // 33 copies of a 2-rank layout need 66 ranks; the Trn2 rack has 64 chips of one rank each.
+      {"replicas", "/replicas",
+       "33 replicas of tp=2,dp=1,ep=1,pp=1 need 66 ranks; Trn2 UltraServer has 64 chips x 1 ranks per chip",
+       [](Json& j) {
+         j["layout"] = "tp=2";
+         j["replicas"] = 33;
+       }},
   };
   for (const auto& c : cases) {
     Json j = Json::parse(kSmall);

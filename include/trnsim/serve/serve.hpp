@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,32 @@ struct ServeOptions {
   std::string rack;                       // --config (replaces the spec's rack); empty: the spec's
   std::vector<std::string> rack_sets;     // --rack-set (on the rack preset)
   std::vector<std::string> command_line;  // for the report's provenance
+  // --solve-users: the largest closed-loop concurrency whose p50 tokens/s per user meets this
+  // target (0: no search; the spec's arrivals run as given).
+  double solve_users_target = 0;
+  std::uint64_t solve_max_users = 65536;     // --solve-max-users: the search's upper end
+  std::uint64_t solve_requests_per_user = 4;  // --solve-requests-per-user: measured requests a point
 };
+
+// One concurrency tried by solve_users.
+struct UsersPoint {
+  std::uint64_t users = 0;
+  double tokens_per_s_per_user = 0;
+  bool meets = false;
+};
+
+struct UsersSolution {
+  std::uint64_t users = 0;  // the largest concurrency found that meets the target (0: not even one)
+  bool capped = false;      // max_users met the target: the answer is at least max_users
+  std::vector<UsersPoint> points;  // in the order tried
+};
+
+// The largest concurrency n in [1, max_users] whose per_user(n) (tokens/s per user) is at least
+// `target`: doubling from 1 until a point misses or max_users is reached, then bisection between
+// the largest that met and the smallest that missed. Assumes per-user speed does not rise with
+// users (each point is evaluated once). docs/serving.md#users-at-an-interactivity.
+UsersSolution solve_users(const std::function<double(std::uint64_t)>& per_user, double target,
+                          std::uint64_t max_users);
 
 // Nearest-rank percentile (the smallest value with at least p of the values at or below it);
 // 0 for none.

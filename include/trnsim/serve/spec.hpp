@@ -144,7 +144,7 @@ struct ServeSpec {
   std::string rack = "trn3-gen2-ultraserver";  // a preset under configs/racks/ or a file
   std::string model;                           // configs/models/<model>.json or a file
   std::string layout = "tp=1";                 // infer::parse_layout
-  std::uint64_t replicas = 1;                  // copies of the layout on the rack
+  std::uint64_t replicas = 1;                  // copies of the layout on the rack (0: fill it)
   std::string weights_dtype = "bf16", kv_dtype = "bf16";
   SchedulerParams scheduler;
   ArrivalParams arrivals;
@@ -162,7 +162,7 @@ struct ServeSpec {
     v.field("rack", rack, "rack preset name or file");
     v.field("model", model, "model name (configs/models/) or file", Required{});
     v.field("layout", layout, "layout of one replica: tp=,dp=,ep=,pp=");
-    v.field("replicas", replicas, "replicas of the layout on the rack", AtLeast{1});
+    v.field("replicas", replicas, "replicas of the layout on the rack (0: as many as the rack holds)");
     v.field("weights_dtype", weights_dtype, "bf16, fp8, mxfp8, mxfp4");
     v.field("kv_dtype", kv_dtype, "bf16, fp8");
     v.field("scheduler", scheduler, "continuous batching");
