@@ -9,6 +9,7 @@ upper bound within a factor of 2, and a ratio outside [1, 2] is flagged.
 
     tools/estimate_accuracy.py                    # the golden runs (tests/golden/cases.json)
     tools/estimate_accuracy.py --default-step     # and the default step at fast and detailed
+    tools/estimate_accuracy.py --moe              # and the third-party Mixtral-like Chakra trace
     tools/estimate_accuracy.py --trnsim build/release/src/cli/trnsim --json out.json
 
 The default step at the detailed fidelity takes about ten minutes on the 2-core machine.
@@ -40,6 +41,14 @@ def default_step_runs():
             ("default step, detailed + fast-forward",
              ["run", "--set", "sim.fidelity=detailed", "--set", "sim.fast_forward=true",
               "--set", "sim.memory_budget=12GB"])]
+
+
+def moe_runs():
+    """The third-party MoE Chakra trace (../shared/traces/moe-generated) at both fidelities."""
+    trace = os.path.join(ROOT, "../shared/traces/moe-generated/mixtral_like_dp2_tp2_ep4/workload")
+    base = ["run", "--trace", trace, "--chakra-size-unit", "elements", "--chakra-num-ops", "macs"]
+    return [("mixtral_like_dp2_tp2_ep4, fast", base),
+            ("mixtral_like_dp2_tp2_ep4, detailed", base + ["--set", "sim.fidelity=detailed"])]
 
 
 def substitute(args, out):
@@ -82,10 +91,14 @@ def main():
     ap.add_argument("--trnsim", default=os.path.join(ROOT, "build/release/src/cli/trnsim"))
     ap.add_argument("--default-step", action="store_true",
                     help="also the default step at both fidelities (minutes)")
+    ap.add_argument("--moe", action="store_true",
+                    help="also the third-party MoE Chakra trace at both fidelities")
+    ap.add_argument("--only-extra", action="store_true", help="leave out the golden runs")
     ap.add_argument("--json", help="write the rows here too")
     a = ap.parse_args()
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
-    runs = golden_runs() + (default_step_runs() if a.default_step else [])
+    runs = ([] if a.only_extra else golden_runs()) + \
+        (default_step_runs() if a.default_step else []) + (moe_runs() if a.moe else [])
     rows = []
     print(f"{'run':48} {'est events':>11} {'activations':>11} {'ratio':>6} "
           f"{'est GB':>7} {'RSS GB':>7} {'ratio':>6}")

@@ -141,13 +141,7 @@ FabricPlan plan_fabric(const config::FabricParams& params, const topo::Topology&
   f.header_bytes = std::uint32_t(whole(p.header_bytes, "/rack/fabric/header_bytes", at, 0));
 
   // The longest route sets the number of hop-indexed VCs that keeps the fabric deadlock-free.
-  const auto chips = std::uint32_t(topology.chip_count());
-  const auto& routes = topology.routes();
-  for (std::uint32_t a = 0; a < chips; ++a) {
-    for (std::uint32_t b = 0; b < chips; ++b) {
-      if (a != b) f.diameter = std::max(f.diameter, routes.hops(topology.chip_node({a}), {b}));
-    }
-  }
+  f.diameter = topology.routes().diameter();
   if (p.vcs > 0 && p.vcs < f.diameter) {
     at.fail("/rack/fabric/vcs",
             fmt::format("expected 0 (automatic) or at least {} (the longest route has {} links "

@@ -250,6 +250,11 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
   e.process_bytes =
       double(e.live_processes) *
       std::min(kStackBytesTouched, double(sc_core::SC_DEFAULT_STACK_SIZE));
+  e.chips = plan.topology.chip_count();
+  e.links = plan.topology.links().size();
+  e.rack_bytes = double(e.chips) * (packets ? kRackBytesPerChipPacket : kRackBytesPerChipFlow) +
+                 double(e.links) *
+                     (packets ? kRackBytesPerLinkPacket : kRackBytesPerLinkFlow);
   return e;
 }
 
@@ -287,11 +292,11 @@ void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const s
   if (e.memory_bytes() > budget) {
     throw TraceError(fmt::format(
         "{}: the run needs about {} of memory ({} ops: {}; {:.4g} collective pieces and sends: "
-        "{}; {:.4g} packets: {}; {} op processes: {}; tile-model programs: {}), more than the "
-        "memory budget of {} (/sim/memory_budget){}; or raise it with --set sim.memory_budget=",
+        "{}; {:.4g} packets: {}; {} op processes: {}; tile-model programs: {}; the rack's {} chips "
+        "and {} links: {}), more than the memory budget of {} (/sim/memory_budget){}; or raise it with --set sim.memory_budget=",
         what, gb(e.memory_bytes()), e.ops, gb(e.op_bytes), double(e.messages),
         gb(e.message_bytes), e.packets, gb(e.packet_bytes), e.live_processes,
-        gb(e.process_bytes), gb(e.program_bytes), gb(budget),
+        gb(e.process_bytes), gb(e.program_bytes), e.chips, e.links, gb(e.rack_bytes), gb(budget),
         e.program_bytes > e.memory_bytes() / 2 ? largest : std::string()));
   }
   if (e.events > work_budget(sim)) {

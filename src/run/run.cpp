@@ -30,15 +30,16 @@ EstimateReport estimate_workload(const config::LoadedConfig& loaded, const trace
       "  events       {:.3g} (budget {:.3g}, /sim/work_budget): {:.4g} collective pieces and "
       "sends, {:.4g} packets, {:.4g} tile-model instructions, {:.4g} to calibrate {} distinct ops\n"
       "  memory       {:.3g} GB (budget {:.3g} GB, /sim/memory_budget): ops {:.3g} GB, messages "
-      "{:.3g} GB, packets {:.3g} GB, op processes {:.3g} GB, tile-model programs {:.3g} GB\n"
+      "{:.3g} GB, packets {:.3g} GB, op processes {:.3g} GB, tile-model programs {:.3g} GB, rack "
+      "({} chips, {} links) {:.3g} GB\n"
       "  step         at least {:.4g} ms (rank {}'s longest chain at peak)\n"
       "  wall time    at most about {:.3g} s (events at {:.3g} per second)\n"
       "  {}\n",
       driver.name(), e.ops, workload.num_ranks(), e.events, r.work_budget, double(e.messages),
       e.packets, e.instructions, e.calibration_instructions, e.calibration_shapes,
       r.memory_bytes / 1e9, r.memory_budget / 1e9, e.op_bytes / 1e9, e.message_bytes / 1e9,
-      e.packet_bytes / 1e9, e.process_bytes / 1e9, e.program_bytes / 1e9, e.end_s * 1e3,
-      e.end_rank, r.wall_s, kEventsPerWallSecond,
+      e.packet_bytes / 1e9, e.process_bytes / 1e9, e.program_bytes / 1e9, e.chips,
+      e.links, e.rack_bytes / 1e9, e.end_s * 1e3, e.end_rank, r.wall_s, kEventsPerWallSecond,
       fits ? "within the budgets: the run would start"
            : "beyond the budgets: the run would be refused");
   return r;

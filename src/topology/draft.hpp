@@ -15,6 +15,11 @@ namespace trnsim::topo {
 
 using config::enum_name;
 
+// Bytes per node and per link of a generated graph while it is checked and routed (see
+// require_graph_memory).
+inline constexpr double kGraphNodeBytes = 600;
+inline constexpr double kGraphLinkBytes = 300;
+
 // Throws TopologyError "<file>:<pointer>: <message>".
 class ErrorSink {
  public:
@@ -26,6 +31,10 @@ class ErrorSink {
   // next hop (4 B each): a 32x32x32 torus needs 12.9 GB. Fails at `rel` when `nodes` x `chips`
   // of them exceed /sim/memory_budget; generators call it with their counts before expanding.
   void require_route_memory(std::string_view rel, double nodes, double chips) const;
+  // A torus keeps no per-pair table; what grows is the graph: per node and per link what the
+  // draft, the checked topology and the routes' incidence hold (kGraphNodeBytes, kGraphLinkBytes,
+  // measured on `trnsim topo` of tori). Fails at `rel` when they exceed /sim/memory_budget.
+  void require_graph_memory(std::string_view rel, double nodes, double links) const;
 
  private:
   const SpecOrigin& origin_;
@@ -53,6 +62,7 @@ struct DraftLink {
 struct Draft {
   Generator generator = Generator::explicit_graph;
   std::vector<int> torus_dims;
+  bool torus_wrap = false;
   int first_tier_chips = 0;  // chips of one first-tier group (server, leaf, torus plane); 0: none
   std::vector<DraftNode> nodes;  // chips are numbered in this order
   std::vector<DraftLink> links;

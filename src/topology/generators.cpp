@@ -112,8 +112,6 @@ Draft generate_torus(const TorusGen& g, const config::ChipParams* chip, const Er
     n *= g.dims[i];
     require_node_budget(err, "/torus/dims", n);
   }
-  // Every node is a chip: the route tables are known from the dims alone.
-  err.require_route_memory("/torus/dims", double(n), double(n));
   if (g.dim_links.size() != g.dims.size()) {
     err.fail("/torus/dim_links",
              fmt::format("expected {} link classes (one per dimension), got {}", g.dims.size(),
@@ -123,9 +121,12 @@ Draft generate_torus(const TorusGen& g, const config::ChipParams* chip, const Er
     check_link_class(err, g.dim_links[i], fmt::format("/torus/dim_links/{}", i));
   }
   d.torus_dims = g.dims;
+  d.torus_wrap = g.wrap;
   double links = 0;
   for (const auto& lc : g.dim_links) links += double(n) * lc.count;
   require_link_budget(err, "/torus/dim_links", links);
+  // Every node is a chip and routes are computed on demand: what grows is the graph.
+  err.require_graph_memory("/torus/dims", double(n), links);
 
   const auto chips = static_cast<std::uint32_t>(n);
   for (std::uint32_t i = 0; i < chips; ++i) {

@@ -40,20 +40,68 @@ struct MayLeave {
 
 }  // namespace
 
-std::span<const LinkId> RouteTable::next_hops(NodeId at, ChipId to) const {
+int RouteTable::torus_hops(std::uint32_t from, std::uint32_t to) const {
+  if (from >= nodes_ || to >= chips_) {
+    throw InternalError(fmt::format("no route entry for node {} to chip {}", from, to));
+  }
+  int h = 0;
+  for (const std::uint32_t size : torus_dims_) {
+    const std::uint32_t x = from % size, y = to % size;
+    from /= size;
+    to /= size;
+    const std::uint32_t d = x > y ? x - y : y - x;
+    h += static_cast<int>(torus_wrap_ ? std::min(d, size - d) : d);
+  }
+  return h;
+}
+
+int RouteTable::hops(NodeId from, ChipId to) const {
+  if (on_demand()) return torus_hops(from.v, to.v);
+  return dist_.at(idx(from, to));
+}
+
+NextHops RouteTable::next_hops(NodeId at, ChipId to) const {
+  NextHops out;
+  if (on_demand()) {
+    const int h = torus_hops(at.v, to.v);
+    if (h <= 0) return out;
+    for (std::uint32_t i = inc_offset_[at.v]; i < inc_offset_[at.v + 1]; ++i) {
+      if (torus_hops(inc_other_[i], to.v) == h - 1) out.push_back(inc_link_[i]);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
   const std::size_t i = idx(at, to);
   if (i + 1 >= offset_.size()) {
     throw InternalError(fmt::format("no route entry for node {} to chip {}", at.v, to.v));
   }
-  return {next_.data() + offset_[i], next_.data() + offset_[i + 1]};
+  out.assign(next_.data() + offset_[i], next_.data() + offset_[i + 1]);
+  return out;
 }
 
 LinkId RouteTable::next_hop(NodeId at, ChipId to, std::uint64_t flow) const {
-  const auto alternatives = next_hops(at, to);
+  std::span<const LinkId> alternatives;
+  NextHops computed;
+  if (on_demand()) {
+    computed = next_hops(at, to);
+    alternatives = {computed.data(), computed.size()};
+  } else {
+    const std::size_t i = idx(at, to);
+    if (i + 1 >= offset_.size()) {
+      throw InternalError(fmt::format("no route entry for node {} to chip {}", at.v, to.v));
+    }
+    alternatives = {next_.data() + offset_[i], next_.data() + offset_[i + 1]};
+  }
   if (alternatives.empty()) {
     throw InternalError(fmt::format("no next hop from node {} to chip {}", at.v, to.v));
   }
   return alternatives[mix64(flow ^ mix64(at.v)) % alternatives.size()];
+}
+
+std::size_t RouteTable::bytes() const {
+  return dist_.capacity() * sizeof(int) + offset_.capacity() * sizeof(std::uint32_t) +
+         next_.capacity() * sizeof(LinkId) + inc_offset_.capacity() * sizeof(std::uint32_t) +
+         inc_link_.capacity() * sizeof(LinkId) + inc_other_.capacity() * sizeof(std::uint32_t);
 }
 
 RouteTable RouteBuilder::build(const Topology& t) {
@@ -62,6 +110,33 @@ RouteTable RouteBuilder::build(const Topology& t) {
   RouteTable rt;
   rt.nodes_ = n;
   rt.chips_ = chips;
+  if (t.generator() == Generator::torus && n == chips && !t.torus_dims().empty()) {
+    // Every node is a forwarding chip (node i is chip i): the routes follow from the coordinates,
+    // and only the incidence is kept.
+    bool all_forward = true;
+    for (std::uint32_t v = 0; v < n; ++v) {
+      all_forward = all_forward && t.nodes()[v].forwards && t.chip_node(ChipId{v}).v == v;
+    }
+    if (all_forward) {
+      for (const int size : t.torus_dims()) {
+        rt.torus_dims_.push_back(static_cast<std::uint32_t>(size));
+        // Size 2 has one link either way; min(d, 2 - d) = d.
+        rt.diameter_ += t.torus_wrap() ? size / 2 : size - 1;
+      }
+      rt.torus_wrap_ = t.torus_wrap();
+      rt.inc_offset_.reserve(n + 1);
+      rt.inc_offset_.push_back(0);
+      for (std::uint32_t v = 0; v < n; ++v) {
+        for (const LinkId l : t.incident(NodeId{v})) {
+          rt.inc_link_.push_back(l);
+          rt.inc_other_.push_back(t.other_end(l, NodeId{v}).v);
+        }
+        rt.inc_offset_.push_back(static_cast<std::uint32_t>(rt.inc_link_.size()));
+      }
+      if (n <= 1) rt.diameter_ = 0;
+      return rt;
+    }
+  }
   rt.dist_.assign(n * chips, -1);
   rt.offset_.reserve(n * chips + 1);
   rt.offset_.push_back(0);
@@ -102,6 +177,9 @@ RouteTable RouteBuilder::build(const Topology& t) {
         throw InternalError("route table too large for 32-bit offsets");
       }
       rt.offset_.push_back(static_cast<std::uint32_t>(rt.next_.size()));
+    }
+    for (std::uint32_t s = 0; s < chips; ++s) {
+      if (s != c) rt.diameter_ = std::max(rt.diameter_, dist[t.chip_node(ChipId{s}).v]);
     }
   }
   return rt;

@@ -113,21 +113,19 @@ std::vector<std::vector<char>> bisection_candidates(const Topology& t) {
     cands.add(std::move(in_a));
   }
 
-  // Halves of each even torus dimension, at every offset (for a mesh the offsets differ).
+  // Halves of each even torus dimension at offset 0. The generator's links are alike along a
+  // dimension, so in a torus every offset is a translation of offset 0 (the same cut), and in a
+  // mesh any other offset cuts two planes instead of one; trying them all (k/2 partitions of
+  // every chip per dimension) took 4 GB and hours for 1024 x 1024 and found nothing smaller.
   const auto& dims = t.torus_dims();
   if (!dims.empty()) {
     std::size_t stride = 1;
     for (int size : dims) {
       const auto k = static_cast<std::size_t>(size);
       if (k % 2 == 0) {
-        for (std::size_t o = 0; o < k / 2; ++o) {
-          std::vector<char> in_a(n, 0);
-          for (std::size_t c = 0; c < n; ++c) {
-            const std::size_t coord = (c / stride) % k;
-            in_a[c] = ((coord + k - o) % k) < k / 2 ? 1 : 0;
-          }
-          cands.add(std::move(in_a));
-        }
+        std::vector<char> in_a(n, 0);
+        for (std::size_t c = 0; c < n; ++c) in_a[c] = (c / stride) % k < k / 2 ? 1 : 0;
+        cands.add(std::move(in_a));
       }
       stride *= k;
     }
@@ -172,36 +170,56 @@ TopologySummary summarize(const Topology& t) {
   const std::size_t chips = t.chip_count();
   const RouteTable& rt = t.routes();
 
-  // Per destination, the most switches on any shortest route from each node: filled in order of
-  // increasing distance, since every next hop is one hop nearer.
-  std::vector<std::uint32_t> by_dist(n);
-  std::vector<int> switches(n);
   double hop_sum = 0;
-  for (std::uint32_t d = 0; d < chips; ++d) {
-    const ChipId dst{d};
-    const NodeId dst_node = t.chip_node(dst);
-    std::iota(by_dist.begin(), by_dist.end(), 0U);
-    std::sort(by_dist.begin(), by_dist.end(), [&](std::uint32_t x, std::uint32_t y) {
-      return rt.hops(NodeId{x}, dst) < rt.hops(NodeId{y}, dst);
-    });
-    std::fill(switches.begin(), switches.end(), 0);
-    for (std::uint32_t v : by_dist) {
-      if (rt.hops(NodeId{v}, dst) <= 0) continue;
-      int most = 0;
-      for (LinkId l : rt.next_hops(NodeId{v}, dst)) {
-        const NodeId w = t.other_end(l, NodeId{v});
-        const bool transit_switch = w != dst_node && t.node(w).kind == NodeKind::switch_;
-        most = std::max(most, switches[w.v] + (transit_switch ? 1 : 0));
+  if (rt.on_demand()) {
+    // A torus: no switches, and the hops of a pair are the sum of its per-dimension distances,
+    // so the sum over ordered pairs is, per dimension, the sum over coordinate pairs times the
+    // (chips / size)^2 pairs that share them (all whole numbers, exact in a double as the sum of
+    // the pairs' hops one by one was).
+    s.diameter_hops = rt.diameter();
+    for (const int dim : t.torus_dims()) {
+      const auto size = static_cast<std::uint64_t>(dim);
+      std::uint64_t ring = 0;
+      for (std::uint64_t d = 1; d < size; ++d) {
+        // d is the difference x - y (mod size when wrapping) of `size - d` ordered pairs with
+        // x > y, twice for both orders.
+        const std::uint64_t dist = t.torus_wrap() ? std::min(d, size - d) : d;
+        ring += t.torus_wrap() ? size * dist : 2 * (size - d) * dist;
       }
-      switches[v] = most;
+      const double others = double(chips) / double(size);
+      hop_sum += double(ring) * others * others;
     }
-    for (std::uint32_t c = 0; c < chips; ++c) {
-      if (c == d) continue;
-      const NodeId src = t.chip_node(ChipId{c});
-      const int h = rt.hops(src, dst);
-      s.diameter_hops = std::max(s.diameter_hops, h);
-      s.diameter_switch_hops = std::max(s.diameter_switch_hops, switches[src.v]);
-      hop_sum += h;
+  } else {
+    // Per destination, the most switches on any shortest route from each node: filled in order
+    // of increasing distance, since every next hop is one hop nearer.
+    std::vector<std::uint32_t> by_dist(n);
+    std::vector<int> switches(n);
+    for (std::uint32_t d = 0; d < chips; ++d) {
+      const ChipId dst{d};
+      const NodeId dst_node = t.chip_node(dst);
+      std::iota(by_dist.begin(), by_dist.end(), 0U);
+      std::sort(by_dist.begin(), by_dist.end(), [&](std::uint32_t x, std::uint32_t y) {
+        return rt.hops(NodeId{x}, dst) < rt.hops(NodeId{y}, dst);
+      });
+      std::fill(switches.begin(), switches.end(), 0);
+      for (std::uint32_t v : by_dist) {
+        if (rt.hops(NodeId{v}, dst) <= 0) continue;
+        int most = 0;
+        for (LinkId l : rt.next_hops(NodeId{v}, dst)) {
+          const NodeId w = t.other_end(l, NodeId{v});
+          const bool transit_switch = w != dst_node && t.node(w).kind == NodeKind::switch_;
+          most = std::max(most, switches[w.v] + (transit_switch ? 1 : 0));
+        }
+        switches[v] = most;
+      }
+      for (std::uint32_t c = 0; c < chips; ++c) {
+        if (c == d) continue;
+        const NodeId src = t.chip_node(ChipId{c});
+        const int h = rt.hops(src, dst);
+        s.diameter_hops = std::max(s.diameter_hops, h);
+        s.diameter_switch_hops = std::max(s.diameter_switch_hops, switches[src.v]);
+        hop_sum += h;
+      }
     }
   }
   if (chips > 1) s.mean_hops = hop_sum / (double(chips) * double(chips - 1));

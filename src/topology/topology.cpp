@@ -36,6 +36,17 @@ void ErrorSink::require_route_memory(std::string_view rel, double nodes, double 
   }
 }
 
+void ErrorSink::require_graph_memory(std::string_view rel, double nodes, double links) const {
+  const double bytes = nodes * kGraphNodeBytes + links * kGraphLinkBytes;
+  const std::uint64_t budget = origin_.memory_budget ? origin_.memory_budget : default_memory_budget();
+  if (bytes > double(budget)) {
+    fail(rel, fmt::format("{:.0f} nodes and {:.0f} links need about {:.3g} GB, more than the "
+                          "memory budget of {:.3g} GB (/sim/memory_budget); use smaller dims, or "
+                          "raise the budget with --set sim.memory_budget=",
+                          nodes, links, bytes / 1e9, double(budget) / 1e9));
+  }
+}
+
 std::optional<NodeId> Topology::find(std::string_view name) const {
   for (std::size_t i = 0; i < nodes_.size(); ++i) {
     if (nodes_[i].name == name) return NodeId{static_cast<std::uint32_t>(i)};
@@ -76,7 +87,10 @@ class TopologyBuilder {
     // Before the graph is checked or assembled (that took 2 s and 935 MB for 1024 x 1024).
     double chips = 0;
     for (const DraftNode& dn : draft_.nodes) chips += dn.node.kind == NodeKind::chip ? 1 : 0;
-    err_.require_route_memory("", double(draft_.nodes.size()), chips);
+    // A generated torus is routed on demand (its generator checked the graph's memory).
+    if (draft_.generator != Generator::torus || chips != double(draft_.nodes.size())) {
+      err_.require_route_memory("", double(draft_.nodes.size()), chips);
+    }
     check_nodes();
     check_links();
     assign_ports();
@@ -231,6 +245,7 @@ class TopologyBuilder {
     Topology t;
     t.generator_ = draft_.generator;
     t.torus_dims_ = draft_.torus_dims;
+    t.torus_wrap_ = draft_.torus_wrap;
     t.first_tier_chips_ = draft_.first_tier_chips;
     t.nodes_.reserve(draft_.nodes.size());
     for (DraftNode& dn : draft_.nodes) {
@@ -272,6 +287,7 @@ class TopologyBuilder {
   // Connected is not enough when chips do not forward: a chip reachable only through another
   // chip that does not forward has no route.
   void check_routable(const Topology& t) const {
+    if (t.routes().on_demand()) return;  // a torus: every node forwards, and it is connected
     for (std::uint32_t s = 0; s < t.chip_count(); ++s) {
       for (std::uint32_t d = 0; d < t.chip_count(); ++d) {
         if (t.routes().hops(t.chip_node(ChipId{s}), ChipId{d}) >= 0) continue;

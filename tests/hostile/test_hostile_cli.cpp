@@ -190,12 +190,16 @@ TEST_F(Hostile, DeeplyNestedConfigAndTrace) {
 
 // ---- unbounded work -----------------------------------------------------------------------------
 TEST_F(Hostile, RouteTablesBeyondTheBudget) {
+  // A switched rack keeps tables: 184 nodes (144 chips, 36 L1, 4 L2) x 144 chips x 12 B = 318 kB.
+  expect_refused("topo configs/racks/trn3-gen2-ultraserver.json --set sim.memory_budget=100kB",
+                 "/rack/topology: route tables for 184 nodes and 144 chips need about 0.000318 GB, "
+                 "more than the memory budget of 0.0001 GB (/sim/memory_budget)");
+  // A torus keeps none: 16x16x16 is 4096 nodes and 12288 links, 600 B and 300 B each.
   const std::string link = R"({"bandwidth": "128GB/s", "latency": "100ns"})";
-  // 16x16x16: 4096 chips, route tables of 4096 x 4096 x 12 B = 201 MB, over a 100 MB budget.
-  expect_refused("topo " + kC + " --set sim.memory_budget=100MB --set 'rack.topology.torus.dims=[16,16,16]' "
+  expect_refused("topo " + kC + " --set sim.memory_budget=1MB --set 'rack.topology.torus.dims=[16,16,16]' "
                  "--set 'rack.topology.torus.dim_links=[" + link + "," + link + "," + link + "]'",
-                 "route tables for 4096 nodes and 4096 chips need about 0.201 GB, more than the "
-                 "memory budget of 0.1 GB (/sim/memory_budget)");
+                 "/rack/topology/torus/dims: 4096 nodes and 12288 links need about 0.00614 GB, more "
+                 "than the memory budget of 0.001 GB (/sim/memory_budget); use smaller dims");
 }
 
 TEST_F(Hostile, WorkBeyondTheBudgetsIsRefusedBeforeTheRun) {
@@ -278,11 +282,12 @@ TEST_F(Hostile, BenchSizesBeyondTheBudgetsAreRefusedBeforeTheRun) {
                  "simulation events");
 }
 
-TEST_F(Hostile, TorusRouteTablesAreCheckedFromTheDims) {
-  // 2^20 chips: 2^40 route entries of 12 B, refused from the dims before the graph is expanded.
-  expect_refused("topo " + kC + " --set sim.memory_budget=6GB --set 'rack.topology.torus.dims=[1024,1024]'",
-                 "/rack/topology/torus/dims: route tables for 1048576 nodes and 1048576 chips "
-                 "need about 1.32e+04 GB, more than the memory budget of 6 GB");
+TEST_F(Hostile, TorusGraphIsCheckedFromTheDims) {
+  // 2^20 chips and 2^21 links: 1.26 GB at 600 B a node and 300 B a link, refused from the dims
+  // before the graph is expanded (it used to be built first: 2 s and 935 MB).
+  expect_refused("topo " + kC + " --set sim.memory_budget=1GB --set 'rack.topology.torus.dims=[1024,1024]'",
+                 "/rack/topology/torus/dims: 1048576 nodes and 2097152 links need about 1.26 GB, "
+                 "more than the memory budget of 1 GB");
 }
 
 // Issue #33's smaller defects, each exit 2 naming the input.

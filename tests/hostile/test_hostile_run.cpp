@@ -88,6 +88,31 @@ TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   EXPECT_NEAR(e.end_s, 1073741824.0 / (8 * 128 * 128 * 2 * 2.4e9), 1e-12);
 }
 
+TEST(HostileEstimate, RackTermPerChipAndLink) {
+  // trn2-instance: a 4x4 torus with wrap, 16 chips and 2 links a chip (+x, +y), 32 links.
+  auto w = gemm_then_all_reduce(8 << 20);
+  for (const bool detailed : {false, true}) {
+    const auto loaded = config::load_config(
+        kInstance, {detailed ? "sim.fidelity=detailed" : "sim.fidelity=fast"});
+    const auto plan = *resolve::plan(loaded, resolve::Purpose::run).rack;
+    const auto e = run::estimate_work(w, plan, loaded.config.replay);
+    EXPECT_EQ(e.chips, 16u);
+    EXPECT_EQ(e.links, 32u);
+    // fast (flow network): 17 KiB a chip, 20 KiB a link; detailed (packet): 368 KiB, 19 KiB.
+    const double rack = detailed ? 16 * 368 * 1024 + 32 * 19 * 1024 : 16 * 17 * 1024 + 32 * 20 * 1024;
+    EXPECT_EQ(e.rack_bytes, rack) << (detailed ? "detailed" : "fast");
+    EXPECT_EQ(e.memory_bytes(), e.op_bytes + e.message_bytes + e.packet_bytes + e.process_bytes +
+                                    e.program_bytes + rack);
+  }
+  // A 10x10 torus: 100 chips and 200 links at the fast fidelity, 100 x 17 KiB + 200 x 20 KiB.
+  const auto big = config::load_config(kInstance, {"rack.topology.torus.dims=[10,10]"});
+  const auto e = run::estimate_work(w, *resolve::plan(big, resolve::Purpose::run).rack,
+                                    big.config.replay);
+  EXPECT_EQ(e.chips, 100u);
+  EXPECT_EQ(e.links, 200u);
+  EXPECT_EQ(e.rack_bytes, 100 * 17 * 1024 + 200 * 20 * 1024);
+}
+
 TEST(HostileEstimate, PacketFabricCountsPacketsAndHops) {
   const auto loaded = config::load_config(kInstance, {"sim.fidelity=detailed"});
   const auto plan = *resolve::plan(loaded, resolve::Purpose::run).rack;

@@ -332,6 +332,80 @@ TEST(Routes, FlowsSpreadOverEqualCostHops) {
   EXPECT_EQ(used.size(), 4u);
 }
 
+// The same graph as an explicit one (chips with a latency forward), which is routed by the
+// breadth-first search's table: nodes and links in the torus's order, so link ids agree.
+TopologySpec as_explicit(const Topology& t) {
+  TopologySpec spec;
+  for (const Node& n : t.nodes()) {
+    NodeSpec ns = node(n.name);
+    ns.latency = n.latency;
+    spec.nodes.push_back(ns);
+  }
+  for (const Link& l : t.links()) spec.links.push_back(link(t.node(l.a).name, t.node(l.b).name));
+  return spec;
+}
+
+// A torus is routed on demand; its hops and every next-hop list equal the table a breadth-first
+// search builds for the same graph: rings of 5 and 3, a size-2 dimension (one link), a mesh and
+// parallel links.
+TEST(Routes, TorusOnDemandEqualsTheTable) {
+  TopologySpec twice = torus_spec({4, 3}, {1_GBps, 1_GBps});
+  twice.torus->dim_links[0].count = 2;
+  for (const TopologySpec& spec : {torus_spec({5, 3, 2}, {1_GBps, 1_GBps, 1_GBps}),
+                                   torus_spec({4, 3}, {1_GBps, 1_GBps}, false), twice}) {
+    const Topology t = build(spec);
+    const Topology table = build(as_explicit(t));
+    ASSERT_TRUE(t.routes().on_demand());
+    ASSERT_FALSE(table.routes().on_demand());
+    ASSERT_EQ(t.links().size(), table.links().size());
+    EXPECT_EQ(t.routes().diameter(), table.routes().diameter());
+    for (std::uint32_t v = 0; v < t.nodes().size(); ++v) {
+      for (std::uint32_t d = 0; d < t.chip_count(); ++d) {
+        EXPECT_EQ(t.routes().hops(NodeId{v}, ChipId{d}), table.routes().hops(NodeId{v}, ChipId{d}));
+        const auto a = t.routes().next_hops(NodeId{v}, ChipId{d});
+        const auto b = table.routes().next_hops(NodeId{v}, ChipId{d});
+        EXPECT_EQ(std::vector<LinkId>(a.begin(), a.end()), std::vector<LinkId>(b.begin(), b.end()))
+            << "node " << v << " to chip " << d;
+        if (v != d) {
+          for (std::uint64_t flow : {0ULL, 5ULL, 99ULL}) {
+            EXPECT_EQ(t.routes().next_hop(NodeId{v}, ChipId{d}, flow).v,
+                      table.routes().next_hop(NodeId{v}, ChipId{d}, flow).v);
+          }
+        }
+      }
+    }
+    const auto s = summarize(t), e = summarize(table);
+    EXPECT_EQ(s.diameter_hops, e.diameter_hops);
+    EXPECT_EQ(s.mean_hops, e.mean_hops);
+    EXPECT_EQ(s.diameter_switch_hops, 0);
+  }
+}
+
+// By hand: in a 5x3x2 torus chip 0 (0,0,0) to chip 29 (4,2,1) is 1 + 1 + 1 hops (both rings
+// close backwards), diameter 2 + 1 + 1; a 4x3 mesh's corner to corner is 3 + 2.
+TEST(Routes, TorusHopsByHand) {
+  const Topology t = build(torus_spec({5, 3, 2}, {1_GBps, 1_GBps, 1_GBps}));
+  EXPECT_EQ(t.routes().hops(NodeId{0}, ChipId{29}), 3);
+  EXPECT_EQ(t.routes().hops(NodeId{0}, ChipId{2}), 2);  // (2,0,0): two hops forward
+  EXPECT_EQ(t.routes().diameter(), 4);
+  const Topology m = build(torus_spec({4, 3}, {1_GBps, 1_GBps}, false));
+  EXPECT_EQ(m.routes().hops(NodeId{0}, ChipId{11}), 5);
+  EXPECT_EQ(m.routes().diameter(), 5);
+  // chip0 -> chip11 (3,2): the +x and +y links, two alternatives.
+  EXPECT_EQ(m.routes().next_hops(NodeId{0}, ChipId{11}).size(), 2u);
+}
+
+// A torus's memory is its graph, checked from the dims before anything is expanded.
+TEST(Routes, TorusBeyondTheBudgetIsRefusedFromItsDims) {
+  SpecOrigin small;
+  small.memory_budget = 1000000;  // 1 MB: 64 x 64 is 4096 nodes and 8192 links
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string msg = error_of(torus_spec({64, 64}, {1_GBps, 1_GBps}), nullptr, small);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), 1.0);
+  EXPECT_HAS(msg, "/rack/topology/torus/dims: 4096 nodes and 8192 links need about");
+  EXPECT_HAS(msg, "more than the memory budget of 0.001 GB (/sim/memory_budget); use smaller dims");
+}
+
 // Intermediate nodes of every route (all alternatives) between chips in a switched topology.
 void expect_no_chip_transit(const Topology& t) {
   for (std::uint32_t d = 0; d < t.chip_count(); ++d) {

@@ -26,6 +26,12 @@ inline constexpr double kBytesPerOp = 1024;       // replay state and records, r
 inline constexpr double kBytesPerDependency = 16;  // the dependents list, both directions
 inline constexpr double kBytesPerMessage = 256;    // schedule entries at both ends, statistics
 inline constexpr double kBytesPerPacket = 32;      // one delivered-packet sample (packet fabric)
+// The built rack's models, per chip and per link of its graph, by the network that runs it
+// (measured: peak RSS of one trace on tori of two sizes, docs/configuration.md §6).
+inline constexpr double kRackBytesPerChipFlow = 17 * 1024;  // measured 16,812 B
+inline constexpr double kRackBytesPerLinkFlow = 20 * 1024;  // measured 20,228 B
+inline constexpr double kRackBytesPerChipPacket = 368 * 1024;  // measured 376,539 B
+inline constexpr double kRackBytesPerLinkPacket = 19 * 1024;  // measured 18,872 B
 // Of each live op process's stack (SystemC's 256 KiB), what its calls touch: the rest is never
 // brought into memory.
 inline constexpr double kStackBytesTouched = 64 * 1024;
@@ -57,11 +63,13 @@ struct WorkEstimate {
   double largest_op_instructions = 0;
   double op_bytes = 0, message_bytes = 0, packet_bytes = 0, process_bytes = 0;
   double program_bytes = 0;  // tile-model programs alive at once (run or calibration)
+  double rack_bytes = 0;     // the rack's models: per chip and per link of its graph
+  std::uint64_t chips = 0, links = 0;  // of the rack's graph
   double events = 0;
   double end_s = 0;    // lower bound of the step's end: the longest chain of one rank
   int end_rank = 0;    // whose chain that is
   double memory_bytes() const {
-    return op_bytes + message_bytes + packet_bytes + process_bytes + program_bytes;
+    return op_bytes + message_bytes + packet_bytes + process_bytes + program_bytes + rack_bytes;
   }
 };
 

@@ -12,6 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "trnsim/params/chip.hpp"
 #include "trnsim/params/topology.hpp"
 #include "trnsim/units.hpp"
@@ -63,6 +65,14 @@ struct Link {
 // equally short, all are kept (sorted by link id) for load spreading; next_hop() picks one of
 // them deterministically from a flow id. Paths never pass through a node that does not forward
 // (Node::forwards), except as their first node.
+//
+// A generated torus (every node a forwarding chip) keeps no per-pair table: the hops between two
+// chips are the sum over dimensions of their ring (or, without wrap, line) distance, and the next
+// hops are the links to neighbours one hop nearer, found when asked. That is what the table of a
+// breadth-first search holds for such a graph, in memory that grows with the links rather than
+// with chips squared (a 100 x 100 torus took 3 GB of tables).
+using NextHops = boost::container::small_vector<LinkId, 8>;
+
 class RouteTable {
  public:
   RouteTable() = default;
@@ -70,21 +80,36 @@ class RouteTable {
   std::size_t chip_count() const { return chips_; }
   // Links on the shortest route; -1 when `to` cannot be reached from `from` (only possible for
   // switches and NICs hanging off non-forwarding chips; every chip pair is checked to be routable).
-  int hops(NodeId from, ChipId to) const { return dist_.at(idx(from, to)); }
-  std::span<const LinkId> next_hops(NodeId at, ChipId to) const;
+  int hops(NodeId from, ChipId to) const;
+  NextHops next_hops(NodeId at, ChipId to) const;
   // One of next_hops(at, to), chosen as alternatives[mix(flow, at) % n] with a fixed integer hash
   // so that a flow keeps its path across calls, runs and platforms. Throws InternalError when
   // there is no next hop (at is the destination, or it is unreachable).
   LinkId next_hop(NodeId at, ChipId to, std::uint64_t flow = 0) const;
+  // The most hops on the shortest route between two chips (0 for one chip).
+  int diameter() const { return diameter_; }
+  // Whether routes are computed on demand (a torus) rather than looked up in a table.
+  bool on_demand() const { return !torus_dims_.empty(); }
+  // Bytes held: the tables, or the torus's own copy of its incidence.
+  std::size_t bytes() const;
 
  private:
   friend class RouteBuilder;
   // Destination-major so that the table is filled one BFS (one destination chip) at a time.
   std::size_t idx(NodeId n, ChipId c) const { return std::size_t(c.v) * nodes_ + n.v; }
+  int torus_hops(std::uint32_t from, std::uint32_t to) const;
   std::size_t nodes_ = 0, chips_ = 0;
+  int diameter_ = 0;
   std::vector<int> dist_;
   std::vector<std::uint32_t> offset_;  // CSR layout of next hops: [offset_[i], offset_[i+1])
   std::vector<LinkId> next_;
+  // On demand (torus): dimension sizes (first varies fastest), wrap, and per node its links and
+  // their far ends in CSR layout.
+  std::vector<std::uint32_t> torus_dims_;
+  bool torus_wrap_ = false;
+  std::vector<std::uint32_t> inc_offset_;
+  std::vector<LinkId> inc_link_;
+  std::vector<std::uint32_t> inc_other_;
 };
 
 // The generator a topology came from, with what summarize() needs to pick natural cuts.
@@ -113,12 +138,15 @@ class Topology {
   int first_tier_chips() const { return first_tier_chips_; }
   // Torus dimensions (empty unless generator() is torus); chip index = x + X*(y + Y*z).
   const std::vector<int>& torus_dims() const { return torus_dims_; }
+  // Whether the torus closes its rings (false: a mesh).
+  bool torus_wrap() const { return torus_wrap_; }
 
  private:
   friend class TopologyBuilder;
   Generator generator_ = Generator::explicit_graph;
   int first_tier_chips_ = 0;
   std::vector<int> torus_dims_;
+  bool torus_wrap_ = false;
   std::vector<Node> nodes_;
   std::vector<Link> links_;
   std::vector<NodeId> chip_nodes_;
