@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config
+  build-essential cmake ninja-build pkg-config clang
   libsystemc-dev libboost-graph-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libcli11-dev libprotobuf-dev protobuf-compiler zlib1g-dev
   python3 python3-matplotlib help2man
