@@ -3,6 +3,7 @@
 // pointer each value came from so that every check can name the key to fix.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,6 +38,11 @@ class ErrorSink {
   void require_graph_memory(std::string_view rel, double nodes, double links) const;
 
  private:
+  // Fails at `rel` when `bytes` exceed /sim/memory_budget: "<what> need about …; <change>, or
+  // raise the budget".
+  void require_memory(std::string_view rel, double bytes, std::string_view what,
+                      std::string_view change) const;
+
   const SpecOrigin& origin_;
 };
 
@@ -85,9 +91,20 @@ Draft read_explicit(const TopologySpec& spec, const config::ChipParams* chip,
 Topology build_from_draft(Draft draft, const config::ChipParams* chip, const SpecOrigin& origin);
 
 // Fills the route tables of `t` (nodes, links and incidence already set).
+// Whether `d`'s routes follow from coordinates (RouteTable::on_demand): a generated torus whose
+// every node is a forwarding chip, so that chip i is node i. Such a graph needs no per-pair table,
+// and so no route-table memory check (its generator checked the graph's memory).
+inline bool routed_on_demand(const Draft& d) {
+  return d.generator == Generator::torus && !d.torus_dims.empty() &&
+         std::all_of(d.nodes.begin(), d.nodes.end(), [](const DraftNode& dn) {
+           return dn.node.kind == NodeKind::chip && dn.node.forwards;
+         });
+}
+
 class RouteBuilder {
  public:
-  static RouteTable build(const Topology& t);
+  // `on_demand`: routed_on_demand() of the draft `t` was assembled from.
+  static RouteTable build(const Topology& t, bool on_demand);
 };
 
 // Link energy default: the chip's link energy, else 0.

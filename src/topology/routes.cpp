@@ -60,6 +60,14 @@ int RouteTable::hops(NodeId from, ChipId to) const {
   return dist_.at(idx(from, to));
 }
 
+std::span<const LinkId> RouteTable::table_span(NodeId at, ChipId to) const {
+  const std::size_t i = idx(at, to);
+  if (i + 1 >= offset_.size()) {
+    throw InternalError(fmt::format("no route entry for node {} to chip {}", at.v, to.v));
+  }
+  return {next_.data() + offset_[i], next_.data() + offset_[i + 1]};
+}
+
 NextHops RouteTable::next_hops(NodeId at, ChipId to) const {
   NextHops out;
   if (on_demand()) {
@@ -71,26 +79,20 @@ NextHops RouteTable::next_hops(NodeId at, ChipId to) const {
     std::sort(out.begin(), out.end());
     return out;
   }
-  const std::size_t i = idx(at, to);
-  if (i + 1 >= offset_.size()) {
-    throw InternalError(fmt::format("no route entry for node {} to chip {}", at.v, to.v));
-  }
-  out.assign(next_.data() + offset_[i], next_.data() + offset_[i + 1]);
+  const std::span<const LinkId> table = table_span(at, to);
+  out.assign(table.begin(), table.end());
   return out;
 }
 
 LinkId RouteTable::next_hop(NodeId at, ChipId to, std::uint64_t flow) const {
-  std::span<const LinkId> alternatives;
+  // The table's own entries on the per-flow path, without a copy; computed ones for a torus.
   NextHops computed;
+  std::span<const LinkId> alternatives;
   if (on_demand()) {
     computed = next_hops(at, to);
     alternatives = {computed.data(), computed.size()};
   } else {
-    const std::size_t i = idx(at, to);
-    if (i + 1 >= offset_.size()) {
-      throw InternalError(fmt::format("no route entry for node {} to chip {}", at.v, to.v));
-    }
-    alternatives = {next_.data() + offset_[i], next_.data() + offset_[i + 1]};
+    alternatives = table_span(at, to);
   }
   if (alternatives.empty()) {
     throw InternalError(fmt::format("no next hop from node {} to chip {}", at.v, to.v));
@@ -104,38 +106,32 @@ std::size_t RouteTable::bytes() const {
          inc_link_.capacity() * sizeof(LinkId) + inc_other_.capacity() * sizeof(std::uint32_t);
 }
 
-RouteTable RouteBuilder::build(const Topology& t) {
+RouteTable RouteBuilder::build(const Topology& t, bool on_demand) {
   const std::size_t n = t.nodes().size();
   const std::size_t chips = t.chip_count();
   RouteTable rt;
   rt.nodes_ = n;
   rt.chips_ = chips;
-  if (t.generator() == Generator::torus && n == chips && !t.torus_dims().empty()) {
+  if (on_demand) {
     // Every node is a forwarding chip (node i is chip i): the routes follow from the coordinates,
     // and only the incidence is kept.
-    bool all_forward = true;
+    for (const int size : t.torus_dims()) {
+      rt.torus_dims_.push_back(static_cast<std::uint32_t>(size));
+      // Size 2 has one link either way; min(d, 2 - d) = d.
+      rt.diameter_ += t.torus_wrap() ? size / 2 : size - 1;
+    }
+    rt.torus_wrap_ = t.torus_wrap();
+    rt.inc_offset_.reserve(n + 1);
+    rt.inc_offset_.push_back(0);
     for (std::uint32_t v = 0; v < n; ++v) {
-      all_forward = all_forward && t.nodes()[v].forwards && t.chip_node(ChipId{v}).v == v;
-    }
-    if (all_forward) {
-      for (const int size : t.torus_dims()) {
-        rt.torus_dims_.push_back(static_cast<std::uint32_t>(size));
-        // Size 2 has one link either way; min(d, 2 - d) = d.
-        rt.diameter_ += t.torus_wrap() ? size / 2 : size - 1;
+      for (const LinkId l : t.incident(NodeId{v})) {
+        rt.inc_link_.push_back(l);
+        rt.inc_other_.push_back(t.other_end(l, NodeId{v}).v);
       }
-      rt.torus_wrap_ = t.torus_wrap();
-      rt.inc_offset_.reserve(n + 1);
-      rt.inc_offset_.push_back(0);
-      for (std::uint32_t v = 0; v < n; ++v) {
-        for (const LinkId l : t.incident(NodeId{v})) {
-          rt.inc_link_.push_back(l);
-          rt.inc_other_.push_back(t.other_end(l, NodeId{v}).v);
-        }
-        rt.inc_offset_.push_back(static_cast<std::uint32_t>(rt.inc_link_.size()));
-      }
-      if (n <= 1) rt.diameter_ = 0;
-      return rt;
+      rt.inc_offset_.push_back(static_cast<std::uint32_t>(rt.inc_link_.size()));
     }
+    if (n <= 1) rt.diameter_ = 0;
+    return rt;
   }
   rt.dist_.assign(n * chips, -1);
   rt.offset_.reserve(n * chips + 1);

@@ -25,26 +25,27 @@ void ErrorSink::fail(std::string_view rel, std::string_view message) const {
   throw TopologyError(fmt::format("<topology>:{}: {}", ptr.empty() ? "/" : ptr, message));
 }
 
-void ErrorSink::require_route_memory(std::string_view rel, double nodes, double chips) const {
-  const double bytes = nodes * chips * double(sizeof(int) + sizeof(std::uint32_t) + sizeof(LinkId));
+void ErrorSink::require_memory(std::string_view rel, double bytes, std::string_view what,
+                               std::string_view change) const {
   const std::uint64_t budget = origin_.memory_budget ? origin_.memory_budget : default_memory_budget();
   if (bytes > double(budget)) {
-    fail(rel, fmt::format("route tables for {:.0f} nodes and {:.0f} chips need about {:.3g} GB, more "
-                          "than the memory budget of {:.3g} GB (/sim/memory_budget); use fewer "
-                          "chips, or raise the budget with --set sim.memory_budget=",
-                          nodes, chips, bytes / 1e9, double(budget) / 1e9));
+    fail(rel, fmt::format("{} need about {:.3g} GB, more than the memory budget of {:.3g} GB "
+                          "(/sim/memory_budget); {}, or raise the budget with --set "
+                          "sim.memory_budget=",
+                          what, bytes / 1e9, double(budget) / 1e9, change));
   }
 }
 
+void ErrorSink::require_route_memory(std::string_view rel, double nodes, double chips) const {
+  const double bytes = nodes * chips * double(sizeof(int) + sizeof(std::uint32_t) + sizeof(LinkId));
+  require_memory(rel, bytes,
+                 fmt::format("route tables for {:.0f} nodes and {:.0f} chips", nodes, chips),
+                 "use fewer chips");
+}
+
 void ErrorSink::require_graph_memory(std::string_view rel, double nodes, double links) const {
-  const double bytes = nodes * kGraphNodeBytes + links * kGraphLinkBytes;
-  const std::uint64_t budget = origin_.memory_budget ? origin_.memory_budget : default_memory_budget();
-  if (bytes > double(budget)) {
-    fail(rel, fmt::format("{:.0f} nodes and {:.0f} links need about {:.3g} GB, more than the "
-                          "memory budget of {:.3g} GB (/sim/memory_budget); use smaller dims, or "
-                          "raise the budget with --set sim.memory_budget=",
-                          nodes, links, bytes / 1e9, double(budget) / 1e9));
-  }
+  require_memory(rel, nodes * kGraphNodeBytes + links * kGraphLinkBytes,
+                 fmt::format("{:.0f} nodes and {:.0f} links", nodes, links), "use smaller dims");
 }
 
 std::optional<NodeId> Topology::find(std::string_view name) const {
@@ -85,10 +86,10 @@ class TopologyBuilder {
   Topology build() {
     if (!given_) draft_ = expand();
     // Before the graph is checked or assembled (that took 2 s and 935 MB for 1024 x 1024).
-    double chips = 0;
-    for (const DraftNode& dn : draft_.nodes) chips += dn.node.kind == NodeKind::chip ? 1 : 0;
-    // A generated torus is routed on demand (its generator checked the graph's memory).
-    if (draft_.generator != Generator::torus || chips != double(draft_.nodes.size())) {
+    const bool on_demand = routed_on_demand(draft_);
+    if (!on_demand) {
+      double chips = 0;
+      for (const DraftNode& dn : draft_.nodes) chips += dn.node.kind == NodeKind::chip ? 1 : 0;
       err_.require_route_memory("", double(draft_.nodes.size()), chips);
     }
     check_nodes();
@@ -97,7 +98,7 @@ class TopologyBuilder {
     check_lanes();
     check_chips_and_connectivity();
     Topology t = assemble();
-    t.routes_ = RouteBuilder::build(t);
+    t.routes_ = RouteBuilder::build(t, on_demand);
     check_routable(t);
     return t;
   }

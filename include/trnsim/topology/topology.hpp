@@ -98,6 +98,8 @@ class RouteTable {
   // Destination-major so that the table is filled one BFS (one destination chip) at a time.
   std::size_t idx(NodeId n, ChipId c) const { return std::size_t(c.v) * nodes_ + n.v; }
   int torus_hops(std::uint32_t from, std::uint32_t to) const;
+  // A table's next hops from `at` to `to`; throws InternalError when the table has no entry.
+  std::span<const LinkId> table_span(NodeId at, ChipId to) const;
   std::size_t nodes_ = 0, chips_ = 0;
   int diameter_ = 0;
   std::vector<int> dist_;
