@@ -44,11 +44,7 @@ namespace {
 // ---- bytes on disk ------------------------------------------------------------------------------
 
 std::string read_bytes(const std::string& path, std::uint64_t limit = kMaxTraceFileBytes) {
-  try {
-    return read_input_file(path, limit);
-  } catch (const InputError& e) {
-    throw TraceError(e.what());
-  }
+  return read_trace_bytes(path, limit);
 }
 
 
@@ -928,8 +924,7 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
       w.ranks.push_back(build_rank(r, json_nodes(file), file, ctx, w.warnings));
       continue;
     }
-    std::string data = read_bytes(file, options.max_file_bytes);
-    if (is_gzip(data)) data = gunzip(data, file, options.max_file_bytes);
+    const std::string data = read_trace_text(file, options.max_file_bytes);
     const auto msgs = frames(data, file);
     if (msgs.empty()) throw TraceError(fmt::format("{}: empty file (no GlobalMetadata)", file));
     pb::GlobalMetadata meta;

@@ -107,4 +107,18 @@ std::string gzip(const std::string& in) {
   return out;
 }
 
+std::string read_trace_bytes(const std::string& path, std::uint64_t max_bytes) {
+  try {
+    return read_input_file(path, max_bytes);
+  } catch (const InputError& e) {
+    throw TraceError(e.what());
+  }
+}
+
+std::string read_trace_text(const std::string& path, std::uint64_t max_bytes) {
+  std::string data = read_trace_bytes(path, max_bytes);
+  if (is_gzip(data)) data = gunzip(data, path, max_bytes);
+  return data;
+}
+
 }  // namespace trnsim::trace

@@ -249,14 +249,7 @@ Workload parse_native(const std::string& text, const std::string& origin) {
 }
 
 Workload load_native(const std::string& path) {
-  std::string text;
-  try {
-    text = read_input_file(path, kMaxTraceFileBytes);
-  } catch (const InputError& e) {
-    throw TraceError(e.what());
-  }
-  if (is_gzip(text)) text = gunzip(text, path, kMaxTraceFileBytes);
-  return parse_native(text, path);
+  return parse_native(read_trace_text(path, kMaxTraceFileBytes), path);
 }
 
 std::string write_native(const Workload& w) {

@@ -350,14 +350,7 @@ std::int64_t kineto_int(const Json& e, const char* key) {
 }
 
 Json kineto_load(const std::string& path, std::uint64_t max_bytes) {
-  std::string data;
-  try {
-    data = read_input_file(path, max_bytes);
-  } catch (const InputError& e) {
-    throw TraceError(e.what());
-  }
-  if (is_gzip(data)) data = gunzip(data, path, max_bytes);
-  Json j = config::parse_json<TraceError>(data, path);
+  Json j = config::parse_json<TraceError>(read_trace_text(path, max_bytes), path);
   if (!j.is_object() || !j.contains("traceEvents") || !j["traceEvents"].is_array()) {
     throw TraceError(fmt::format("{}:/traceEvents: missing: expected a Kineto profile (the JSON "
                                  "torch.profiler exports, with a traceEvents array)",
@@ -522,13 +515,7 @@ EtKinetoLink kineto_link(const std::string& path, const Json& j, const Json& nod
 std::optional<EtRankRead> et_read_rank(const std::string& path, const PytorchEtOptions& options,
                                        const std::string& kineto = {},
                                        std::int64_t expect_rank = -1) {
-  std::string data;
-  try {
-    data = read_input_file(path, options.max_file_bytes);
-  } catch (const InputError& e) {
-    throw TraceError(e.what());
-  }
-  if (is_gzip(data)) data = gunzip(data, path, options.max_file_bytes);
+  const std::string data = read_trace_text(path, options.max_file_bytes);
   const auto first = data.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || data[first] != '{') return {};
   // PyTorch writes "schema" first; a native trace starts with "format".

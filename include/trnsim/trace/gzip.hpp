@@ -21,4 +21,10 @@ InflateLimit inflate_limit(std::uint64_t compressed_bytes, std::uint64_t limit);
 std::string gunzip(const std::string& in, const std::string& path, std::uint64_t limit);
 std::string gzip(const std::string& in);
 
+// A trace file's bytes as stored (at most `max_bytes`); an unreadable or larger file throws
+// TraceError naming `path` (the io layer's InputError, in the traces' error type).
+std::string read_trace_bytes(const std::string& path, std::uint64_t max_bytes);
+// A trace file's text: read_trace_bytes(), inflated when it is gzip (at most `max_bytes` out).
+std::string read_trace_text(const std::string& path, std::uint64_t max_bytes);
+
 }  // namespace trnsim::trace
