@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
-// The headline figures that sweeps and `trnsim compare` collect from each run, and where they
-// are read. This is the only place that knows the run report's layout (docs/report.md): when
-// report.json changes, change kReportFile and the pointers here.
+// The headline figures that sweeps and `trnsim compare` collect from each run, each a field of
+// report.json (report/fields.hpp, the one place that knows its layout), and the files of a run
+// directory: when report.json's file name changes, change kReportFile here.
 #pragma once
 
 #include <array>
 #include <string_view>
+
+#include "trnsim/report/fields.hpp"
 
 namespace trnsim::sweep {
 
@@ -27,20 +29,26 @@ struct Metric {
   std::string_view unit;
 };
 
+// The column `name` of the report field `key` (by default the field of the same name).
+constexpr Metric metric(std::string_view name, std::string_view key = {}) {
+  const report::Field& f = report::field(key.empty() ? name : key);
+  return {name, f.pointer, f.unit};
+}
+
 inline constexpr std::array<Metric, 13> kMetrics{{
-    {"step_time_ns", "/performance/step_time_ns", "ns"},
-    {"flops_per_s", "/performance/flops_per_s", "FLOPS"},
-    {"fraction_of_peak", "/performance/tensor_fraction_of_peak", "1"},
-    {"exposed_communication_ns", "/breakdown/machine/exposed_communication_ns", "ns"},
-    {"hbm_bytes_per_s", "/memory/bytes_per_s", "B/s"},
-    {"hbm_fraction_of_peak", "/memory/fraction_of_peak", "1"},
-    {"fabric_bytes", "/fabric/bytes_delivered", "B"},
-    {"message_latency_p99_ns", "/fabric/tiers/all/message_latency_ns/p99", "ns"},
-    {"packet_latency_p99_ns", "/fabric/tiers/all/packet_latency_ns/p99", "ns"},
-    {"energy_j", "/energy/total_j", "J"},
-    {"average_power_w", "/energy/average_power_w", "W"},
-    {"peak_power_w", "/energy/peak_power_w", "W"},
-    {"tflops_per_w", "/energy/tflops_per_w", "TFLOPS/W"},
+    metric("step_time_ns"),
+    metric("flops_per_s"),
+    metric("fraction_of_peak", "tensor_fraction_of_peak"),
+    metric("exposed_communication_ns"),
+    metric("hbm_bytes_per_s"),
+    metric("hbm_fraction_of_peak"),
+    metric("fabric_bytes", "fabric_bytes_delivered"),
+    metric("message_latency_p99_ns"),
+    metric("packet_latency_p99_ns"),
+    metric("energy_j"),
+    metric("average_power_w"),
+    metric("peak_power_w"),
+    metric("tflops_per_w"),
 }};
 
 }  // namespace trnsim::sweep
