@@ -12,7 +12,7 @@
 namespace trnsim::test {
 
 inline std::string read_text(const std::filesystem::path& p) {
-  std::ifstream in(p);
+  std::ifstream in(p, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();

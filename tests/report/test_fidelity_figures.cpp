@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 
+#include "../common/files.hpp"
 #include "../common/run_trnsim.hpp"
 
 namespace {
@@ -21,13 +22,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using trnsim::test::run_trnsim;
-
-std::string slurp_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 constexpr std::uint64_t kMiB = 1048576;
 
@@ -84,8 +78,8 @@ class Tiers : public ::testing::Test {
     const auto d = run_trnsim(common + " --set sim.fidelity=detailed --out " + (dir / "detailed").string(), false);
     ASSERT_EQ(d.code, 0) << d.out;
     detailed_text = d.out;
-    fast = Json::parse(slurp_file(dir / "fast" / "report.json"));
-    detailed = Json::parse(slurp_file(dir / "detailed" / "report.json"));
+    fast = Json::parse(trnsim::test::read_text(dir / "fast" / "report.json"));
+    detailed = Json::parse(trnsim::test::read_text(dir / "detailed" / "report.json"));
     const auto c = run_trnsim("compare " + (dir / "fast").string() + " " + (dir / "detailed").string() + " --json", false);
     ASSERT_EQ(c.code, 0) << c.out;
     cmp = Json::parse(c.out);
@@ -243,8 +237,8 @@ namespace {
 TEST(GoldenTiers, SameMessagesAtBothTiers) {
   for (const char* rack : {"run_trn3_gen2", "run_trn2_ultraserver"}) {
     const fs::path base = fs::path("tests/golden/expected");
-    const Json d = Json::parse(slurp_file(base / rack / "report.json"));
-    const Json f = Json::parse(slurp_file(base / (std::string(rack) + "_fast") / "report.json"));
+    const Json d = Json::parse(trnsim::test::read_text(base / rack / "report.json"));
+    const Json f = Json::parse(trnsim::test::read_text(base / (std::string(rack) + "_fast") / "report.json"));
     // Golden reports keep no identity (it names this checkout): the network model tells the tier.
     ASSERT_EQ(d["fabric"]["model"], "packet");
     ASSERT_EQ(f["fabric"]["model"], "flow");

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/files.hpp"
 #include "../common/run_trnsim.hpp"
 #include "trnsim/report/summary.hpp"
 
@@ -24,13 +25,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using trnsim::test::run_trnsim;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // One run shared by the tests of this file (a run takes seconds).
 class Run : public ::testing::Test {
@@ -44,8 +38,8 @@ class Run : public ::testing::Test {
     const auto r = run_trnsim("run --config trn3-gen2-ultraserver --trace tests/golden/inputs/golden-moe-16.json "
                               "--set sim.fidelity=detailed --out " + dir.string());
     ASSERT_EQ(r.code, 0) << r.out;
-    report = Json::parse(slurp(dir / "report.json"));
-    timeline = Json::parse(slurp(dir / "timeline.json"));
+    report = Json::parse(trnsim::test::read_text(dir / "report.json"));
+    timeline = Json::parse(trnsim::test::read_text(dir / "timeline.json"));
   }
   static void TearDownTestSuite() { fs::remove_all(dir); }
 };
@@ -133,7 +127,7 @@ TEST_F(Run, FabricKeepsMessagesAndPacketsApart) {
 }
 
 TEST_F(Run, SummaryCsvIsOneRowOfTheFixedColumns) {
-  std::istringstream in(slurp(dir / "summary.csv"));
+  std::istringstream in(trnsim::test::read_text(dir / "summary.csv"));
   std::string header, row, extra;
   std::getline(in, header);
   std::getline(in, row);
@@ -168,7 +162,7 @@ TEST_F(Run, SummaryCsvIsOneRowOfTheFixedColumns) {
 }
 
 TEST_F(Run, OpsCsvHasNoFloatNoise) {
-  const std::string csv = slurp(dir / "ops.csv");
+  const std::string csv = trnsim::test::read_text(dir / "ops.csv");
   // No decimal fraction with a run of seven 0s or 9s followed by another digit (what
   // 8925.366000000002 has). Checked by hand: GCC 12's <regex> does not build under the sanitizer
   // preset's -Werror (maybe-uninitialized inside libstdc++).
@@ -246,7 +240,7 @@ OnOff run_on_and_off(const std::string& tag, const std::string& args) {
                               std::string(on ? "true" : "false") + " --out " + out.string());
     EXPECT_EQ(r.code, 0) << r.out;
     if (r.code != 0) break;
-    const Json rep = Json::parse(slurp(out / "report.json"));
+    const Json rep = Json::parse(trnsim::test::read_text(out / "report.json"));
     o.step[on] = rep["performance"]["step_time_ns"].get<double>();
     o.dynamic[on] = rep["energy"]["dynamic_j"].get<double>();
     o.read[on] = rep["memory"]["read_bytes"].get<double>();
@@ -370,7 +364,7 @@ TEST(Timeline, CapKeepsTheLongestOps) {
   const auto r = run_trnsim("run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json "
                             "--timeline-max-events 100 --no-timeline-flows --out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  const Json t = Json::parse(slurp(dir / "timeline.json"));
+  const Json t = Json::parse(trnsim::test::read_text(dir / "timeline.json"));
   int complete = 0, flows = 0;
   for (const auto& e : t["traceEvents"]) {
     complete += e["ph"] == "X";
@@ -380,7 +374,7 @@ TEST(Timeline, CapKeepsTheLongestOps) {
   EXPECT_EQ(flows, 0);
   EXPECT_EQ(t["otherData"]["ops_dropped"], 1728 - 100);
   // The cap is said where the run is read: report.json and the terminal summary.
-  const Json rep = Json::parse(slurp(dir / "report.json"));
+  const Json rep = Json::parse(trnsim::test::read_text(dir / "report.json"));
   EXPECT_EQ(rep["timeline"]["ops_dropped"], 1628);
   EXPECT_EQ(rep["timeline"]["ops_drawn"], 100);
   EXPECT_NE(r.out.find("  timeline             100 of 1728 ops drawn, the longest: 1628 dropped by the "
@@ -404,7 +398,7 @@ TEST(Timeline, RanksAndWindowKeptWhole) {
   const std::string base = "run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json ";
   auto r = run_trnsim(base + "--timeline-ranks 2-3,9 --no-timeline-flows --out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  Json t = Json::parse(slurp(dir / "timeline.json"));
+  Json t = Json::parse(trnsim::test::read_text(dir / "timeline.json"));
   std::set<int> pids;
   int complete = 0;
   for (const auto& e : t["traceEvents"]) {
@@ -420,7 +414,7 @@ TEST(Timeline, RanksAndWindowKeptWhole) {
   EXPECT_NE(r.out.find("  timeline             324 of 1728 ops drawn of ranks 2-3, 9\n"), std::string::npos) << r.out;
 
   // The ops of rank 0 that overlap [100 us, 200 us), counted from ops.csv.
-  std::istringstream csv(slurp(dir / "ops.csv"));
+  std::istringstream csv(trnsim::test::read_text(dir / "ops.csv"));
   std::string line;
   std::getline(csv, line);  // header: rank,id,name,kind,phase,layer,start_ns,end_ns,...
   int expected = 0;
@@ -437,7 +431,7 @@ TEST(Timeline, RanksAndWindowKeptWhole) {
   r = run_trnsim(base + "--timeline-ranks 0 --timeline-window 100us:200us --timeline-max-events 1 "
                  "--out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
-  t = Json::parse(slurp(dir / "timeline.json"));
+  t = Json::parse(trnsim::test::read_text(dir / "timeline.json"));
   EXPECT_EQ(t["otherData"]["ops_selected"], expected);
   EXPECT_EQ(t["otherData"]["ops_drawn"], 1);
   EXPECT_EQ(t["otherData"]["window"]["from_ns"], 100000.0);
@@ -497,12 +491,12 @@ TEST(RunOut, OutFilesWritesOnlyThose) {
   auto r = run_trnsim(base + "--out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(names().size(), 7u);
-  const Json full = Json::parse(slurp(dir / "report.json"));
+  const Json full = Json::parse(trnsim::test::read_text(dir / "report.json"));
   r = run_trnsim(base + "--out-files report.json,config.json --out " + dir.string());
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(names(), (std::set<std::string>{"config.json", "report.json"}));
   // The same figures; only the timeline's description is absent, as no timeline was written.
-  Json lean = Json::parse(slurp(dir / "report.json"));
+  Json lean = Json::parse(trnsim::test::read_text(dir / "report.json"));
   EXPECT_FALSE(lean.contains("timeline"));
   Json expected = full;
   expected.erase("timeline");
@@ -626,7 +620,7 @@ TEST(Presets, DescriptionsBundledTracesSweepsAndClaimsByName) {
                 "claimed": 9, "tolerance": {"relative": 0.001}, "sources": ["none"], "quick": true}]})";
   const auto c = run_trnsim("claims " + (dir / "c.json").string() + " --out " + (dir / "claims").string());
   EXPECT_EQ(c.code, 0) << c.out;
-  const Json results = Json::parse(slurp(dir / "claims" / "results.json"));
+  const Json results = Json::parse(trnsim::test::read_text(dir / "claims" / "results.json"));
   ASSERT_EQ(results["rows"].size(), 1u) << results;
   EXPECT_EQ(results["rows"][0]["measured"], 9.0) << results;
   EXPECT_EQ(results["rows"][0]["verdict"], "pass") << results;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "../common/files.hpp"
 #include "../common/run_trnsim.hpp"
 #include "profile_cache.hpp"
 #include "test_support.hpp"
@@ -22,13 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using Json = nlohmann::json;
 using trnsim::test::run_trnsim;
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 fs::path scratch(const std::string& what) {
   const fs::path d = fs::temp_directory_path() / ("trnsim-cache-" + what + "-" + std::to_string(::getpid()));
@@ -62,9 +56,9 @@ Outcome run_cached(const fs::path& cache, const fs::path& out, const std::string
     o.cli.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   }
   if (o.cli.code != 0) return o;
-  o.host = Json::parse(slurp(out / "host.json"));
+  o.host = Json::parse(trnsim::test::read_text(out / "host.json"));
   for (const char* f : {"report.json", "summary.csv", "stats.json", "ops.csv", "timeline.json"}) {
-    o.files[f] = slurp(out / f);
+    o.files[f] = trnsim::test::read_text(out / f);
   }
   return o;
 }
@@ -116,7 +110,7 @@ TEST(CalibrationCache, CorruptOrForeignEntryIsIgnoredWithAWarning) {
   ASSERT_TRUE(fs::exists(entry));
 
   {  // cut short: not JSON
-    const std::string text = slurp(entry);
+    const std::string text = trnsim::test::read_text(entry);
     std::ofstream(entry, std::ios::binary | std::ios::trunc) << text.substr(0, text.size() / 2);
   }
   const Outcome corrupt = run_cached(cache, out);
@@ -127,7 +121,7 @@ TEST(CalibrationCache, CorruptOrForeignEntryIsIgnoredWithAWarning) {
   for (const auto& [name, text] : first.files) EXPECT_TRUE(text == corrupt.files.at(name)) << name;
 
   {  // valid JSON for another key: never trusted
-    Json j = Json::parse(slurp(entry));  // rewritten whole by the run above
+    Json j = Json::parse(trnsim::test::read_text(entry));  // rewritten whole by the run above
     j["key"] = "another plan";
     std::ofstream(entry, std::ios::trunc) << j.dump();
   }
@@ -137,7 +131,7 @@ TEST(CalibrationCache, CorruptOrForeignEntryIsIgnoredWithAWarning) {
   EXPECT_EQ(foreign.host["calibration"]["from"], "simulated");
 
   {  // the right key, a profile with a field of the wrong type
-    Json j = Json::parse(slurp(entry));
+    Json j = Json::parse(trnsim::test::read_text(entry));
     j["profiles"].begin().value()["time_ps"] = "soon";
     std::ofstream(entry, std::ios::trunc) << j.dump();
   }
