@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # `cmake --install` into a scratch prefix: the binary, presets, traces, docs, trnsim-moe-gen,
-# trnsim-plot, bash completion, the Python package and (with help2man) a man page per
+# trnsim-plot, bash and zsh completion, the Python package and (with help2man) a man page per
 # command land there, and the installed trnsim finds its presets next to itself.
 set -euo pipefail
 build="$1"
@@ -10,7 +10,8 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/trnsim share/trnsim/configs/racks/trn3-gen2-ultraserver.json \
          share/trnsim/traces/deepseek-v3-moe-144.json share/doc/trnsim/report.md \
-         bin/trnsim-moe-gen bin/trnsim-plot share/bash-completion/completions/trnsim; do
+         bin/trnsim-moe-gen bin/trnsim-plot share/bash-completion/completions/trnsim \
+         share/zsh/site-functions/_trnsim; do
   [ -e "$prefix/$f" ] || { echo "install_test: $f not installed" >&2; exit 1; }
 done
 if command -v help2man >/dev/null; then
