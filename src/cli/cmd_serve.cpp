@@ -75,10 +75,17 @@ void register_serve_command(CLI::App& app, Registry& reg) {
     if (out_opt->count() > 0) {
       OutputDir dir(o->out);
       dir.add("report.json", r.report.dump(2) + "\n");
+      // RFC 4180: a field with a comma or a quote is quoted (the layout is "tp=1,dp=1,...").
+      const auto field = [](const std::string& v) {
+        if (v.find_first_of(",\"\n") == std::string::npos) return v;
+        std::string q = "\"";
+        for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+        return q + "\"";
+      };
       std::string head, row;
       for (const auto& [k, v] : r.summary_csv) {
         head += (head.empty() ? "" : ",") + k;
-        row += (row.empty() ? "" : ",") + v;
+        row += (row.empty() ? "" : ",") + field(v);
       }
       dir.add("summary.csv", head + "\n" + row + "\n");
       dir.add("requests.csv", r.requests_csv);

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # `cmake --install` into a scratch prefix: the binary, presets, traces, docs, trnsim-moe-gen,
-# trnsim-plot, bash completion and (with help2man) a man page per command land there, and the
-# installed trnsim finds its presets next to itself.
+# trnsim-plot, bash and zsh completion, the Python package and (with help2man) a man page per
+# command land there, and the installed trnsim finds its presets next to itself.
 set -euo pipefail
 build="$1"
 prefix="$(mktemp -d)"
@@ -10,7 +10,8 @@ trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 for f in bin/trnsim share/trnsim/configs/racks/trn3-gen2-ultraserver.json \
          share/trnsim/traces/deepseek-v3-moe-144.json share/doc/trnsim/report.md \
-         bin/trnsim-moe-gen bin/trnsim-plot share/bash-completion/completions/trnsim; do
+         bin/trnsim-moe-gen bin/trnsim-plot share/bash-completion/completions/trnsim \
+         share/zsh/site-functions/_trnsim; do
   [ -e "$prefix/$f" ] || { echo "install_test: $f not installed" >&2; exit 1; }
 done
 if command -v help2man >/dev/null; then
@@ -34,4 +35,11 @@ got="$(PATH="$prefix/bin:$PATH" bash -c 'source "$1"; COMP_WORDS=(trnsim bench g
   echo "${COMPREPLY[*]}"; COMP_WORDS=(trnsim run --timeline-w); COMP_CWORD=2; _trnsim; echo "${COMPREPLY[*]}"' \
   _ "$prefix/share/bash-completion/completions/trnsim")"
 [ "$got" = "$(printf 'gemm\n--timeline-window')" ] || { echo "install_test: completion gave: $got" >&2; exit 1; }
+# The Python package, imported from the prefix, runs the prefix's trnsim.
+py="$(ls -d "$prefix"/lib/python3*/dist-packages/trnsim 2>/dev/null | head -1)"
+[ -f "$py/__init__.py" ] || { echo "install_test: the Python package is not installed" >&2; exit 1; }
+got="$(cd / && env -u TRNSIM_BIN PYTHONPATH="$(dirname "$py")" /usr/bin/python3 -c \
+  'import trnsim; print(trnsim.find_binary())')"
+[ "$(realpath "$got")" = "$(realpath "$prefix/bin/trnsim")" ] ||
+  { echo "install_test: the installed package runs $got, not the prefix's trnsim" >&2; exit 1; }
 echo "install_test: 1 passed, 0 failed"

@@ -98,4 +98,68 @@ with tempfile.TemporaryDirectory() as d:
     assert p.returncode == 0, p.stderr
     assert sorted(x.name for x in r.iterdir()) == ["report.json"], list(r.iterdir())
     assert (Path(d) / "run-breakdown.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+# Issue 31 item 19. Every title lies inside the figure as saved (wrapped, not clipped).
+def inside(fig):
+    fig.canvas.draw()
+    rend = fig.canvas.get_renderer()
+    for t in plot._titles(fig):
+        box = t.get_window_extent(rend)
+        assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1, (t.get_text(), box, fig.bbox)
+        assert fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1, (t.get_text(), box, fig.bbox)
+    return True
+
+import matplotlib.pyplot as plt
+with tempfile.TemporaryDirectory() as d:
+    # The breakdown's legend names waiting for peers apart from other waiting; rank 0's stacked
+    # bars add up to the step time (golden run: 450,914.184 ns of its 451,324.184 ns of waiting
+    # is for peers).
+    fig = plot.plot_breakdown(run, f"{d}/b", None)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert "waiting for peers" in legend, legend
+    assert "other waiting (dependencies, done early)" in legend, legend
+    rep = json.loads((run / "report.json").read_text())
+    step_s = rep["breakdown"]["step_time_ns"] * 1e-9
+    tops = [c.patches[0].get_y() + c.patches[0].get_height() for c in fig.axes[0].containers]
+    assert abs(tops[-1] - step_s) < 1e-12, (tops, step_s)
+    peers = fig.axes[0].containers[3].patches[0].get_height()
+    assert abs(peers - 450914.184e-9) < 1e-15, peers
+    assert inside(fig)
+    plt.close(fig)
+    # A long title is wrapped inside the figure, and keeps its words in order.
+    long_title = "golden-moe-16 on Trn3 Gen2 UltraServer: " + "a very long title " * 8
+    fig = plot.plot_energy(run, f"{d}/e", long_title)
+    assert inside(fig)
+    assert " ".join(fig._suptitle.get_text().split()) == " ".join(long_title.split())
+    assert "\n" in fig._suptitle.get_text()
+    plt.close(fig)
+    fig = plot.plot_energy(run, f"{d}/e2", None)
+    assert inside(fig)
+    plt.close(fig)
+    # A time or a rate starts at zero on a sweep's axis (3 to 9 ms here would otherwise start
+    # near 2.7 ms).
+    fig = plot.plot_metric(sweep, "step_time_ns", None, f"{d}/m", None)
+    assert fig.axes[0].get_ylim()[0] == 0, fig.axes[0].get_ylim()
+    assert inside(fig)
+    plt.close(fig)
+    # The latency plot is latency (y) against load (x): so its title says, both from zero.
+    fig = plot.plot_latency([golden / "bench_traffic_uniform_half" / "stdout.json"], f"{d}/l", None)
+    assert fig.axes[0].get_title() == "message latency against accepted load", fig.axes[0].get_title()
+    assert fig.axes[0].get_ylim()[0] == 0 and fig.axes[0].get_xlim()[0] == 0
+    plt.close(fig)
+    # Collective labels name the op and the size: the legend the sizes swept, the annotation the
+    # size the algorithm holds from.
+    fig = plot.plot_collective([golden / "bench_collective_ar_1mib" / "stdout.json",
+                                golden / "bench_collective_ar_64mib" / "stdout.json"], f"{d}/c", None)
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert legend == ["all-reduce, 144 ranks, 1 MiB to 64 MiB"], legend
+    notes = [c.get_text() for c in ax.texts]
+    algs = [json.loads((golden / f"bench_collective_ar_{n}" / "stdout.json").read_text())["algorithm"]
+            for n in ("1mib", "64mib")]
+    want = [f"all-reduce 1 MiB: {algs[0]}"] + ([f"all-reduce 64 MiB: {algs[1]}"] if algs[1] != algs[0] else [])
+    assert notes == want, (notes, want)
+    assert ax.get_ylim()[0] == 0
+    assert inside(fig)
+    plt.close(fig)
 print("1 passed, 0 failed")
