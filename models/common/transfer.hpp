@@ -6,6 +6,7 @@
 #include <systemc>
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 
@@ -51,6 +52,10 @@ struct TransferState {
   TransferRecord record;
   std::uint64_t cut = 0, packets_cut = 0;  // bytes and packets put on the wire so far
   std::uint64_t packets_total = 0;
+  // Source reads issued ahead of the cut (packet network, /rack/fabric/read_ahead_packets): the
+  // end of each, one per packet, oldest first; `read` source bytes whose read has been issued.
+  std::deque<sc_core::sc_time> reads;
+  std::uint64_t read = 0;
   std::uint64_t delivered = 0, packets_delivered = 0;
   sc_core::sc_time started;  // eligible for injection (after the source overhead)
   sc_core::sc_time written;  // the latest end of a delivered packet's write at the destination

@@ -36,6 +36,7 @@ void NetworkInterface::on_timer(int kind, std::uint64_t arg) {
   free_slots_.push_back(arg);
   if (kind == kStart) {
     t->started = now();
+    read_ahead(*t);
     const auto& req = t->record.request;
     const topo::NodeId here = params().node;
     if (params().spreading == config::FabricSpreading::per_flow) {
@@ -62,6 +63,16 @@ void NetworkInterface::on_timer(int kind, std::uint64_t arg) {
 
 std::uint64_t NetworkInterface::next_payload(const TransferState& t) const {
   return std::min(ip_.packet_bytes, t.record.request.bytes - t.cut);
+}
+
+void NetworkInterface::read_ahead(TransferState& t) {
+  if (!memory_) return;
+  const auto& req = t.record.request;
+  while (t.reads.size() < ip_.read_ahead_packets && t.read < req.bytes) {
+    const std::uint64_t n = std::min(ip_.packet_bytes, req.bytes - t.read);
+    t.reads.push_back(memory_->access({req.src_addr + t.read, n, false}));
+    t.read += n;
+  }
 }
 
 bool NetworkInterface::local_pending(int out) {
@@ -95,11 +106,19 @@ Packet* NetworkInterface::local_take(int out) {
   p->ready = now();
   p->tail_ready = now();
   if (memory_ && p->payload > 0) {
-    const auto done = memory_->access({req.src_addr + p->offset, p->payload, false});
+    sc_core::sc_time done;
+    if (!t->reads.empty()) {  // read ahead: issued when the transfer started or a packet was cut
+      done = t->reads.front();
+      t->reads.pop_front();
+    } else {
+      done = memory_->access({req.src_addr + p->offset, p->payload, false});
+      t->read += p->payload;
+    }
     if (done > p->tail_ready) p->tail_ready = done;
   }
   t->cut += p->payload;
   t->packets_cut += 1;
+  read_ahead(*t);  // the next packets are read while this one is on the wire
   shared_.bytes_injected += p->payload;
   shared_.packets_injected += 1;
   s_bytes_sent_ += double(p->payload);

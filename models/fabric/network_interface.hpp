@@ -10,9 +10,13 @@
 // building packet queues. Transfers sharing an output take packets in turn. A transfer completes
 // endpoint_overhead after its last byte is delivered (completion semaphore at the destination).
 //
-// With a MemoryPort, each packet's payload is read from the source HBM when it is cut (the
-// packet's tail cannot leave before the read completes) and written to the destination HBM when
-// its tail arrives (its receive buffer is freed, and the credit returned, after the write). The
+// With a MemoryPort, each packet's payload is read from the source HBM (the packet's tail cannot
+// leave before its read completes) and written to the destination HBM when its tail arrives (its
+// receive buffer is freed, and the credit returned, after the write). Each transfer keeps
+// read_ahead_packets reads issued ahead of the packet being cut: the first when it becomes
+// eligible, the next whenever a packet is cut, so the reads of concurrent transfers overlap each
+// other and a packet's wire time (a chip's many DMA queues each read ahead); with 0 a packet is
+// read only when an output takes it, and the output waits for the read. The
 // packet is counted when its tail arrives, with the time its write ends: no event waits for the
 // write, and the transfer completes endpoint_overhead after the last of its writes ends.
 #pragma once
@@ -37,6 +41,7 @@ struct InterfaceParams {
   std::uint32_t flit_bytes = 256;
   std::uint32_t header_bytes = 16;
   Duration endpoint_overhead{};
+  std::uint32_t read_ahead_packets = 1;  // source reads issued ahead of the cut, per transfer
   // Mixed into every flow id before it picks among equal-cost next hops (0: the flow id as it
   // is); the same in every interface of a fabric, from sim.seed.
   std::uint64_t route_salt = 0;
@@ -90,6 +95,9 @@ class NetworkInterface : public Router {
  private:
   enum Kind { kStart = kFirstUserTimer, kComplete };
   std::uint64_t next_payload(const TransferState& t) const;
+  // Issues source reads of `t`'s packets beyond those already read until read_ahead_packets are
+  // outstanding ahead of the cut, or the whole transfer is read.
+  void read_ahead(TransferState& t);
   // Counts packet `p` delivered, its write into memory ending at `written` (>= now()).
   void account(Packet* p, const sc_core::sc_time& written);
   std::uint64_t park(TransferState* t);

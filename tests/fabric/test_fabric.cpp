@@ -241,6 +241,78 @@ TEST(Fabric, MemoryPortsChargeSourceReadAndDestinationWrite) {
   EXPECT_EQ(m1.calls, 1);
 }
 
+// Read-ahead (/rack/fabric/read_ahead_packets) with the 200 ns read, 300 ns write memory on the
+// 100 GB/s, 100 ns link. Three single-packet transfers of 1000 B (4 flits, 10.24 ns; one flit
+// 2.56 ns) leave chip 0 at once, so they share its only output.
+std::vector<double> three_transfers_sharing_an_output(int read_ahead) {
+  const auto topo = two_chips();
+  auto p = params();
+  p.read_ahead_packets = read_ahead;
+  FixedMemory m0(200, 300), m1(200, 300);
+  Fabric f("fabric", topo, resolve::plan_fabric(p, topo), {&m0, &m1});
+  std::vector<TransferHandle> h(3);
+  sc_core::sc_spawn([&] {
+    for (std::uint64_t k = 0; k < 3; ++k) h[k] = f.start({ChipId{0}, ChipId{1}, 1000, k, 0, 0});
+  });
+  sc_core::sc_start();
+  std::vector<double> done;
+  for (const auto& x : h) done.push_back(ns(x.record().completed));
+  std::sort(done.begin(), done.end());
+  EXPECT_EQ(m0.calls, 3);
+  EXPECT_EQ(m1.calls, 3);
+  return done;
+}
+
+// One packet read ahead: all three reads start at 500 ns (after the source overhead) and end at
+// 700. The first packet is taken at 500 and waits for its read: its tail leaves at 700 + 2.56 =
+// 702.56. The next two were read meanwhile and follow at the link's rate: 702.56 + 10.24 = 712.8
+// and 723.04. Each then takes 100 (link) + 300 (write) + 500 (destination overhead).
+TEST(Fabric, ReadAheadOverlapsTheReadsOfTransfersSharingAnOutput) {
+  const auto done = three_transfers_sharing_an_output(1);
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_NEAR(done[0], 702.56 + 900, 1e-6);
+  EXPECT_NEAR(done[1], 712.8 + 900, 1e-6);
+  EXPECT_NEAR(done[2], 723.04 + 900, 1e-6);
+}
+
+// No read ahead: a packet is read when the output takes it and the output waits for the read, so
+// the packets leave one read (200) + one flit (2.56) apart: 702.56, 905.12, 1107.68.
+TEST(Fabric, WithoutReadAheadTheOutputWaitsForEachRead) {
+  const auto done = three_transfers_sharing_an_output(0);
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_NEAR(done[0], 702.56 + 900, 1e-6);
+  EXPECT_NEAR(done[1], 905.12 + 900, 1e-6);
+  EXPECT_NEAR(done[2], 1107.68 + 900, 1e-6);
+}
+
+// One transfer of three 4096 B packets (17 flits, 43.52 ns each), one read ahead. Packet 0 is read
+// at 500 (done 700) and taken at once: tail at 702.56. Cutting it issues packet 1's read (500 ->
+// 700), so packet 1 leaves at the link's rate: 702.56 + 43.52 = 746.08. Cutting packet 1 (at
+// 702.56) issues packet 2's read, done at 902.56: its tail leaves at 905.12, reaches chip 1 at
+// 1005.12, is written by 1305.12, and the transfer completes at 1805.12. Without read-ahead each
+// packet's read starts when the output takes it: 702.56, 905.12, 1107.68 -> 2007.68.
+TEST(Fabric, ReadAheadKeepsTheNextPacketOfATransferRead) {
+  const auto topo = two_chips();
+  auto p = params();
+  p.read_ahead_packets = 1;
+  FixedMemory m0(200, 300), m1(200, 300);
+  Fabric f("fabric", topo, resolve::plan_fabric(p, topo), {&m0, &m1});
+  TransferHandle h;
+  sc_core::sc_spawn([&] { h = f.start({ChipId{0}, ChipId{1}, 3 * 4096, 0, 0, 0}); });
+  sc_core::sc_start();
+  ASSERT_TRUE(h.done());
+  EXPECT_EQ(h.record().packets, 3u);
+  EXPECT_NEAR(ns(h.record().completed), 1805.12, 1e-6);
+  EXPECT_EQ(m0.calls, 3);
+  EXPECT_EQ(m1.calls, 3);
+}
+
+TEST(Fabric, ReadAheadOutOfRangeIsConfigError) {
+  const auto r = test::run_trnsim("bench ping --set rack.fabric.read_ahead_packets=-1", true);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("read_ahead_packets"), std::string::npos) << r.out;
+}
+
 // Automatic buffer of a 100 GB/s, 100 ns link between chips (no traversal latency): the credit
 // loop is 200 ns x 100 GB/s = 20000 B = 79 flits (rounded up); a 4096 B packet with its header is
 // 17 flits, so the loop takes ceil(79 / 17) = 5 whole packets, plus 2: 7 x 17 = 119 flits. (The

@@ -48,6 +48,10 @@ struct FabricParams {
   int vcs = 0;  // 0: as many as the longest route has links (hop-indexed, deadlock-free)
   Bytes vc_buffer{};  // 0: the credit loop in whole packets plus two packets
   Duration endpoint_overhead = Duration(500e-9);
+  // Packet network: source reads each transfer keeps issued ahead of the packet being cut (a DMA
+  // queue reading the next packet while the last is sent); 0: a packet is read only when an
+  // output takes it, and the output waits for the read. docs/models/fabric.md.
+  int read_ahead_packets = 1;
   FabricArbiter arbiter = FabricArbiter::round_robin;
   FabricSpreading spreading = FabricSpreading::per_flow;
   FabricQueueing queueing = FabricQueueing::voq;
@@ -71,6 +75,10 @@ struct FabricParams {
             AtLeast{0});
     v.field("endpoint_overhead", endpoint_overhead,
             "DMA start / descriptor / CC-core time per message at each end", AtLeast{0});
+    v.field("read_ahead_packets", read_ahead_packets,
+            "packet network: source HBM reads each transfer keeps issued ahead of the packet "
+            "being sent (0: read when an output takes the packet, the output waiting for it)",
+            InRange{0, 1024});
     v.field("arbiter", arbiter, "switch output arbitration: round_robin or oldest_first");
     v.field("spreading", spreading,
             "equal-cost spreading: per_flow (hash of the flow id) or per_packet");
