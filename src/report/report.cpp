@@ -161,12 +161,6 @@ std::string ops_csv(const run::RunData& d) {
   return csv;
 }
 
-// The chips the workload runs on, in order.
-std::vector<int> used_chips(const run::RunData& d) {
-  std::set<int> s(d.rank_to_chip.begin(), d.rank_to_chip.end());
-  return {s.begin(), s.end()};
-}
-
 Json identity_json(const run::RunData& d, const Identity& id) {
   const config::Config& cfg = *d.config;
   Json j;
@@ -621,18 +615,10 @@ EnergyFigures energy_json(const run::RunData& d, double T, const std::vector<int
   f.average_power = safe_div(total, T);
   // Peak: the largest average over one sample interval (dynamic energy of the used chips and
   // the fabric) plus the static power, which is constant.
-  const double static_power = safe_div(used_static + fabric_static_used, T);
-  double peak_dynamic = 0;
-  for (std::size_t i = 1; i < d.samples.size(); ++i) {
-    const auto& a = d.samples[i - 1];
-    const auto& b = d.samples[i];
-    double e = b.fabric_dynamic_j - a.fabric_dynamic_j;
-    e += b.used_chips_dynamic_j - a.used_chips_dynamic_j;
-    // The last interval may reach past the step's end: divide by the part inside it.
-    const double dt = std::min(b.t_s, T) - a.t_s;
-    if (dt > 0) peak_dynamic = std::max(peak_dynamic, e / dt);
-  }
-  f.peak_power = std::max(static_power + peak_dynamic, f.average_power);
+  const WorkloadPower power = workload_power(d, used);
+  double peak = power.static_w;
+  for (const auto& i : power.intervals) peak = std::max(peak, i.watts);
+  f.peak_power = std::max(peak, f.average_power);
   // Peak power can never exceed what the used chips and the whole fabric can draw: their TDPs,
   // and the fabric's static power with every link direction busy. A peak above it means a model
   // counted energy out of its time (as the op tier once did, a whole op's energy at its end).
@@ -976,6 +962,30 @@ std::string number(const Json& v) {
 }
 
 }  // namespace
+
+std::vector<int> used_chips(const run::RunData& d) {
+  std::set<int> s(d.rank_to_chip.begin(), d.rank_to_chip.end());
+  return {s.begin(), s.end()};
+}
+
+WorkloadPower workload_power(const run::RunData& d, const std::vector<int>& used) {
+  const double T = d.end.to_seconds();
+  double used_static = 0;
+  for (int c : used) used_static += d.chip_energy.at(std::size_t(c)).static_.si;
+  const double share = safe_div(double(used.size()), double(d.chip_energy.size()));
+  WorkloadPower p;
+  p.static_w = safe_div(used_static + d.fabric_energy.static_.si * share, T);
+  for (std::size_t i = 1; i < d.samples.size(); ++i) {
+    const auto& a = d.samples[i - 1];
+    const auto& b = d.samples[i];
+    double e = b.fabric_dynamic_j - a.fabric_dynamic_j;
+    e += b.used_chips_dynamic_j - a.used_chips_dynamic_j;
+    // The last interval may reach past the step's end: divide by the part inside it.
+    const double dt = std::min(b.t_s, T) - a.t_s;
+    if (dt > 0) p.intervals.push_back({a.t_s, p.static_w + e / dt});
+  }
+  return p;
+}
 
 Json percentiles_ns(std::vector<double> seconds) {
   if (seconds.empty()) return Json::object();

@@ -144,17 +144,11 @@ Json make_timeline(const run::RunData& d, const TimelineOptions& o) {
     }
   }
   if (o.counters && d.samples.size() > 1) {
-    std::set<int> used(d.rank_to_chip.begin(), d.rank_to_chip.end());
-    const double T = d.end.to_seconds();
-    double static_w = 0;
-    for (int c : used) static_w += d.chip_energy.at(std::size_t(c)).static_.si;
-    static_w = T > 0 ? static_w / T : 0.0;
     for (std::size_t i = 1; i < d.samples.size(); ++i) {
       const auto& a = d.samples[i - 1];
       const auto& b = d.samples[i];
       const double dt = b.t_s - a.t_s;
       if (dt <= 0) continue;
-      const double dyn = b.used_chips_dynamic_j - a.used_chips_dynamic_j;
       const double ts = a.t_s * 1e6;
       auto counter = [&](const char* name, const char* key, double v) {
         events.push_back({{"name", name}, {"ph", "C"}, {"ts", ts}, {"pid", machine_pid},
@@ -165,7 +159,12 @@ Json make_timeline(const run::RunData& d, const TimelineOptions& o) {
               d.fabric_capacity_bytes_per_s > 0
                   ? (b.fabric_wire_bytes - a.fabric_wire_bytes) / dt / d.fabric_capacity_bytes_per_s
                   : 0.0);
-      counter("power of the used chips", "W", dyn / dt + static_w);
+    }
+    // The workload's power, as report.json's peak_power_w reads it.
+    for (const PowerInterval& i : workload_power(d, used_chips(d)).intervals) {
+      events.push_back({{"name", "power of the used chips and the fabric"}, {"ph", "C"},
+                        {"ts", i.start_s * 1e6}, {"pid", machine_pid}, {"tid", 0},
+                        {"args", {{"W", i.watts}}}});
     }
     // The busiest link directions over the step, one counter track each.
     std::vector<std::size_t> order(d.link_names.size());

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -220,6 +221,27 @@ TEST_F(Run, TimelineStructure) {
   EXPECT_FALSE(flows.empty());
   for (const auto& [id, n] : flows) EXPECT_EQ(n, 11) << "flow " << id;
   EXPECT_EQ(counters.size(), 3u + 16u);  // machine tracks, and one per busiest link
+}
+
+// The timeline's power track is the quantity report.json's peak power reads: its largest value is
+// energy.peak_power_w (the run's peak is above its average, so the track decides it), and every
+// value is at least the static power (the used chips' and their share of the fabric's).
+TEST_F(Run, TimelinePowerTrackPeaksAtTheReportsPeakPower) {
+  double peak = 0, lowest = std::numeric_limits<double>::infinity();
+  int n = 0;
+  for (const auto& e : timeline["traceEvents"]) {
+    if (e["ph"] != "C" || e["name"] != "power of the used chips and the fabric") continue;
+    const double w = e["args"]["W"].get<double>();
+    peak = std::max(peak, w);
+    lowest = std::min(lowest, w);
+    ++n;
+  }
+  const Json& energy = report["energy"];
+  ASSERT_GT(n, 1);
+  ASSERT_GT(energy["peak_power_w"].get<double>(), energy["average_power_w"].get<double>());
+  EXPECT_EQ(peak, energy["peak_power_w"].get<double>());
+  const double T = report["performance"]["step_time_ns"].get<double>() * 1e-9;
+  EXPECT_GE(lowest, energy["static_j"].get<double>() / T * (1 - 1e-12));
 }
 
 // One step with fast-forward off ([0]) and on ([1]): the figures the two runs must agree on,

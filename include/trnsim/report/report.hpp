@@ -75,6 +75,24 @@ struct TimelineSelection {
 };
 TimelineSelection select_timeline_ops(const run::RunData& run, const TimelineOptions& options);
 
+// The chips the workload runs on (those of run.rank_to_chip), in order.
+std::vector<int> used_chips(const run::RunData& run);
+
+// The workload's power over each interval between consecutive samples: the dynamic energy of the
+// used chips and of the fabric in it, over the part of it inside the step, plus the constant
+// static power of the used chips and their share of the fabric's (the chips used over all chips).
+// report.json's peak_power_w is the largest of them and timeline.json's power track draws them,
+// so the two mean the same. Intervals of no length inside the step are left out.
+struct PowerInterval {
+  double start_s = 0;
+  double watts = 0;
+};
+struct WorkloadPower {
+  double static_w = 0;
+  std::vector<PowerInterval> intervals;
+};
+WorkloadPower workload_power(const run::RunData& run, const std::vector<int>& used);
+
 // count, mean, p50, p90, p99 and max of `seconds`, in nanoseconds (nearest-rank percentiles); an
 // empty object for no values.
 Json percentiles_ns(std::vector<double> seconds);
