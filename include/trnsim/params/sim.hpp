@@ -37,8 +37,8 @@ struct SimParams {
   // collectives_by_shape); unset: as the work source asks (inference iterations: on).
   std::optional<bool> fast_forward_collectives_by_shape;
   int compute_granularity = 1;
-  // Threads that run NeuronCore programs in the whole simulation (model::ChipOptions::
-  // workers_per_core): each core of the tile compute model gets an equal share, at least 1.
+  // Threads that run NeuronCore programs in the whole simulation (model::CoreWorkerBudget): each
+  // core of the tile compute model may have one, the rest go to cores that run several programs.
   std::uint64_t core_workers = 16384;
   Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
   std::uint64_t work_budget = 0;  // simulation events; 0: run::kDefaultWorkBudget
@@ -72,9 +72,10 @@ struct SimParams {
             AtLeast{1});
     v.field("core_workers", core_workers,
             "most threads that run NeuronCore programs in the whole simulation (each a stack "
-            "and two of the kernel's memory mappings); every core of the tile compute model gets "
-            "an equal share, at least 1, and a program that finds its core's workers busy waits "
-            "in order for one (docs/configuration.md section 6)",
+            "and two of the kernel's memory mappings): each core of the tile compute model may "
+            "have one, and more while they last; a program that finds its core's busy and none "
+            "left waits in order for one. At least the cores of a chip, and of all a rack's tile "
+            "chips (docs/configuration.md section 6)",
             AtLeast{1});
     v.field("memory_budget", memory_budget,
             "most memory that work estimated from the inputs may take (route tables, per-op "
