@@ -25,6 +25,8 @@ Chip::Chip(const sc_core::sc_module_name& name, const config::ChipParams& p, Chi
       hbm_bytes_(stats().add(ChipStats::hbm_bytes)) {
   // The resolve step checked the layout (cores and stacks split over dies, granularity >= 1).
   set_static_power(p.static_power);
+  budget_ = std::move(opt.workers);
+  if (budget_) budget_->cores += std::uint64_t(p.cores);
   if (opt.memory) {
     memory_ = opt.memory;
     memory_model_ = "external";
@@ -62,32 +64,69 @@ std::uint64_t Chip::wakeups() const {
   return w;
 }
 
+std::size_t Chip::workers() const {
+  std::size_t n = 0;
+  for (const auto& pool : workers_) n += pool.all.size();
+  return n;
+}
+
+std::size_t Chip::most_workers_on_a_core() const {
+  std::size_t n = 0;
+  for (const auto& pool : workers_) n = std::max(n, pool.all.size());
+  return n;
+}
+
+// Each worker is a SystemC thread with a stack of its own (two of the kernel's memory mappings,
+// 65,530 by default), never ended. Unbounded, a core kept one per program it ever ran at once,
+// and a 144-chip rack at the detailed fidelity, whose op processes (up to 4,096 at once) put many
+// ops on a chip together, spawned past the mappings ("(E518) stack setup failed"). So the
+// workers of all the simulation's chips are bounded (CoreWorkerBudget, /sim/core_workers): a
+// core may always have one; a further one only while the budget lasts. A program that finds its
+// core's workers all busy and the budget spent waits, in the order programs were started on that
+// core, until one of them finishes its program and takes the next (worker_loop). This cannot
+// deadlock: a running program waits only on its own semaphores, on SBUF/PSUM space held by
+// programs running on its core, and on the engines, DMA queues and memory, which serve it in
+// turn; never on a program that has not started (which holds nothing) nor on another core or
+// chip. So each running program ends and frees its worker, and a core with waiting programs has
+// a worker (the first of each core is outside the budget's share). While no program has
+// waited, a program starts exactly as before (a spawned thread and a notified idle one both run
+// in this evaluation phase, in the order started), so results do not move where the bound does
+// not bind; where it does, a waiting program starts when its core's worker frees (a limit of the
+// simulator, not of the hardware: programs of different ops interleave less than unbounded).
 void Chip::start_program(int core, Program& prog, Job& job) {
   if (workers_.empty()) workers_.resize(cores_.size());
-  auto& pool = workers_[std::size_t(core)];
+  CoreWorkers& pool = workers_[std::size_t(core)];
+  ++job.left;
   Worker* w = nullptr;
-  for (auto& candidate : pool) {
+  for (auto& candidate : pool.all) {
     if (!candidate->prog) {
       w = candidate.get();
       break;
     }
   }
+  if (!w && !pool.all.empty()) {
+    if (budget_ && !budget_->may_add_extra()) {
+      pool.waiting.push_back({&prog, &job});
+      ++programs_waited_;
+      return;
+    }
+    if (budget_) ++budget_->extra;
+  }
   if (!w) {
-    pool.push_back(std::make_unique<Worker>());
-    w = pool.back().get();
+    pool.all.push_back(std::make_unique<Worker>());
+    w = pool.all.back().get();
     w->core = cores_[std::size_t(core)].get();
     // A child of the op process that needed it, which runs ops of every chip in turn (the
     // replay reuses its op processes): the chip's name keeps the names of its children apart.
-    sc_core::sc_spawn([this, w] { worker_loop(*w); },
-                      fmt::format("{}_nc{}_worker{}", basename(), core, pool.size() - 1).c_str());
+    sc_core::sc_spawn([this, w, &pool] { worker_loop(*w, pool); },
+                      fmt::format("{}_nc{}_worker{}", basename(), core, pool.all.size() - 1).c_str());
   }
   w->prog = &prog;
   w->job = &job;
-  ++job.left;
   w->go.notify();  // immediate: the worker runs in this evaluation phase, as a spawned thread
 }
 
-void Chip::worker_loop(Worker& w) {
+void Chip::worker_loop(Worker& w, CoreWorkers& pool) {
   for (;;) {
     if (!w.prog) wait_counted(activity(), w.go);
     w.core->run(*w.prog);
@@ -95,6 +134,17 @@ void Chip::worker_loop(Worker& w) {
     w.prog = nullptr;
     w.job = nullptr;
     if (--job.left == 0) job.done.notify();
+    // A program that waited for a worker (start_program): the first in line runs now, on this
+    // thread, without a wake-up of its own.
+    if (pool.next < pool.waiting.size()) {
+      const Pending p = pool.waiting[pool.next++];
+      if (pool.next == pool.waiting.size()) {  // drained: reuse the storage
+        pool.waiting.clear();
+        pool.next = 0;
+      }
+      w.prog = p.prog;
+      w.job = p.job;
+    }
   }
 }
 

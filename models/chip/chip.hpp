@@ -30,6 +30,17 @@
 
 namespace trnsim::model {
 
+// The threads that run NeuronCore programs, shared by the tile chips of one simulation
+// (/sim/core_workers; Chip::start_program). Each core may always have one; the rest of the limit
+// goes, first come first served, to cores that run several programs at once. A chip adds its
+// cores to `cores` when built: its owner refuses the simulation when they exceed `limit`.
+struct CoreWorkerBudget {
+  std::uint64_t limit = 0;  // 0: no bound
+  std::uint64_t cores = 0;  // cores of the chips that share it
+  std::uint64_t extra = 0;  // workers beyond the first of their core
+  bool may_add_extra() const { return limit == 0 || cores + extra < limit; }
+};
+
 struct ChipOptions {
   // Builds the chip's memory as a child module of the given name: the registry's implementation
   // of the memory role chosen in the config (src/registry/registry.cpp).
@@ -47,6 +58,8 @@ struct ChipOptions {
   // only the head of each op (op_head()) and times the rest from `calibration`; 1 simulates every
   // tile.
   double op_head = 1;
+  // The threads that run core programs, shared with the simulation's other chips; null: no bound.
+  std::shared_ptr<CoreWorkerBudget> workers;
 };
 
 // The statistics of the tile model's chip (registry entry "tile").
@@ -95,6 +108,11 @@ class Chip : public ChipModel {
   // Simulation wake-ups of all the chip's threads so far.
   std::uint64_t wakeups() const;
   HbmAllocator& hbm_allocator() { return alloc_; }
+  // Threads that run core programs, over all cores (never ended, so also the peak), the most on
+  // one core, and the programs that waited for one (ChipOptions::workers).
+  std::size_t workers() const;
+  std::size_t most_workers_on_a_core() const;
+  std::uint64_t programs_waited() const { return programs_waited_; }
   // Passes the HBM model's pending energy (refresh, ...) up to `t`; call before collecting energy.
   void account_until(const sc_core::sc_time& t) override;
 
@@ -126,7 +144,8 @@ class Chip : public ChipModel {
   HbmAllocator alloc_;
   // Threads that run core programs, kept for reuse: spawning one per core per op and freeing its
   // stack (munmap, a TLB flush) was a tenth of a rack run's time. A worker runs one program at a
-  // time; a core has as many workers as it ever ran programs at once.
+  // time; a core has as many workers as it ever ran programs at once, as far as the budget
+  // allows, beyond which programs wait for one of them in the order they were started (chip.cpp).
   struct Job {
     int left = 0;  // programs of the step still running
     sc_core::sc_event done;
@@ -137,9 +156,22 @@ class Chip : public ChipModel {
     Job* job = nullptr;
     sc_core::sc_event go;
   };
+  struct Pending {
+    Program* prog = nullptr;
+    Job* job = nullptr;
+  };
+  struct CoreWorkers {
+    std::vector<std::unique_ptr<Worker>> all;
+    // Programs that found every worker busy: a queue in a vector taken from `next` (a deque's
+    // destructor misleads AddressSanitizer after SystemC's stack switches, engine.cpp).
+    std::vector<Pending> waiting;
+    std::size_t next = 0;
+  };
   void start_program(int core, Program& prog, Job& job);
-  void worker_loop(Worker& w);
-  std::vector<std::vector<std::unique_ptr<Worker>>> workers_;  // per core
+  void worker_loop(Worker& w, CoreWorkers& pool);
+  std::vector<CoreWorkers> workers_;  // per core
+  std::shared_ptr<CoreWorkerBudget> budget_;  // may be null: no bound
+  std::uint64_t programs_waited_ = 0;
   std::uint64_t own_wakeups_ = 0;
   Stat& ops_;
   Stat& heads_;

@@ -257,11 +257,18 @@ std::unique_ptr<model::ChipModel> make_chip(const Registry& r, const char* name,
                                             const resolve::ChipPlan& plan,
                                             const config::Provenance* prov,
                                             model::MemoryPort* external,
-                                            std::shared_ptr<const model::OpTable> calibration) {
+                                            std::shared_ptr<const model::OpTable> calibration,
+                                            std::shared_ptr<model::CoreWorkerBudget> workers) {
   const Implementation& compute =
       r.get(Role::compute, plan.compute_model, "/chip/compute/model", prov);
   model::ChipOptions opt;
   opt.granularity = plan.granularity;
+  const bool own_budget = !workers && plan.core_workers > 0;
+  if (own_budget) {
+    workers = std::make_shared<model::CoreWorkerBudget>();
+    workers->limit = plan.core_workers;
+  }
+  opt.workers = workers;
   opt.memory = external;
   if (calibration) opt.op_head = plan.op_head;  // heads are timed from the calibration
   opt.calibration = std::move(calibration);
@@ -272,7 +279,19 @@ std::unique_ptr<model::ChipModel> make_chip(const Registry& r, const char* name,
   }
   logger("build")->debug("{}: compute {}, memory {}, granularity {}", name, compute.name,
                          external ? "external" : plan.memory_model, plan.granularity);
-  return compute.compute(name, plan, std::move(opt));
+  auto chip = compute.compute(name, plan, std::move(opt));
+  if (own_budget) check_core_workers(*workers, prov);
+  return chip;
+}
+
+void check_core_workers(const model::CoreWorkerBudget& budget, const config::Provenance* prov) {
+  if (budget.limit == 0 || budget.cores <= budget.limit) return;
+  const std::string msg = fmt::format(
+      "{} threads for core programs cannot give each of the simulation's {} NeuronCores (of "
+      "the tile compute model) one; expected at least {}",
+      budget.limit, budget.cores, budget.cores);
+  if (prov) throw ConfigError(config::located(*prov, "/sim/core_workers", msg));
+  throw ConfigError(fmt::format("/sim/core_workers: {}", msg));
 }
 
 std::unique_ptr<model::Chip> make_tile_chip(const Registry& r, const char* name,

@@ -103,6 +103,15 @@ ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use, config::F
   plan.power_model = plan.params.power.model;
   plan.compute_model =
       plan.params.compute.model.empty() ? models_for(fid).compute : plan.params.compute.model;
+  plan.core_workers = cfg.sim.core_workers;
+  // Each core of a tile chip needs a worker (model::CoreWorkerBudget); the rack checks its chips
+  // together when it builds them (registry::check_core_workers).
+  if (plan.core_workers < std::uint64_t(plan.params.cores)) {
+    at.fail("/sim/core_workers",
+            fmt::format("{} threads for core programs cannot give each of the {} NeuronCores of "
+                        "a chip one; expected at least {}",
+                        plan.core_workers, plan.params.cores, plan.params.cores));
+  }
   auto log = logger("resolve");
   log->debug("chip {}: memory model {}, compute model {}, granularity {}", plan.params.name,
              plan.memory_model, plan.compute_model, plan.granularity);

@@ -20,10 +20,13 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
   per_us_ = plan.topology.chip_count();
   const std::size_t copies = std::size_t(plan.simulated_ultraservers);
   std::vector<model::MemoryPort*> memories;
+  // The threads that run core programs, shared by all the chips (/sim/core_workers, chip.cpp).
+  auto workers = std::make_shared<model::CoreWorkerBudget>();
+  workers->limit = plan.chip.core_workers;
   for (std::size_t c = 0; c < per_us_ * copies; ++c) {
     chips_.push_back(
         registry::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip, prov, nullptr,
-                            calibration));
+                            calibration, workers));
     if (replay.chip_op_slots > 0) {  // 0: no limit, no slots
       slots_.push_back(std::make_unique<Slots>());
       slots_.back()->free = replay.chip_op_slots;
@@ -37,6 +40,7 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
     networks_.push_back(
         registry::make_network(registry, net_name.c_str(), plan.topology, plan.fabric, mine, prov));
   }
+  registry::check_core_workers(*workers, prov);
   network_ = networks_.front().get();
   straggler_chip_ = plan.straggler_chip;
   straggler_slowdown_ = plan.straggler_slowdown;

@@ -319,6 +319,21 @@ RunData Simulation::collect() {
   if (plan.folded) d.fabric_max_dynamic_w += max_dynamic_power(plan.folded->topology());
   if (plan.scale_out_topology) d.fabric_max_dynamic_w += max_dynamic_power(*plan.scale_out_topology);
   d.peak_helper_processes = rack.peak_helper_processes();
+  for (int c = 0; c < rack.chip_count(); ++c) {
+    if (const auto* tile = dynamic_cast<const model::Chip*>(&rack.chip(c))) {
+      d.core_workers += tile->workers();
+      d.most_core_workers = std::max(d.most_core_workers, tile->most_workers_on_a_core());
+      d.programs_waited_for_workers += tile->programs_waited();
+    }
+  }
+  logger("run")->debug("core workers: {} threads, at most {} on a core, {} programs waited",
+                       d.core_workers, d.most_core_workers, d.programs_waited_for_workers);
+  if (d.programs_waited_for_workers > 0) {
+    logger("run")->warn(
+        "{} core programs waited for a worker thread of their core ({} threads in all, "
+        "/sim/core_workers = {}): they started later than with more threads",
+        d.programs_waited_for_workers, d.core_workers, cfg.sim.core_workers);
+  }
   d.first_tier_chips = plan.topology.first_tier_chips();
   for (int c = 0; c < rack.chip_count(); ++c) {
     d.chip_energy.push_back(

@@ -2,6 +2,9 @@
 // The chip: lowering fits SBUF/PSUM, errors name the op, concurrent ops contend, idle power.
 #include <gtest/gtest.h>
 
+#include <array>
+#include <memory>
+
 #include "chip/chip.hpp"
 #include "chip/op_profile.hpp"
 #include "test_support.hpp"
@@ -186,6 +189,83 @@ TEST(Chip, ConcurrentOpsContend) {
   EXPECT_GE(std::min(first, second), alone * 0.98);
   EXPECT_GT(std::max(first, second), alone * 1.5);
   EXPECT_LT(std::max(first, second), alone * 2.5);
+}
+
+// The threads that run core programs are bounded (ChipOptions::workers, /sim/core_workers): each
+// core may have one, further ones while the budget lasts; a program that finds its core's workers
+// busy and the budget spent waits in order for one. A 128^3 GEMM is one tile: one program, on
+// core 0. With a budget of 8 threads for the 8 cores, three GEMMs started at the same time, one
+// delta cycle apart, run one after another in that order, each from the end of the one before
+// (the memory is a bandwidth timeline, idle again between them), so they end 1, 2 and 3 times
+// the GEMM's time alone after they started. Unbounded, each has a worker of its own, and the
+// three end at the same times: they wait for the in-order engine queues of core 0 instead.
+void three_gemms_at_once(std::uint64_t budget, OpStats& alone, std::array<OpStats, 3>& three,
+                         std::size_t& workers, std::uint64_t& waited) {
+  const auto p = chip_preset("trn2", {"chip.core.tensor.power_ramp.enabled=false"});
+  auto opt = chip_options(p, "bandwidth");
+  opt.workers = std::make_shared<CoreWorkerBudget>();
+  opt.workers->limit = budget;
+  auto chip = std::make_unique<Chip>("chip", p, opt);
+  const GemmOp g{128, 128, 128, Dtype::bf16, 1};
+  sc_core::sc_event go;
+  Runner a("a", [&] {
+    alone = chip->execute(g, "alone");
+    go.notify(sc_core::SC_ZERO_TIME);
+  });
+  Runner b("b", [&] {
+    sc_core::wait(go);
+    three[0] = chip->execute(g, "b");
+  });
+  Runner c("c", [&] {
+    sc_core::wait(go);
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    three[1] = chip->execute(g, "c");
+  });
+  Runner d("d", [&] {
+    sc_core::wait(go);
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    sc_core::wait(sc_core::SC_ZERO_TIME);
+    three[2] = chip->execute(g, "d");
+  });
+  sc_core::sc_start();
+  workers = chip->workers();
+  waited = chip->programs_waited();
+  EXPECT_EQ(chip->most_workers_on_a_core(), workers);  // all on core 0
+}
+
+TEST(Chip, ProgramsWaitInOrderForTheirCoresWorker) {
+  OpStats alone;
+  std::array<OpStats, 3> three;
+  std::size_t workers = 0;
+  std::uint64_t waited = 0;
+  three_gemms_at_once(8, alone, three, workers, waited);
+  EXPECT_EQ(alone.cores_used, 1);
+  EXPECT_EQ(workers, 1u);  // never more than the bound
+  EXPECT_EQ(waited, 2u);   // the second and the third program
+  const sc_core::sc_time t = sc_core::sc_time::from_seconds(alone.time_s);
+  ASSERT_GT(t, sc_core::SC_ZERO_TIME);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_DOUBLE_EQ(three[std::size_t(i)].start_s, alone.end_s) << i;
+    EXPECT_EQ(sc_core::sc_time::from_seconds(three[std::size_t(i)].end_s),
+              sc_core::sc_time::from_seconds(alone.end_s) + t * double(i + 1))
+        << i;
+  }
+}
+
+TEST(Chip, UnboundedProgramsEachHaveAWorker) {
+  OpStats alone;
+  std::array<OpStats, 3> three;
+  std::size_t workers = 0;
+  std::uint64_t waited = 0;
+  three_gemms_at_once(0, alone, three, workers, waited);  // 0: no bound
+  EXPECT_EQ(workers, 3u);
+  EXPECT_EQ(waited, 0u);
+  const sc_core::sc_time t = sc_core::sc_time::from_seconds(alone.time_s);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(sc_core::sc_time::from_seconds(three[std::size_t(i)].end_s),
+              sc_core::sc_time::from_seconds(alone.end_s) + t * double(i + 1))
+        << i;
+  }
 }
 
 // A GEMM reports its useful FLOPs, stays below the Tensor peak and moves at least A + B + C.

@@ -316,6 +316,26 @@ TEST_F(Hostile, SmallerDefectsOfIssue33) {
 
 // SIGKILL leaves DIR.tmp.<pid>; a later run removes it once that process is gone (pid 99999999
 // is above any pid_max), and leaves one of a live process (its own parent's) alone.
+// /sim/core_workers bounds the threads of the tile chips' core programs (each a stack and two of
+// the kernel's memory mappings): it is refused below the cores of the tile chips a simulation
+// builds (each needs one): the instance's 16 x 8 at the detailed fidelity, and the 8 of a chip at
+// any fidelity (the op-level model is calibrated on a tile chip, unless the cache has it).
+TEST_F(Hostile, CoreWorkersBelowTheCoresAreRefused) {
+  expect_refused(run_args("--set sim.core_workers=0"), "/sim/core_workers");
+  expect_refused(run_args("--set sim.fidelity=detailed --set sim.core_workers=127"),
+                 "/sim/core_workers: 127 threads for core programs cannot give each of the "
+                 "simulation's 128 NeuronCores (of the tile compute model) one; expected at least "
+                 "128");
+  expect_refused(run_args("--set sim.core_workers=7"),
+                 "/sim/core_workers: 7 threads for core programs cannot give each of the 8 "
+                 "NeuronCores of a chip one; expected at least 8");
+  const auto fast = trnsim::test::run_trnsim(run_args("--set sim.core_workers=8"));
+  EXPECT_EQ(fast.code, 0) << fast.out;
+  const auto detailed = trnsim::test::run_trnsim(
+      run_args("--set sim.fidelity=detailed --set sim.core_workers=128"));
+  EXPECT_EQ(detailed.code, 0) << detailed.out;
+}
+
 TEST_F(Hostile, StaleTemporaryOfAKilledRunIsRemoved) {
   const auto out = path("res");
   const auto stale = out + ".tmp.99999999", live = out + ".tmp." + std::to_string(::getpid());

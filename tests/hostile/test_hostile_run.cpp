@@ -244,6 +244,48 @@ TEST(HostileProcesses, TheRackRunsCollectivesWithoutHelperThreads) {
   EXPECT_EQ(d.peak_helper_processes, 0u);
 }
 
+// The tile chips' worker threads are bounded (/sim/core_workers, shared by the rack's chips: one
+// for each core that runs a program, further ones while the budget lasts). The instance has 16
+// chips x 8 cores: 130 threads leave 2 beyond one per core. 6 independent 128^3 GEMMs per rank
+// (one tile each, a program on core 0 of its chip) start together, rank 0's first (issue order):
+// its chip's core 0 gets its own worker and the 2 others, rank 1's its own; the other 8 programs
+// wait, and every op still ends.
+TEST(HostileProcesses, CoreWorkersAreBoundedAndProgramsWaitForThem) {
+  auto w = world(2, [](int) {
+    std::vector<trace::Op> ops;
+    for (int i = 0; i < 6; ++i) {
+      ops.push_back(op_of(trace::OpId(i), OpKind::gemm));
+      ops.back().m = ops.back().k = ops.back().n = 128;
+    }
+    return ops;
+  });
+  const auto bounded =
+      config::load_config(kInstance, {"sim.fidelity=detailed", "sim.core_workers=130"});
+  const auto d = run::run_workload(bounded, w);
+  EXPECT_EQ(d.records.size(), 12u);
+  EXPECT_EQ(d.core_workers, 4u);
+  EXPECT_EQ(d.programs_waited_for_workers, 8u);
+  EXPECT_EQ(d.most_core_workers, 3u);
+}
+
+TEST(HostileProcesses, CoreWorkersBelowTheirBoundAreOnePerProgramAtOnce) {
+  auto w = world(2, [](int) {
+    std::vector<trace::Op> ops;
+    for (int i = 0; i < 6; ++i) {
+      ops.push_back(op_of(trace::OpId(i), OpKind::gemm));
+      ops.back().m = ops.back().k = ops.back().n = 128;
+    }
+    return ops;
+  });
+  // The default, 16,384, does not bind here: one worker per program at once.
+  const auto free = config::load_config(kInstance, {"sim.fidelity=detailed"});
+  const auto d = run::run_workload(free, w);
+  EXPECT_EQ(d.records.size(), 12u);
+  EXPECT_EQ(d.core_workers, 12u);
+  EXPECT_EQ(d.most_core_workers, 6u);
+  EXPECT_EQ(d.programs_waited_for_workers, 0u);
+}
+
 TEST(HostileEstimate, BoundsTheMessagesARunSends) {
   // Every collective kind at a small and a large size, and a send, on 8 ranks of the instance.
   // The packet network: it gets one transfer per piece (the flow network merges the pieces a

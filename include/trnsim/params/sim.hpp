@@ -37,6 +37,9 @@ struct SimParams {
   // collectives_by_shape); unset: as the work source asks (inference iterations: on).
   std::optional<bool> fast_forward_collectives_by_shape;
   int compute_granularity = 1;
+  // Threads that run NeuronCore programs in the whole simulation (model::CoreWorkerBudget): each
+  // core of the tile compute model may have one, the rest go to cores that run several programs.
+  std::uint64_t core_workers = 16384;
   Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
   std::uint64_t work_budget = 0;  // simulation events; 0: run::kDefaultWorkBudget
   template <class V>
@@ -66,6 +69,13 @@ struct SimParams {
     v.field("compute_granularity", compute_granularity,
             "chip model event granularity: matmuls per instruction and DMA windows per wake-up "
             "(1 = fine; see docs/models/chip.md)",
+            AtLeast{1});
+    v.field("core_workers", core_workers,
+            "most threads that run NeuronCore programs in the whole simulation (each a stack "
+            "and two of the kernel's memory mappings): each core of the tile compute model may "
+            "have one, and more while they last; a program that finds its core's busy and none "
+            "left waits in order for one. At least the cores of a chip, and of all a rack's tile "
+            "chips (docs/configuration.md section 6)",
             AtLeast{1});
     v.field("memory_budget", memory_budget,
             "most memory that work estimated from the inputs may take (route tables, per-op "

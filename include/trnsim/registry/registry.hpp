@@ -114,11 +114,17 @@ void register_builtin_models(Registry& r);
 
 // A chip of `plan` with the memory and compute implementations the plan names. `external` (a
 // test's memory) replaces the memory implementation; `calibration` holds the op-level model's
-// profiles (unused by the tile model).
+// profiles (unused by the tile model). `workers` bounds the threads that run the core programs
+// of a tile chip, shared with the simulation's other chips (the rack's); null: a budget of
+// plan.core_workers for this chip alone, checked here (check_core_workers).
 std::unique_ptr<model::ChipModel> make_chip(
     const Registry& r, const char* name, const resolve::ChipPlan& plan,
     const config::Provenance* prov = nullptr, model::MemoryPort* external = nullptr,
-    std::shared_ptr<const model::OpTable> calibration = nullptr);
+    std::shared_ptr<const model::OpTable> calibration = nullptr,
+    std::shared_ptr<model::CoreWorkerBudget> workers = nullptr);
+// A ConfigError naming /sim/core_workers when the chips built on `budget` have more cores than
+// it has threads (each core needs one).
+void check_core_workers(const model::CoreWorkerBudget& budget, const config::Provenance* prov);
 // The tile model of `plan` (what the chip benchmarks and the op-level calibration measure); a
 // ConfigError naming /chip/compute/model when the plan names another compute model.
 std::unique_ptr<model::Chip> make_tile_chip(const Registry& r, const char* name,

@@ -48,6 +48,9 @@ struct ChipPlan {
   // /sim/fast_forward_op_head when fast-forward is on; 1 otherwise.
   double op_head = 1;
   std::string power_model{};         // registry name of the power role: "table"
+  // Threads that run NeuronCore programs in the whole simulation, shared by its tile chips
+  // (/sim/core_workers, model::CoreWorkerBudget); 0: no bound (plan_chip, for tests).
+  std::uint64_t core_workers = 0;
 };
 
 // The fabric as the network model is built from it.

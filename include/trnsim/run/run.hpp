@@ -102,6 +102,11 @@ struct RunData {
   // 4,096) and helper threads of the machine (0: the rack starts transfers and reductions
   // without one).
   std::size_t peak_op_processes = 0, peak_helper_processes = 0;
+  // The tile chips' threads that run core programs (model::Chip::workers; 0 with op-level
+  // compute): over the rack, the most on one core, and the programs that waited for one
+  // (/sim/core_workers).
+  std::size_t core_workers = 0, most_core_workers = 0;
+  std::uint64_t programs_waited_for_workers = 0;
   int first_tier_chips = 0;                 // chips of a server (0: no such tier)
   std::vector<model::EnergyReport> chip_energy;  // per chip, over the step
   model::EnergyReport fabric_energy;        // links and switches
