@@ -203,7 +203,7 @@ TEST_F(Hostile, RouteTablesBeyondTheBudget) {
 }
 
 TEST_F(Hostile, WorkBeyondTheBudgetsIsRefusedBeforeTheRun) {
-  // A 1 PiB all-reduce on 2 ranks is 2^31 pieces of 1 MiB per member (8 B each: 34.4 GB).
+  // A 1 PiB all-reduce on 2 ranks is 2^31 pieces of 1 MiB per member (16 B each: 68.7 GB).
   std::string big = two_ranks();
   for (std::size_t at = big.find(R"("bytes": 4096)"); at != std::string::npos;
        at = big.find(R"("bytes": 4096)")) {
@@ -211,7 +211,7 @@ TEST_F(Hostile, WorkBeyondTheBudgetsIsRefusedBeforeTheRun) {
   }
   const auto t = write("big.json", big);
   expect_refused("run --config " + kC + " --trace " + t,
-                 "workload two: the run needs about 34.4 GB of memory (start-up: 0.0168 GB; 4 ops: ");
+                 "workload two: the run needs about 68.7 GB of memory (start-up: 0.0168 GB; 4 ops: ");
   expect_refused("run --config " + kC + " --trace " + t, "(/sim/memory_budget)");
   expect_refused(run_args("--set sim.work_budget=100"),
                  "workload two: the run needs about ");

@@ -84,7 +84,7 @@ TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   EXPECT_EQ(e.events, 4 * 16 + 2 * 32 * 16 + 4 * calibrated);
   EXPECT_EQ(e.program_bytes, calibrated * 256);  // 256 B per instruction, one program
   EXPECT_EQ(e.op_bytes, 4 * 3072 + 2 * 8);
-  EXPECT_EQ(e.message_bytes, 96 * 8);
+  EXPECT_EQ(e.message_bytes, 96 * 16);
   // Each rank's 2 ops are one chain: at most 2 - 2 + 1 = 1 live at once, 4 KiB each.
   EXPECT_EQ(e.live_processes, 2u);
   EXPECT_EQ(e.process_bytes, 2.0 * 4096);
@@ -150,10 +150,10 @@ TEST(HostileEstimate, EachBudgetNamesItsSetting) {
   };
   config::SimParams sim;
   EXPECT_EQ(message(gemm_then_all_reduce(8 << 20), sim), "");
-  // A 1 PiB all-reduce: 2 x (32 + 2^31) pieces of 8 B, 34.4 GB.
+  // A 1 PiB all-reduce: 2 x (32 + 2^31) pieces of 16 B, 68.7 GB.
   const std::string big = message(gemm_then_all_reduce(std::uint64_t(1) << 50), sim);
-  EXPECT_NE(big.find("workload t: the run needs about 34.4 GB of memory (start-up: 0.0168 GB; 4 "
-                     "ops: 1.23e-05 GB; 4.295e+09 collective pieces and sends: 34.4 GB; 0 packets: "
+  EXPECT_NE(big.find("workload t: the run needs about 68.7 GB of memory (start-up: 0.0168 GB; 4 "
+                     "ops: 1.23e-05 GB; 4.295e+09 collective pieces and sends: 68.7 GB; 0 packets: "
                      "0 GB; 2 op processes: "),
             std::string::npos)
       << big;

@@ -25,15 +25,19 @@ namespace trnsim::run {
 // that differ in that unit only (tools/estimate_terms.py; figures in docs/configuration.md §6),
 // rounded up.
 // The binary, its configuration, the kernel and the report writer, without the rack: measured
-// 16,592 kB (fast) and 21,740 kB (detailed) for one delay op on the 16-chip trn2 instance, less
-// the rack's term below (0.93 MB, 6.65 MB): 16.06 MB and 15.61 MB.
+// 17,012 kB (fast) and 21,572 kB (detailed) for one delay op on the 16-chip trn2 instance, less
+// the rack's term below (0.93 MB, 6.65 MB): 16.49 MB and 15.44 MB.
 inline constexpr double kFixedBytes = 16 * 1024 * 1024;
-inline constexpr double kBytesPerOp = 3 * 1024;   // measured 2,558 B (delays), 2,735 B (GEMMs)
-inline constexpr double kBytesPerDependency = 8;  // measured 6.7 B
-// A collective piece or send: the flow network merges a step's pieces, the packet network
-// counts them as packets (below); measured 5.6 B (flow), at most 0 B beyond the packets (packet).
-inline constexpr double kBytesPerMessage = 8;
-inline constexpr double kBytesPerPacket = 32;  // packet network: measured 24 B (sends)
+// An op with its replay state, record and report row: measured 2,566 B (delays) and 2,748 B
+// (named GEMMs) with their dependency, on one rank; 610 B on 16 ranks (docs/configuration.md §6).
+inline constexpr double kBytesPerOp = 3 * 1024;
+inline constexpr double kBytesPerDependency = 8;  // measured 7.0 B
+// A collective piece or send: measured 5.6 B and 12.3 B (the same pair of runs twice, flow
+// network); the pieces are not kept, what grows is the collectives' statistics.
+inline constexpr double kBytesPerMessage = 16;
+// A packet on the packet network: measured 24 B (sends) and less than RSS's noise of 0.25 MB
+// (7,168 packets) when measured again.
+inline constexpr double kBytesPerPacket = 32;
 // The built rack's models, per chip and per link of its graph, by the network that runs it
 // (measured: peak RSS of one trace on tori of two sizes, docs/configuration.md §6).
 inline constexpr double kRackBytesPerChipFlow = 17 * 1024;  // measured 16,812 B
@@ -41,13 +45,13 @@ inline constexpr double kRackBytesPerLinkFlow = 20 * 1024;  // measured 20,228 B
 inline constexpr double kRackBytesPerChipPacket = 368 * 1024;  // measured 376,539 B
 inline constexpr double kRackBytesPerLinkPacket = 19 * 1024;  // measured 18,872 B
 // Each live op process: SystemC maps its 256 KiB stack lazily, so only the pages its calls touch
-// count, with the process's own objects: measured 3,406 B (delays, fast), 3,850 B (delays,
-// detailed), 3,508 B (GEMMs, fast).
+// count, with the process's own objects: measured 3,348 B (delays, fast), 3,634 B (delays,
+// detailed), 3,314 B (GEMMs, fast).
 inline constexpr double kBytesPerOpProcess = 4 * 1024;
 // A compute op running on the tile model, beyond its op process and its program: the chip's
-// state of a running op (measured 13.9 KB, 1,024 elementwise ops of 3 instructions at once).
+// state of a running op (measured 12,973 B: 1,024 elementwise ops of 3 instructions at once).
 inline constexpr double kBytesPerRunningTileOp = 16 * 1024;
-// A tile-model program, per instruction (model::lowered_instructions()): measured 209 B, one
+// A tile-model program, per instruction (model::lowered_instructions()): measured 203 B, one
 // GEMM of 8,848 and one of 35,100 instructions.
 inline constexpr double kProgramBytesPerInstruction = 256;
 // The microbenchmarks' allowances (bench hbm, bench traffic), not measured as the run's are: 64
