@@ -39,6 +39,13 @@ def delays(n, deps_per_op, ranks=1):
          "deps": list(range(max(0, i - deps_per_op), i))} for i in range(n)])
 
 
+def one_rank_longer(n):
+    """16 ranks of 6,250 chained delays, but rank 5 of n: the rank with the most ops."""
+    return trace(f"delays-6250-rank5-{n}", 16, lambda r: [
+        {"id": i, "op": "delay", "duration": "1ns", "deps": [i - 1] if i else []}
+        for i in range(n if r == 5 else 6250)])
+
+
 def computes(n, chained, kind):
     """n small compute ops on one rank, chained or all ready at once."""
     def op(i):
@@ -87,6 +94,8 @@ PAIRS = {
     "op+dep": ("ops (each with one dependency)", FAST, delays(100000, 1), delays(200000, 1)),
     "op+dep-16-ranks": ("ops on 16 ranks (each with one dependency)", FAST,
                         delays(6250, 1, 16), delays(12500, 1, 16)),
+    "op-largest-rank": ("ops of the rank with the most (each with one dependency)", FAST,
+                        one_rank_longer(25000), one_rank_longer(50000)),
     "op+dep-short": ("ops on one rank (each with one dependency)", FAST, delays(12500, 1),
                      delays(25000, 1)),
     "dep": ("dependencies", FAST, delays(100000, 1), delays(100000, 8)),

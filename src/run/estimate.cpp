@@ -131,6 +131,7 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
   double messages = 0;
   for (const auto& rank : w.ranks) {
     e.ops += rank.ops.size();
+    e.largest_rank_ops = std::max<std::uint64_t>(e.largest_rank_ops, rank.ops.size());
     std::vector<double> programs;  // of this rank's compute ops (tile model)
     for (std::size_t index = 0; index < rank.ops.size(); ++index) {
       const trace::Op& op = rank.ops[index];
@@ -255,7 +256,8 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
   e.live_processes = std::min<std::uint64_t>(
       e.live_processes,
       std::clamp<std::uint64_t>(16 * std::uint64_t(w.num_ranks()), 4096, 24576));
-  e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerDependency * double(e.dependencies);
+  e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerOpOfLargestRank * double(e.largest_rank_ops) +
+               kBytesPerDependency * double(e.dependencies);
   e.message_bytes = kBytesPerMessage * messages;
   e.packet_bytes = kBytesPerPacket * e.packets;
   e.fixed_bytes = kFixedBytes;

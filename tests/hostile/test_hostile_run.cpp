@@ -83,7 +83,9 @@ TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   // handshakes of a member, not for its pieces.
   EXPECT_EQ(e.events, 4 * 16 + 2 * 32 * 16 + 4 * calibrated);
   EXPECT_EQ(e.program_bytes, calibrated * 256);  // 256 B per instruction, one program
-  EXPECT_EQ(e.op_bytes, 4 * 3072 + 2 * 8);
+  // 768 B per op, 2.5 KiB more per op of the rank with the most (2), 8 B per dependency.
+  EXPECT_EQ(e.largest_rank_ops, 2u);
+  EXPECT_EQ(e.op_bytes, 4 * 768 + 2 * 2560 + 2 * 8);
   EXPECT_EQ(e.message_bytes, 96 * 16);
   // Each rank's 2 ops are one chain: at most 2 - 2 + 1 = 1 live at once, 4 KiB each.
   EXPECT_EQ(e.live_processes, 2u);
@@ -153,7 +155,7 @@ TEST(HostileEstimate, EachBudgetNamesItsSetting) {
   // A 1 PiB all-reduce: 2 x (32 + 2^31) pieces of 16 B, 68.7 GB.
   const std::string big = message(gemm_then_all_reduce(std::uint64_t(1) << 50), sim);
   EXPECT_NE(big.find("workload t: the run needs about 68.7 GB of memory (start-up: 0.0168 GB; 4 "
-                     "ops: 1.23e-05 GB; 4.295e+09 collective pieces and sends: 68.7 GB; 0 packets: "
+                     "ops: 8.21e-06 GB; 4.295e+09 collective pieces and sends: 68.7 GB; 0 packets: "
                      "0 GB; 2 op processes: "),
             std::string::npos)
       << big;
