@@ -105,19 +105,19 @@ TEST(HostileEstimate, RackTermPerChipAndLink) {
     const auto e = run::estimate_work(w, plan, loaded.config.replay);
     EXPECT_EQ(e.chips, 16u);
     EXPECT_EQ(e.links, 32u);
-    // fast (flow network): 17 KiB a chip, 20 KiB a link; detailed (packet): 368 KiB, 19 KiB.
-    const double rack = detailed ? 16 * 368 * 1024 + 32 * 19 * 1024 : 16 * 17 * 1024 + 32 * 20 * 1024;
+    // fast (flow network): 20 KiB a chip, 20 KiB a link; detailed (packet): 368 KiB, 19 KiB.
+    const double rack = detailed ? 16 * 368 * 1024 + 32 * 19 * 1024 : 16 * 20 * 1024 + 32 * 20 * 1024;
     EXPECT_EQ(e.rack_bytes, rack) << (detailed ? "detailed" : "fast");
     EXPECT_EQ(e.memory_bytes(), e.fixed_bytes + e.op_bytes + e.message_bytes + e.packet_bytes +
                                     e.process_bytes + e.program_bytes + rack);
   }
-  // A 10x10 torus: 100 chips and 200 links at the fast fidelity, 100 x 17 KiB + 200 x 20 KiB.
+  // A 10x10 torus: 100 chips and 200 links at the fast fidelity, 100 x 20 KiB + 200 x 20 KiB.
   const auto big = config::load_config(kInstance, {"rack.topology.torus.dims=[10,10]"});
   const auto e = run::estimate_work(w, *resolve::plan(big, resolve::Purpose::run).rack,
                                     big.config.replay);
   EXPECT_EQ(e.chips, 100u);
   EXPECT_EQ(e.links, 200u);
-  EXPECT_EQ(e.rack_bytes, 100 * 17 * 1024 + 200 * 20 * 1024);
+  EXPECT_EQ(e.rack_bytes, 100 * 20 * 1024 + 200 * 20 * 1024);
 }
 
 TEST(HostileEstimate, PacketFabricCountsPacketsAndHops) {

@@ -43,7 +43,9 @@ inline constexpr double kBytesPerMessage = 16;
 inline constexpr double kBytesPerPacket = 32;
 // The built rack's models, per chip and per link of its graph, by the network that runs it
 // (measured: peak RSS of one trace on tori of two sizes, docs/configuration.md §6).
-inline constexpr double kRackBytesPerChipFlow = 17 * 1024;  // measured 16,812 B
+// A chip on the flow network: measured 16,812 B between 1,024 and 4,096 chips, 20,216 B between
+// 4,096 and 10,000 (64 x 64 -> 100 x 100 torus: 258,680 -> 608,496 kB, less 2 links a chip).
+inline constexpr double kRackBytesPerChipFlow = 20 * 1024;
 inline constexpr double kRackBytesPerLinkFlow = 20 * 1024;  // measured 20,228 B
 inline constexpr double kRackBytesPerChipPacket = 368 * 1024;  // measured 376,539 B
 inline constexpr double kRackBytesPerLinkPacket = 19 * 1024;  // measured 18,872 B
