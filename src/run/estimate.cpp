@@ -131,7 +131,6 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
   double messages = 0;
   for (const auto& rank : w.ranks) {
     e.ops += rank.ops.size();
-    e.largest_rank_ops = std::max<std::uint64_t>(e.largest_rank_ops, rank.ops.size());
     std::vector<double> programs;  // of this rank's compute ops (tile model)
     for (std::size_t index = 0; index < rank.ops.size(); ++index) {
       const trace::Op& op = rank.ops[index];
@@ -228,6 +227,7 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
       }
     }
     e.live_processes += rank.ops.size() - chain + (chain > 0 ? 1 : 0);
+    e.longest_chain = std::max(e.longest_chain, chain);
   }
   // The calibration runs each distinct op once on the tile model, kCalibrationJobs children at a
   // time, each holding one op's program.
@@ -256,7 +256,7 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
   e.live_processes = std::min<std::uint64_t>(
       e.live_processes,
       std::clamp<std::uint64_t>(16 * std::uint64_t(w.num_ranks()), 4096, 24576));
-  e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerOpOfLargestRank * double(e.largest_rank_ops) +
+  e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerCriticalPathOp * double(e.longest_chain) +
                kBytesPerDependency * double(e.dependencies);
   e.message_bytes = kBytesPerMessage * messages;
   e.packet_bytes = kBytesPerPacket * e.packets;

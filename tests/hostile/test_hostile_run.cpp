@@ -83,8 +83,8 @@ TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   // handshakes of a member, not for its pieces.
   EXPECT_EQ(e.events, 4 * 16 + 2 * 32 * 16 + 4 * calibrated);
   EXPECT_EQ(e.program_bytes, calibrated * 256);  // 256 B per instruction, one program
-  // 768 B per op, 2.5 KiB more per op of the rank with the most (2), 8 B per dependency.
-  EXPECT_EQ(e.largest_rank_ops, 2u);
+  // 768 B per op, 2.5 KiB more per op of the longest chain of a rank (2), 8 B per dependency.
+  EXPECT_EQ(e.longest_chain, 2u);
   EXPECT_EQ(e.op_bytes, 4 * 768 + 2 * 2560 + 2 * 8);
   EXPECT_EQ(e.message_bytes, 96 * 16);
   // Each rank's 2 ops are one chain: at most 2 - 2 + 1 = 1 live at once, 4 KiB each.

@@ -30,10 +30,11 @@ namespace trnsim::run {
 inline constexpr double kFixedBytes = 16 * 1024 * 1024;
 // An op with its replay state, record and report row (with one dependency): measured 2,566 B
 // (delays) and 2,748 B (named GEMMs) on one rank, 616 B on 16 ranks alike, 2,780 B added to the
-// one rank of 16 that has the most: an op costs about 480 B (delays; 662 B named GEMMs), and
-// each op of the rank with the most ops 2,300 B more (docs/configuration.md §6).
+// one rank of 16 that ends last, 793 B to one that ends first: an op costs about 480 B (delays;
+// 662 B named GEMMs), and each op of the report's critical path (the slowest rank's chain of
+// dependent ops) 2,300 B more, at most the longest chain of any rank (docs/configuration.md §6).
 inline constexpr double kBytesPerOp = 768;
-inline constexpr double kBytesPerOpOfLargestRank = 2560;
+inline constexpr double kBytesPerCriticalPathOp = 2560;
 inline constexpr double kBytesPerDependency = 8;  // measured 7.0 B
 // A collective piece or send: measured 5.6 B and 12.3 B (the same pair of runs twice, flow
 // network); the pieces are not kept, what grows is the collectives' statistics.
@@ -83,7 +84,7 @@ inline constexpr double kEventsPerWallSecond = kDefaultWorkBudget / 86400;
 
 struct WorkEstimate {
   std::uint64_t ops = 0, dependencies = 0;
-  std::uint64_t largest_rank_ops = 0;  // the most ops of one rank
+  std::uint64_t longest_chain = 0;  // the most ops of one rank that depend on one another
   std::uint64_t messages = 0;  // collective pieces and sends, upper bound
   double packets = 0;          // on the packet fabric (0 on the flow network)
   // Op processes alive at once: per rank its ops less its longest chain's but one, within the
