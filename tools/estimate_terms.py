@@ -39,10 +39,13 @@ def delays(n, deps_per_op, ranks=1):
          "deps": list(range(max(0, i - deps_per_op), i))} for i in range(n)])
 
 
-def one_rank_longer(n):
-    """16 ranks of 6,250 chained delays, but rank 5 of n: the rank with the most ops."""
-    return trace(f"delays-6250-rank5-{n}", 16, lambda r: [
-        {"id": i, "op": "delay", "duration": "1ns", "deps": [i - 1] if i else []}
+def one_rank_longer(n, first=False):
+    """16 ranks of 6,250 chained delays of 1 ns, but rank 5 of n: it ends last; with `first`,
+    its delays are 1 ps and the others' 100 ns: it ends first."""
+    def dur(r):
+        return ("1ps" if r == 5 else "100ns") if first else "1ns"
+    return trace(f"delays-6250-rank5-{n}{'-first' if first else ''}", 16, lambda r: [
+        {"id": i, "op": "delay", "duration": dur(r), "deps": [i - 1] if i else []}
         for i in range(n if r == 5 else 6250)])
 
 
@@ -94,8 +97,10 @@ PAIRS = {
     "op+dep": ("ops (each with one dependency)", FAST, delays(100000, 1), delays(200000, 1)),
     "op+dep-16-ranks": ("ops on 16 ranks (each with one dependency)", FAST,
                         delays(6250, 1, 16), delays(12500, 1, 16)),
-    "op-largest-rank": ("ops of the rank with the most (each with one dependency)", FAST,
+    "op-largest-rank": ("ops of a rank that ends last (each with one dependency)", FAST,
                         one_rank_longer(25000), one_rank_longer(50000)),
+    "op-first-rank": ("ops of a rank that ends first (each with one dependency)", FAST,
+                      one_rank_longer(25000, True), one_rank_longer(50000, True)),
     "op+dep-short": ("ops on one rank (each with one dependency)", FAST, delays(12500, 1),
                      delays(25000, 1)),
     "dep": ("dependencies", FAST, delays(100000, 1), delays(100000, 8)),
