@@ -30,7 +30,7 @@ namespace trnsim::run {
 inline constexpr double kFixedBytes = 16 * 1024 * 1024;
 // An op with its replay state, record and report row (with one dependency): measured 2,566 B
 // (delays) and 2,748 B (named GEMMs) on one rank, 616 B on 16 ranks alike, 2,780 B added to the
-// one rank of 16 that ends last, 793 B to one that ends first: an op costs about 480 B (delays;
+// one rank of 16 that ends last, 787 B to one that ends first: an op costs about 480 B (delays;
 // 662 B named GEMMs), and each op of the report's critical path (the slowest rank's chain of
 // dependent ops) 2,300 B more, at most the longest chain of any rank (docs/configuration.md §6).
 inline constexpr double kBytesPerOp = 768;
