@@ -4,15 +4,17 @@
 
 For each run: the estimate's events and memory (`run --estimate`), then the run itself under
 /usr/bin/time: its process activations (the stderr line "N process activations") and its peak
-RSS. Prints one row per run with the ratios estimate / measured; the estimate is meant to be an
+RSS, without the calibration cache (the estimate bounds the run that calibrates). Prints one row per run with the ratios estimate / measured; the estimate is meant to be an
 upper bound within a factor of 2, and a ratio outside [1, 2] is flagged.
 
     tools/estimate_accuracy.py                    # the golden runs (tests/golden/cases.json)
-    tools/estimate_accuracy.py --default-step     # and the default step at fast and detailed
+    tools/estimate_accuracy.py --default-step     # and the default step (fast, half a minute)
+    tools/estimate_accuracy.py --default-step-detailed  # ... detailed + fast-forward (minutes)
     tools/estimate_accuracy.py --moe              # and the third-party Mixtral-like Chakra trace
     tools/estimate_accuracy.py --trnsim build/release/src/cli/trnsim --json out.json
 
 The default step at the detailed fidelity takes about ten minutes on the 2-core machine.
+Every run is measured without the calibration cache (--no-cache).
 """
 import argparse
 import json
@@ -36,16 +38,16 @@ def golden_runs():
     return runs
 
 
-def default_step_runs():
-    return [("default step, fast", ["run"]),
-            ("default step, detailed + fast-forward",
-             ["run", "--set", "sim.fidelity=detailed", "--set", "sim.fast_forward=true",
-              "--set", "sim.memory_budget=12GB"])]
+def default_step_runs(detailed):
+    fast = [("default step, fast", ["run"])]
+    return fast if not detailed else [
+        ("default step, detailed + fast-forward",
+         ["run", "--set", "sim.fidelity=detailed", "--set", "sim.fast_forward=true"])]
 
 
-def moe_runs():
+def moe_runs(shared):
     """The third-party MoE Chakra trace (../shared/traces/moe-generated) at both fidelities."""
-    trace = os.path.join(ROOT, "../shared/traces/moe-generated/mixtral_like_dp2_tp2_ep4/workload")
+    trace = os.path.join(shared, "traces/moe-generated/mixtral_like_dp2_tp2_ep4/workload")
     base = ["run", "--trace", trace, "--chakra-size-unit", "elements", "--chakra-num-ops", "macs"]
     return [("mixtral_like_dp2_tp2_ep4, fast", base),
             ("mixtral_like_dp2_tp2_ep4, detailed", base + ["--set", "sim.fidelity=detailed"])]
@@ -77,7 +79,7 @@ def estimate(trnsim, args, env):
 def measure(trnsim, args, env):
     with tempfile.NamedTemporaryFile("r") as t:
         p = subprocess.run(["/usr/bin/time", "-f", "%M", "-o", t.name, trnsim] + args +
-                           ["--no-progress"], cwd=ROOT, env=env, capture_output=True, text=True)
+                           ["--no-progress", "--no-cache"], cwd=ROOT, env=env, capture_output=True, text=True)
         if p.returncode != 0:
             raise RuntimeError(f"{args}: exit {p.returncode}: {p.stderr[-500:]}")
         rss = float(t.read().strip().splitlines()[-1]) * 1024
@@ -90,15 +92,21 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--trnsim", default=os.path.join(ROOT, "build/release/src/cli/trnsim"))
     ap.add_argument("--default-step", action="store_true",
-                    help="also the default step at both fidelities (minutes)")
+                    help="also the default step at the fast fidelity")
+    ap.add_argument("--default-step-detailed", action="store_true",
+                    help="also the default step, detailed with fast-forward (minutes)")
     ap.add_argument("--moe", action="store_true",
                     help="also the third-party MoE Chakra trace at both fidelities")
+    ap.add_argument("--shared", default=os.path.join(ROOT, "../shared"),
+                    help="the shared directory that holds traces/moe-generated")
     ap.add_argument("--only-extra", action="store_true", help="leave out the golden runs")
     ap.add_argument("--json", help="write the rows here too")
     a = ap.parse_args()
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
     runs = ([] if a.only_extra else golden_runs()) + \
-        (default_step_runs() if a.default_step else []) + (moe_runs() if a.moe else [])
+        (default_step_runs(False) if a.default_step else []) + \
+        (default_step_runs(True) if a.default_step_detailed else []) + \
+        (moe_runs(a.shared) if a.moe else [])
     rows = []
     print(f"{'run':48} {'est events':>11} {'activations':>11} {'ratio':>6} "
           f"{'est GB':>7} {'RSS GB':>7} {'ratio':>6}")

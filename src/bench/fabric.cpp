@@ -412,7 +412,7 @@ void check_traffic_work(const Rack& rack, const Net& fab, const TrafficPlan& pla
   const double events =
       packets ? messages * per_message * run::kEventsPerPacketHop * double(fab.plan.diameter + 1)
               : messages * run::kEventsPerMessage;
-  const double bytes = messages * (run::kBytesPerMessage + (packets ? run::kBytesPerPacket : 0));
+  const double bytes = messages * (run::kBenchBytesPerMessage + (packets ? run::kBytesPerPacket : 0));
   run::check_budgets(events, bytes, rack.loaded.config.sim, what,
                      fmt::format("{:.4g} messages of {:.4g} B", messages, msg), change);
 }

@@ -253,10 +253,10 @@ void register_run_command(CLI::App& app, Registry& reg) {
     for (const auto& [k, n] : out.activations_by_kind) by_kind.push_back(fmt::format("{} {}", k, n));
     fmt::print(stderr,
                "wall time {:.2f} s (simulation {:.2f} s), {} process activations ({:.3g} per "
-               "second of simulation; {}), {} SystemC delta cycles\n",
+               "second of simulation; {}), {} SystemC delta cycles, {} op processes at most\n",
                out.wall_seconds, out.simulation_seconds, out.activations,
                out.simulation_seconds > 0 ? double(out.activations) / out.simulation_seconds : 0.0,
-               fmt::join(by_kind, ", "), out.delta_cycles);
+               fmt::join(by_kind, ", "), out.delta_cycles, out.peak_op_processes);
     return 0;
   });
 }

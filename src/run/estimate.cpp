@@ -132,13 +132,13 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
   for (const auto& rank : w.ranks) {
     e.ops += rank.ops.size();
     std::vector<double> programs;  // of this rank's compute ops (tile model)
-    for (const auto& op : rank.ops) {
+    for (std::size_t index = 0; index < rank.ops.size(); ++index) {
+      const trace::Op& op = rank.ops[index];
       if (trace::is_compute(op.kind) || op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
         const double n = instructions_of(op);
         if (n > e.largest_op_instructions) {
           e.largest_op_instructions = n;
-          e.largest_op = fmt::format("rank {} op {}{}", rank.rank, op.id,
-                                     op.name.empty() ? "" : fmt::format(" ({})", op.name));
+          e.largest_op = trace::locate(w, rank.rank, index);
         }
         if (tile) {
           e.instructions += n;
@@ -148,7 +148,7 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
       }
       e.dependencies += op.deps.size();
       e.events += kEventsPerOp;
-      double sent = 0, msgs = 0;
+      double sent = 0, msgs = 0, flows = 0;
       if (trace::is_collective(op.kind)) {
         const auto g = w.groups.find(op.group);
         const double n = g == w.groups.end() ? 1 : double(g->second.size());
@@ -157,9 +157,10 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
         // Cut into pieces, a message of b bytes is at most b / chunk_bytes + 1 of them; a step
         // has one handshake per peer it receives from, at most one per data message.
         msgs = 2 * m.messages + std::ceil(m.bytes / chunk);
+        flows = 2 * m.messages;
         sent = m.bytes;
       } else if (op.kind == OpKind::send) {
-        msgs = 1;
+        msgs = flows = 1;
         sent = double(op.bytes);
       } else if (op.kind == OpKind::mem_load || op.kind == OpKind::mem_store) {
         e.events += kEventsPerDmaPacket * std::ceil(double(op.bytes) / dma_packet);
@@ -170,7 +171,7 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
         e.packets += p;
         e.events += kEventsPerPacketHop * hops * p;
       } else {
-        e.events += kEventsPerMessage * msgs;
+        e.events += kEventsPerMessage * flows;
       }
     }
     // Compute ops that may run at once: those at the same depth of the rank's dependency graph
@@ -195,18 +196,27 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
     std::partial_sort(programs.begin(), programs.begin() + std::ptrdiff_t(live), programs.end(),
                       std::greater<>());
     for (std::size_t i = 0; i < live; ++i) {
-      e.program_bytes += model::kLoweredBytesPerInstruction * programs[i];
+      e.program_bytes += kProgramBytesPerInstruction * programs[i];
     }
+    e.running_tile_ops += live;
     // The longest chain of this rank: delays as written, compute at the chip's peak.
+    // Ops live at once never depend on one another, so at most one of them lies on the rank's
+    // longest chain of dependent ops (of `chain` ops): at most n - chain + 1 are live at once.
     std::vector<double> done(rank.ops.size(), 0);
+    std::vector<std::uint64_t> depth(rank.ops.size(), 1);
+    std::uint64_t chain = 0;
     const auto index = trace::index_by_id(rank);
     for (std::size_t i : trace::topological_order(rank)) {
       const trace::Op& op = rank.ops[i];
       double start = 0;
       for (trace::OpId d : op.deps) {
         const auto it = index.find(d);
-        if (it != index.end()) start = std::max(start, done[it->second]);
+        if (it != index.end()) {
+          start = std::max(start, done[it->second]);
+          depth[i] = std::max(depth[i], depth[it->second] + 1);
+        }
       }
+      chain = std::max(chain, depth[i]);
       double t = 0;
       if (op.kind == OpKind::delay) t = op.duration.si;
       if (trace::is_compute(op.kind) && peak > 0) t = trace::op_flops(op) / (2 * peak);
@@ -216,6 +226,8 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
         e.end_rank = rank.rank;
       }
     }
+    e.live_processes += rank.ops.size() - chain + (chain > 0 ? 1 : 0);
+    e.longest_chain = std::max(e.longest_chain, chain);
   }
   // The calibration runs each distinct op once on the tile model, kCalibrationJobs children at a
   // time, each holding one op's program.
@@ -236,20 +248,21 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
     }
     e.events += kEventsPerInstruction * e.calibration_instructions;
     const double jobs = double(std::min<std::uint64_t>(kCalibrationJobs, e.calibration_shapes));
-    e.program_bytes = std::max(e.program_bytes, jobs *
-                                                    model::kLoweredBytesPerInstruction *
-                                                    calibration_peak);
+    e.program_bytes =
+        std::max(e.program_bytes, jobs * kProgramBytesPerInstruction * calibration_peak);
   }
   e.messages = std::uint64_t(std::min(messages, 1.8e19));
   // The replay's bound on live op processes (16 per rank, 4,096 to 24,576).
   e.live_processes = std::min<std::uint64_t>(
-      e.ops, std::clamp<std::uint64_t>(16 * std::uint64_t(w.num_ranks()), 4096, 24576));
-  e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerDependency * double(e.dependencies);
+      e.live_processes,
+      std::clamp<std::uint64_t>(16 * std::uint64_t(w.num_ranks()), 4096, 24576));
+  e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerCriticalPathOp * double(e.longest_chain) +
+               kBytesPerDependency * double(e.dependencies);
   e.message_bytes = kBytesPerMessage * messages;
   e.packet_bytes = kBytesPerPacket * e.packets;
-  e.process_bytes =
-      double(e.live_processes) *
-      std::min(kStackBytesTouched, double(sc_core::SC_DEFAULT_STACK_SIZE));
+  e.fixed_bytes = kFixedBytes;
+  e.process_bytes = double(e.live_processes) * kBytesPerOpProcess +
+                    double(e.running_tile_ops) * kBytesPerRunningTileOp;
   e.chips = plan.topology.chip_count();
   e.links = plan.topology.links().size();
   e.rack_bytes = double(e.chips) * (packets ? kRackBytesPerChipPacket : kRackBytesPerChipFlow) +
@@ -291,10 +304,10 @@ void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const s
   const double budget = double(config::memory_budget(sim));
   if (e.memory_bytes() > budget) {
     throw TraceError(fmt::format(
-        "{}: the run needs about {} of memory ({} ops: {}; {:.4g} collective pieces and sends: "
+        "{}: the run needs about {} of memory (start-up: {}; {} ops: {}; {:.4g} collective pieces and sends: "
         "{}; {:.4g} packets: {}; {} op processes: {}; tile-model programs: {}; the rack's {} chips "
         "and {} links: {}), more than the memory budget of {} (/sim/memory_budget){}; or raise it with --set sim.memory_budget=",
-        what, gb(e.memory_bytes()), e.ops, gb(e.op_bytes), double(e.messages),
+        what, gb(e.memory_bytes()), gb(e.fixed_bytes), e.ops, gb(e.op_bytes), double(e.messages),
         gb(e.message_bytes), e.packets, gb(e.packet_bytes), e.live_processes,
         gb(e.process_bytes), gb(e.program_bytes), e.chips, e.links, gb(e.rack_bytes), gb(budget),
         e.program_bytes > e.memory_bytes() / 2 ? largest : std::string()));

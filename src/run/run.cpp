@@ -29,7 +29,8 @@ EstimateReport estimate_workload(const config::LoadedConfig& loaded, const trace
       "estimate of workload {} ({} ops on {} ranks):\n"
       "  events       {:.3g} (budget {:.3g}, /sim/work_budget): {:.4g} collective pieces and "
       "sends, {:.4g} packets, {:.4g} tile-model instructions, {:.4g} to calibrate {} distinct ops\n"
-      "  memory       {:.3g} GB (budget {:.3g} GB, /sim/memory_budget): ops {:.3g} GB, messages "
+      "  memory       {:.3g} GB (budget {:.3g} GB, /sim/memory_budget): start-up {:.3g} GB, ops "
+      "{:.3g} GB, messages "
       "{:.3g} GB, packets {:.3g} GB, op processes {:.3g} GB, tile-model programs {:.3g} GB, rack "
       "({} chips, {} links) {:.3g} GB\n"
       "  step         at least {:.4g} ms (rank {}'s longest chain at peak)\n"
@@ -37,7 +38,7 @@ EstimateReport estimate_workload(const config::LoadedConfig& loaded, const trace
       "  {}\n",
       driver.name(), e.ops, workload.num_ranks(), e.events, r.work_budget, double(e.messages),
       e.packets, e.instructions, e.calibration_instructions, e.calibration_shapes,
-      r.memory_bytes / 1e9, r.memory_budget / 1e9, e.op_bytes / 1e9, e.message_bytes / 1e9,
+      r.memory_bytes / 1e9, r.memory_budget / 1e9, e.fixed_bytes / 1e9, e.op_bytes / 1e9, e.message_bytes / 1e9,
       e.packet_bytes / 1e9, e.process_bytes / 1e9, e.program_bytes / 1e9, e.chips,
       e.links, e.rack_bytes / 1e9, e.end_s * 1e3, e.end_rank, r.wall_s, kEventsPerWallSecond,
       fits ? "within the budgets: the run would start"

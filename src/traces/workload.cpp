@@ -68,6 +68,13 @@ std::string op_label(const Op& op) {
 
 }  // namespace
 
+std::string locate(const Workload& w, int rank, std::size_t index) {
+  const Op& op = w.ranks[std::size_t(rank)].ops[index];
+  if (w.where) return w.where(rank, index, op);
+  return op.name.empty() ? fmt::format("rank {} op {}", rank, op.id)
+                         : fmt::format("rank {} op {} ({})", rank, op.id, op.name);
+}
+
 std::unordered_map<OpId, std::size_t> index_by_id(const RankTrace& rank) {
   std::unordered_map<OpId, std::size_t> index;
   index.reserve(rank.ops.size());

@@ -203,7 +203,7 @@ TEST_F(Hostile, RouteTablesBeyondTheBudget) {
 }
 
 TEST_F(Hostile, WorkBeyondTheBudgetsIsRefusedBeforeTheRun) {
-  // A 1 PiB all-reduce on 2 ranks is 2^31 pieces of 1 MiB per member (1.1 TB of schedule).
+  // A 1 PiB all-reduce on 2 ranks is 2^31 pieces of 1 MiB per member (16 B each: 68.7 GB).
   std::string big = two_ranks();
   for (std::size_t at = big.find(R"("bytes": 4096)"); at != std::string::npos;
        at = big.find(R"("bytes": 4096)")) {
@@ -211,7 +211,7 @@ TEST_F(Hostile, WorkBeyondTheBudgetsIsRefusedBeforeTheRun) {
   }
   const auto t = write("big.json", big);
   expect_refused("run --config " + kC + " --trace " + t,
-                 "workload two: the run needs about 1.1e+03 GB of memory (4 ops: ");
+                 "workload two: the run needs about 68.7 GB of memory (start-up: 0.0168 GB; 4 ops: ");
   expect_refused("run --config " + kC + " --trace " + t, "(/sim/memory_budget)");
   expect_refused(run_args("--set sim.work_budget=100"),
                  "workload two: the run needs about ");
@@ -228,30 +228,54 @@ TEST_F(Hostile, OpsWhoseProgramsExhaustMemoryAreRefusedAtOnce) {
                  R"({"format": "trnsim-trace", "version": 1, "name": ")" + name +
                      R"(", "ranks": 1, "groups": {}, "rank_ops": [{"rank": 0, "ops": [)" + op + "]}]}");
   };
-  // 65536^3 BF16 on trn2: 512 x 128 x 512 matmuls plus evictions and loads, 3.4e7 instructions.
+  // 65536^3 BF16 on trn2: 512 x 128 x 512 matmuls plus evictions and loads, 3.4e7 instructions
+  // of 256 B (8.78 GB). The message names the file and the op's JSON pointer.
   const auto g = one("g", R"({"id": 0, "name": "big", "op": "gemm", "m": 65536, "k": 65536, "n": 65536, "dtype": "bf16"})");
   for (const std::string fidelity : {"fast", "detailed"}) {
     expect_refused("run --config " + kC + " --trace " + g + " --set sim.memory_budget=6GB --set sim.fidelity=" + fidelity,
-                   "workload g: the run needs about 12.6 GB of memory");
+                   "workload g: the run needs about 8.8 GB of memory");
     expect_refused("run --config " + kC + " --trace " + g + " --set sim.memory_budget=6GB --set sim.fidelity=" + fidelity,
-                   "more than the memory budget of 6 GB (/sim/memory_budget); its largest op, "
-                   "rank 0 op 0 (big), lowers to 3.43e+07 tile-model instructions");
+                   "more than the memory budget of 6 GB (/sim/memory_budget); its largest op, " + g +
+                       ":/rank_ops/0/ops/0 (big), lowers to 3.43e+07 tile-model instructions");
   }
   for (const std::string op :
        {R"({"id": 0, "op": "gemm", "m": 1099511627776, "k": 128, "n": 128, "dtype": "bf16"})",
         R"({"id": 0, "op": "gemm", "m": 128, "k": 128, "n": 128, "batch": 1099511627776, "dtype": "bf16"})",
         R"({"id": 0, "op": "mem_load", "bytes": 1125899906842624})",
         R"({"id": 0, "op": "attention", "batch": 1, "heads": 1, "seq_q": 1048576, "seq_kv": 1048576, "head_dim": 128, "dtype": "bf16"})"}) {
-    expect_refused("run --config " + kC + " --set sim.memory_budget=6GB --trace " + one("h", op), "(/sim/memory_budget); its largest op, rank 0 op 0");
+    expect_refused("run --config " + kC + " --set sim.memory_budget=6GB --trace " + one("h", op),
+                   "(/sim/memory_budget); its largest op, " + path("h.json") + ":/rank_ops/0/ops/0, lowers to ");
   }
-  // 2^50 B in 1 MiB DMAs: 2^30 instructions of 368 B.
+  // 2^50 B in 1 MiB DMAs: 2^30 instructions of 256 B.
   expect_refused("run --config " + kC + " --set sim.memory_budget=6GB --trace " + one("l", R"({"id": 0, "op": "mem_load", "bytes": 1125899906842624})"),
-                 "the run needs about 395 GB of memory");
+                 "the run needs about 275 GB of memory");
   // run --estimate shows the same figures and exits 0.
   const auto r = trnsim::test::run_trnsim("run --estimate --config " + kC + " --set sim.memory_budget=6GB --trace " + g);
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("tile-model programs 12.6 GB"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tile-model programs 8.78 GB"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("beyond the budgets: the run would be refused"), std::string::npos) << r.out;
+}
+
+// The op that makes a run too big is named where it is: the file and JSON pointer of a native
+// trace (in a rank entry that is not the first, and not the first op), the rank file and node id
+// of a Chakra trace.
+TEST_F(Hostile, RefusalNamesTheOpsFileAndPointer) {
+  const std::string big = R"({"id": 7, "name": "big", "op": "gemm", "m": 65536, "k": 65536, "n": 65536, "dtype": "bf16", "deps": [5]})";
+  const std::string small = R"({"id": 5, "op": "gemm", "m": 128, "k": 128, "n": 128, "dtype": "bf16"})";
+  const auto t = write("two.json", R"({"format": "trnsim-trace", "version": 1, "name": "two", "ranks": 2,
+      "groups": {}, "rank_ops": [{"rank": 1, "ops": [)" + small + ", " + big + R"(]},
+      {"rank": 0, "ops": [)" + small + "]}]}");
+  const std::string fragment = "(/sim/memory_budget); its largest op, " + t +
+                               ":/rank_ops/0/ops/1 (big), lowers to 3.43e+07 tile-model instructions";
+  expect_refused("run --config " + kC + " --set sim.memory_budget=6GB --trace " + t, fragment);
+  // The same trace as Chakra rank files: rank 1's file, node 7.
+  const auto exported = trnsim::test::run_trnsim("trace export " + t + " --out " + path("c"));
+  ASSERT_EQ(exported.code, 0) << exported.out;
+  expect_refused("run --config " + kC + " --set sim.memory_budget=6GB --trace " + path("c"),
+                 "(/sim/memory_budget); its largest op, " + path("c.1.et") +
+                     ": node 7 (big), lowers to 3.43e+07 tile-model instructions");
+  expect_refused("run --config " + kC + " --set sim.memory_budget=20GB --set sim.work_budget=1000 --trace " + path("c"),
+                 "(/sim/work_budget); its largest op, " + path("c.1.et") + ": node 7 (big), lowers to ");
 }
 
 TEST_F(Hostile, RunEstimatePrintsAndDoesNotSimulate) {

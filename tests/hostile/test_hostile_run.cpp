@@ -79,11 +79,18 @@ TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   EXPECT_EQ(e.calibration_shapes, 1u);
   EXPECT_EQ(e.calibration_instructions, calibrated);
   EXPECT_EQ(e.instructions, 0);  // the run itself replays profiles
-  EXPECT_EQ(e.events, 4 * 16 + 96 * 16 + 4 * calibrated);
-  EXPECT_EQ(e.program_bytes, calibrated * 2 * double(sizeof(model::Instr)));
-  EXPECT_EQ(e.op_bytes, 4 * 1024 + 2 * 16);
-  EXPECT_EQ(e.message_bytes, 96 * 256);
-  EXPECT_EQ(e.process_bytes, 4.0 * 64 * 1024);  // 64 KiB of each op process's stack
+  // The flow network merges a step's pieces: 16 events for each of the 2 x 16 data messages and
+  // handshakes of a member, not for its pieces.
+  EXPECT_EQ(e.events, 4 * 16 + 2 * 32 * 16 + 4 * calibrated);
+  EXPECT_EQ(e.program_bytes, calibrated * 256);  // 256 B per instruction, one program
+  // 768 B per op, 2.5 KiB more per op of the longest chain of a rank (2), 8 B per dependency.
+  EXPECT_EQ(e.longest_chain, 2u);
+  EXPECT_EQ(e.op_bytes, 4 * 768 + 2 * 2560 + 2 * 8);
+  EXPECT_EQ(e.message_bytes, 96 * 16);
+  // Each rank's 2 ops are one chain: at most 2 - 2 + 1 = 1 live at once, 4 KiB each.
+  EXPECT_EQ(e.live_processes, 2u);
+  EXPECT_EQ(e.process_bytes, 2.0 * 4096);
+  EXPECT_EQ(e.fixed_bytes, 16.0 * 1024 * 1024);
   // The GEMM at trn2's peak: 2 x 1024^3 flops / (2 x 8 cores x 128 x 128 x 2 fp8 MACs x 2.4 GHz).
   EXPECT_NEAR(e.end_s, 1073741824.0 / (8 * 128 * 128 * 2 * 2.4e9), 1e-12);
 }
@@ -98,19 +105,19 @@ TEST(HostileEstimate, RackTermPerChipAndLink) {
     const auto e = run::estimate_work(w, plan, loaded.config.replay);
     EXPECT_EQ(e.chips, 16u);
     EXPECT_EQ(e.links, 32u);
-    // fast (flow network): 17 KiB a chip, 20 KiB a link; detailed (packet): 368 KiB, 19 KiB.
-    const double rack = detailed ? 16 * 368 * 1024 + 32 * 19 * 1024 : 16 * 17 * 1024 + 32 * 20 * 1024;
+    // fast (flow network): 20 KiB a chip, 20 KiB a link; detailed (packet): 368 KiB, 19 KiB.
+    const double rack = detailed ? 16 * 368 * 1024 + 32 * 19 * 1024 : 16 * 20 * 1024 + 32 * 20 * 1024;
     EXPECT_EQ(e.rack_bytes, rack) << (detailed ? "detailed" : "fast");
-    EXPECT_EQ(e.memory_bytes(), e.op_bytes + e.message_bytes + e.packet_bytes + e.process_bytes +
-                                    e.program_bytes + rack);
+    EXPECT_EQ(e.memory_bytes(), e.fixed_bytes + e.op_bytes + e.message_bytes + e.packet_bytes +
+                                    e.process_bytes + e.program_bytes + rack);
   }
-  // A 10x10 torus: 100 chips and 200 links at the fast fidelity, 100 x 17 KiB + 200 x 20 KiB.
+  // A 10x10 torus: 100 chips and 200 links at the fast fidelity, 100 x 20 KiB + 200 x 20 KiB.
   const auto big = config::load_config(kInstance, {"rack.topology.torus.dims=[10,10]"});
   const auto e = run::estimate_work(w, *resolve::plan(big, resolve::Purpose::run).rack,
                                     big.config.replay);
   EXPECT_EQ(e.chips, 100u);
   EXPECT_EQ(e.links, 200u);
-  EXPECT_EQ(e.rack_bytes, 100 * 17 * 1024 + 200 * 20 * 1024);
+  EXPECT_EQ(e.rack_bytes, 100 * 20 * 1024 + 200 * 20 * 1024);
 }
 
 TEST(HostileEstimate, PacketFabricCountsPacketsAndHops) {
@@ -145,17 +152,17 @@ TEST(HostileEstimate, EachBudgetNamesItsSetting) {
   };
   config::SimParams sim;
   EXPECT_EQ(message(gemm_then_all_reduce(8 << 20), sim), "");
-  // A 1 PiB all-reduce: 2 x (32 + 2^31) pieces of 256 B, 1.1 TB.
+  // A 1 PiB all-reduce: 2 x (32 + 2^31) pieces of 16 B, 68.7 GB.
   const std::string big = message(gemm_then_all_reduce(std::uint64_t(1) << 50), sim);
-  EXPECT_NE(big.find("workload t: the run needs about 1.1e+03 GB of memory (4 ops: 4.13e-06 GB; "
-                     "4.295e+09 collective pieces and sends: 1.1e+03 GB; 0 packets: 0 GB; 4 op "
-                     "processes: "),
+  EXPECT_NE(big.find("workload t: the run needs about 68.7 GB of memory (start-up: 0.0168 GB; 4 "
+                     "ops: 8.21e-06 GB; 4.295e+09 collective pieces and sends: 68.7 GB; 0 packets: "
+                     "0 GB; 2 op processes: "),
             std::string::npos)
       << big;
   EXPECT_NE(big.find("(/sim/memory_budget)"), std::string::npos) << big;
   sim.work_budget = 1500;
   const std::string work = message(gemm_then_all_reduce(8 << 20), sim);
-  EXPECT_NE(work.find("workload t: the run needs about 2.34e+03 simulation events (4 ops, 96 "
+  EXPECT_NE(work.find("workload t: the run needs about 1.82e+03 simulation events (4 ops, 96 "
                       "collective pieces and sends, 0 packets, 0 tile-model instructions, 184 "
                       "more to calibrate 1 distinct ops), more than the work budget of 1.5e+03 "
                       "events (/sim/work_budget); its largest op, rank 0 op 0, lowers to 184 "

@@ -21,23 +21,54 @@ struct Implementation;
 
 namespace trnsim::run {
 
-// Bytes counted per unit (upper bounds of what the replay, the rack and the report keep).
-inline constexpr double kBytesPerOp = 1024;       // replay state and records, report rows
-inline constexpr double kBytesPerDependency = 16;  // the dependents list, both directions
-inline constexpr double kBytesPerMessage = 256;    // schedule entries at both ends, statistics
-inline constexpr double kBytesPerPacket = 32;      // one delivered-packet sample (packet fabric)
+// Bytes counted per unit: what each costs in peak RSS, measured as the difference of two runs
+// that differ in that unit only (tools/estimate_terms.py; figures in docs/configuration.md §6),
+// rounded up.
+// The binary, its configuration, the kernel and the report writer, without the rack: measured
+// 17,012 kB (fast) and 21,572 kB (detailed) for one delay op on the 16-chip trn2 instance, less
+// the rack's term below (0.93 MB, 6.65 MB): 16.49 MB and 15.44 MB.
+inline constexpr double kFixedBytes = 16 * 1024 * 1024;
+// An op with its replay state, record and report row (with one dependency): measured 2,566 B
+// (delays) and 2,748 B (named GEMMs) on one rank, 616 B on 16 ranks alike, 2,780 B added to the
+// one rank of 16 that ends last, 787 B to one that ends first: an op costs about 480 B (delays;
+// 662 B named GEMMs), and each op of the report's critical path (the slowest rank's chain of
+// dependent ops) 2,300 B more, at most the longest chain of any rank (docs/configuration.md §6).
+inline constexpr double kBytesPerOp = 768;
+inline constexpr double kBytesPerCriticalPathOp = 2560;
+inline constexpr double kBytesPerDependency = 8;  // measured 7.0 B
+// A collective piece or send: measured 5.6 B and 12.3 B (the same pair of runs twice, flow
+// network); the pieces are not kept, what grows is the collectives' statistics.
+inline constexpr double kBytesPerMessage = 16;
+// A packet on the packet network: measured 24 B (sends) and less than RSS's noise of 0.25 MB
+// (7,168 packets) when measured again.
+inline constexpr double kBytesPerPacket = 32;
 // The built rack's models, per chip and per link of its graph, by the network that runs it
 // (measured: peak RSS of one trace on tori of two sizes, docs/configuration.md §6).
-inline constexpr double kRackBytesPerChipFlow = 17 * 1024;  // measured 16,812 B
+// A chip on the flow network: measured 16,812 B between 1,024 and 4,096 chips, 20,216 B between
+// 4,096 and 10,000 (64 x 64 -> 100 x 100 torus: 258,680 -> 608,496 kB, less 2 links a chip).
+inline constexpr double kRackBytesPerChipFlow = 20 * 1024;
 inline constexpr double kRackBytesPerLinkFlow = 20 * 1024;  // measured 20,228 B
 inline constexpr double kRackBytesPerChipPacket = 368 * 1024;  // measured 376,539 B
 inline constexpr double kRackBytesPerLinkPacket = 19 * 1024;  // measured 18,872 B
-// Of each live op process's stack (SystemC's 256 KiB), what its calls touch: the rest is never
-// brought into memory.
+// Each live op process: SystemC maps its 256 KiB stack lazily, so only the pages its calls touch
+// count, with the process's own objects: measured 3,348 B (delays, fast), 3,634 B (delays,
+// detailed), 3,314 B (GEMMs, fast).
+inline constexpr double kBytesPerOpProcess = 4 * 1024;
+// A compute op running on the tile model, beyond its op process and its program: the chip's
+// state of a running op (measured 12,973 B: 1,024 elementwise ops of 3 instructions at once).
+inline constexpr double kBytesPerRunningTileOp = 16 * 1024;
+// A tile-model program, per instruction (model::lowered_instructions()): measured 203 B, one
+// GEMM of 8,848 and one of 35,100 instructions.
+inline constexpr double kProgramBytesPerInstruction = 256;
+// The microbenchmarks' allowances (bench hbm, bench traffic), not measured as the run's are: 64
+// KiB of each requester thread's stack, 256 B per message.
 inline constexpr double kStackBytesTouched = 64 * 1024;
+inline constexpr double kBenchBytesPerMessage = 256;
 // Simulation events (process activations) counted per unit.
 inline constexpr double kEventsPerOp = 16;
-inline constexpr double kEventsPerMessage = 16;      // flow network: start, rate changes, end
+// Flow network: start, rate changes, end of each data message and handshake; a step's pieces
+// go as one flow (measured 0.015 activations per piece added), so pieces are not counted.
+inline constexpr double kEventsPerMessage = 16;
 inline constexpr double kEventsPerPacketHop = 4;     // packet network: arrival, wake-ups (bound)
 inline constexpr double kEventsPerInstruction = 4;   // tile compute model
 inline constexpr double kEventsPerDmaPacket = 2;
@@ -53,15 +84,20 @@ inline constexpr double kEventsPerWallSecond = kDefaultWorkBudget / 86400;
 
 struct WorkEstimate {
   std::uint64_t ops = 0, dependencies = 0;
+  std::uint64_t longest_chain = 0;  // the most ops of one rank that depend on one another
   std::uint64_t messages = 0;  // collective pieces and sends, upper bound
   double packets = 0;          // on the packet fabric (0 on the flow network)
-  std::uint64_t live_processes = 0;  // op processes alive at once (the replay's bound)
+  // Op processes alive at once: per rank its ops less its longest chain's but one, within the
+  // replay's bound (4,096 to 24,576).
+  std::uint64_t live_processes = 0;
   double instructions = 0;          // tile-model instructions the run's ops lower to
   std::uint64_t calibration_shapes = 0;  // distinct compute ops calibrated on the tile model
   double calibration_instructions = 0;   // what they lower to, all together
   std::string largest_op;                // the op with the most instructions (its rank and name)
   double largest_op_instructions = 0;
+  double fixed_bytes = 0;  // the binary, its configuration and report writer (kFixedBytes)
   double op_bytes = 0, message_bytes = 0, packet_bytes = 0, process_bytes = 0;
+  std::uint64_t running_tile_ops = 0;  // compute ops held on the tile model at once (bound)
   double program_bytes = 0;  // tile-model programs alive at once (run or calibration)
   double rack_bytes = 0;     // the rack's models: per chip and per link of its graph
   std::uint64_t chips = 0, links = 0;  // of the rack's graph
@@ -69,7 +105,8 @@ struct WorkEstimate {
   double end_s = 0;    // lower bound of the step's end: the longest chain of one rank
   int end_rank = 0;    // whose chain that is
   double memory_bytes() const {
-    return op_bytes + message_bytes + packet_bytes + process_bytes + program_bytes + rack_bytes;
+    return fixed_bytes + op_bytes + message_bytes + packet_bytes + process_bytes + program_bytes +
+           rack_bytes;
   }
 };
 

@@ -281,6 +281,10 @@ struct Workload {
   std::optional<OperatorCoverage> coverage;
   // How the reader took the trace's units, and why (Chakra); empty for native traces.
   std::string units;
+  // Where op `index` of rank `rank` (`op`) is in the files read, for messages after reading: the
+  // native reader says "file:/rank_ops/2/ops/7 (name)", the Chakra reader "prefix.3.et: node 12
+  // (name)". Empty for a workload built in memory; locate() falls back to the rank and op id.
+  std::function<std::string(int rank, std::size_t index, const Op& op)> where;
 
   int num_ranks() const { return static_cast<int>(ranks.size()); }
 };
@@ -328,6 +332,9 @@ double comm_bytes(const Op& op);
 // Names an op in error messages: the native reader says "file:/rank_ops/2/ops/7", the Chakra
 // reader "prefix.3.et: node 12". The default says "rank 3, op 12 (name)".
 using Locator = std::function<std::string(int rank, std::size_t op_index)>;
+
+// Names op `index` of rank `rank` by w.where, else as "rank 3 op 12 (name)".
+std::string locate(const Workload& w, int rank, std::size_t index);
 
 // Whole-workload checks; each throws TraceError with a message naming what is wrong.
 // validate() runs all of them (readers call it before returning).
