@@ -1058,10 +1058,7 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
     if (std::size_t(rank) >= files.size()) return fmt::format("rank {} node {} ({})", rank, op.id, op.name);
     return fmt::format("{}: node {} ({})", files[std::size_t(rank)], op.id, op.name);
   };
-  validate(w, [&](int rank, std::size_t i) {
-    const Op& op = w.ranks[rank].ops[i];
-    return fmt::format("{}: node {} ({})", files[rank], op.id, op.name);
-  });
+  validate(w, [&](int rank, std::size_t i) { return locate(w, rank, i); });
   return w;
 }
 

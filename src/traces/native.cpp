@@ -242,14 +242,15 @@ Workload parse_native(const std::string& text, const std::string& origin) {
     w.ranks[r].ops = std::move(h.rank_ops[position[r]].ops);
   }
 
-  w.where = [origin, position](int rank, std::size_t index, const Op& op) {
-    if (std::size_t(rank) >= position.size()) return fmt::format("{}: rank {} op {}", origin, rank, op.id);
-    return fmt::format("{}:/rank_ops/{}/ops/{}{}", origin, position[std::size_t(rank)], index,
-                       op.name.empty() ? "" : fmt::format(" ({})", op.name));
+  // The op's JSON pointer: the checks below name it so; later messages add the op's name.
+  auto pointer = [origin, position](int rank, std::size_t index) {
+    return fmt::format("{}:/rank_ops/{}/ops/{}", origin, position[std::size_t(rank)], index);
   };
-  validate(w, [&](int rank, std::size_t op) {
-    return fmt::format("{}:/rank_ops/{}/ops/{}", origin, position[rank], op);
-  });
+  w.where = [origin, position, pointer](int rank, std::size_t index, const Op& op) {
+    if (std::size_t(rank) >= position.size()) return fmt::format("{}: rank {} op {}", origin, rank, op.id);
+    return pointer(rank, index) + (op.name.empty() ? "" : fmt::format(" ({})", op.name));
+  };
+  validate(w, pointer);
   return w;
 }
 
