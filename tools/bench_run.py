@@ -7,8 +7,7 @@ of a bare SystemC event loop (`trnsim bench kernel`) measured in the same invoca
     tools/bench_run.py [--trnsim build/release/src/cli/trnsim] [--kernel-processes N]
                        [-- <extra trnsim run arguments, e.g. --config ... --trace ...>]
     tools/bench_run.py --fidelity      # the main job at sim.fidelity fast, detailed, and
-                                       # detailed with fast-forward (-- --set
-                                       # sim.memory_budget=12GB for the default step)
+                                       # detailed with fast-forward
     tools/bench_run.py --scaling       # cost against layers, micro-batches and tokens per chip
     tools/bench_run.py --compare OLD_TRNSIM [--repeat N]
                                        # the job on another binary and this one, alternately:
@@ -104,8 +103,9 @@ def run_bare_kernel(trnsim, processes, activations):
 
 def fidelity_table(trnsim, extra):
     """fast; detailed; detailed with fast-forward (micro-batches and inside ops, issue #11's
-    target). The default step at detailed needs more than the default memory budget on a 24 GiB
-    machine: pass `--set sim.memory_budget=12GB` after the options."""
+    target). The default step at detailed with fast-forward is estimated at 6.12 GB, within the
+    default memory budget of a 24 GiB machine (docs/configuration.md section 6); a smaller machine
+    needs `--set sim.memory_budget=...` after the options."""
     rows = []
     for fid, ff in (("fast", None), ("detailed", None), ("detailed", "true")):
         sets = ["--set", f"sim.fidelity={fid}"] + (["--set", f"sim.fast_forward={ff}"] if ff else [])
