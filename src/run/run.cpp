@@ -23,7 +23,8 @@ EstimateReport estimate_workload(const config::LoadedConfig& loaded, const trace
   r.end_s = e.end_s;
   r.memory_budget = double(config::memory_budget(loaded.config.sim));
   r.work_budget = work_budget(loaded.config.sim);
-  r.wall_s = e.events / kEventsPerWallSecond;
+  r.wall_s_short = e.events / kEstimatedEventsPerSecondFast;
+  r.wall_s = e.events / kEstimatedEventsPerSecondSlow;
   const bool fits = r.memory_bytes <= r.memory_budget && r.events <= r.work_budget;
   r.text = fmt::format(
       "estimate of workload {} ({} ops on {} ranks):\n"
@@ -34,13 +35,15 @@ EstimateReport estimate_workload(const config::LoadedConfig& loaded, const trace
       "{:.3g} GB, packets {:.3g} GB, op processes {:.3g} GB, tile-model programs {:.3g} GB, rack "
       "({} chips, {} links) {:.3g} GB\n"
       "  step         at least {:.4g} ms (rank {}'s longest chain at peak)\n"
-      "  wall time    at most about {:.3g} s (events at {:.3g} per second)\n"
+      "  wall time    about {:.3g} to {:.3g} s (events at {:.2g} to {:.2g} per second, as measured; "
+      "a guide, not a bound)\n"
       "  {}\n",
       driver.name(), e.ops, workload.num_ranks(), e.events, r.work_budget, double(e.messages),
       e.packets, e.instructions, e.calibration_instructions, e.calibration_shapes,
       r.memory_bytes / 1e9, r.memory_budget / 1e9, e.fixed_bytes / 1e9, e.op_bytes / 1e9, e.message_bytes / 1e9,
       e.packet_bytes / 1e9, e.process_bytes / 1e9, e.program_bytes / 1e9, e.chips,
-      e.links, e.rack_bytes / 1e9, e.end_s * 1e3, e.end_rank, r.wall_s, kEventsPerWallSecond,
+      e.links, e.rack_bytes / 1e9, e.end_s * 1e3, e.end_rank, r.wall_s_short, r.wall_s,
+      kEstimatedEventsPerSecondFast, kEstimatedEventsPerSecondSlow,
       fits ? "within the budgets: the run would start"
            : "beyond the budgets: the run would be refused");
   return r;

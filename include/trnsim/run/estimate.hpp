@@ -79,8 +79,14 @@ inline constexpr double kEventsPerDmaPacket = 2;
 inline constexpr std::size_t kLiveOpsPerRank = 16;
 // /sim/work_budget when it is 0: about a day of simulation at the kernel's usual rate.
 inline constexpr double kDefaultWorkBudget = 1e12;
-// The event rate that makes it a day, the rate `run --estimate` divides by for a wall time.
+// The event rate that makes it a day.
 inline constexpr double kEventsPerWallSecond = kDefaultWorkBudget / 86400;
+// Estimated events per second of a run's CPU time, measured (docs/configuration.md section 6,
+// at 9b2f34b on the 2-core machine): 1.6e6 on the default step at the fast fidelity, whose flow
+// network wakes far less often than its messages' bound, to 8.7e6 on the shared Mixtral-like
+// trace at the detailed one. `run --estimate` gives the run's time as the range between them.
+inline constexpr double kEstimatedEventsPerSecondSlow = 1.6e6;
+inline constexpr double kEstimatedEventsPerSecondFast = 8.7e6;
 
 struct WorkEstimate {
   std::uint64_t ops = 0, dependencies = 0;

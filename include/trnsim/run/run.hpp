@@ -154,7 +154,9 @@ using ProgressFn = std::function<void(const Progress&)>;
 struct EstimateReport {
   double events = 0, memory_bytes = 0, end_s = 0;
   double memory_budget = 0, work_budget = 0;
-  double wall_s = 0;  // expected wall time, at kEventsPerWallSecond
+  // Expected wall time: the events at kEstimatedEventsPerSecondFast and ...Slow (a guide, not a
+  // bound: the rate varies with the workload and the machine).
+  double wall_s_short = 0, wall_s = 0;
   std::string text;
 };
 EstimateReport estimate_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
