@@ -251,14 +251,9 @@ TEST(HostileProcesses, TheRackRunsCollectivesWithoutHelperThreads) {
   EXPECT_EQ(d.peak_helper_processes, 0u);
 }
 
-// The tile chips' worker threads are bounded (/sim/core_workers, shared by the rack's chips: one
-// for each core that runs a program, further ones while the budget lasts). The instance has 16
-// chips x 8 cores: 130 threads leave 2 beyond one per core. 6 independent 128^3 GEMMs per rank
-// (one tile each, a program on core 0 of its chip) start together, rank 0's first (issue order):
-// its chip's core 0 gets its own worker and the 2 others, rank 1's its own; the other 8 programs
-// wait, and every op still ends.
-TEST(HostileProcesses, CoreWorkersAreBoundedAndProgramsWaitForThem) {
-  auto w = world(2, [](int) {
+// 2 ranks of 6 independent 128^3 GEMMs each (one tile: a program on core 0 of the rank's chip).
+static trace::Workload six_small_gemms_per_rank() {
+  return world(2, [](int) {
     std::vector<trace::Op> ops;
     for (int i = 0; i < 6; ++i) {
       ops.push_back(op_of(trace::OpId(i), OpKind::gemm));
@@ -266,6 +261,16 @@ TEST(HostileProcesses, CoreWorkersAreBoundedAndProgramsWaitForThem) {
     }
     return ops;
   });
+}
+
+// The tile chips' worker threads are bounded (/sim/core_workers, shared by the rack's chips: one
+// for each core that runs a program, further ones while the budget lasts). The instance has 16
+// chips x 8 cores: 130 threads leave 2 beyond one per core. 6 independent 128^3 GEMMs per rank
+// (one tile each, a program on core 0 of its chip) start together, rank 0's first (issue order):
+// its chip's core 0 gets its own worker and the 2 others, rank 1's its own; the other 8 programs
+// wait, and every op still ends.
+TEST(HostileProcesses, CoreWorkersAreBoundedAndProgramsWaitForThem) {
+  auto w = six_small_gemms_per_rank();
   const auto bounded =
       config::load_config(kInstance, {"sim.fidelity=detailed", "sim.core_workers=130"});
   const auto d = run::run_workload(bounded, w);
@@ -276,14 +281,7 @@ TEST(HostileProcesses, CoreWorkersAreBoundedAndProgramsWaitForThem) {
 }
 
 TEST(HostileProcesses, CoreWorkersBelowTheirBoundAreOnePerProgramAtOnce) {
-  auto w = world(2, [](int) {
-    std::vector<trace::Op> ops;
-    for (int i = 0; i < 6; ++i) {
-      ops.push_back(op_of(trace::OpId(i), OpKind::gemm));
-      ops.back().m = ops.back().k = ops.back().n = 128;
-    }
-    return ops;
-  });
+  auto w = six_small_gemms_per_rank();
   // The default, 16,384, does not bind here: one worker per program at once.
   const auto free = config::load_config(kInstance, {"sim.fidelity=detailed"});
   const auto d = run::run_workload(free, w);
