@@ -690,9 +690,7 @@ struct Replay::Impl : Emitter {
   // (receives, collectives) at once, so the bound grows with the ranks (16 each: a cluster of
   // 1,152 ranks replays unfolded) and stays far below the kernel's mappings. No bundled trace
   // comes near it, so below it the start order, and every result, is what it was without it.
-  static constexpr std::size_t kMinLiveOps = 4096, kMaxLiveOpsCap = 24576;
-  const std::size_t max_live_ops =
-      std::clamp<std::size_t>(16 * std::size_t(nr), kMinLiveOps, kMaxLiveOpsCap);
+  const std::size_t max_live_ops = max_live_op_processes(nr);
   std::size_t live_ops = 0, peak_live_ops = 0;
   // An op process that has finished its op waits for the next one instead of ending: spawning
   // one per op mapped, protected and unmapped a stack 468K times in the default run (a third of
@@ -1095,6 +1093,10 @@ std::size_t Replay::batches() const { return impl_->batches.size(); }
 const std::vector<CollectiveRecord>& Replay::collectives() const { return impl_->coll_records; }
 sc_core::sc_time Replay::makespan() const { return impl_->last_end; }
 FastForwardStats Replay::fast_forward_stats() const { return impl_->ffs; }
+std::size_t max_live_op_processes(int ranks) {
+  return std::clamp<std::size_t>(16 * std::size_t(std::max(ranks, 0)), 4096, 24576);
+}
+
 std::size_t Replay::peak_live_ops() const { return impl_->peak_live_ops; }
 
 }  // namespace trnsim::replay

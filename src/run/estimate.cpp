@@ -17,6 +17,7 @@
 #include "compute_ops.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/registry/registry.hpp"
+#include "trnsim/replay/engine.hpp"
 
 namespace trnsim::run {
 
@@ -252,10 +253,9 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
         std::max(e.program_bytes, jobs * kProgramBytesPerInstruction * calibration_peak);
   }
   e.messages = std::uint64_t(std::min(messages, 1.8e19));
-  // The replay's bound on live op processes (16 per rank, 4,096 to 24,576).
-  e.live_processes = std::min<std::uint64_t>(
-      e.live_processes,
-      std::clamp<std::uint64_t>(16 * std::uint64_t(w.num_ranks()), 4096, 24576));
+  // The replay's bound on live op processes.
+  e.live_processes = std::min<std::uint64_t>(e.live_processes,
+                                             replay::max_live_op_processes(w.num_ranks()));
   e.op_bytes = kBytesPerOp * double(e.ops) + kBytesPerCriticalPathOp * double(e.longest_chain) +
                kBytesPerDependency * double(e.dependencies);
   e.message_bytes = kBytesPerMessage * messages;

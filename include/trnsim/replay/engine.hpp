@@ -172,6 +172,11 @@ struct ScaleOutGroups {
 
 // Replays the work of a source (source.hpp) on a machine. The source's begin() runs in the
 // constructor; its finished() from the simulation, whenever a batch it emitted has finished.
+// The most op processes (SystemC threads, each with a stack) a replay of `ranks` ranks keeps
+// busy at once, over all ranks: 16 a rank, at least 4,096 and at most 24,576 (engine.cpp says
+// why). The run's estimate counts against the same bound.
+std::size_t max_live_op_processes(int ranks);
+
 class Replay : public sc_core::sc_module {
  public:
   // `rank_to_chip[r]` is the chip of rank r (identity when empty). Throws TraceError when the
