@@ -66,6 +66,28 @@ def paragraphs(text):
     return out
 
 
+# An inline code span: a command, a key or a program's message, quoted.
+CODE_SPAN = re.compile(r"`[^`]*`")
+SENTENCE_END = re.compile(r"(?<=[.;:])\s+|\n\|")
+
+
+def sentences(para):
+    """(sentence, the sentence with its code spans blanked) of each sentence of a paragraph.
+
+    A duration inside a code span is quoted (an error message's simulated "takes at least 1.9e+07
+    s", a flag's value), not a time the doc measured, so only the blanked text is searched for
+    durations; the words that make a duration a wall time may still be in code (at `-j 2`).
+    Sentences end where they end in the text itself, so a code span holding "; " is cut the same
+    way in both forms."""
+    blanked = CODE_SPAN.sub(lambda m: "`" + "x" * (len(m.group()) - 2) + "`", para)
+    out, start = [], 0
+    for m in SENTENCE_END.finditer(para):
+        out.append((para[start:m.start()], blanked[start:m.start()]))
+        start = m.end()
+    out.append((para[start:], blanked[start:]))
+    return out
+
+
 def sentence_key(sentence):
     """A sentence as the known list holds it: whitespace folded, at most 80 characters."""
     return " ".join(sentence.split())[:80]
@@ -91,8 +113,8 @@ def figures(root):
         rel = f.relative_to(root).as_posix()
         for line, para in paragraphs(f.read_text(encoding="utf-8")):
             commit = next((c for c in COMMIT.findall(para) if resolves(root, c)), None)
-            for sentence in re.split(r"(?<=[.;:])\s+|\n\|", para):
-                if DURATION.search(sentence) and WALL.search(sentence):
+            for sentence, spoken in sentences(para):
+                if DURATION.search(spoken) and WALL.search(sentence):
                     out.append((rel, line, sentence_key(sentence), commit))
     return out
 

@@ -49,6 +49,14 @@ class DocFigures(unittest.TestCase):
         self.assertEqual(self.doc("The step takes 3.0 ms more.\n\n```\nwall time 92.5 s\n```\n"
                                   "The step falls from 52.7 ms to 44.3 ms.\n"), [])
 
+    def test_a_duration_quoted_in_code_is_not_a_wall_time(self):
+        # An error message's simulated time, quoted; "takes" alone would make it a wall time.
+        self.assertEqual(self.doc("It refuses: `rank 0's chain takes at least 1.9e+07 s; beyond the "
+                                  "1.845e+07 s the kernel counts`.\n"), [])
+        # The same words outside the code span are a figure; a wall word in code still counts.
+        self.assertEqual(len(self.doc("The run takes 1.9 s (`trnsim run`).\n")), 1)
+        self.assertEqual(len(self.doc("Nine points, 38 s at `-j 2`.\n")), 1)
+
     def test_known_list_only_shrinks(self):
         self.known.write_text("# header\ndocs/a.md: Nine points, 9 min 54 s at `-j 2` on a shared machine.\n")
         self.assertEqual(self.doc("Nine points, 9 min 54 s at `-j 2` on a shared machine.\n"), [])
