@@ -5,7 +5,8 @@
     tools/bench_compute.py [--trnsim build/release/src/cli/trnsim] [--max-side 8192] [--json]
 
 1. Every shape of `trnsim bench gemm --sweep` (MXFP8), replayed by `trnsim run` on rank 0 of the
-   default rack with --set chip.compute.model=op and =tile: alone (one GEMM) and two at once on
+   default rack with --set chip.compute.model=op and =tile (at sim.fidelity=detailed with
+   sim.fast_forward=false, so a tile op is simulated whole): alone (one GEMM) and two at once on
    one chip (two GEMMs without dependencies), the op-level time's error against the tile time.
 2. The step traces/mixtral-moe-16.json on configs/racks/trn3-gen2-ultraserver.json at both
    compute models: step time, its difference, wall time and process activations.
@@ -89,9 +90,14 @@ def grid_part(trnsim):
              "error": t["op"][name] / t["tile"][name] - 1} for name in t["tile"]]
 
 
+# Parts 1 and 2 compare the two compute models alone: packet network, no fast-forward (at the
+# default fast tier a tile chip times an op from its head, and the step's network is flow-level).
+WHOLE = ["--set", "sim.fidelity=detailed", "--set", "sim.fast_forward=false"]
+
+
 def run(trnsim, trace, model):
     r = bench_run.run_main_job(trnsim, ["--config", RACK, "--trace", trace,
-                                        "--set", f"chip.compute.model={model}"])
+                                        "--set", f"chip.compute.model={model}", *WHOLE])
     return r
 
 

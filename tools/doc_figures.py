@@ -6,11 +6,11 @@ A simulated figure is reproducible from the command the doc shows; a wall time (
 a sweep's minutes, seconds per point) is not, and goes stale silently as the code gets faster or
 slower (docs/sweeps.md said 9 min 54 s for a sweep that now takes seconds). So every paragraph
 that states a wall time must name the commit it was measured at (any commit id in the paragraph
-that git resolves, conventionally "measured at a39c219"), so a reader can tell how old it is.
-
-Figures written before this check are listed in tools/doc_figures_known.txt (file and sentence);
-the list may only shrink: a figure not listed and without a commit fails, and so does a listed
-one that is no longer in the docs (remove its line).
+that git resolves, conventionally "measured at a39c219"), so a reader can tell how old it is. A
+figure kept from a past run says so with its commit ("recorded at 2959c9b, not re-measured
+since"; a before/after names the change). A duration inside an inline code span is quoted (a
+command, a program's message), not measured, and is not a figure. Every figure without a commit
+fails: the list of older untagged figures this check started with is empty, and gone.
 
   tools/doc_figures.py              check; exit 1 naming each figure at fault
   tools/doc_figures.py --list       every wall-time figure, tagged or not, with its commit
@@ -24,7 +24,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-KNOWN = ROOT / "tools" / "doc_figures_known.txt"
 
 # A duration in seconds, minutes or hours ("9 min 54 s", "40 s", "1.3 s", "20 minutes").
 DURATION = re.compile(r"\b\d[\d,.]*\s?(?:s|min|minutes|h|hours)\b")
@@ -66,8 +65,30 @@ def paragraphs(text):
     return out
 
 
+# An inline code span: a command, a key or a program's message, quoted.
+CODE_SPAN = re.compile(r"`[^`]*`")
+SENTENCE_END = re.compile(r"(?<=[.;:])\s+|\n\|")
+
+
+def sentences(para):
+    """(sentence, the sentence with its code spans blanked) of each sentence of a paragraph.
+
+    A duration inside a code span is quoted (an error message's simulated "takes at least 1.9e+07
+    s", a flag's value), not a time the doc measured, so only the blanked text is searched for
+    durations; the words that make a duration a wall time may still be in code (at `-j 2`).
+    Sentences end where they end in the text itself, so a code span holding "; " is cut the same
+    way in both forms."""
+    blanked = CODE_SPAN.sub(lambda m: "`" + "x" * (len(m.group()) - 2) + "`", para)
+    out, start = [], 0
+    for m in SENTENCE_END.finditer(para):
+        out.append((para[start:m.start()], blanked[start:m.start()]))
+        start = m.end()
+    out.append((para[start:], blanked[start:]))
+    return out
+
+
 def sentence_key(sentence):
-    """A sentence as the known list holds it: whitespace folded, at most 80 characters."""
+    """A sentence as a message quotes it: whitespace folded, at most 80 characters."""
     return " ".join(sentence.split())[:80]
 
 
@@ -91,52 +112,25 @@ def figures(root):
         rel = f.relative_to(root).as_posix()
         for line, para in paragraphs(f.read_text(encoding="utf-8")):
             commit = next((c for c in COMMIT.findall(para) if resolves(root, c)), None)
-            for sentence in re.split(r"(?<=[.;:])\s+|\n\|", para):
-                if DURATION.search(sentence) and WALL.search(sentence):
+            for sentence, spoken in sentences(para):
+                if DURATION.search(spoken) and WALL.search(sentence):
                     out.append((rel, line, sentence_key(sentence), commit))
     return out
 
 
-def read_known(path):
-    known = set()
-    if path.is_file():
-        for raw in path.read_text(encoding="utf-8").splitlines():
-            if raw.strip() and not raw.startswith("#"):
-                rel, _, key = raw.partition(": ")
-                known.add((rel, key))
-    return known
-
-
-def check(root, known_path):
-    known = read_known(known_path)
-    found = figures(root)
-    problems = []
-    seen = set()
-    for rel, line, key, commit in found:
-        if commit is None:
-            seen.add((rel, key))
-        if commit is None and (rel, key) not in known:
-            problems.append(f"{rel}:{line}: a wall time with no commit in its paragraph (write "
-                            f"\"measured at COMMIT\" beside it): {key}")
-    for rel, key in sorted(known - seen):
-        problems.append(f"{known_path.relative_to(root).as_posix()}: \"{rel}: {key}\" is no longer in "
-                        f"the docs untagged (reworded, tagged or removed): delete its line")
-    return problems
+def check(root):
+    return [f"{rel}:{line}: a wall time with no commit in its paragraph (write \"measured at COMMIT\" "
+            f"beside it): {key}" for rel, line, key, commit in figures(root) if commit is None]
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, default=ROOT, help="the repository (default: this one)")
-    ap.add_argument("--known", type=Path, help="the list of figures from before the check "
-                    "(default: ROOT/tools/doc_figures_known.txt)")
     ap.add_argument("--list", action="store_true", help="print every wall-time figure")
     ap.add_argument("--age", action="store_true",
                     help="print each tagged figure's commit and the commits since that changed the code")
-    ap.add_argument("--write-known", action="store_true",
-                    help="write the list of untagged figures (only to start the list)")
     a = ap.parse_args(argv)
     root = a.root.resolve()
-    known_path = (a.known or root / "tools" / "doc_figures_known.txt").resolve()
     if a.list or a.age:
         for rel, line, key, commit in figures(root):
             if a.age and commit is None:
@@ -148,13 +142,7 @@ def main(argv=None):
                 age = f" ({r.stdout.strip()} code commits since)"
             print(f"{rel}:{line}: [{commit or 'untagged'}{age}] {key}")
         return 0
-    if a.write_known:
-        lines = sorted({f"{rel}: {key}" for rel, _, key, commit in figures(root) if commit is None})
-        known_path.write_text("# Wall-time figures in the docs from before tools/doc_figures.py, without the\n"
-                              "# commit they were measured at. The list only shrinks: tag or reword one, then\n"
-                              "# delete its line.\n" + "\n".join(lines) + "\n", encoding="utf-8")
-        return 0
-    problems = check(root, known_path)
+    problems = check(root)
     for p in problems:
         print(p, file=sys.stderr)
     if problems:
