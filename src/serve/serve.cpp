@@ -225,8 +225,9 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
     j["kv_transfer"] = {{"transfers", r.transfers},
                         {"bytes", r.transfer_bytes},
                         {"time_s", r.transfer_s},
-                        {"counted", "transfers, bytes and time_s: every transfer of the run "
-                                    "(warm-up included); time_s and wait_s: the measured requests'"},
+                        {"counted", "transfers, bytes and time_s (summed): every transfer of the "
+                                    "run (warm-up included); transfer_s and wait_s: the measured "
+                                    "requests'"},
                         {"transfer_s", stats_json(took)},
                         {"wait_s", stats_json(wait)}};
   }
