@@ -202,7 +202,7 @@ struct ServeSpec {
     v.field("slo", slo, "service-level objective for goodput");
     v.field("timing", timing, "how iterations are timed on the rack");
     v.field("disaggregated", disaggregated,
-            "a prefill pool and a decode pool (replaces layout and replicas' co-located replicas)");
+            "a prefill pool and a decode pool of one layout (absent: co-located replicas)");
   }
 };
 
