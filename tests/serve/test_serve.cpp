@@ -160,6 +160,30 @@ TEST(Engine, DisaggregatedTransferWaitsForDecodeBlocks) {
   EXPECT_EQ(r.refused, 0u);
 }
 
+TEST(Engine, DisaggregatedDecodeReplicaPreemptsAndRecomputesItself) {
+  // 10 decode blocks (160 tokens). A's KV (61 tokens with its next: 4 blocks) moves first, B's
+  // a prefill iteration later (4 blocks). A, ahead, needs its sixth block at KV 81 while B holds
+  // five: B (admitted last) is preempted and, once A has finished, recomputes its prompt and
+  // the tokens it had generated on the decode replica (a prefill there), then decodes on.
+  Workload w;
+  w.open.push_back({0, 0.0, 60, 40});
+  w.open.push_back({1, 0.0, 60, 40});
+  TableTimer timer;
+  const EngineResult r = simulate(w, disaggregated(1000000, 10), timer, 0);
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_EQ(r.requests[1].preemptions, 1u);
+  EXPECT_EQ(r.transfers, 2u);
+  EXPECT_GT(r.requests[1].finish_s, r.requests[0].finish_s);
+  std::uint64_t recomputes = 0;
+  for (const auto& it : r.iterations) {
+    if (it.replica == 1 && it.shape.prefill > 0) {
+      ++recomputes;
+      EXPECT_GT(it.shape.prefill, 60u);  // the prompt and the tokens generated before
+    }
+  }
+  EXPECT_EQ(recomputes, 1u);
+}
+
 TEST(Engine, DisaggregatedTransfersOfOnePrefillReplicaGoInTurn) {
   // C (10 tokens) starts the prefill replica at 0; A and B arrive during it and are prefilled
   // together in its second iteration (120 tokens); their transfers leave one after the other.
@@ -271,6 +295,35 @@ TEST(Engine, LittlesLawOnASteadyRun) {
   EXPECT_NEAR(L / lw, 1.0, 0.05) << "L " << L << " lambda W " << lw;
   // Steady: the throughput is the offered rate.
   EXPECT_NEAR(f["throughput"]["requests_per_s"].get<double>(), 200, 10);
+}
+
+TEST(Engine, DisaggregatedLittlesLawOnASteadyRun) {
+  // The same load on one prefill and one decode replica: a request is counted by its prefill
+  // replica while waiting or prefilling, then by its decode replica (waiting for blocks, in
+  // transfer, running), each at its iterations' starts.
+  ArrivalParams a;
+  a.kind = ArrivalKind::poisson;
+  a.rate_per_s = 200;
+  a.input_tokens = 200;
+  a.output_tokens = 50;
+  a.seed = 7;
+  const Workload w = make_workload(a, 6000, "test");
+  EngineOptions o = disaggregated();
+  o.scheduler.max_batch = 64;
+  o.scheduler.token_budget = 2048;
+  TableTimer timer;
+  const EngineResult r = simulate(w, o, timer, 1000);
+  const Json f = figures(r, SloParams{}, 2, 2, timer.static_w());
+  const double L = f["littles_law"]["mean_in_system"].get<double>();
+  const double lw = f["littles_law"]["throughput_x_latency"].get<double>();
+  EXPECT_GT(L, 1.0);
+  EXPECT_NEAR(L / lw, 1.0, 0.05) << "L " << L << " lambda W " << lw;
+  EXPECT_NEAR(f["throughput"]["requests_per_s"].get<double>(), 200, 10);
+  EXPECT_EQ(f["kv_transfer"]["transfers"], 6000);
+  EXPECT_DOUBLE_EQ(f["kv_transfer"]["bytes"].get<double>(), 6000 * 200 * 1000.0);
+  EXPECT_EQ(f["pools"]["prefill"]["iterations"].get<std::uint64_t>() +
+                f["pools"]["decode"]["iterations"].get<std::uint64_t>(),
+            r.iterations_total);
 }
 
 TEST(Engine, ClosedLoopKeepsUsersBusy) {
