@@ -25,27 +25,43 @@ struct Seq {
   std::uint64_t input = 0, output = 0, computed = 0, generated = 0, prefill_target = 0;
   bool prefilling() const { return computed < prefill_target; }
   double last_token_s = 0;
+  int prefill_replica = 0, decode_replica = -1;  // disaggregated
 };
 
+// Co-located replicas prefill and decode; a disaggregated system's prefill replicas prefill
+// prompts and sample their first tokens, its decode replicas receive the KV caches and decode
+// (and recompute what they preempt).
+enum class Role { colocated, prefill, decode };
+
 struct Replica {
+  Role role = Role::colocated;
   std::deque<Seq*> waiting;
   std::vector<Seq*> running;  // in admission order
   infer::BlockAllocator kv;
   bool busy = false;
+  // Disaggregated. Prefill: prefilled sequences whose blocks are held until their KV has been
+  // moved, and when the replica's last transfer ends (its transfers go one after another).
+  // Decode: prefilled sequences waiting for their blocks here (first come, first served), and
+  // transfers whose blocks are reserved and that have not ended.
+  std::uint64_t held = 0, inflight = 0;
+  double link_free_s = 0;
+  std::deque<Seq*> incoming;
   std::size_t record = 0;  // its IterationRecord (>= size: not kept)
   // The iteration in flight.
   std::vector<std::pair<Seq*, std::uint64_t>> prefills;  // sequence, chunk tokens
   std::vector<Seq*> decodes;
-  explicit Replica(std::uint64_t blocks, std::uint64_t block_tokens) : kv(blocks, block_tokens) {}
-  std::size_t load() const { return waiting.size() + running.size(); }
+  Replica(Role r, std::uint64_t blocks, std::uint64_t block_tokens)
+      : role(r), kv(blocks, block_tokens) {}
+  // Requests waiting or running here (decode: those whose KV is coming to it too).
+  std::size_t load() const { return waiting.size() + running.size() + incoming.size() + inflight; }
 };
 
-enum class Ev { iteration_end = 0, arrival = 1 };
+enum class Ev { iteration_end = 0, arrival = 1, transfer_end = 2 };
 
 struct Event {
   double t;
   Ev kind;
-  std::uint64_t key;  // replica for iteration_end, request index for arrival
+  std::uint64_t key;  // replica for iteration_end, request index for arrival and transfer_end
   bool operator>(const Event& o) const {
     return std::tie(t, kind, key) > std::tie(o.t, o.kind, o.key);
   }
@@ -55,7 +71,15 @@ class Engine {
  public:
   Engine(const Workload& w, const EngineOptions& o, IterationTimer& timer, std::uint64_t warmup)
       : w_(w), o_(o), timer_(timer), warmup_(warmup) {
-    for (int r = 0; r < o.replicas; ++r) replicas_.emplace_back(o.kv_blocks, o.scheduler.block_tokens);
+    const int p = o.prefill_replicas;
+    for (int r = 0; r < o.replicas; ++r) {
+      const Role role = p == 0 ? Role::colocated : r < p ? Role::prefill : Role::decode;
+      replicas_.emplace_back(role, role == Role::decode ? o.decode_kv_blocks : o.kv_blocks,
+                             o.scheduler.block_tokens);
+    }
+    out_.prefill_replicas = p;
+    out_.kv_blocks = o.kv_blocks;
+    out_.decode_kv_blocks = p > 0 ? o.decode_kv_blocks : 0;
   }
 
   EngineResult run() {
@@ -75,13 +99,15 @@ class Engine {
       now_ = e.t;
       if (e.kind == Ev::arrival) {
         arrive(e.key);
+      } else if (e.kind == Ev::transfer_end) {
+        transfer_end(e.key);
       } else {
         end_iteration(int(e.key));
       }
     }
     out_.end_s = now_;
     for (auto& r : replicas_) {
-      if (!r.waiting.empty() || !r.running.empty()) {
+      if (!r.waiting.empty() || !r.running.empty() || !r.incoming.empty() || r.held || r.inflight) {
         throw InternalError("serving engine stopped with requests left");
       }
     }
@@ -95,6 +121,7 @@ class Engine {
     rec.req.id = out_.requests.size();
     rec.warmup = rec.req.id < warmup_;
     out_.requests.push_back(rec);
+    seq_of_.push_back(nullptr);
   }
 
   // Closed loop: the next request of a user, arriving at `t`.
@@ -109,23 +136,86 @@ class Engine {
   void arrive(std::uint64_t index) {
     RequestRecord& rec = out_.requests[index];
     const auto bt = o_.scheduler.block_tokens;
-    // A request whose whole sequence can never fit a replica's cache is refused.
-    if (infer::BlockAllocator::blocks_for(rec.req.input_tokens + rec.req.output_tokens, bt) >
-        o_.kv_blocks) {
+    const auto whole = infer::BlockAllocator::blocks_for(rec.req.input_tokens + rec.req.output_tokens, bt);
+    // A request whose whole sequence can never fit a replica's cache is refused (disaggregated:
+    // its prompt the prefill replica's, its whole sequence the decode replica's).
+    const bool never =
+        o_.prefill_replicas == 0
+            ? whole > o_.kv_blocks
+            : infer::BlockAllocator::blocks_for(rec.req.input_tokens, bt) > o_.kv_blocks ||
+                  (rec.req.output_tokens > 1 && whole > o_.decode_kv_blocks);
+    if (never) {
       rec.refused = true;
       ++out_.refused;
       if (w_.users > 0) issue(now_ + w_.think_s);
       return;
     }
-    int best = 0;
-    for (int r = 1; r < int(replicas_.size()); ++r) {
-      if (replicas_[std::size_t(r)].load() < replicas_[std::size_t(best)].load()) best = r;
-    }
+    // Co-located: any replica; disaggregated: a prefill replica.
+    const int n = o_.prefill_replicas > 0 ? o_.prefill_replicas : int(replicas_.size());
+    const int best = least_loaded(0, n);
     rec.replica = best;
     seqs_.push_back(Seq{index, rec.req.input_tokens, rec.req.output_tokens, 0, 0,
-                         rec.req.input_tokens, 0});
+                         rec.req.input_tokens, 0, best, -1});
+    seq_of_[index] = &seqs_.back();
     replicas_[std::size_t(best)].waiting.push_back(&seqs_.back());
     if (!replicas_[std::size_t(best)].busy) start_iteration(best);
+  }
+
+  // The replica in [first, last) with the fewest requests (the lowest index on ties).
+  int least_loaded(int first, int last) const {
+    int best = first;
+    for (int r = first + 1; r < last; ++r) {
+      if (replicas_[std::size_t(r)].load() < replicas_[std::size_t(best)].load()) best = r;
+    }
+    return best;
+  }
+
+  // Disaggregated: a prefilled sequence goes to the decode replica with the fewest requests and
+  // waits there for the blocks of its prompt and the token it feeds next.
+  void hand_off(Seq* s) {
+    const int d = least_loaded(o_.prefill_replicas, int(replicas_.size()));
+    s->decode_replica = d;
+    out_.requests[s->rec].decode_replica = d;
+    replicas_[std::size_t(d)].incoming.push_back(s);
+    admit_incoming(d);
+  }
+
+  // Decode replica `index`: the incoming sequences whose blocks are free, in order, start their
+  // KV transfers; each prefill replica's transfers go one after another.
+  void admit_incoming(int index) {
+    Replica& d = replicas_[std::size_t(index)];
+    while (!d.incoming.empty()) {
+      Seq* s = d.incoming.front();
+      if (!d.kv.reserve(s->rec, s->computed + 1)) return;
+      d.incoming.pop_front();
+      ++d.inflight;
+      Replica& p = replicas_[std::size_t(s->prefill_replica)];
+      const TransferCost c = timer_.kv_transfer(s->computed);
+      const double start = std::max(now_, p.link_free_s), end = start + c.time_s;
+      p.link_free_s = end;
+      auto& rec = out_.requests[s->rec];
+      rec.transfer_start_s = start;
+      rec.transfer_end_s = end;
+      ++out_.transfers;
+      out_.transfer_bytes += c.bytes;
+      out_.transfer_s += c.time_s;
+      out_.dynamic_j += c.dynamic_j;
+      events_.push({end, Ev::transfer_end, s->rec});
+    }
+  }
+
+  // A KV transfer has ended: the prefill replica frees the sequence's blocks, the decode
+  // replica runs it from its next iteration.
+  void transfer_end(std::uint64_t index) {
+    Seq* s = seq_of_[index];
+    Replica& p = replicas_[std::size_t(s->prefill_replica)];
+    Replica& d = replicas_[std::size_t(s->decode_replica)];
+    p.kv.release(s->rec);
+    --p.held;
+    --d.inflight;
+    d.running.push_back(s);
+    if (!p.busy) start_iteration(s->prefill_replica);
+    if (!d.busy) start_iteration(s->decode_replica);
   }
 
   // Preempts (recompute) the running sequence admitted last, other than those already in the
@@ -190,7 +280,9 @@ class Engine {
       // chunks never wait for blocks); it waits, and the queue behind it, until they are free.
       const std::uint64_t k = chunk_of(s);
       if (k == 0) return;
-      if (!r.kv.reserve(s->rec, s->prefill_target + 1)) return;
+      // A prefill replica never writes the first token's KV (the decode replica does).
+      const std::uint64_t need = s->prefill_target + (r.role == Role::prefill ? 0 : 1);
+      if (!r.kv.reserve(s->rec, need)) return;
       r.waiting.pop_front();
       r.running.push_back(s);
       auto& rec = out_.requests[s->rec];
@@ -215,7 +307,8 @@ class Engine {
       schedule_decodes(r, budget, slots);
     }
     if (r.decodes.empty() && r.prefills.empty()) {
-      if (!r.waiting.empty() || !r.running.empty()) {
+      // Blocks held for KV transfers are freed when they end, which starts the replica again.
+      if ((!r.waiting.empty() || !r.running.empty()) && r.held == 0 && r.inflight == 0) {
         throw InternalError(fmt::format("serving engine: replica {} has {} waiting and {} running "
                                         "requests but could schedule none",
                                         index, r.waiting.size(), r.running.size()));
@@ -237,6 +330,7 @@ class Engine {
     const IterationCost c = timer_.cost(sh);
     r.busy = true;
     ++out_.iterations_total;
+    if (r.role == Role::prefill) ++out_.prefill_iterations;
     out_.dynamic_j += c.dynamic_j;
     r.record = out_.iterations.size();
     if (out_.iterations.size() < o_.max_iteration_records) {
@@ -247,7 +341,7 @@ class Engine {
       ir.shape = sh;
       ir.batch = r.decodes.size() + r.prefills.size();
       ir.waiting = waiting;
-      ir.in_system = r.waiting.size() + r.running.size();
+      ir.in_system = r.load();
       out_.iterations.push_back(ir);
     }
     events_.push({now_ + c.time_s, Ev::iteration_end, std::uint64_t(index)});
@@ -276,13 +370,17 @@ class Engine {
       s->computed += k;
       if (!s->prefilling()) token(s);
     }
-    // Finished sequences leave and free their blocks.
-    std::vector<Seq*> keep;
+    // Finished sequences leave and free their blocks; a prefill replica hands the others it has
+    // prefilled to the decode pool.
+    std::vector<Seq*> keep, handed;
     for (Seq* s : r.running) {
       if (!s->prefilling() && s->generated >= s->output) {
         r.kv.release(s->rec);
         out_.requests[s->rec].finish_s = now_;
         if (w_.users > 0) issue(now_ + w_.think_s);
+      } else if (r.role == Role::prefill && !s->prefilling()) {
+        ++r.held;
+        handed.push_back(s);
       } else {
         keep.push_back(s);
       }
@@ -292,6 +390,8 @@ class Engine {
       out_.iterations[r.record].tokens_out = tokens_;
       out_.iterations[r.record].kv_blocks = r.kv.used_blocks();
     }
+    for (Seq* s : handed) hand_off(s);
+    if (r.role == Role::decode) admit_incoming(index);
     start_iteration(index);
   }
 
@@ -301,6 +401,7 @@ class Engine {
   std::uint64_t warmup_;
   std::vector<Replica> replicas_;
   std::deque<Seq> seqs_;  // stable addresses
+  std::vector<Seq*> seq_of_;  // by request index (none: not arrived, or refused)
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   EngineResult out_;
   double now_ = 0;
@@ -310,9 +411,16 @@ class Engine {
 
 }  // namespace
 
+TransferCost IterationTimer::kv_transfer(std::uint64_t) {
+  throw InternalError("serving: this iteration timer does not time KV transfers");
+}
+
 EngineResult simulate(const Workload& w, const EngineOptions& o, IterationTimer& timer,
                       std::uint64_t warmup_requests) {
   if (o.replicas < 1) throw InputError("replicas: expected at least 1");
+  if (o.prefill_replicas < 0 || (o.prefill_replicas > 0 && o.prefill_replicas >= o.replicas)) {
+    throw InputError("disaggregated: expected at least one prefill and one decode replica");
+  }
   return Engine(w, o, timer, warmup_requests).run();
 }
 

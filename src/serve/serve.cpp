@@ -188,6 +188,49 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
                  {"output_tokens_per_s_per_mw", energy > 0 ? all_out / energy * 1e6 : 0}};
   j["littles_law"] = {{"mean_in_system", window > 0 ? area / window : 0},
                       {"throughput_x_latency", rate(double(measured)) * mean_e2e}};
+  if (r.prefill_replicas > 0) {
+    // Per pool, from the iterations kept (all of them below 2^20): batch and KV blocks used
+    // after each iteration, as a fraction of a replica's blocks.
+    const int P = r.prefill_replicas;
+    Json pools;
+    for (int pool = 0; pool < 2; ++pool) {
+      const double blocks = double(pool == 0 ? r.kv_blocks : r.decode_kv_blocks);
+      double batch = 0, kv = 0, kv_max = 0;
+      std::uint64_t n_it = 0;
+      for (const auto& it : r.iterations) {
+        if ((it.replica < P) != (pool == 0)) continue;
+        ++n_it;
+        batch += double(it.batch);
+        const double occ = blocks > 0 ? double(it.kv_blocks) / blocks : 0;
+        kv += occ;
+        kv_max = std::max(kv_max, occ);
+      }
+      pools[pool == 0 ? "prefill" : "decode"] = {
+          {"replicas", pool == 0 ? P : replicas - P},
+          {"iterations", pool == 0 ? r.prefill_iterations : r.iterations_total - r.prefill_iterations},
+          {"batch_mean", n_it ? batch / double(n_it) : 0},
+          {"kv_blocks_per_replica", pool == 0 ? r.kv_blocks : r.decode_kv_blocks},
+          {"kv_occupancy_mean", n_it ? kv / double(n_it) : 0},
+          {"kv_occupancy_max", kv_max}};
+    }
+    j["pools"] = pools;
+    // Each measured request's transfer, and its wait from its first token (for blocks on a
+    // decode replica and for its prefill replica's earlier transfers).
+    std::vector<double> took, wait;
+    for (const auto& q : r.requests) {
+      if (q.refused || q.warmup || q.transfer_start_s < 0) continue;
+      took.push_back(q.transfer_end_s - q.transfer_start_s);
+      wait.push_back(q.transfer_start_s - q.first_token_s);
+    }
+    j["kv_transfer"] = {{"transfers", r.transfers},
+                        {"bytes", r.transfer_bytes},
+                        {"time_s", r.transfer_s},
+                        {"counted", "transfers, bytes and time_s (summed): every transfer of the "
+                                    "run (warm-up included); transfer_s and wait_s: the measured "
+                                    "requests'"},
+                        {"transfer_s", stats_json(took)},
+                        {"wait_s", stats_json(wait)}};
+  }
   // Batch, KV occupancy and queue over time: at most 512 points, evenly spaced iterations.
   Json series = Json::array();
   const std::size_t n = r.iterations.size(), step = std::max<std::size_t>(1, n / 512);
@@ -216,11 +259,46 @@ ServeResult serve(const ServeOptions& o) {
   } catch (const InputError& e) {
     throw ConfigError(config::located(prov, "/model", e.what()));
   }
-  try {
-    it.layout = infer::parse_layout(spec.layout);
-    infer::check_layout(it.model, it.layout);
-  } catch (const InputError& e) {
-    throw ConfigError(config::located(prov, "/layout", e.what()));
+  // Disaggregated: the pools' layouts (each the spec's unless given), which must be one layout
+  // (the disaggregated iteration's two pools are; pools of different layouts are not built).
+  const auto& dis = spec.disaggregated;
+  std::string layout_ptr = "/layout";
+  auto layout_of = [&](const std::string& text, const std::string& ptr) {
+    infer::Layout l;
+    try {
+      l = infer::parse_layout(text);
+      infer::check_layout(it.model, l);
+    } catch (const InputError& e) {
+      throw ConfigError(config::located(prov, ptr, e.what()));
+    }
+    return l;
+  };
+  if (dis) {
+    // `replicas` may stay as a co-located spec had it when it is the pools' together (the same
+    // chips, split), so that --set disaggregated... turns a spec into its disaggregated twin.
+    const std::uint64_t both = dis->prefill.replicas + dis->decode.replicas;
+    if (spec.replicas != 1 && spec.replicas != both) {
+      throw ConfigError(config::located(
+          prov, "/replicas",
+          fmt::format("a disaggregated spec gives its replicas per pool (/disaggregated/prefill/"
+                      "replicas and /disaggregated/decode/replicas); expected replicas absent, 1 "
+                      "or the pools' {} together, got {}",
+                      both, spec.replicas)));
+    }
+    const bool pl = !dis->prefill.layout.empty(), dl = !dis->decode.layout.empty();
+    layout_ptr = pl ? "/disaggregated/prefill/layout" : "/layout";
+    it.layout = layout_of(pl ? dis->prefill.layout : spec.layout, layout_ptr);
+    const std::string decode_ptr = dl ? "/disaggregated/decode/layout" : "/layout";
+    const infer::Layout d = layout_of(dl ? dis->decode.layout : spec.layout, decode_ptr);
+    if (d.text() != it.layout.text()) {
+      throw ConfigError(config::located(
+          prov, dl ? decode_ptr : layout_ptr,
+          fmt::format("expected the two pools to have one layout (pools of different layouts are "
+                      "not built): the prefill pool's is {}, the decode pool's {}",
+                      it.layout.text(), d.text())));
+    }
+  } else {
+    it.layout = layout_of(spec.layout, "/layout");
   }
   it.dtypes.weights = dtype_of(spec.weights_dtype, prov, "/weights_dtype",
                                {DType::bf16, DType::fp8, DType::mxfp8, DType::mxfp4});
@@ -232,9 +310,21 @@ ServeResult serve(const ServeOptions& o) {
   const int per_chip = std::max(1, plan.placement.per_chip);
   const std::size_t chips = plan.topology.chip_count();
   // replicas 0: as many copies of the layout as the rack's ranks hold (the whole rack).
+  // Disaggregated: the prefill replicas, then the decode replicas.
+  const std::uint64_t prefill_replicas = dis ? dis->prefill.replicas : 0;
   const std::uint64_t replicas =
-      spec.replicas > 0 ? spec.replicas : chips * std::size_t(per_chip) / std::uint64_t(it.layout.ranks());
+      dis ? dis->prefill.replicas + dis->decode.replicas
+      : spec.replicas > 0 ? spec.replicas
+                          : chips * std::size_t(per_chip) / std::uint64_t(it.layout.ranks());
   const auto ranks = std::uint64_t(it.layout.ranks()) * replicas;
+  if (dis && ranks > chips * std::size_t(per_chip)) {
+    throw ConfigError(config::located(
+        prov, "/disaggregated",
+        fmt::format("{} prefill and {} decode replicas of {} need {} ranks; {} has {} chips x {} "
+                    "ranks per chip",
+                    dis->prefill.replicas, dis->decode.replicas, it.layout.text(), ranks,
+                    cfg.config.rack->name, chips, per_chip)));
+  }
   if (replicas == 0 || ranks > chips * std::size_t(per_chip)) {
     throw ConfigError(config::located(
         prov, "/replicas",
@@ -253,7 +343,7 @@ ServeResult serve(const ServeOptions& o) {
   try {
     infer::check_fits(it.model, it.layout, cap, plan.chip.params.name);
   } catch (const InputError& e) {
-    throw ConfigError(config::located(prov, "/model", e.what()));
+    throw ConfigError(config::located(prov, dis ? layout_ptr : "/model", e.what()));
   }
   // A replica's data-parallel groups each hold their own sequences; their blocks are pooled
   // (a sequence is placed wherever blocks are free).
@@ -261,6 +351,8 @@ ServeResult serve(const ServeOptions& o) {
   eo.scheduler = spec.scheduler;
   eo.replicas = int(replicas);
   eo.kv_blocks = cap.blocks_per_chip * dp;
+  eo.prefill_replicas = int(prefill_replicas);
+  eo.decode_kv_blocks = eo.kv_blocks;  // one layout
   const std::uint64_t count = spec.run.requests + spec.run.warmup_requests;
   const Workload w = o.solve_users_target > 0 ? Workload{}
                                               : make_workload(spec.arrivals, count, o.spec_path);
@@ -337,6 +429,14 @@ ServeResult serve(const ServeOptions& o) {
                     {"replicas", replicas},
                     {"layout", it.layout.text()},
                     {"model", it.model.name}};
+  if (dis) {
+    rep["machine"]["disaggregated"] = {
+        {"prefill_replicas", prefill_replicas},
+        {"decode_replicas", replicas - prefill_replicas},
+        {"placement", "each pool's replica timed as if alone on the rack (ranks from chip 0); a "
+                      "KV transfer between a prefill replica on ranks [0, n) and a decode "
+                      "replica on ranks [n, 2n)"}};
+  }
   rep["kv_cache"] = {{"kv_bytes_per_token_rank", cap.kv_bytes_per_token},
                      {"block_tokens", cap.block_tokens},
                      {"blocks_per_rank", cap.blocks_per_chip},
@@ -358,6 +458,17 @@ ServeResult serve(const ServeOptions& o) {
   rep["timing"]["shapes"] = {
       {"columns", {"decode", "context", "prefill", "prefill_context", "time_s", "dynamic_j"}},
       {"rows", shapes}};
+  if (dis) {
+    Json rows = Json::array();
+    for (const auto& [tokens, c] : timer.transfer_table()) {
+      rows.push_back({tokens, c.bytes, c.time_s, c.dynamic_j});
+    }
+    rep["timing"]["kv_transfers"] = {
+        {"simulated", timer.transfer_table().size()},
+        {"lookups", timer.transfer_lookups()},
+        {"columns", {"prompt_tokens", "bytes", "time_s", "dynamic_j"}},
+        {"rows", rows}};
+  }
   rep["results"] = figures(r, spec.slo, eo.replicas, chips_used, timer.static_w());
   if (!solve_json.is_null()) {
     // results: the run at the solved concurrency (at 1 user when even one misses the target)
@@ -367,7 +478,10 @@ ServeResult serve(const ServeOptions& o) {
 
   // Per request.
   std::string csv = "id,arrival_s,input_tokens,output_tokens,replica,warmup,refused,preemptions,"
-                    "queueing_s,ttft_s,e2e_s,tpot_s\n";
+                    "queueing_s,ttft_s,e2e_s,tpot_s";
+  // Disaggregated: `replica` is the prefill replica; the decode replica (numbered after the
+  // prefill ones; -1: none) and the KV transfer's wait and time.
+  csv += dis ? ",decode_replica,kv_wait_s,kv_transfer_s\n" : "\n";
   for (const auto& q : r.requests) {
     const double ttft = q.refused ? 0 : q.first_token_s - q.req.arrival_s;
     const double e2e = q.refused ? 0 : q.finish_s - q.req.arrival_s;
@@ -378,6 +492,13 @@ ServeResult serve(const ServeOptions& o) {
                        q.req.output_tokens > 1 && !q.refused
                            ? (e2e - ttft) / double(q.req.output_tokens - 1)
                            : 0.0);
+    if (dis) {
+      const bool moved = q.transfer_start_s >= 0;
+      csv.pop_back();
+      csv += fmt::format(",{},{:.9f},{:.9f}\n", q.decode_replica,
+                         moved ? q.transfer_start_s - q.first_token_s : 0.0,
+                         moved ? q.transfer_end_s - q.transfer_start_s : 0.0);
+    }
   }
   out.requests_csv = std::move(csv);
   const Json& f = rep["results"];
@@ -430,6 +551,31 @@ ServeResult serve(const ServeOptions& o) {
       r.iterations_total, r.preemptions, timer.shapes_simulated(),
       config::enum_name(spec.timing.mode),
       100 * rep["timing"]["reuse_rate"].get<double>());
+  if (dis) {
+    const Json& pf = f["pools"]["prefill"];
+    const Json& dc = f["pools"]["decode"];
+    const Json& kt = f["kv_transfer"];
+    out.text += fmt::format(
+        "  disaggregated: prefill {} x {} ({} iterations, batch {:.1f}, KV {:.1f} % mean, {:.1f} % "
+        "max), decode {} x {} ({} iterations, batch {:.1f}, KV {:.1f} % mean, {:.1f} % max)\n"
+        "  KV transfers {} ({:.3f} GB, {:.3f} s in all), per request p50 {:.3f} ms p99 {:.3f} ms, "
+        "waited p50 {:.3f} ms p99 {:.3f} ms\n",
+        pf["replicas"].get<int>(), it.layout.text(), pf["iterations"].get<std::uint64_t>(),
+        pf["batch_mean"].get<double>(), 100 * pf["kv_occupancy_mean"].get<double>(),
+        100 * pf["kv_occupancy_max"].get<double>(), dc["replicas"].get<int>(), it.layout.text(),
+        dc["iterations"].get<std::uint64_t>(), dc["batch_mean"].get<double>(),
+        100 * dc["kv_occupancy_mean"].get<double>(), 100 * dc["kv_occupancy_max"].get<double>(),
+        kt["transfers"].get<std::uint64_t>(), kt["bytes"].get<double>() / 1e9,
+        kt["time_s"].get<double>(), kt["transfer_s"]["p50"].get<double>() * 1e3,
+        kt["transfer_s"]["p99"].get<double>() * 1e3, kt["wait_s"]["p50"].get<double>() * 1e3,
+        kt["wait_s"]["p99"].get<double>() * 1e3);
+    out.summary_csv.emplace_back("prefill_replicas", std::to_string(prefill_replicas));
+    out.summary_csv.emplace_back("decode_replicas", std::to_string(replicas - prefill_replicas));
+    out.summary_csv.emplace_back("kv_transfers", std::to_string(kt["transfers"].get<std::uint64_t>()));
+    out.summary_csv.emplace_back("kv_transfer_bytes", fmt::format("{:.6g}", kt["bytes"].get<double>()));
+    out.summary_csv.emplace_back("kv_transfer_p50_s",
+                                 fmt::format("{:.6g}", kt["transfer_s"]["p50"].get<double>()));
+  }
   if (!solve_json.is_null()) {
     out.text += fmt::format(
         "  users at >= {:g} tokens/s per user (p50): {}{} ({} points tried; the figures above are "

@@ -39,7 +39,14 @@ class TableTimer : public IterationTimer {
   static double t(std::uint64_t d, std::uint64_t c, std::uint64_t p) {
     return 1e-3 + 10e-6 * double(d) + 1e-9 * double(d * c) + 2e-6 * double(p);
   }
+  // A KV transfer: 0.5 ms + 1 us per prompt token, 1,000 bytes per token.
+  TransferCost kv_transfer(std::uint64_t tokens) override {
+    transfers.push_back(tokens);
+    return {x(tokens), 0.25, 1000.0 * double(tokens)};
+  }
+  static double x(std::uint64_t tokens) { return 0.5e-3 + 1e-6 * double(tokens); }
   std::vector<Shape> shapes;
+  std::vector<std::uint64_t> transfers;
 };
 
 EngineOptions options(std::uint64_t blocks = 1000000) {
@@ -70,6 +77,131 @@ TEST(Engine, OneRequestOnAnIdleSystem) {
   EXPECT_EQ(timer.shapes[4], (Shape{1, 104, 0, 0}));
   EXPECT_EQ(q.itl_s.size(), 4u);
   EXPECT_EQ(r.iterations_total, 5u);
+}
+
+// Disaggregated: one prefill replica (0) and one decode replica (1).
+EngineOptions disaggregated(std::uint64_t prefill_blocks = 1000000,
+                            std::uint64_t decode_blocks = 1000000) {
+  EngineOptions o = options(prefill_blocks);
+  o.replicas = 2;
+  o.prefill_replicas = 1;
+  o.decode_kv_blocks = decode_blocks;
+  return o;
+}
+
+TEST(Engine, DisaggregatedOneRequestOnAnIdleSystem) {
+  Workload w;
+  w.open.push_back({0, 1.0, 100, 5});
+  TableTimer timer;
+  const EngineResult r = simulate(w, disaggregated(), timer, 0);
+  const auto& q = r.requests[0];
+  // TTFT: the prefill replica's iteration of the 100-token prompt, which samples the first
+  // token. Then its KV (100 tokens) moves to the decode replica, which decodes the 4 other
+  // tokens at KV 101 to 104: E2E = TTFT + the transfer + 4 decode iterations.
+  const double ttft = TableTimer::t(0, 0, 100);
+  EXPECT_NEAR(q.first_token_s - q.req.arrival_s, ttft, 1e-12);
+  EXPECT_NEAR(q.transfer_start_s, 1.0 + ttft, 1e-12);
+  EXPECT_NEAR(q.transfer_end_s, 1.0 + ttft + TableTimer::x(100), 1e-12);
+  double e2e = ttft + TableTimer::x(100);
+  for (std::uint64_t c = 101; c <= 104; ++c) e2e += TableTimer::t(1, c, 0);
+  EXPECT_NEAR(q.finish_s - q.req.arrival_s, e2e, 1e-12);
+  EXPECT_EQ(q.replica, 0);
+  EXPECT_EQ(q.decode_replica, 1);
+  ASSERT_EQ(timer.shapes.size(), 5u);
+  EXPECT_EQ(timer.shapes[0], (Shape{0, 0, 100, 0}));
+  EXPECT_EQ(timer.shapes[1], (Shape{1, 101, 0, 0}));
+  EXPECT_EQ(timer.shapes[4], (Shape{1, 104, 0, 0}));
+  EXPECT_EQ(timer.transfers, (std::vector<std::uint64_t>{100}));
+  // The first decode's gap after the first token includes the transfer.
+  ASSERT_EQ(q.itl_s.size(), 4u);
+  EXPECT_NEAR(q.itl_s[0], TableTimer::x(100) + TableTimer::t(1, 101, 0), 1e-6);
+  EXPECT_EQ(r.transfers, 1u);
+  EXPECT_DOUBLE_EQ(r.transfer_bytes, 100000);
+  EXPECT_DOUBLE_EQ(r.transfer_s, TableTimer::x(100));
+  EXPECT_EQ(r.iterations_total, 5u);
+  EXPECT_EQ(r.prefill_iterations, 1u);
+  // Iteration 1 on the prefill replica (the prompt's 7 blocks, held until the transfer ends),
+  // the others on the decode replica.
+  EXPECT_EQ(r.iterations[0].replica, 0);
+  EXPECT_EQ(r.iterations[0].kv_blocks, 7u);
+  EXPECT_EQ(r.iterations[1].replica, 1);
+  // Dynamic energy: 5 iterations at 1 J and the transfer's 0.25 J.
+  EXPECT_DOUBLE_EQ(r.dynamic_j, 5.25);
+  // A one-token output is done at its prefill: no transfer.
+  Workload one;
+  one.open.push_back({0, 0.0, 100, 1});
+  TableTimer t2;
+  const EngineResult r2 = simulate(one, disaggregated(), t2, 0);
+  EXPECT_EQ(r2.transfers, 0u);
+  EXPECT_EQ(r2.requests[0].decode_replica, -1);
+  EXPECT_DOUBLE_EQ(r2.requests[0].finish_s, TableTimer::t(0, 0, 100));
+}
+
+TEST(Engine, DisaggregatedTransferWaitsForDecodeBlocks) {
+  // The decode replica has 7 blocks (112 tokens): A (60 + 40 = 100 tokens, 7 blocks at most)
+  // takes them all by its end, so B's KV, prefilled meanwhile and held by the prefill replica,
+  // moves only when A finishes.
+  Workload w;
+  w.open.push_back({0, 0.0, 60, 40});
+  w.open.push_back({1, 0.0, 60, 40});
+  TableTimer timer;
+  const EngineResult r = simulate(w, disaggregated(1000000, 7), timer, 0);
+  const auto &a = r.requests[0], &b = r.requests[1];
+  const double ta = TableTimer::t(0, 0, 60), x = TableTimer::x(60);
+  double decodes = 0;  // 39 decode iterations at KV 61 to 99, alone
+  for (std::uint64_t c = 61; c <= 99; ++c) decodes += TableTimer::t(1, c, 0);
+  EXPECT_NEAR(a.first_token_s, ta, 1e-12);
+  EXPECT_NEAR(a.finish_s, ta + x + decodes, 1e-12);
+  // B prefills in the prefill replica's second iteration, then waits for A's blocks.
+  EXPECT_NEAR(b.first_token_s, 2 * ta, 1e-12);
+  EXPECT_NEAR(b.transfer_start_s, a.finish_s, 1e-12);
+  EXPECT_NEAR(b.finish_s, a.finish_s + x + decodes, 1e-9);
+  EXPECT_EQ(r.preemptions, 0u);
+  EXPECT_EQ(r.refused, 0u);
+}
+
+TEST(Engine, DisaggregatedDecodeReplicaPreemptsAndRecomputesItself) {
+  // 10 decode blocks (160 tokens). A's KV (61 tokens with its next: 4 blocks) moves first, B's
+  // a prefill iteration later (4 blocks). A, ahead, needs its sixth block at KV 81 while B holds
+  // five: B (admitted last) is preempted and, once A has finished, recomputes its prompt and
+  // the tokens it had generated on the decode replica (a prefill there), then decodes on.
+  Workload w;
+  w.open.push_back({0, 0.0, 60, 40});
+  w.open.push_back({1, 0.0, 60, 40});
+  TableTimer timer;
+  const EngineResult r = simulate(w, disaggregated(1000000, 10), timer, 0);
+  EXPECT_EQ(r.preemptions, 1u);
+  EXPECT_EQ(r.requests[1].preemptions, 1u);
+  EXPECT_EQ(r.transfers, 2u);
+  EXPECT_GT(r.requests[1].finish_s, r.requests[0].finish_s);
+  std::uint64_t recomputes = 0;
+  for (const auto& it : r.iterations) {
+    if (it.replica == 1 && it.shape.prefill > 0) {
+      ++recomputes;
+      EXPECT_GT(it.shape.prefill, 60u);  // the prompt and the tokens generated before
+    }
+  }
+  EXPECT_EQ(recomputes, 1u);
+}
+
+TEST(Engine, DisaggregatedTransfersOfOnePrefillReplicaGoInTurn) {
+  // C (10 tokens) starts the prefill replica at 0; A and B arrive during it and are prefilled
+  // together in its second iteration (120 tokens); their transfers leave one after the other.
+  Workload w;
+  w.open.push_back({0, 0.0, 10, 2});
+  w.open.push_back({1, 1e-4, 60, 2});
+  w.open.push_back({2, 1e-4, 60, 2});
+  TableTimer timer;
+  const EngineResult r = simulate(w, disaggregated(), timer, 0);
+  const double t1 = TableTimer::t(0, 0, 10), t2 = t1 + TableTimer::t(0, 0, 120);
+  EXPECT_EQ(timer.shapes[1], (Shape{0, 0, 120, 0}));
+  EXPECT_NEAR(r.requests[1].first_token_s, t2, 1e-12);
+  EXPECT_NEAR(r.requests[2].first_token_s, t2, 1e-12);
+  EXPECT_NEAR(r.requests[0].transfer_start_s, t1, 1e-12);
+  EXPECT_NEAR(r.requests[1].transfer_start_s, t2, 1e-12);
+  EXPECT_NEAR(r.requests[2].transfer_start_s, t2 + TableTimer::x(60), 1e-12);
+  EXPECT_NEAR(r.requests[2].transfer_end_s, t2 + 2 * TableTimer::x(60), 1e-12);
+  EXPECT_EQ(timer.transfers, (std::vector<std::uint64_t>{10, 60, 60}));
 }
 
 TEST(Engine, TwoRequestsShareIterations) {
@@ -163,6 +295,35 @@ TEST(Engine, LittlesLawOnASteadyRun) {
   EXPECT_NEAR(L / lw, 1.0, 0.05) << "L " << L << " lambda W " << lw;
   // Steady: the throughput is the offered rate.
   EXPECT_NEAR(f["throughput"]["requests_per_s"].get<double>(), 200, 10);
+}
+
+TEST(Engine, DisaggregatedLittlesLawOnASteadyRun) {
+  // The same load on one prefill and one decode replica: a request is counted by its prefill
+  // replica while waiting or prefilling, then by its decode replica (waiting for blocks, in
+  // transfer, running), each at its iterations' starts.
+  ArrivalParams a;
+  a.kind = ArrivalKind::poisson;
+  a.rate_per_s = 200;
+  a.input_tokens = 200;
+  a.output_tokens = 50;
+  a.seed = 7;
+  const Workload w = make_workload(a, 6000, "test");
+  EngineOptions o = disaggregated();
+  o.scheduler.max_batch = 64;
+  o.scheduler.token_budget = 2048;
+  TableTimer timer;
+  const EngineResult r = simulate(w, o, timer, 1000);
+  const Json f = figures(r, SloParams{}, 2, 2, timer.static_w());
+  const double L = f["littles_law"]["mean_in_system"].get<double>();
+  const double lw = f["littles_law"]["throughput_x_latency"].get<double>();
+  EXPECT_GT(L, 1.0);
+  EXPECT_NEAR(L / lw, 1.0, 0.05) << "L " << L << " lambda W " << lw;
+  EXPECT_NEAR(f["throughput"]["requests_per_s"].get<double>(), 200, 10);
+  EXPECT_EQ(f["kv_transfer"]["transfers"], 6000);
+  EXPECT_DOUBLE_EQ(f["kv_transfer"]["bytes"].get<double>(), 6000 * 200 * 1000.0);
+  EXPECT_EQ(f["pools"]["prefill"]["iterations"].get<std::uint64_t>() +
+                f["pools"]["decode"]["iterations"].get<std::uint64_t>(),
+            r.iterations_total);
 }
 
 TEST(Engine, ClosedLoopKeepsUsersBusy) {
@@ -321,6 +482,74 @@ TEST(ServeCli, OneRequestIsItsSimulatedPrefillIteration) {
   EXPECT_NEAR(res["e2e_s"]["p50"].get<double>(), prefill + d129 + d130, 1e-12);
 }
 
+// The small spec with one prefill and one decode replica of TP 1.
+std::string disaggregated_small() {
+  Json j = Json::parse(kSmall);
+  j["disaggregated"] = {{"prefill", {{"replicas", 1}}}, {"decode", {{"replicas", 1}}}};
+  return j.dump();
+}
+
+TEST(ServeCli, DisaggregatedOneRequestIsItsPrefillItsTransferAndItsDecodes) {
+  SpecDir d("disone");
+  const std::string spec = d.write("one.json", R"({
+    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "disaggregated": {"prefill": {"replicas": 1}, "decode": {"layout": "tp=1", "replicas": 1}},
+    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
+    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+  const auto r = test::run_trnsim(fmt::format("serve {} --json", spec), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  const auto& rows = j["timing"]["shapes"]["rows"];
+  // The prefill iteration of 128 tokens (prefill replica) and decodes at 129 and 130 (decode
+  // replica), timed as the co-located ones are.
+  ASSERT_EQ(rows.size(), 3u);
+  double prefill = 0, d129 = 0, d130 = 0;
+  for (const auto& row : rows) {
+    if (row[2] == 128) prefill = row[4];
+    if (row[0] == 1 && row[1] == 129) d129 = row[4];
+    if (row[0] == 1 && row[1] == 130) d130 = row[4];
+  }
+  EXPECT_GT(prefill, 25e-6);  // runtime costs included
+  // One transfer of the prompt's KV, simulated on the fabric: 32 layers x 128 tokens x 4,096 B
+  // (8 KV heads x 128 x K and V x 2 B) = 16,777,216 B from chip 0 to chip 1.
+  const auto& tr = j["timing"]["kv_transfers"]["rows"];
+  ASSERT_EQ(tr.size(), 1u);
+  EXPECT_EQ(tr[0][0], 128);
+  EXPECT_DOUBLE_EQ(tr[0][1].get<double>(), 16777216.0);
+  const double x = tr[0][2].get<double>();
+  EXPECT_GT(x, 0);
+  const auto& res = j["results"];
+  // TTFT ends at the first token, which the prefill samples; E2E adds the transfer and the two
+  // decode iterations.
+  EXPECT_DOUBLE_EQ(res["ttft_s"]["p50"].get<double>(), prefill);
+  EXPECT_NEAR(res["e2e_s"]["p50"].get<double>(), prefill + x + d129 + d130, 1e-12);
+  EXPECT_EQ(res["kv_transfer"]["transfers"], 1);
+  EXPECT_DOUBLE_EQ(res["kv_transfer"]["bytes"].get<double>(), 16777216.0);
+  EXPECT_NEAR(res["kv_transfer"]["transfer_s"]["p50"].get<double>(), x, 1e-15);  // end - start
+  EXPECT_EQ(res["pools"]["prefill"]["iterations"], 1);
+  EXPECT_EQ(res["pools"]["decode"]["iterations"], 2);
+  EXPECT_EQ(j["machine"]["replicas"], 2);
+  EXPECT_DOUBLE_EQ(j["machine"]["chips_used"].get<double>(), 2.0);
+}
+
+TEST(ServeCli, DisaggregatedSameSeedGivesAByteIdenticalReport) {
+  SpecDir d("disseed");
+  const std::string spec = d.write("small.json", disaggregated_small());
+  const std::string a = (d.dir / "a").string(), b = (d.dir / "b").string();
+  ASSERT_EQ(test::run_trnsim(fmt::format("serve {} --out {}", spec, a)).code, 0);
+  ASSERT_EQ(test::run_trnsim(fmt::format("serve {} --out {}", spec, b)).code, 0);
+  auto read = [](const std::string& p) {
+    std::ifstream in(p);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  Json ja = Json::parse(read(a + "/report.json")), jb = Json::parse(read(b + "/report.json"));
+  ja["identity"].erase("command_line");
+  jb["identity"].erase("command_line");
+  EXPECT_EQ(ja.dump(), jb.dump());
+  EXPECT_EQ(read(a + "/requests.csv"), read(b + "/requests.csv"));
+  EXPECT_EQ(ja["results"]["kv_transfer"]["transfers"], 6);
+}
+
 TEST(ServeCli, SameSeedGivesAByteIdenticalReport) {
   SpecDir d("seed");
   const std::string spec = d.write("small.json", kSmall);
@@ -378,7 +607,7 @@ TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
     std::string name, pointer, what;
     std::function<void(Json&)> edit;
   };
-  const std::vector<Case> cases = {
+  std::vector<Case> cases = {
       {"unknown", "/scheduler/max_bach", "max_batch", [](Json& j) { j["scheduler"]["max_bach"] = 4; }},
       {"rate", "/arrivals/rate_per_s", "> 0", [](Json& j) { j["arrivals"]["rate_per_s"] = -1; }},
       {"unit", "/slo/ttft", "2GB", [](Json& j) { j["slo"] = {{"ttft", "2GB"}}; }},
@@ -391,6 +620,37 @@ TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
          j["replicas"] = 33;
        }},
   };
+  // Disaggregated pools.
+  auto pools = [](Json prefill, Json decode) {
+    return [prefill, decode](Json& j) {
+      j["disaggregated"] = {{"prefill", prefill}, {"decode", decode}};
+    };
+  };
+  const Json one = {{"replicas", 1}};
+  const std::vector<Case> pool_cases = {
+      {"pool-unknown", "/disaggregated/prefill/layot", "layout",
+       pools({{"replicas", 1}, {"layot", "tp=1"}}, one)},
+      {"pool-missing", "/disaggregated/decode", "missing required key",
+       [](Json& j) { j["disaggregated"] = {{"prefill", {{"replicas", 1}}}}; }},
+      {"pool-zero", "/disaggregated/decode/replicas", ">= 1", pools(one, {{"replicas", 0}})},
+      {"pool-rack", "/disaggregated",
+       "40 prefill and 40 decode replicas of tp=1,dp=1,ep=1,pp=1 need 80 ranks; Trn2 UltraServer "
+       "has 64 chips x 1 ranks per chip",
+       pools({{"replicas", 40}}, {{"replicas", 40}})},
+      {"pool-fit", "/disaggregated/prefill/layout", "does not fit",
+       [&](Json& j) {
+         j["model"] = "llama-3.1-70b";
+         pools({{"replicas", 1}, {"layout", "tp=1"}}, one)(j);
+       }},
+      {"pool-layouts", "/disaggregated/decode/layout", "one layout",
+       pools(one, {{"replicas", 1}, {"layout", "tp=2"}})},
+      {"pool-replicas", "/replicas", "the pools' 2 together, got 3",
+       [&](Json& j) {
+         j["replicas"] = 3;
+         pools(one, one)(j);
+       }},
+  };
+  cases.insert(cases.end(), pool_cases.begin(), pool_cases.end());
   for (const auto& c : cases) {
     Json j = Json::parse(kSmall);
     c.edit(j);

@@ -35,10 +35,20 @@ struct IterationCost {
   double dynamic_j = 0;  // the replica's chips and fabric, during the iteration
 };
 
+// Moving one request's KV cache from a prefill replica to a decode replica (disaggregated).
+struct TransferCost {
+  double time_s = 0;
+  double dynamic_j = 0;  // the two replicas' chips and the fabric, during the transfer
+  double bytes = 0;      // KV bytes sent, all ranks
+};
+
 class IterationTimer {
  public:
   virtual ~IterationTimer() = default;
   virtual IterationCost cost(const Shape& shape) = 0;
+  // The KV cache of a `tokens`-token prompt moved from a prefill replica to a decode replica
+  // (disaggregated runs only).
+  virtual TransferCost kv_transfer(std::uint64_t tokens);
   // Static power of one replica's chips (priced over the whole run, idle time included).
   virtual double static_w() const = 0;
 };
@@ -48,7 +58,10 @@ struct RequestRecord {
   Request req;
   double first_scheduled_s = -1, first_token_s = -1, finish_s = -1;
   std::uint64_t preemptions = 0;
-  int replica = 0;
+  int replica = 0;         // co-located: its replica; disaggregated: its prefill replica
+  int decode_replica = -1;  // disaggregated: its decode replica (-1: none, one output token)
+  // Disaggregated: when its KV transfer started and ended (-1: none).
+  double transfer_start_s = -1, transfer_end_s = -1;
   bool refused = false;  // its KV could never fit the replica's cache
   bool warmup = false;
   // Inter-token gaps (after the first token), seconds.
@@ -57,7 +70,7 @@ struct RequestRecord {
 
 // One iteration of one replica, for the figures over time.
 struct IterationRecord {
-  int replica = 0;
+  int replica = 0;  // disaggregated: prefill replicas first, then decode replicas
   double start_s = 0, end_s = 0;
   Shape shape;
   std::uint64_t batch = 0;      // sequences in it
@@ -71,6 +84,11 @@ struct EngineOptions {
   SchedulerParams scheduler;
   int replicas = 1;
   std::uint64_t kv_blocks = 0;  // per replica (all its data-parallel groups)
+  // Disaggregated (prefill_replicas > 0): replicas [0, prefill_replicas) prefill prompts and
+  // sample their first tokens; the others (replicas - prefill_replicas of them, with
+  // decode_kv_blocks each) receive the KV cache and decode. 0: every replica co-located.
+  int prefill_replicas = 0;
+  std::uint64_t decode_kv_blocks = 0;
   std::uint64_t max_iteration_records = 1u << 20;
 };
 
@@ -78,6 +96,12 @@ struct EngineResult {
   std::vector<RequestRecord> requests;  // by id
   std::vector<IterationRecord> iterations;
   std::uint64_t iterations_total = 0, preemptions = 0, refused = 0;
+  // Disaggregated: KV transfers, their bytes and the time they took (summed), and the layout
+  // of the pools (prefill_replicas 0: co-located).
+  std::uint64_t transfers = 0, prefill_iterations = 0;
+  double transfer_bytes = 0, transfer_s = 0;
+  int prefill_replicas = 0;
+  std::uint64_t kv_blocks = 0, decode_kv_blocks = 0;
   double end_s = 0;
   double dynamic_j = 0;
 };

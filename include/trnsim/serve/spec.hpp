@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -138,6 +139,35 @@ struct TimingParams {
   }
 };
 
+// One pool of a disaggregated system: `replicas` copies of `layout` (empty: the spec's `layout`).
+struct PoolParams {
+  std::string layout;
+  std::uint64_t replicas = 1;
+
+  template <class V>
+  void visit(V& v) {
+    using config::AtLeast;
+    using config::Required;
+    v.field("layout", layout, "layout of one replica of the pool: tp=,dp=,ep=,pp= (default: the spec's)");
+    v.field("replicas", replicas, "replicas of the pool", Required{}, AtLeast{1});
+  }
+};
+
+// Disaggregated prefill and decode (docs/serving.md#disaggregated-prefill-and-decode): prompts
+// are prefilled in the prefill pool, their KV cache moved to a decode replica, decoded there.
+struct DisaggregatedParams {
+  PoolParams prefill, decode;
+
+  template <class V>
+  void visit(V& v) {
+    using config::Required;
+    v.field("prefill", prefill, "the pool that prefills prompts and samples their first token",
+            Required{});
+    v.field("decode", decode, "the pool that decodes, after the KV cache is moved to it",
+            Required{});
+  }
+};
+
 struct ServeSpec {
   std::string name, description;
   std::vector<std::string> sources;
@@ -151,6 +181,7 @@ struct ServeSpec {
   RunLength run;
   SloParams slo;
   TimingParams timing;
+  std::optional<DisaggregatedParams> disaggregated;  // absent: co-located replicas
 
   template <class V>
   void visit(V& v) {
@@ -170,6 +201,8 @@ struct ServeSpec {
     v.field("run", run, "how long to run");
     v.field("slo", slo, "service-level objective for goodput");
     v.field("timing", timing, "how iterations are timed on the rack");
+    v.field("disaggregated", disaggregated,
+            "a prefill pool and a decode pool of one layout (absent: co-located replicas)");
   }
 };
 
