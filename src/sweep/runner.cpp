@@ -161,7 +161,8 @@ std::vector<std::string> point_command(const Plan& plan, const Plan::PlannedPoin
     if (!a.rack.empty()) argv.insert(argv.end(), {"--config", a.rack});
     for (const auto& s : a.spec_sets) argv.insert(argv.end(), {"--set", s});
     for (const auto& s : a.rack_sets) argv.insert(argv.end(), {"--rack-set", s});
-    argv.insert(argv.end(), {"--out", out});
+    // The figures; not requests.csv and timeline.json (megabytes a point at thousands of users).
+    argv.insert(argv.end(), {"--out", out, "--out-files", fmt::format("{}", fmt::join(kServeRunFiles, ","))});
     return argv;
   }
   if (plan.command.empty()) {

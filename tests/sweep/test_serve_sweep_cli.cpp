@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -116,6 +117,10 @@ TEST_F(ServeSweep, MergedRowsAreThePointsReports) {
     ++rows;
   }
   EXPECT_FALSE(std::getline(csv, line)) << line;
+  // A point keeps the figures, not requests.csv and timeline.json.
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(out() / "points" / "p0000" / "run")) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"report.json", "summary.csv"}));
   // Six measured requests a point; more users, more tokens/s from the chip, fewer per user.
   EXPECT_EQ(report("p0000")["results"]["requests"]["measured"], 6);
   const auto per = [&](const char* id, const char* what) {
@@ -266,6 +271,71 @@ TEST(ServeSweepCli, ShippedCurveValidates) {
   EXPECT_EQ(j["points_total"], 2 * 12 * 12 * 12);
   EXPECT_EQ(j["points"][23]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 12288, "warmup": 12288,
                                                       "requests": 49152})"));
+}
+
+}  // namespace
+
+namespace {
+
+// timeline.json of a serving run: one request of 3 output tokens on an idle chip is three
+// iterations on replica 0's track (its prefill, then two decodes), each as long as its shape's
+// simulated time in report.json, and the request's spans: no queue, prefill to its first token
+// (TTFT), decode to its last (E2E - TTFT).
+TEST(ServeTimeline, IterationTracksAndRequestSpans) {
+  const fs::path d = fresh_dir("timeline");
+  std::ofstream(d / "one.json") << R"({
+    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
+    "run": {"requests": 1}, "timing": {"mode": "exact", "parallel": 1}})";
+  const auto r = trnsim::test::run_trnsim("serve " + (d / "one.json").string() + " --out " + (d / "out").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json rep = Json::parse(read(d / "out" / "report.json"));
+  const Json tl = Json::parse(read(d / "out" / "timeline.json"));
+  std::vector<Json> iterations, spans;
+  for (const auto& e : tl["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    (e["pid"] == 1 ? iterations : spans).push_back(e);
+  }
+  ASSERT_EQ(iterations.size(), 3u);
+  EXPECT_EQ(iterations[0]["name"], "prefill");
+  EXPECT_EQ(iterations[0]["args"]["prefill"], 128);
+  EXPECT_EQ(iterations[1]["name"], "decode");
+  EXPECT_EQ(iterations[2]["args"]["context"], 130);
+  // Each iteration lasts its shape's time (columns decode, context, prefill, prefill_context, time_s).
+  for (const auto& it : iterations) {
+    EXPECT_EQ(it["tid"], 0);
+    double want = -1;
+    for (const auto& row : rep["timing"]["shapes"]["rows"]) {
+      if (row[0] == it["args"]["decode"] && row[1] == it["args"]["context"] && row[2] == it["args"]["prefill"]) {
+        want = row[4].get<double>() * 1e6;
+      }
+    }
+    EXPECT_NEAR(it["dur"].get<double>(), want, 1e-6) << it.dump();
+  }
+  EXPECT_NEAR(iterations[1]["ts"].get<double>(),
+              iterations[0]["ts"].get<double>() + iterations[0]["dur"].get<double>(), 1e-6);
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0]["name"], "queue");
+  EXPECT_EQ(spans[0]["dur"], 0.0);
+  EXPECT_EQ(spans[1]["name"], "prefill");
+  const double ttft = rep["results"]["ttft_s"]["p50"].get<double>(), e2e = rep["results"]["e2e_s"]["p50"].get<double>();
+  EXPECT_NEAR(spans[1]["dur"].get<double>(), ttft * 1e6, 1e-6);
+  EXPECT_EQ(spans[2]["name"], "decode");
+  EXPECT_NEAR(spans[2]["dur"].get<double>(), (e2e - ttft) * 1e6, 1e-6);
+  EXPECT_EQ(tl["otherData"]["requests_drawn"], 1);
+  EXPECT_EQ(tl["otherData"]["iterations_total"], 3);
+  // --out-files keeps some; a name serve does not write is refused.
+  const auto some = trnsim::test::run_trnsim("serve " + (d / "one.json").string() + " --out " + (d / "out").string() +
+                                             " --out-files report.json,summary.csv");
+  ASSERT_EQ(some.code, 0) << some.out;
+  std::set<std::string> names;
+  for (const auto& e : fs::directory_iterator(d / "out")) names.insert(e.path().filename().string());
+  EXPECT_EQ(names, (std::set<std::string>{"report.json", "summary.csv"}));
+  const auto bad = trnsim::test::run_trnsim("serve " + (d / "one.json").string() + " --out " + (d / "out").string() +
+                                            " --out-files report.json,timeline");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--out-files timeline: not a file serve writes"), std::string::npos) << bad.out;
+  fs::remove_all(d);
 }
 
 }  // namespace

@@ -348,7 +348,7 @@ TEST(ServeSweep, PointCommandSplitsSetsBetweenSpecAndRack) {
   EXPECT_EQ(point_command(plan, plan.points[1], "OUT"),
             (std::vector<std::string>{"serve", s.serving, "--config", "trn3-gen2-ultraserver", "--set",
                                       "run.requests=10", "--set", "arrivals.seed=2", "--rack-set",
-                                      "sim.fidelity=fast", "--out", "OUT"}));
+                                      "sim.fidelity=fast", "--out", "OUT", "--out-files", "report.json,summary.csv"}));
   const ServeArgs a = serve_args("r.json", {"/rack/sim/seed=3", "arrivals.users=4"});
   EXPECT_EQ(a.rack, "r.json");
   EXPECT_EQ(a.rack_sets, std::vector<std::string>{"/sim/seed=3"});

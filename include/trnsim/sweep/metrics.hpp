@@ -24,6 +24,10 @@ inline constexpr std::array<std::string_view, 7> kRunFiles{
 inline constexpr std::array<std::string_view, 4> kDefaultRunFiles{"report.json", "summary.csv", "host.json",
                                                                   "config.json"};
 
+// What a serving sweep's points keep of what `trnsim serve --out` writes (report.json,
+// summary.csv, requests.csv, timeline.json).
+inline constexpr std::array<std::string_view, 2> kServeRunFiles{"report.json", "summary.csv"};
+
 struct Metric {
   std::string_view name;     // column name in sweep.csv and compare tables
   std::string_view pointer;  // JSON pointer into kReportFile
