@@ -178,6 +178,14 @@ def serve_sweep(name, groups):
             "axes": [{"name": "users", "path": "arrivals.users", "seed": False}],
             "metrics": [], "groups": groups}
 
+# One sweep with a rack axis, and requests that follow the users: a line per rack.
+both = serve_sweep("both", [dict(serve_group(u, 1, 1), values={"rack": r, "users": u, "requests": 4 * u})
+                            for r in ("a", "b") for u in (8, 64)])
+both["axes"] = [{"name": "rack", "path": "rack", "seed": False},
+                {"name": "users", "path": "arrivals.users", "seed": False},
+                {"name": "requests", "path": "run.requests", "seed": False}]
+lines, load = plot.curve_series([both], None)
+assert [(t, len(gs)) for t, _, gs in lines] == [("rack=a", 2), ("rack=b", 2)], lines
 trn3 = serve_sweep("trn3", [serve_group(64, 900, 40), serve_group(8, 200, 90)])
 trn2 = serve_sweep("trn2", [serve_group(8, 150, 70), serve_group(64, 400, 20)])
 lines, load = plot.curve_series([trn3, trn2], None)
