@@ -3,6 +3,7 @@
 // DeepSeek-V3 on the Trn3 Gen2 UltraServer with requests from the Azure conversation trace.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <memory>
 
 #include "bench_common.hpp"
@@ -20,12 +21,13 @@ struct ServeOpts {
   std::string spec;
   std::vector<std::string> sets, rack_sets;
   std::string rack, out;
+  std::vector<std::string> out_files;  // --out-files: some of kFiles
   bool json = false;
   double solve_users = 0;
   std::uint64_t solve_max_users = 65536, solve_requests_per_user = 4;
 };
 
-const std::vector<std::string> kFiles = {"report.json", "summary.csv", "requests.csv"};
+const std::vector<std::string> kFiles = {"report.json", "summary.csv", "requests.csv", "timeline.json"};
 
 std::string spec_path(const std::string& given) {
   if (given.empty()) return data_path(kDefaultSpec);
@@ -48,7 +50,13 @@ void register_serve_command(CLI::App& app, Registry& reg) {
   sub->add_option("--config", o->rack, "rack preset name or file (replaces the spec's rack)");
   sub->add_option("--rack-set", o->rack_sets, "override a rack value: sim.fidelity=detailed")
       ->allow_extra_args(false);
-  auto* out_opt = sub->add_option("--out", o->out, "write report.json, summary.csv and requests.csv here");
+  auto* out_opt = sub->add_option("--out", o->out,
+                                  "write report.json, summary.csv, requests.csv and timeline.json here");
+  sub->add_option("--out-files", o->out_files,
+                  "with --out: write only these of report.json, summary.csv, requests.csv, timeline.json "
+                  "(comma-separated; a sweep's points keep report.json and summary.csv)")
+      ->delimiter(',')
+      ->allow_extra_args(false);
   sub->add_flag("--json", o->json, "print report.json instead of the summary");
   sub->add_option("--solve-users", o->solve_users,
                   "find the largest number of closed-loop users whose p50 tokens/s per user is at "
@@ -61,6 +69,16 @@ void register_serve_command(CLI::App& app, Registry& reg) {
                   "request per user")
       ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1000)));
   reg.add(sub, [o, out_opt, &reg]() {
+    for (const auto& f : o->out_files) {
+      if (std::find(kFiles.begin(), kFiles.end(), f) == kFiles.end()) {
+        throw InputError(fmt::format("--out-files {}: not a file serve writes; expected some of report.json, "
+                                     "summary.csv, requests.csv, timeline.json", f));
+      }
+    }
+    if (!o->out_files.empty() && out_opt->count() == 0) throw InputError("--out-files: needs --out");
+    const auto wanted = [&](const std::string& f) {
+      return o->out_files.empty() || std::find(o->out_files.begin(), o->out_files.end(), f) != o->out_files.end();
+    };
     if (out_opt->count() > 0) OutputDir::check_writable(o->out, kFiles);
     serve::ServeOptions so;
     so.spec_path = spec_path(o->spec);
@@ -71,10 +89,12 @@ void register_serve_command(CLI::App& app, Registry& reg) {
     so.solve_users_target = o->solve_users;
     so.solve_max_users = o->solve_max_users;
     so.solve_requests_per_user = o->solve_requests_per_user;
+    so.timeline = out_opt->count() > 0 && wanted("timeline.json");
     const serve::ServeResult r = serve::serve(so);
     if (out_opt->count() > 0) {
       OutputDir dir(o->out);
-      dir.add("report.json", r.report.dump(2) + "\n");
+      dir.also_replaces(kFiles);  // an earlier result with more of them
+      if (wanted("report.json")) dir.add("report.json", r.report.dump(2) + "\n");
       // RFC 4180: a field with a comma or a quote is quoted (the layout is "tp=1,dp=1,...").
       const auto field = [](const std::string& v) {
         if (v.find_first_of(",\"\n") == std::string::npos) return v;
@@ -87,8 +107,9 @@ void register_serve_command(CLI::App& app, Registry& reg) {
         head += (head.empty() ? "" : ",") + k;
         row += (row.empty() ? "" : ",") + field(v);
       }
-      dir.add("summary.csv", head + "\n" + row + "\n");
-      dir.add("requests.csv", r.requests_csv);
+      if (wanted("summary.csv")) dir.add("summary.csv", head + "\n" + row + "\n");
+      if (wanted("requests.csv")) dir.add("requests.csv", r.requests_csv);
+      if (wanted("timeline.json")) dir.add("timeline.json", r.timeline);
       dir.commit();
     }
     if (o->json) {

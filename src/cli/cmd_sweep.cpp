@@ -6,11 +6,15 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <memory>
 
+#include "bench_common.hpp"
 #include "commands.hpp"
 #include "presets.hpp"
 #include "trnsim/registry/registry.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/serve/serve.hpp"
 #include "trnsim/sweep/merge.hpp"
 #include "trnsim/sweep/runner.hpp"
 #include "trnsim/sweep/slurm.hpp"
@@ -21,6 +25,24 @@ namespace trnsim::cli {
 namespace {
 
 using namespace trnsim::sweep;
+
+// A serving spec by name (configs/serving/NAME.json), as `trnsim serve NAME` finds it.
+std::string resolve_serving(const std::string& given) {
+  const std::string path = data_path("configs/serving/" + given + ".json");
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) return path;
+  throw ConfigError(fmt::format("{}: no such file, nor a serving spec of that name under configs/serving/", given));
+}
+
+// What `trnsim serve` reads first of a serving point: its spec (with its --set) and its rack
+// (with its --rack-set), checked as `trnsim config` checks a rack.
+void check_serving(const std::string& spec, const ServeArgs& a) {
+  const serve::ServeSpec sp = serve::load_spec(spec, a.spec_sets);
+  const std::string rack = resolve_preset(a.rack.empty() ? sp.rack : a.rack);
+  const config::LoadedConfig l = config::load_config(rack, a.rack_sets);
+  if (!l.config.rack) throw ConfigError(fmt::format("{}: is not a rack preset (a serving run needs a rack)", rack));
+  resolve::plan(l, resolve::Purpose::config);
+}
 
 int cpus_available() {
   cpu_set_t set;
@@ -219,6 +241,7 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
     if (!ov.trace.empty()) ov.trace = resolve_trace(ov.trace);
     ov.config_by_name = resolve_preset;
     ov.trace_by_name = resolve_trace;
+    ov.serving_by_name = resolve_serving;
     const Sweep s = load_sweep(o->file, ov);
     const auto all = expand(s);
     std::size_t total = 1;
@@ -227,7 +250,11 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
     // Every point passes what `trnsim config` checks before anything runs.
     registry::Registry registry;
     registry::register_builtin_models(registry);
-    validate(s, all, [&](const config::LoadedConfig& l) { registry::check(registry, l); });
+    if (s.kind() == RunKind::serve) {
+      validate_serve(s, all, check_serving);
+    } else {
+      validate(s, all, [&](const config::LoadedConfig& l) { registry::check(registry, l); });
+    }
     if (o->out.empty()) o->out = "out/sweeps/" + s.name;
     if (o->slurm) {
       SlurmOptions so = o->slurm_opts;

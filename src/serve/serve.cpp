@@ -20,6 +20,7 @@
 #include "trnsim/report/version.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/serve/arrivals.hpp"
+#include "trnsim/serve/timeline.hpp"
 #include "trnsim/serve/timer.hpp"
 
 namespace trnsim::serve {
@@ -501,6 +502,7 @@ ServeResult serve(const ServeOptions& o) {
     }
   }
   out.requests_csv = std::move(csv);
+  if (o.timeline) out.timeline = timeline_json(r);
   const Json& f = rep["results"];
   const auto g = [&](const char* a, const char* b) { return f[a][b].get<double>(); };
   out.summary_csv = {

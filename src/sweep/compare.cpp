@@ -165,6 +165,30 @@ Json trace_of(const std::string& run_dir) {
   return {{"given", t.value("given", Json())}, {"sha256", t.value("sha256", Json())}};
 }
 
+// Two serving runs (`trnsim serve --out`): a row per figure of kServeMetrics, and the keys of
+// what was served that differ (the spec as resolved, the rack and its --rack-set, from the
+// reports: a serving run writes no config.json).
+Json compare_serving(const std::string& a, const std::string& b, const Json& ra, const Json& rb, Json out) {
+  out["runs"] = std::string(kind_name(RunKind::serve));
+  const Json::json_pointer fidelity("/identity/fidelity");
+  out["fidelity"] = {{"a", ra.contains(fidelity) ? ra.at(fidelity) : Json()},
+                     {"b", rb.contains(fidelity) ? rb.at(fidelity) : Json()}};
+  const Json ma = read_metrics(a, RunKind::serve), mb = read_metrics(b, RunKind::serve);
+  for (const auto& m : kServeMetrics) {
+    const std::string n(m.name);
+    out["rows"].push_back(row(n, std::string(m.unit), ma[n], mb[n]));
+  }
+  const auto served = [](const Json& r) {
+    const auto at = [&](const char* p) {
+      const Json::json_pointer ptr(p);
+      return r.contains(ptr) ? r.at(ptr) : Json();
+    };
+    return Json{{"spec", at("/spec")}, {"rack", at("/machine/rack")}, {"rack_sets", at("/identity/rack_sets")}};
+  };
+  out["config_differences"] = config_differences(served(ra), served(rb));
+  return out;
+}
+
 }  // namespace
 
 Json compare(const std::string& a, const std::string& b) {
@@ -180,6 +204,15 @@ Json compare(const std::string& a, const std::string& b) {
     out["kind"] = "run";
     const Json ra = read_json(a + "/" + std::string(kReportFile));
     const Json rb = read_json(b + "/" + std::string(kReportFile));
+    const RunKind rka = report_kind(ra), rkb = report_kind(rb);
+    if (rka != rkb) {
+      throw SweepError(fmt::format(
+          "compare: {} holds a {} run's report (`trnsim {}`), {} a {} run's (`trnsim {}`): their figures "
+          "differ (a training step against serving latency and throughput); compare two of the same kind",
+          a, kind_name(rka), rka == RunKind::serve ? "serve" : "run", b, kind_name(rkb),
+          rkb == RunKind::serve ? "serve" : "run"));
+    }
+    if (rka == RunKind::serve) return compare_serving(a, b, ra, rb, std::move(out));
     const Json::json_pointer fidelity("/identity/fidelity");
     out["fidelity"] = {{"a", ra.contains(fidelity) ? ra.at(fidelity) : Json()},
                        {"b", rb.contains(fidelity) ? rb.at(fidelity) : Json()}};
@@ -207,6 +240,13 @@ Json compare(const std::string& a, const std::string& b) {
     return out;
   }
   out["kind"] = "sweep";
+  const Plan pa = read_plan(a), pb = read_plan(b);
+  if (pa.kind() != pb.kind()) {
+    throw SweepError(fmt::format("compare: {} is a {} sweep, {} a {} sweep: their figures differ; compare "
+                                 "two of the same kind",
+                                 a, kind_name(pa.kind()), b, kind_name(pb.kind())));
+  }
+  out["runs"] = std::string(kind_name(pa.kind()));
   const Json ma = merge({a}), mb = merge({b});
   std::map<std::string, const Json*> in_b;
   for (const auto& g : mb["groups"]) in_b[g["values"].dump()] = &g;
@@ -221,7 +261,7 @@ Json compare(const std::string& a, const std::string& b) {
     matched[it->first] = true;
     std::vector<std::string> label;
     for (const auto& [k, v] : g["values"].items()) label.push_back(k + "=" + value_text(v));
-    for (const auto& m : kMetrics) {
+    for (const auto& m : metrics_of(pa.kind())) {
       const std::string n(m.name);
       Json r = row(n, std::string(m.unit), g["metrics"][n].value("mean", Json()),
                    (*it->second)["metrics"][n].value("mean", Json()));
@@ -231,7 +271,6 @@ Json compare(const std::string& a, const std::string& b) {
   }
   out["only_in_a"] = only_a;
   out["only_in_b"] = mb["groups"].size() - matched.size();
-  const Plan pa = read_plan(a), pb = read_plan(b);
   Json ca{{"base_config", pa.base_config}, {"axes", axes_json(pa)}, {"trace", pa.trace}};
   Json cb{{"base_config", pb.base_config}, {"axes", axes_json(pb)}, {"trace", pb.trace}};
   out["config_differences"] = config_differences(ca, cb);

@@ -34,10 +34,15 @@ std::string number_cell(const Json& v) { return v.is_number() ? fmt::format("{}"
 
 }  // namespace
 
-Json read_metrics(const std::string& run_dir) {
+RunKind report_kind(const Json& report) {
+  return report.is_object() && report.contains("spec") && report.contains("results") ? RunKind::serve
+                                                                                      : RunKind::run;
+}
+
+Json read_metrics(const std::string& run_dir, RunKind kind) {
   const Json report = read_json(run_dir + "/" + std::string(kReportFile));
   Json out = Json::object();
-  for (const auto& m : kMetrics) {
+  for (const auto& m : metrics_of(kind)) {
     const Json::json_pointer ptr{std::string(m.pointer)};
     // A figure the report lacks (no fabric traffic: no latency) is null, never a made-up 0.
     out[std::string(m.name)] = report.contains(ptr) && report[ptr].is_number() ? report[ptr] : Json();
@@ -63,8 +68,9 @@ Json merge(const std::vector<std::string>& dirs) {
     m["axes"].push_back({{"name", plan.axis_names[k]}, {"path", plan.axis_paths[k]},
                          {"seed", int(k) == plan.seed_axis}});
   }
+  m["runs"] = std::string(kind_name(plan.kind()));  // "training" or "serving"
   m["metrics"] = Json::array();
-  for (const auto& x : kMetrics) {
+  for (const auto& x : metrics_of(plan.kind())) {
     m["metrics"].push_back({{"name", x.name}, {"pointer", x.pointer}, {"unit", x.unit}});
   }
   m["points"] = Json::array();
@@ -95,7 +101,7 @@ Json merge(const std::vector<std::string>& dirs) {
     }
     pt["status"] = state;
     if (state == "ok") {
-      pt["metrics"] = read_metrics(run_dir(from, p.id));
+      pt["metrics"] = read_metrics(run_dir(from, p.id), plan.kind());
     } else if (state == "failed") {
       const Json st = read_json(point_dir(from, p.id) + "/status.json");
       pt["error"] = st.value("error", std::string());
@@ -123,7 +129,7 @@ Json merge(const std::vector<std::string>& dirs) {
     }
     if (plan.seed_axis >= 0) grp["seeds"] = seeds;
     Json stats = Json::object();
-    for (const auto& x : kMetrics) {
+    for (const auto& x : metrics_of(plan.kind())) {
       std::vector<double> v;
       for (std::size_t i : members[g]) {
         const Json& pt = m["points"][i];

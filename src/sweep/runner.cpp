@@ -21,6 +21,7 @@
 #include "files.hpp"
 #include "process.hpp"
 #include "trnsim/config/config.hpp"
+#include "trnsim/config/schema.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/sweep/metrics.hpp"
 
@@ -44,6 +45,7 @@ Json Plan::to_json() const {
   j["sweep_file"] = file;
   j["config"] = config;
   j["trace"] = trace;
+  if (!serving.empty()) j["serving"] = serving;
   j["axes"] = Json::array();
   for (std::size_t k = 0; k < axis_names.size(); ++k) {
     j["axes"].push_back({{"name", axis_names[k]}, {"path", axis_paths[k]}, {"seed", int(k) == seed_axis}});
@@ -70,6 +72,7 @@ Plan Plan::from_json(const Json& j, const std::string& origin) {
     p.file = j.at("sweep_file").get<std::string>();
     p.config = j.at("config").get<std::string>();
     p.trace = j.at("trace").get<std::string>();
+    p.serving = j.value("serving", std::string());
     for (const auto& a : j.at("axes")) {
       if (a.at("seed").get<bool>()) p.seed_axis = int(p.axis_names.size());
       p.axis_names.push_back(a.at("name").get<std::string>());
@@ -100,6 +103,7 @@ Plan make_plan(const Sweep& s, const std::vector<Point>& points) {
   p.file = fs::absolute(s.file).lexically_normal().string();
   p.config = s.config;
   p.trace = s.trace;
+  p.serving = s.serving;
   for (const auto& a : s.axes) {
     p.axis_names.push_back(a.name);
     p.axis_paths.push_back(a.path);
@@ -107,7 +111,14 @@ Plan make_plan(const Sweep& s, const std::vector<Point>& points) {
   p.seed_axis = s.seed_axis();
   p.run_files = s.run_files;
   for (const auto& pt : points) p.points.push_back({pt.id, pt.index, pt.values, point_sets(s, pt)});
-  p.base_config = config::to_json(config::load_config(s.config, s.sets).config);
+  if (s.kind() == RunKind::serve) {
+    // What `trnsim compare` shows of two serving sweeps: the spec as written, the rack, the sets.
+    p.base_config = {{"serving", config::parse_json<SweepError>(detail::read_text(s.serving), s.serving)},
+                     {"rack", s.config},
+                     {"set", s.sets}};
+  } else {
+    p.base_config = config::to_json(config::load_config(s.config, s.sets).config);
+  }
   return p;
 }
 
@@ -130,6 +141,7 @@ void write_or_check_plan(const std::string& dir, const Plan& plan) {
     // The points decide what a directory holds; the sweep file's path may differ (a copy).
     if (have.value("points", Json()) != want["points"] || have.value("config", Json()) != want["config"] ||
         have.value("trace", Json()) != want["trace"] ||
+        have.value("serving", Json()) != want.value("serving", Json()) ||
         have.value("command", Json()) != want.value("command", Json())) {
       throw SweepError(fmt::format(
           "{}: holds another sweep ({}; its points, config or trace differ from {}): use "
@@ -139,6 +151,33 @@ void write_or_check_plan(const std::string& dir, const Plan& plan) {
     return;
   }
   write_file_atomic(path, want.dump(2) + "\n");
+}
+
+std::vector<std::string> point_command(const Plan& plan, const Plan::PlannedPoint& p, const std::string& out) {
+  std::vector<std::string> argv;
+  if (plan.kind() == RunKind::serve) {
+    const ServeArgs a = serve_args(plan.config, p.sets);
+    argv.insert(argv.end(), {"serve", plan.serving});
+    if (!a.rack.empty()) argv.insert(argv.end(), {"--config", a.rack});
+    for (const auto& s : a.spec_sets) argv.insert(argv.end(), {"--set", s});
+    for (const auto& s : a.rack_sets) argv.insert(argv.end(), {"--rack-set", s});
+    // The figures; not requests.csv and timeline.json (megabytes a point at thousands of users).
+    argv.insert(argv.end(), {"--out", out, "--out-files", fmt::format("{}", fmt::join(kServeRunFiles, ","))});
+    return argv;
+  }
+  if (plan.command.empty()) {
+    argv.insert(argv.end(), {"run", "--config", plan.config});
+    if (!plan.trace.empty()) argv.insert(argv.end(), {"--trace", plan.trace});
+  } else {
+    argv.insert(argv.end(), plan.command.begin(), plan.command.end());
+  }
+  for (const auto& s : p.sets) argv.insert(argv.end(), {"--set", s});
+  const bool is_run = plan.command.empty() || plan.command.front() == "run";
+  if (is_run) argv.insert(argv.end(), {"--out", out});
+  if (is_run && !plan.run_files.empty() && plan.run_files.size() < kRunFiles.size()) {
+    argv.insert(argv.end(), {"--out-files", fmt::format("{}", fmt::join(plan.run_files, ","))});
+  }
+  return argv;
 }
 
 std::string point_dir(const std::string& dir, const std::string& id) { return dir + "/points/" + id; }
@@ -274,18 +313,9 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o) {
       for (std::size_t k = 0; k < plan.axis_names.size(); ++k) pj["values"][plan.axis_names[k]] = p->values[k];
       write_file_atomic(pd + "/point.json", pj.dump(2) + "\n");
       std::vector<std::string> argv{o.trnsim};
-      if (plan.command.empty()) {
-        argv.insert(argv.end(), {"run", "--config", plan.config});
-        if (!plan.trace.empty()) argv.insert(argv.end(), {"--trace", plan.trace});
-      } else {
-        argv.insert(argv.end(), plan.command.begin(), plan.command.end());
-      }
-      for (const auto& s : p->sets) argv.insert(argv.end(), {"--set", s});
-      const bool is_run = plan.command.empty() || plan.command.front() == "run";
-      if (is_run) argv.insert(argv.end(), {"--out", run_dir(o.dir, p->id)});
-      if (is_run && !plan.run_files.empty() && plan.run_files.size() < kRunFiles.size()) {
-        argv.insert(argv.end(), {"--out-files", fmt::format("{}", fmt::join(plan.run_files, ","))});
-      }
+      const auto cmd = point_command(plan, *p, run_dir(o.dir, p->id));
+      argv.insert(argv.end(), cmd.begin(), cmd.end());
+      const bool is_run = plan.kind() == RunKind::serve || plan.command.empty() || plan.command.front() == "run";
       running[detail::spawn(argv, pd + "/run.log", is_run ? "" : output_file(o.dir, p->id))] = {
           p, std::chrono::steady_clock::now()};
     }
@@ -309,7 +339,7 @@ RunSummary run_plan(const Plan& plan, const RunOptions& o) {
     const std::string pd = point_dir(o.dir, r.point->id);
     Json status{{"id", r.point->id}, {"wall_s", wall}};
     bool ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
-    if (plan.command.empty() || plan.command.front() == "run") {
+    if (plan.kind() == RunKind::serve || plan.command.empty() || plan.command.front() == "run") {
       ok = ok && fs::exists(run_dir(o.dir, r.point->id) + "/" + std::string(kReportFile));
     } else if (ok) {
       // The output is the point's result: it must be one JSON object.

@@ -27,7 +27,9 @@ namespace trnsim::sweep {
 
 namespace fs = std::filesystem;
 
-bool Axis::is_seed() const { return path == kSeedPath || path == "/sim/seed"; }
+bool Axis::is_seed() const {
+  return path == kSeedPath || path == "/sim/seed" || path == kServeSeedPath || path == "/arrivals/seed";
+}
 
 int Sweep::seed_axis() const {
   for (std::size_t i = 0; i < axes.size(); ++i) {
@@ -204,9 +206,31 @@ Sweep parse_sweep(const std::string& text, const std::string& origin, const std:
                   const Overrides& ov) {
   const Json j = config::parse_json<SweepError>(text, origin);
   const Reader r(origin);
-  r.check_keys(j, "", {"name", "description", "config", "trace", "set", "combine", "axes", "filter",
-                       "run_files"});
+  r.check_keys(j, "", {"name", "description", "command", "serving", "config", "trace", "set", "combine",
+                       "axes", "filter", "run_files"});
   Sweep s;
+  const std::string command = j.contains("command") ? r.string(j, "", "command", true) : "run";
+  if (command != "run" && command != "serve") {
+    r.fail("/command", fmt::format("expected \"run\" (the default: training steps) or \"serve\" (serving "
+                                   "runs of the spec in \"serving\"), got \"{}\"", command));
+  }
+  const bool serving = command == "serve";
+  if (serving && !j.contains("serving")) {
+    r.fail("/serving", "missing: \"command\": \"serve\" needs a serving spec (a file or a name under "
+                       "configs/serving/)");
+  }
+  if (!serving && j.contains("serving")) {
+    r.fail("/serving", "a serving spec needs \"command\": \"serve\" (training points run `trnsim run`)");
+  }
+  if (serving) {
+    for (const char* k : {"trace", "run_files"}) {
+      if (j.contains(k)) {
+        r.fail(std::string("/") + k, fmt::format("a serving sweep takes no \"{}\" (its points run `trnsim "
+                                                 "serve`, whose spec names the requests, and keep "
+                                                 "what `serve --out` writes)", k));
+      }
+    }
+  }
   s.file = origin;
   s.name = r.string(j, "", "name", true);
   s.description = r.string(j, "", "description", false);
@@ -228,7 +252,12 @@ Sweep parse_sweep(const std::string& text, const std::string& origin, const std:
     }
     return found == given ? path : fs::absolute(found).lexically_normal().string();
   };
-  s.config = ov.config.empty() ? file_or_name("config", true, ov.config_by_name)
+  if (serving) s.serving = file_or_name("serving", true, ov.serving_by_name);
+  if (serving && !ov.trace.empty()) {
+    throw SweepError(fmt::format("--trace {}: {} is a serving sweep; its spec names the requests", ov.trace, origin));
+  }
+  // A serving sweep's "config" is its rack, optional (the spec names one).
+  s.config = ov.config.empty() ? file_or_name("config", !serving, ov.config_by_name)
                                : fs::absolute(ov.config).lexically_normal().string();
   s.trace = ov.trace.empty() ? file_or_name("trace", false, ov.trace_by_name)
                              : fs::absolute(ov.trace).lexically_normal().string();
@@ -384,6 +413,55 @@ namespace {
 
 void check_config(const config::LoadedConfig& loaded) {
   resolve::plan(loaded, resolve::Purpose::config);
+}
+
+ServeArgs serve_args(const std::string& rack, const std::vector<std::string>& sets) {
+  ServeArgs a;
+  a.rack = rack;
+  for (const auto& x : sets) {
+    const std::size_t eq = x.find('=');
+    const std::string key = x.substr(0, eq), value = eq == std::string::npos ? "" : x.substr(eq + 1);
+    if (key == "rack" || key == "/rack") {
+      a.rack = value;
+    } else if (key.starts_with("rack.")) {
+      a.rack_sets.push_back(x.substr(5));
+    } else if (key.starts_with("/rack/")) {
+      a.rack_sets.push_back(x.substr(5));
+    } else {
+      a.spec_sets.push_back(x);
+    }
+  }
+  return a;
+}
+
+void validate_serve(const Sweep& s, const std::vector<Point>& points, const ServeCheck& check) {
+  const auto check_sets = [&](const std::vector<std::string>& sets) { check(s.serving, serve_args(s.config, sets)); };
+  try {
+    check_sets(s.sets);
+  } catch (const InputError& e) {
+    throw SweepError(fmt::format("{}: the base (\"serving\", \"config\" and \"set\") does not load: {}",
+                                 s.file, e.what()));
+  }
+  for (const auto& a : s.axes) {
+    for (std::size_t i = 0; i < a.values.size(); ++i) {
+      std::vector<std::string> sets = s.sets;
+      sets.push_back(a.path + "=" + value_text(a.values[i]));
+      try {
+        check_sets(sets);
+      } catch (const InputError& e) {
+        throw SweepError(fmt::format("{}:{}: axis \"{}\" (path {}), value {}: {}", s.file, a.pointer,
+                                     a.name, a.path, value_text(a.values[i]), e.what()));
+      }
+    }
+  }
+  for (const auto& p : points) {
+    try {
+      check_sets(point_sets(s, p));
+    } catch (const InputError& e) {
+      throw SweepError(fmt::format("{}: point {} is not a valid serving run (exclude it with a \"filter\"): {}",
+                                   s.file, p.id, e.what()));
+    }
+  }
 }
 
 void validate(const Sweep& s, const std::vector<Point>& points, const ConfigCheck& check) {

@@ -162,4 +162,39 @@ with tempfile.TemporaryDirectory() as d:
     assert ax.get_ylim()[0] == 0
     assert inside(fig)
     plt.close(fig)
+
+# --curve: two serving sweeps (one a rack) on one figure; the lines are each sweep's groups in
+# order of load, whatever order they were merged in; a training sweep is refused.
+def serve_group(users, per_chip, per_user):
+    ms = {"output_tokens_per_s_per_chip": per_chip, "tokens_per_s_per_user_p50": per_user}
+    for name in ("ttft", "tpot"):
+        for q, k in (("p50", 1), ("p90", 2), ("p99", 3)):
+            ms[f"{name}_{q}_s"] = k * 1e-3 * users
+    return {"values": {"users": users}, "points": [], "ok": 1, "failed": 0, "pending": 0,
+            "metrics": {n: {"n": 1, "mean": v, "stddev": 0, "min": v, "max": v} for n, v in ms.items()}}
+
+def serve_sweep(name, groups):
+    return {"name": name, "runs": "serving",
+            "axes": [{"name": "users", "path": "arrivals.users", "seed": False}],
+            "metrics": [], "groups": groups}
+
+# One sweep with a rack axis, and requests that follow the users: a line per rack.
+both = serve_sweep("both", [dict(serve_group(u, 1, 1), values={"rack": r, "users": u, "requests": 4 * u})
+                            for r in ("a", "b") for u in (8, 64)])
+both["axes"] = [{"name": "rack", "path": "rack", "seed": False},
+                {"name": "users", "path": "arrivals.users", "seed": False},
+                {"name": "requests", "path": "run.requests", "seed": False}]
+lines, load = plot.curve_series([both], None)
+assert [(t, len(gs)) for t, _, gs in lines] == [("rack=a", 2), ("rack=b", 2)], lines
+trn3 = serve_sweep("trn3", [serve_group(64, 900, 40), serve_group(8, 200, 90)])
+trn2 = serve_sweep("trn2", [serve_group(8, 150, 70), serve_group(64, 400, 20)])
+lines, load = plot.curve_series([trn3, trn2], None)
+assert load == "users"
+assert [(t, [g["values"]["users"] for g in gs]) for t, _, gs in lines] == [("trn3", [8, 64]), ("trn2", [8, 64])], lines
+with tempfile.TemporaryDirectory() as d:
+    plot.plot_curve([trn3, trn2], None, f"{d}/curve", None)
+    assert (Path(d) / "curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    (Path(d) / "sweep.json").write_text(json.dumps(sweep))
+    p = subprocess.run([sys.executable, str(src / "tools" / "plot"), "--curve", d], capture_output=True, text=True)
+    assert p.returncode == 2 and "is not a serving sweep" in p.stderr, p.stderr
 print("1 passed, 0 failed")

@@ -281,16 +281,23 @@ TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
                                                      {"stability-link-bandwidth.json", 20},
                                                      {"stability-sbuf-size.json", 20},
                                                      {"stability-sbuf-size-fast.json", 20},
-                                                     {"stability-switch-latency.json", 25}};
+                                                     {"stability-switch-latency.json", 25},
+                                                     // two racks x 12 concurrencies (docs/serving.md)
+                                                     {"serving-llama-3.1-70b-curve.json", 24}};
   std::size_t seen = 0;
   for (const auto& e : fs::directory_iterator(kSrc + "/configs/sweeps")) {
     if (e.path().extension() != ".json") continue;
     ++seen;
     const auto s = load_sweep(e.path().string());
     const auto all = expand(s);
-    EXPECT_NO_THROW(validate(s, all)) << e.path();
     ASSERT_TRUE(points.count(e.path().filename().string())) << e.path() << " is not listed here";
     EXPECT_EQ(all.size(), points.at(e.path().filename().string())) << e.path();
+    if (s.kind() == RunKind::serve) {
+      // Its points are checked as `trnsim serve` loads them in ServeSweepCli.ShippedCurveValidates.
+      EXPECT_EQ(s.serving, kSrc + "/configs/serving/llama-3.1-70b-ultraserver.json");
+      continue;
+    }
+    EXPECT_NO_THROW(validate(s, all)) << e.path();
     const bool stability = e.path().filename().string().starts_with("stability-");
     EXPECT_EQ(s.trace, kSrc + (stability ? "/traces/mixtral-moe-16.json"
                                          : "/traces/deepseek-v3-moe-144.json")) << e.path();
@@ -321,4 +328,34 @@ TEST(Compare, SweepDirectoriesMatchPointsByAxisValues) {
   EXPECT_EQ(c["config_differences"][0], (Json{{"pointer", "/axes/chip.cores"}, {"a", {2, 4}}, {"b", {4, 8}}}));
   fs::remove_all(a);
   fs::remove_all(b);
+}
+
+// A serving sweep's assignments go where `trnsim serve` takes them: "rack" to --config, "rack.X"
+// to --rack-set X, the rest to the spec's --set; the last "rack" wins over the file's "config".
+TEST(ServeSweep, PointCommandSplitsSetsBetweenSpecAndRack) {
+  const Sweep s = parse_sweep(R"({"name": "c", "command": "serve", "serving": "configs/serving/llama-3.1-8b-trn2-azure-conv.json",
+                                  "config": "configs/racks/trn2-ultraserver.json", "set": ["run.requests=10"],
+                                  "axes": [{"path": "rack", "values": ["trn3-gen2-ultraserver"]},
+                                           {"path": "rack.sim.fidelity", "values": ["fast"]},
+                                           {"path": "arrivals.seed", "values": [1, 2]}]})",
+                              "c.json", kSrc);
+  EXPECT_EQ(s.kind(), trnsim::sweep::RunKind::serve);
+  EXPECT_EQ(s.serving, kSrc + "/configs/serving/llama-3.1-8b-trn2-azure-conv.json");
+  EXPECT_EQ(s.seed_axis(), 2);
+  const auto points = expand(s);
+  ASSERT_EQ(points.size(), 2u);
+  const Plan plan = make_plan(s, points);
+  EXPECT_EQ(point_command(plan, plan.points[1], "OUT"),
+            (std::vector<std::string>{"serve", s.serving, "--config", "trn3-gen2-ultraserver", "--set",
+                                      "run.requests=10", "--set", "arrivals.seed=2", "--rack-set",
+                                      "sim.fidelity=fast", "--out", "OUT", "--out-files", "report.json,summary.csv"}));
+  const ServeArgs a = serve_args("r.json", {"/rack/sim/seed=3", "arrivals.users=4"});
+  EXPECT_EQ(a.rack, "r.json");
+  EXPECT_EQ(a.rack_sets, std::vector<std::string>{"/sim/seed=3"});
+  EXPECT_EQ(a.spec_sets, std::vector<std::string>{"arrivals.users=4"});
+  // The plan says what its points are; read back, it is the same sweep.
+  EXPECT_EQ(Plan::from_json(plan.to_json(), "plan.json").serving, s.serving);
+  EXPECT_EQ(error_of([] { parse_sweep(R"({"name": "c", "command": "srve", "axes": []})", "c.json", kSrc); }),
+            "c.json:/command: expected \"run\" (the default: training steps) or \"serve\" (serving runs of the spec "
+            "in \"serving\"), got \"srve\"");
 }

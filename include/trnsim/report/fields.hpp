@@ -18,7 +18,7 @@ struct Field {
   std::string_view unit;     // "" for text
 };
 
-inline constexpr std::array<Field, 35> kFields{{
+inline constexpr std::array<Field, 56> kFields{{
     {"rack", "/machine/rack", ""},
     {"chip", "/machine/chip", ""},
     {"workload", "/workload/name", ""},
@@ -55,6 +55,28 @@ inline constexpr std::array<Field, 35> kFields{{
     {"flops_per_j", "/energy/flops_per_j", "FLOP/J"},
     {"tokens_per_j", "/energy/tokens_per_j", "tokens/J"},
     {"tflops_per_w", "/energy/tflops_per_w", "TFLOPS/W"},
+    // report.json of `trnsim serve` (docs/serving.md#outputs): the figures are under /results.
+    {"serve_requests", "/results/requests/measured", "count"},
+    {"serve_preemptions", "/results/requests/preemptions", "count"},
+    {"ttft_p50_s", "/results/ttft_s/p50", "s"},
+    {"ttft_p90_s", "/results/ttft_s/p90", "s"},
+    {"ttft_p99_s", "/results/ttft_s/p99", "s"},
+    {"tpot_p50_s", "/results/tpot_s/p50", "s"},
+    {"tpot_p90_s", "/results/tpot_s/p90", "s"},
+    {"tpot_p99_s", "/results/tpot_s/p99", "s"},
+    {"e2e_p50_s", "/results/e2e_s/p50", "s"},
+    {"e2e_p90_s", "/results/e2e_s/p90", "s"},
+    {"e2e_p99_s", "/results/e2e_s/p99", "s"},
+    {"queueing_p99_s", "/results/queueing_s/p99", "s"},
+    {"output_tokens_per_s", "/results/throughput/output_tokens_per_s", "tokens/s"},
+    {"output_tokens_per_s_per_chip", "/results/throughput/output_tokens_per_s_per_chip", "tokens/s"},
+    {"tokens_per_s_per_user_p50", "/results/throughput/tokens_per_s_per_user/p50", "tokens/s"},
+    {"tokens_per_s_per_user_mean", "/results/throughput/tokens_per_s_per_user/mean", "tokens/s"},
+    {"goodput_fraction", "/results/goodput/fraction", "1"},
+    {"goodput_requests_per_s", "/results/goodput/requests_per_s", "requests/s"},
+    {"joules_per_output_token", "/results/energy/joules_per_output_token", "J"},
+    {"output_tokens_per_s_per_mw", "/results/energy/output_tokens_per_s_per_mw", "tokens/s/MW"},
+    {"serve_mean_power_w", "/results/energy/mean_power_w", "W"},
 }};
 
 // No two fields share a key or a pointer.

@@ -28,6 +28,7 @@ struct ServeOptions {
   double solve_users_target = 0;
   std::uint64_t solve_max_users = 65536;     // --solve-max-users: the search's upper end
   std::uint64_t solve_requests_per_user = 4;  // --solve-requests-per-user: measured requests a point
+  bool timeline = false;                      // build ServeResult::timeline (serve/timeline.hpp)
 };
 
 // One concurrency tried by solve_users.
@@ -64,6 +65,7 @@ struct ServeResult {
   std::string text;  // the summary printed
   std::vector<std::pair<std::string, std::string>> summary_csv;  // (column, value)
   std::string requests_csv;
+  std::string timeline;  // timeline.json, when ServeOptions::timeline
   double wall_s = 0;
 };
 

@@ -11,9 +11,14 @@
 
 namespace trnsim::sweep {
 
-// The headline figures of a run directory (kMetrics read from kReportFile): name -> number, null
-// where the report has no such figure. SweepError when the report is missing or unreadable.
-Json read_metrics(const std::string& run_dir);
+// What a report.json is the report of: a serving run's has the served spec and its results
+// (`trnsim serve`, docs/serving.md#outputs); anything else is a training run's.
+RunKind report_kind(const Json& report);
+
+// The headline figures of a run directory (metrics_of(kind) read from kReportFile): name ->
+// number, null where the report has no such figure. SweepError when the report is missing or
+// unreadable.
+Json read_metrics(const std::string& run_dir, RunKind kind = RunKind::run);
 
 // Joins `dirs` (all of one plan; SweepError naming a directory of another plan). Each point is
 // taken from the first directory where it is complete.

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <span>
 #include <string_view>
 
 #include "trnsim/report/fields.hpp"
@@ -22,6 +23,10 @@ inline constexpr std::array<std::string_view, 7> kRunFiles{
     "report.json", "summary.csv", "host.json", "config.json", "stats.json", "ops.csv", "timeline.json"};
 inline constexpr std::array<std::string_view, 4> kDefaultRunFiles{"report.json", "summary.csv", "host.json",
                                                                   "config.json"};
+
+// What a serving sweep's points keep of what `trnsim serve --out` writes (report.json,
+// summary.csv, requests.csv, timeline.json).
+inline constexpr std::array<std::string_view, 2> kServeRunFiles{"report.json", "summary.csv"};
 
 struct Metric {
   std::string_view name;     // column name in sweep.csv and compare tables
@@ -50,5 +55,42 @@ inline constexpr std::array<Metric, 13> kMetrics{{
     metric("peak_power_w"),
     metric("tflops_per_w"),
 }};
+
+// The figures of a serving run (`trnsim serve --out`, docs/serving.md#outputs): the points of a
+// serving sweep, and `trnsim compare` of two serving runs. The throughput-interactivity curve is
+// output_tokens_per_s_per_chip against tokens_per_s_per_user_p50.
+inline constexpr std::array<Metric, 21> kServeMetrics{{
+    metric("ttft_p50_s"),
+    metric("ttft_p90_s"),
+    metric("ttft_p99_s"),
+    metric("tpot_p50_s"),
+    metric("tpot_p90_s"),
+    metric("tpot_p99_s"),
+    metric("e2e_p50_s"),
+    metric("e2e_p90_s"),
+    metric("e2e_p99_s"),
+    metric("queueing_p99_s"),
+    metric("output_tokens_per_s"),
+    metric("output_tokens_per_s_per_chip"),
+    metric("tokens_per_s_per_user_p50"),
+    metric("tokens_per_s_per_user_mean"),
+    metric("goodput_fraction"),
+    metric("goodput_requests_per_s"),
+    metric("output_tokens_per_s_per_mw"),
+    metric("joules_per_output_token"),
+    metric("mean_power_w", "serve_mean_power_w"),
+    metric("requests", "serve_requests"),
+    metric("preemptions", "serve_preemptions"),
+}};
+
+// What a run directory's report.json holds: a training step (`trnsim run`) or a serving run.
+enum class RunKind { run, serve };
+inline constexpr std::string_view kind_name(RunKind k) { return k == RunKind::serve ? "serving" : "training"; }
+
+// The metrics of a kind of run.
+inline constexpr std::span<const Metric> metrics_of(RunKind k) {
+  if (k == RunKind::serve) return kServeMetrics;
+  return kMetrics;
+}
 
 }  // namespace trnsim::sweep

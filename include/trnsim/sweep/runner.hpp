@@ -22,6 +22,9 @@ struct Plan {
     std::vector<std::string> sets;  // the --set assignments of its run
   };
   std::string name, description, file, config, trace;
+  // A serving sweep: the spec each point serves (`trnsim serve SERVING --out`; config is the
+  // rack, "" = the spec's; the sets split by serve_args). "" = `trnsim run` points.
+  std::string serving;
   std::vector<std::string> axis_names, axis_paths;
   int seed_axis = -1;
   std::vector<PlannedPoint> points;
@@ -33,6 +36,7 @@ struct Plan {
   // The files a `run` point writes (`run --out-files`); a plan from before the key: all of them.
   std::vector<std::string> run_files;
 
+  RunKind kind() const { return serving.empty() ? RunKind::run : RunKind::serve; }
   Json to_json() const;
   static Plan from_json(const Json& j, const std::string& origin);
 };
@@ -41,6 +45,11 @@ Plan make_plan(const Sweep& sweep, const std::vector<Point>& points);
 
 // The plan of a sweep directory; SweepError when it has none.
 Plan read_plan(const std::string& dir);
+// The command line (after the executable) that runs one point of the plan, its outputs in
+// `out` when it is a run (`run` or `serve`): `trnsim run --config ...`, `trnsim serve SPEC ...`
+// or the plan's command.
+std::vector<std::string> point_command(const Plan& plan, const Plan::PlannedPoint& point, const std::string& out);
+
 // Writes DIR/plan.json, or checks that the one there is the same sweep (else SweepError: a
 // directory holds one sweep).
 void write_or_check_plan(const std::string& dir, const Plan& plan);

@@ -11,6 +11,7 @@
 
 #include "trnsim/config/config.hpp"
 #include "trnsim/error.hpp"
+#include "trnsim/sweep/metrics.hpp"
 
 namespace trnsim::sweep {
 
@@ -22,8 +23,10 @@ class SweepError : public InputError {
   using InputError::InputError;
 };
 
-// The path every seed axis uses: its points are grouped, and figures averaged, over it.
+// The path every seed axis uses: its points are grouped, and figures averaged, over it (in a
+// serving sweep, kServeSeedPath: the arrivals' seed).
 inline constexpr const char* kSeedPath = "sim.seed";
+inline constexpr const char* kServeSeedPath = "arrivals.seed";
 
 struct Axis {
   std::string name;         // column name in sweep.csv and in filters (default: last component)
@@ -36,6 +39,10 @@ struct Axis {
 struct Sweep {
   std::string file;         // the sweep file as given
   std::string name, description;
+  // A serving sweep ("command": "serve"): each point is `trnsim serve SERVING`; config is then
+  // the rack (`serve --config`; "" = the spec's) and the sets go to the spec, the rack or
+  // --rack-set by their path (serve_args). "" = a training sweep of `trnsim run` points.
+  std::string serving;      // the serving spec, absolute
   std::string config;       // base config, absolute
   std::string trace;        // workload, absolute; "" = trnsim run's default workload
   std::vector<std::string> sets;  // base --set assignments, applied before the axes
@@ -47,6 +54,7 @@ struct Sweep {
 
   // Index of the seed axis, or -1.
   int seed_axis() const;
+  RunKind kind() const { return serving.empty() ? RunKind::run : RunKind::serve; }
 };
 
 // Overrides given on the command line; they replace (config, trace) or extend (sets) the file's.
@@ -57,6 +65,8 @@ struct Overrides {
   // a preset or a bundled trace, which the command line knows how to find (given the name, the
   // file; throws InputError for an unknown name). Unset: the name stays a path.
   std::function<std::string(const std::string&)> config_by_name, trace_by_name;
+  // The file's "serving" when it is a plain name: a spec under configs/serving/.
+  std::function<std::string(const std::string&)> serving_by_name;
 };
 
 struct Point {
@@ -90,6 +100,23 @@ void check_config(const config::LoadedConfig& loaded);
 // pointer or point, and the message `trnsim config` would give.
 void validate(const Sweep& sweep, const std::vector<Point>& points,
               const ConfigCheck& check = check_config);
+
+// The arguments of one serving point's `trnsim serve`: its assignments split by path. "rack=V"
+// (or "/rack=V") is the rack (`--config V`, a preset name or file); "rack.PATH=V" (or
+// "/rack/PTR=V") a key of the rack (`--rack-set PATH=V`); every other one a key of the spec
+// (`--set`). `rack` starts as the sweep's "config" ("" = the spec's own rack).
+struct ServeArgs {
+  std::vector<std::string> spec_sets;
+  std::string rack;
+  std::vector<std::string> rack_sets;
+};
+ServeArgs serve_args(const std::string& rack, const std::vector<std::string>& sets);
+
+// What a serving point must pass before anything runs: the CLI loads the spec with its sets and
+// the rack with its sets (as `trnsim serve` does first). Throws InputError.
+using ServeCheck = std::function<void(const std::string& spec, const ServeArgs& args)>;
+// As validate(), for a serving sweep: the base, each axis value alone, then every point.
+void validate_serve(const Sweep& sweep, const std::vector<Point>& points, const ServeCheck& check);
 
 // The I-th of N slices (1 <= I <= N): point k belongs to slice (k mod N) + 1, so that every
 // slice gets the same mix of the grid.
