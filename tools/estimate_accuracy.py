@@ -100,10 +100,20 @@ def main():
     ap.add_argument("--shared", default=os.path.join(ROOT, "../shared"),
                     help="the shared directory that holds traces/moe-generated")
     ap.add_argument("--only-extra", action="store_true", help="leave out the golden runs")
+    ap.add_argument("--case", action="append", default=[], metavar="NAME",
+                    help="only this golden run (tests/golden/cases.json; repeatable)")
     ap.add_argument("--json", help="write the rows here too")
     a = ap.parse_args()
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
-    runs = ([] if a.only_extra else golden_runs()) + \
+    golden = golden_runs()
+    for c in a.case:
+        if c not in [name for name, _ in golden]:
+            print(f"estimate_accuracy.py: error: --case: no run case '{c}' in tests/golden/cases.json "
+                  f"(expected one of {', '.join(name for name, _ in golden)})", file=sys.stderr)
+            return 2
+    if a.case:
+        golden = [g for g in golden if g[0] in a.case]
+    runs = ([] if a.only_extra else golden) + \
         (default_step_runs(False) if a.default_step else []) + \
         (default_step_runs(True) if a.default_step_detailed else []) + \
         (moe_runs(a.shared) if a.moe else [])

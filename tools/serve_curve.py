@@ -4,7 +4,7 @@
 closed loop at each concurrency, on one or more racks, as CSV and (with matplotlib) a PNG of
 output tokens/s per chip against tokens/s per user, one line per rack.
 
-  tools/serve_curve.py SPEC --users 1,2,4,8,16,32 [--rack trn3-gen2-ultraserver --rack trn2-ultraserver]
+  tools/serve_curve.py SPEC --users 1,2,4,8,16,32 [--trnsim PATH] [--rack trn3-gen2-ultraserver --rack trn2-ultraserver]
       [--set key=value ...] [-j 2] [--out PREFIX]
 
 Each point is one `trnsim serve --json` process (its iteration shapes simulated in its own
@@ -21,8 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TRNSIM = ROOT / "build/release/src/cli/trnsim"
 
 
-def point(spec, rack, users, sets):
-    cmd = [str(TRNSIM), "serve", spec, "--json", "--set", "arrivals.kind=closed",
+def point(trnsim, spec, rack, users, sets):
+    cmd = [trnsim, "serve", spec, "--json", "--set", "arrivals.kind=closed",
            "--set", f"arrivals.users={users}"]
     for s in sets:
         cmd += ["--set", s]
@@ -47,16 +47,24 @@ def point(spec, rack, users, sets):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("spec")
+    ap.add_argument("--trnsim", default=str(TRNSIM), help="the trnsim binary (default: the release build)")
     ap.add_argument("--users", default="1,2,4,8,16,32")
     ap.add_argument("--rack", action="append", default=[])
     ap.add_argument("--set", action="append", default=[])
     ap.add_argument("-j", type=int, default=1)
     ap.add_argument("--out", default="serve-curve")
     a = ap.parse_args()
-    users = [int(u) for u in a.users.split(",")]
+    try:
+        users = [int(u) for u in a.users.split(",")]
+    except ValueError:
+        users = []
+    if not users or min(users) < 1:
+        print(f"serve_curve.py: error: --users: expected comma-separated integers >= 1, got '{a.users}'",
+              file=sys.stderr)
+        sys.exit(2)
     racks = a.rack or [""]
     with concurrent.futures.ThreadPoolExecutor(a.j) as pool:
-        futs = [pool.submit(point, a.spec, r, u, a.set) for r in racks for u in users]
+        futs = [pool.submit(point, a.trnsim, a.spec, r, u, a.set) for r in racks for u in users]
         rows = [f.result() for f in futs]
     cols = list(rows[0].keys())
     text = ",".join(cols) + "\n" + "".join(",".join(str(r[c]) for c in cols) + "\n" for r in rows)
