@@ -8,6 +8,7 @@ RSS, without the calibration cache (the estimate bounds the run that calibrates)
 upper bound within a factor of 2, and a ratio outside [1, 2] is flagged.
 
     tools/estimate_accuracy.py                    # the golden runs (tests/golden/cases.json)
+    tools/estimate_accuracy.py --case run_trn2_ultraserver_fast  # one golden run only
     tools/estimate_accuracy.py --default-step     # and the default step (fast, half a minute)
     tools/estimate_accuracy.py --default-step-detailed  # ... detailed + fast-forward (minutes)
     tools/estimate_accuracy.py --moe              # and the third-party Mixtral-like Chakra trace
