@@ -6,6 +6,7 @@ data-parallel replica of the realistic DeepSeek-V3 step, folded; then folded aga
 and flow-level against packet-level fabric on 2 to 8 UltraServers.
 
     tools/bench_cluster.py [--trnsim PATH] [--traces DIR] [--sizes 1,8,64,512,7282]
+    tools/bench_cluster.py --sizes 8 --trace tests/golden/inputs/golden-moe-16-x8.json  # a quick check
     tools/bench_cluster.py --compare [--compare-sizes 1,2,4,8]  # folded vs unfolded, flow vs packet
 
 The replica traces (tools/moe_gen.py --replicas N, about 2 minutes each) are generated into
@@ -58,11 +59,11 @@ def run(trnsim, n, path, sets=()):
     return run_main_job(trnsim, extra)
 
 
-def scale_table(trnsim, traces, sizes):
+def scale_table(trnsim, traces, sizes, given=None):
     print("chips      UltraServers  simulated  wall (s)  peak RSS (MiB)  step (ms)")
     rows = []
     for n in sizes:
-        r = run(trnsim, n, trace(traces, "step", n))
+        r = run(trnsim, n, given or trace(traces, "step", n))
         rows.append({"ultraservers": n, "chips": 144 * n, **r})
         print(f"{144 * n:>9,}  {n:>12,}  {1:>9}  {r['process_wall_time_s']:>8.1f}  "
               f"{r['peak_memory_mib'] or float('nan'):>14.0f}  {r['step_time_ns'] / 1e6:>9.2f}")
@@ -98,6 +99,8 @@ def main():
     ap.add_argument("--compare", action="store_true",
                     help="folded against unfolded and flow against packet fabric instead")
     ap.add_argument("--compare-sizes", default="1,2,4,8")
+    ap.add_argument("--trace", help="run this trace at every size instead of the realistic step "
+                    "(a quick check; a trace made for N replicas runs on N UltraServers only)")
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
     a = ap.parse_args()
     if not os.access(a.trnsim, os.X_OK):
@@ -107,8 +110,14 @@ def main():
         sizes = [int(x) for x in (a.compare_sizes if a.compare else a.sizes).split(",")]
     except ValueError:
         fail("sizes must be comma-separated integers")
+    if not sizes or min(sizes) < 1:
+        fail("sizes must be integers >= 1")
+    if a.trace and a.compare:
+        fail("--trace is for the scale table, not --compare")
+    if a.trace and not os.path.isfile(a.trace):
+        fail(f"--trace: no file {a.trace}")
     rows = compare_table(a.trnsim, a.traces, sizes) if a.compare else \
-        scale_table(a.trnsim, a.traces, sizes)
+        scale_table(a.trnsim, a.traces, sizes, a.trace and os.path.abspath(a.trace))
     if a.json:
         print(json.dumps(rows, indent=1))
 

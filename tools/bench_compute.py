@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 """Op-level against tile compute (docs/models/fidelity.md#compute-tiers).
 
-    tools/bench_compute.py [--trnsim build/release/src/cli/trnsim] [--max-side 8192] [--json]
+    tools/bench_compute.py [--trnsim build/release/src/cli/trnsim] [--max-side 8192] [--no-step] [--json]
 
 1. Every shape of `trnsim bench gemm --sweep` (MXFP8), replayed by `trnsim run` on rank 0 of the
    default rack with --set chip.compute.model=op and =tile (at sim.fidelity=detailed with
@@ -107,9 +107,14 @@ def main():
     ap.add_argument("--max-side", type=int, default=16384,
                     help="skip sweep shapes with more work than max-side^3")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--no-step", action="store_true", help="leave out part 2 (the step)")
     ap.add_argument("--part", choices=["all", "grid"], default="all",
                     help="grid: only the size grids' interpolation error")
     a = ap.parse_args()
+    if not os.access(a.trnsim, os.X_OK):
+        bench_run.fail(f"--trnsim: {a.trnsim} is not an executable (build the release preset)")
+    if not sweep_shapes(a.max_side):
+        bench_run.fail(f"--max-side: no sweep shape fits in {a.max_side} (the smallest side is 128)")
     if a.part == "grid":
         rows = grid_part(a.trnsim)
         if a.json:
@@ -133,15 +138,18 @@ def main():
                 row[key] = {"tile_ns": t["tile"], "op_ns": t["op"],
                             "error": t["op"] / t["tile"] - 1 if t["tile"] > 0 else 0.0}
             out["shapes"].append(row)
-    step = {}
-    for mdl in ("tile", "op"):
-        r = run(a.trnsim, STEP, mdl)
-        step[mdl] = {"step_time_ns": r["step_time_ns"], "wall_time_s": r["wall_time_s"],
-                     "activations": r["activations"]}
-    step["step_time_difference"] = step["op"]["step_time_ns"] / step["tile"]["step_time_ns"] - 1
-    step["wall_ratio"] = step["op"]["wall_time_s"] / step["tile"]["wall_time_s"]
-    step["activation_ratio"] = step["op"]["activations"] / step["tile"]["activations"]
-    out["step"] = step
+    if a.no_step:
+        del out["step"]
+    else:
+        step = {}
+        for mdl in ("tile", "op"):
+            r = run(a.trnsim, STEP, mdl)
+            step[mdl] = {"step_time_ns": r["step_time_ns"], "wall_time_s": r["wall_time_s"],
+                         "activations": r["activations"]}
+        step["step_time_difference"] = step["op"]["step_time_ns"] / step["tile"]["step_time_ns"] - 1
+        step["wall_ratio"] = step["op"]["wall_time_s"] / step["tile"]["wall_time_s"]
+        step["activation_ratio"] = step["op"]["activations"] / step["tile"]["activations"]
+        out["step"] = step
     if a.json:
         print(json.dumps(out, indent=1))
         return
@@ -151,6 +159,9 @@ def main():
         al, tw = r["alone"], r["two_at_once"]
         print(f"| {r['m']} x {r['k']} x {r['n']} | {al['tile_ns']/1e3:.2f} | {al['op_ns']/1e3:.2f} | "
               f"{100*al['error']:+.2f} % | {tw['tile_ns']/1e3:.2f} | {tw['op_ns']/1e3:.2f} | {100*tw['error']:+.2f} % |")
+    if a.no_step:
+        return
+    step = out["step"]
     print()
     print("| step (mixtral-moe-16, trn3-gen2) | step time (ms) | wall (s) | activations |")
     print("|---|---|---|---|")

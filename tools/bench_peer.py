@@ -122,6 +122,20 @@ def main():
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     trnsim = os.path.abspath(a.trnsim)
+
+    def usage(msg):
+        print(f"bench_peer.py: error: {msg}", file=sys.stderr)
+        sys.exit(2)
+    if not os.access(trnsim, os.X_OK):
+        usage(f"--trnsim: {a.trnsim} is not an executable (build the release preset)")
+    if a.astra and not os.access(a.astra, os.X_OK):
+        usage(f"--astra: {a.astra} is not an executable (build it: ../shared/peers/astra-sim/BUILD.sh)")
+    if a.reps < 1:
+        usage(f"--reps: expected an integer >= 1, got {a.reps}")
+    for spec in a.trace or []:
+        if "=" not in spec or ":" not in spec.split("=", 1)[1] or \
+                not spec.rsplit(":", 1)[1].isdigit():
+            usage(f"--trace: expected NAME=PREFIX:NPUS (a Chakra prefix and its rank count), got '{spec}'")
     cache = tempfile.mkdtemp(prefix="trnsim-bench-peer-cache-")
     rows = []
     for spec in a.trace or DEFAULT_TRACES:

@@ -61,7 +61,8 @@ def main():
     ap.add_argument("--json", action="store_true")
     a = ap.parse_args()
     if a.points < 2 or a.points % 2:
-        sys.exit("bench_sweep: --points must be an even number >= 2")
+        print(f"bench_sweep: error: --points: expected an even number >= 2, got {a.points}", file=sys.stderr)
+        sys.exit(2)
     with tempfile.TemporaryDirectory() as d:
         sweep = {"name": "bench", "config": os.path.abspath(a.config), "trace": os.path.abspath(a.trace),
                  "axes": [{"path": "chip.hbm.bandwidth",

@@ -22,7 +22,7 @@ def size_name(b):
 
 
 def fail(msg):
-    print(f"collective_tables.py: {msg}", file=sys.stderr)
+    print(f"collective_tables.py: error: {msg}", file=sys.stderr)
     sys.exit(2)
 
 

@@ -8,6 +8,7 @@ RSS, without the calibration cache (the estimate bounds the run that calibrates)
 upper bound within a factor of 2, and a ratio outside [1, 2] is flagged.
 
     tools/estimate_accuracy.py                    # the golden runs (tests/golden/cases.json)
+    tools/estimate_accuracy.py --case run_trn2_ultraserver_fast  # one golden run only
     tools/estimate_accuracy.py --default-step     # and the default step (fast, half a minute)
     tools/estimate_accuracy.py --default-step-detailed  # ... detailed + fast-forward (minutes)
     tools/estimate_accuracy.py --moe              # and the third-party Mixtral-like Chakra trace
@@ -100,10 +101,20 @@ def main():
     ap.add_argument("--shared", default=os.path.join(ROOT, "../shared"),
                     help="the shared directory that holds traces/moe-generated")
     ap.add_argument("--only-extra", action="store_true", help="leave out the golden runs")
+    ap.add_argument("--case", action="append", default=[], metavar="NAME",
+                    help="only this golden run (tests/golden/cases.json; repeatable)")
     ap.add_argument("--json", help="write the rows here too")
     a = ap.parse_args()
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
-    runs = ([] if a.only_extra else golden_runs()) + \
+    golden = golden_runs()
+    for c in a.case:
+        if c not in [name for name, _ in golden]:
+            print(f"estimate_accuracy.py: error: --case: no run case '{c}' in tests/golden/cases.json "
+                  f"(expected one of {', '.join(name for name, _ in golden)})", file=sys.stderr)
+            return 2
+    if a.case:
+        golden = [g for g in golden if g[0] in a.case]
+    runs = ([] if a.only_extra else golden) + \
         (default_step_runs(False) if a.default_step else []) + \
         (default_step_runs(True) if a.default_step_detailed else []) + \
         (moe_runs(a.shared) if a.moe else [])

@@ -90,41 +90,42 @@ def gemm(m, k, n):
 
 FAST = ["--set", "sim.fidelity=fast"]
 DETAILED = ["--set", "sim.fidelity=detailed"]
-# name: (what the difference counts, fidelity, trace a, trace b)
+# name: (what the difference counts, fidelity, trace a, trace b); each trace is made when its pair
+# runs (all of them at once take seconds of CPU, minutes on a loaded machine)
 PAIRS = {
-    "fixed-fast": ("start-up, one delay op", FAST, None, delays(1, 0)),
-    "fixed-detailed": ("start-up, one delay op", DETAILED, None, delays(1, 0)),
-    "op+dep": ("ops (each with one dependency)", FAST, delays(100000, 1), delays(200000, 1)),
+    "fixed-fast": ("start-up, one delay op", FAST, None, lambda: delays(1, 0)),
+    "fixed-detailed": ("start-up, one delay op", DETAILED, None, lambda: delays(1, 0)),
+    "op+dep": ("ops (each with one dependency)", FAST, lambda: delays(100000, 1), lambda: delays(200000, 1)),
     "op+dep-16-ranks": ("ops on 16 ranks (each with one dependency)", FAST,
-                        delays(6250, 1, 16), delays(12500, 1, 16)),
+                        lambda: delays(6250, 1, 16), lambda: delays(12500, 1, 16)),
     "op-largest-rank": ("ops of a rank that ends last (each with one dependency)", FAST,
-                        one_rank_longer(25000), one_rank_longer(50000)),
+                        lambda: one_rank_longer(25000), lambda: one_rank_longer(50000)),
     "op-first-rank": ("ops of a rank that ends first (each with one dependency)", FAST,
-                      one_rank_longer(25000, True), one_rank_longer(50000, True)),
-    "op+dep-short": ("ops on one rank (each with one dependency)", FAST, delays(12500, 1),
-                     delays(25000, 1)),
-    "dep": ("dependencies", FAST, delays(100000, 1), delays(100000, 8)),
-    "op+dep-named": ("named GEMMs (each with one dependency)", FAST, named_gemms(50000),
-                     named_gemms(100000)),
-    "process-delay": ("op processes (delay ops)", FAST, delays(4096, 1), delays(4096, 0)),
-    "process-delay-detailed": ("op processes (delay ops)", DETAILED, delays(4096, 1),
-                               delays(4096, 0)),
-    "process-fast": ("op processes (fast compute)", FAST, computes(4096, True, "gemm"),
-                     computes(4096, False, "gemm")),
+                      lambda: one_rank_longer(25000, True), lambda: one_rank_longer(50000, True)),
+    "op+dep-short": ("ops on one rank (each with one dependency)", FAST, lambda: delays(12500, 1),
+                     lambda: delays(25000, 1)),
+    "dep": ("dependencies", FAST, lambda: delays(100000, 1), lambda: delays(100000, 8)),
+    "op+dep-named": ("named GEMMs (each with one dependency)", FAST, lambda: named_gemms(50000),
+                     lambda: named_gemms(100000)),
+    "process-delay": ("op processes (delay ops)", FAST, lambda: delays(4096, 1), lambda: delays(4096, 0)),
+    "process-delay-detailed": ("op processes (delay ops)", DETAILED, lambda: delays(4096, 1),
+                               lambda: delays(4096, 0)),
+    "process-fast": ("op processes (fast compute)", FAST, lambda: computes(4096, True, "gemm"),
+                     lambda: computes(4096, False, "gemm")),
     "process-detailed": ("op processes (tile-model compute)", DETAILED,
-                         computes(1024, True, "elementwise"), computes(1024, False, "elementwise")),
-    "pieces-fast": ("collective pieces (flow)", FAST, all_reduces(16, 20, 64),
-                    all_reduces(16, 20, 256)),
-    "collectives-fast": ("collective ops of 16 members (flow)", FAST, all_reduces(16, 500, 1),
-                         all_reduces(16, 1000, 1)),
-    "pieces-detailed": ("collective pieces (packet)", DETAILED, all_reduces(16, 4, 16),
-                        all_reduces(16, 4, 64)),
+                         lambda: computes(1024, True, "elementwise"), lambda: computes(1024, False, "elementwise")),
+    "pieces-fast": ("collective pieces (flow)", FAST, lambda: all_reduces(16, 20, 64),
+                    lambda: all_reduces(16, 20, 256)),
+    "collectives-fast": ("collective ops of 16 members (flow)", FAST, lambda: all_reduces(16, 500, 1),
+                         lambda: all_reduces(16, 1000, 1)),
+    "pieces-detailed": ("collective pieces (packet)", DETAILED, lambda: all_reduces(16, 4, 16),
+                        lambda: all_reduces(16, 4, 64)),
     "collectives-detailed": ("collective ops of 16 members (packet)", DETAILED,
-                             all_reduces(16, 4, 16), all_reduces(16, 16, 16)),
-    "packets": ("packets (packet network)", DETAILED, sends(4, 64), sends(4, 512)),
-    "instructions": ("tile-model instructions", DETAILED, gemm(4096, 4096, 4096),
-                     gemm(8192, 4096, 8192)),
-    "calibration": ("calibration of one op (fast)", FAST, delays(1, 0), gemm(4096, 2048, 4096)),
+                             lambda: all_reduces(16, 4, 16), lambda: all_reduces(16, 16, 16)),
+    "packets": ("packets (packet network)", DETAILED, lambda: sends(4, 64), lambda: sends(4, 512)),
+    "instructions": ("tile-model instructions", DETAILED, lambda: gemm(4096, 4096, 4096),
+                     lambda: gemm(8192, 4096, 8192)),
+    "calibration": ("calibration of one op (fast)", FAST, lambda: delays(1, 0), lambda: gemm(4096, 2048, 4096)),
 }
 
 
@@ -149,9 +150,7 @@ def counts(text, stderr):
     f = lambda pat, s=text: float(re.search(pat, s).group(1)) if re.search(pat, s) else 0.0
     return {"ops": f(r"\((\d+) ops on"),
             "pieces": f(r"([0-9.e+]+) collective pieces"),
-            "pieces-detailed": ("collective pieces (packet)", DETAILED, all_reduces(16, 4, 16),
-                        all_reduces(16, 4, 64)),
-    "packets": f(r"([0-9.e+]+) packets,"),
+            "packets": f(r"([0-9.e+]+) packets,"),
             "instructions": f(r"([0-9.e+]+) tile-model instructions"),
             "activations": f(r"(\d+) process activations", stderr),
             "op processes": f(r"(\d+) op processes at most", stderr)}
@@ -164,6 +163,11 @@ def main():
     ap.add_argument("--only", nargs="*", help="measure only these pairs")
     ap.add_argument("--keep", help="write the traces into this directory")
     a = ap.parse_args()
+    for name in a.only or []:
+        if name not in PAIRS:
+            print(f"estimate_terms.py: error: --only: unknown pair '{name}' (expected some of "
+                  f"{', '.join(PAIRS)})", file=sys.stderr)
+            return 2
     env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1")
     d = a.keep or tempfile.mkdtemp()
     os.makedirs(d, exist_ok=True)
@@ -171,10 +175,11 @@ def main():
         if a.only and name not in a.only:
             continue
         row = []
-        for t in (ta, tb):
-            if t is None:
+        for make in (ta, tb):
+            if make is None:
                 row.append(None)
                 continue
+            t = make()
             path = os.path.join(d, t["name"] + ".json")
             with open(path, "w") as f:
                 json.dump(t, f)

@@ -88,6 +88,11 @@ def main():
     ap.add_argument("--capacity", action="store_true",
                     help="the KV capacity table of each model's layouts instead (no simulation)")
     a = ap.parse_args()
+    for model in a.models.split(","):
+        if model not in MODELS:
+            print(f"infer_table.py: error: --models: unknown model '{model}' (expected some of "
+                  f"{', '.join(MODELS)})", file=sys.stderr)
+            sys.exit(2)
     if a.capacity:
         capacity(a.trnsim, a.models.split(","))
         return

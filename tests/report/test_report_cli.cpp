@@ -729,7 +729,8 @@ TEST(Out, ForeignFilesRefusedBeforeSimulating) {
   fs::remove_all(dir);
 }
 
-// `run --out` and `trace export --out` create missing parent folders, as `sweep --out` does.
+// `run --out`, `trace export --out`, `trace convert --out` and `sweep merge DIR --out` create
+// missing parent folders, as `sweep --out` does.
 TEST(Out, MissingParentFoldersAreCreated) {
   const fs::path dir = fs::temp_directory_path() / ("trnsim-parents-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -745,6 +746,20 @@ TEST(Out, MissingParentFoldersAreCreated) {
                             (dir / "e" / "moe.json").string());
   EXPECT_EQ(n.code, 0) << n.out;
   EXPECT_TRUE(fs::exists(dir / "e" / "moe.json"));
+  // `sweep merge DIR --out` too (a one-point sweep, merged again into a folder two levels down).
+  std::ofstream(dir / "s.json") << Json{{"name", "one"},
+                                        {"config", std::string(TRNSIM_SOURCE_DIR) + "/configs/racks/trn2-instance.json"},
+                                        {"trace", std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/inputs/golden-moe-16.json"},
+                                        {"axes", {{{"path", "sim.seed"}, {"values", {1}}}}}}
+                                       .dump();
+  const auto s = run_trnsim("sweep " + (dir / "s.json").string() + " --out " + (dir / "sweep").string());
+  ASSERT_EQ(s.code, 0) << s.out;
+  const auto m = run_trnsim("sweep merge " + (dir / "sweep").string() + " --out " +
+                            (dir / "f" / "g" / "merged").string());
+  EXPECT_EQ(m.code, 0) << m.out;
+  EXPECT_TRUE(fs::exists(dir / "f" / "g" / "merged" / "sweep.csv"));
+  EXPECT_EQ(trnsim::test::read_text(dir / "f" / "g" / "merged" / "sweep.csv"),
+            trnsim::test::read_text(dir / "sweep" / "sweep.csv"));
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
+"""Each tools/ script on the smallest input it takes (issue 31 item 9): one ctest per script,
+`tools.<script>`. A case runs the script as a user would, then checks a figure of its output
+against the same figure got another way (a golden report, a direct `trnsim` run, the JSON the
+script read), and that a bad argument exits 2 with a message. Exit 77 (skipped) names what is
+missing: the shared traces, or the ASTRA-sim binary for bench_peer.py's measured column.
+
+    tests/tools/tools_scripts_test.py SCRIPT ROOT TRNSIM     # SCRIPT: bench_run, infer_table, ...
+"""
+import csv
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+SCRIPT, ROOT, TRNSIM = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
+SHARED = os.path.join(os.path.dirname(ROOT), "shared")
+ENV = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1", PYTHONDONTWRITEBYTECODE="1")
+
+
+class Failed(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Failed(what)
+
+
+def tool(*args, expect=0):
+    """Runs tools/SCRIPT.py with args; returns stdout; fails unless it exits `expect`."""
+    cmd = [sys.executable, os.path.join(ROOT, "tools", SCRIPT + ".py"), *args]
+    p = subprocess.run(cmd, cwd=ROOT, env=ENV, capture_output=True, text=True)
+    print(f"$ {' '.join(cmd[1:])}\n{p.stdout[-3000:]}{p.stderr[-3000:]}exit {p.returncode}", flush=True)
+    check(p.returncode == expect, f"exit {p.returncode}, expected {expect}")
+    if expect == 2:
+        check("error" in p.stderr.lower(), "exit 2 without an error message on stderr")
+    return p.stdout
+
+
+def trnsim_json(*args):
+    p = subprocess.run([TRNSIM, *args], cwd=ROOT, env=ENV, capture_output=True, text=True)
+    check(p.returncode == 0, f"trnsim {' '.join(args)}: exit {p.returncode}: {p.stderr[-800:]}")
+    return json.loads(p.stdout)
+
+
+def golden_step_ns(case):
+    with open(os.path.join(ROOT, "tests/golden/expected", case, "report.json")) as f:
+        return json.load(f)["performance"]["step_time_ns"]
+
+
+def close(a, b, rel=1e-9):
+    return abs(a - b) <= rel * max(abs(a), abs(b), 1e-300)
+
+
+def json_after_table(out):
+    """The JSON a script prints after its table (`--json` beside the table)."""
+    return json.loads(out[out.index("\n[") + 1:] if not out.startswith("[") else out)
+
+
+# ---------------------------------------------------------------------------------------------
+def bench_cluster():
+    tool("--trnsim", TRNSIM, "--sizes", "x", expect=2)
+    tool("--trnsim", TRNSIM, "--sizes", "8", "--trace", "no-such-trace.json", expect=2)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = tool("--trnsim", TRNSIM, "--traces", tmp, "--sizes", "8", "--trace",
+                   "tests/golden/inputs/golden-moe-16-x8.json", "--json")
+        check(os.listdir(tmp) == [], "a trace was generated although --trace was given")
+    rows = json_after_table(out)
+    check(len(rows) == 1 and rows[0]["ultraservers"] == 8 and rows[0]["chips"] == 1152,
+          "one row of 8 UltraServers, 1,152 chips")
+    # configs/clusters/trn3-gen2-ultracluster-8.json is trn3-gen2-ultracluster.json at 8.
+    want = golden_step_ns("run_trn3_gen2_cluster_folded")
+    check(close(rows[0]["step_time_ns"], want), f"step {rows[0]['step_time_ns']} ns, golden {want} ns")
+    check(re.search(rf"^\s+1,152\s+8\s+1\s+[0-9.]+\s+[0-9]+\s+{want / 1e6:.2f}$", out, re.M),
+          f"a table row of 1,152 chips with the step {want / 1e6:.2f} ms")
+
+
+def bench_compute():
+    tool("--trnsim", TRNSIM, "--max-side", "64", expect=2)
+    out = json.loads(tool("--trnsim", TRNSIM, "--max-side", "128", "--no-step", "--json"))
+    check("step" not in out and len(out["shapes"]) == 1, "one shape and no step with --no-step")
+    row = out["shapes"][0]
+    check((row["m"], row["k"], row["n"]) == (128, 128, 128), "the shape 128 x 128 x 128")
+    for key in ("alone", "two_at_once"):
+        r = row[key]
+        check(r["tile_ns"] > 0 and r["op_ns"] > 0, f"{key}: times > 0")
+        check(close(r["error"], r["op_ns"] / r["tile_ns"] - 1), f"{key}: error is op / tile - 1")
+    check(row["two_at_once"]["tile_ns"] >= row["alone"]["tile_ns"], "two GEMMs take no less than one")
+    # The tile time alone, from a direct run of the same one-GEMM trace.
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "g.json")
+        with open(path, "w") as f:
+            json.dump({"format": "trnsim-trace", "version": 1, "name": "gemm-128x128x128-x1",
+                       "ranks": 1, "groups": {}, "rank_ops": [{"rank": 0, "ops": [
+                           {"id": 0, "name": "gemm0", "op": "gemm", "m": 128, "k": 128, "n": 128,
+                            "dtype": "mxfp8"}]}]}, f)
+        direct = trnsim_json("run", "--config", "configs/racks/trn3-gen2-ultraserver.json", "--trace",
+                             path, "--set", "chip.compute.model=tile", "--set", "sim.fidelity=detailed",
+                             "--set", "sim.fast_forward=false", "--json", "--no-progress")
+    want = direct["performance"]["step_time_ns"]
+    check(close(row["alone"]["tile_ns"], want), f"tile alone {row['alone']['tile_ns']} ns, direct run {want} ns")
+
+
+def bench_fidelity():
+    tool("--trnsim", TRNSIM, "--ops", "all-sum", expect=2)
+    tool("--trnsim", TRNSIM, "--racks", "no-such-rack", expect=2)
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "network",
+                           "--ops", "all-reduce", "--sizes", "1MiB", "--collectives-only", "--json"))
+    check(len(rows) == 1 and rows[0]["case"] == "all-reduce 1MiB" and rows[0]["rack"] == "trn2-instance",
+          "one row: all-reduce 1MiB on trn2-instance")
+    r = rows[0]
+    for fid in ("detailed", "fast"):
+        want = trnsim_json("bench", "collective", "--config", "configs/racks/trn2-instance.json", "--op",
+                           "all-reduce", "--bytes", "1MiB", "--json", "--set", f"sim.fidelity={fid}")["time_ns"]
+        check(close(r[fid], want), f"{fid}: {r[fid]} ns, direct bench collective {want} ns")
+    check(close(r["diff"], (r["fast"] - r["detailed"]) / r["detailed"]), "diff is (fast - detailed) / detailed")
+
+
+def find_astra():
+    env = os.environ.get("TRNSIM_ASTRA_SIM")
+    cands = [env] if env else []
+    cands.append(os.path.join(SHARED, "peers/astra-sim/astra-sim-build/astra-sim/build/astra_analytical/"
+                              "build/bin/AstraSim_Analytical_Congestion_Aware"))
+    return next((c for c in cands if c and os.access(c, os.X_OK)), None)
+
+
+def bench_peer():
+    tool("--trnsim", TRNSIM, "--astra", "/no/such/AstraSim", expect=2)
+    tool("--trnsim", TRNSIM, "--trace", "mixtral=prefix-without-ranks", expect=2)
+    tool("--trnsim", TRNSIM, "--reps", "0", expect=2)
+    prefix = "../shared/traces/moe-generated/mixtral_like_dp2_tp2_ep4/workload"
+    if not os.path.exists(os.path.join(ROOT, prefix + ".0.et")):
+        print(f"skipped: no shared Chakra trace {prefix}.*.et (argument errors checked)")
+        sys.exit(77)
+    # Without ASTRA-sim: trnsim's columns, against the ASTRA-sim wall time the issue recorded.
+    out = json.loads(tool("--trnsim", TRNSIM, "--reps", "1", "--no-default-step", "--json",
+                          "--trace", f"mixtral={prefix}:16"))
+    check(out["default_step"] is None and len(out["traces"]) == 1, "one trace, no default step")
+    t = out["traces"][0]
+    check(t["trace"] == "mixtral" and t["ranks"] == 16 and t["astra_source"] == "recorded" and
+          t["astra_wall_s"] == 0.10, "the recorded ASTRA-sim figure (0.10 s) of the mixtral trace")
+    for k in ("fast_cold", "fast_warm"):
+        check(t[k]["wall_s"] > 0 and close(t[k]["x_astra"], t[k]["wall_s"] / 0.10),
+              f"{k}: wall > 0 and its ratio to 0.10 s")
+        check(t[k].get("startup_s") is not None, f"{k}: start-up read from trnsim's wall-time line")
+    astra = find_astra()
+    if not astra:
+        print("skipped: no ASTRA-sim binary (set TRNSIM_ASTRA_SIM, or build it with "
+              "../shared/peers/astra-sim/BUILD.sh); the parts without it passed")
+        sys.exit(77)
+    out = json.loads(tool("--trnsim", TRNSIM, "--astra", astra, "--reps", "1", "--no-default-step",
+                          "--json", "--trace", f"mixtral={prefix}:16"))
+    t = out["traces"][0]
+    check(t["astra_source"] == "measured" and t["astra"]["wall_s"] > 0, "ASTRA-sim measured")
+
+
+def bench_run():
+    tool("--trnsim", TRNSIM, "--kernel-processes", "0", expect=2)
+    job = ["--", "--config", "configs/racks/trn2-ultraserver.json", "--trace",
+           "tests/golden/inputs/golden-moe-16.json", "--set", "sim.fidelity=fast", "--no-progress"]
+    out = json.loads(tool("--trnsim", TRNSIM, "--kernel-processes", "10", "--kernel-activations",
+                          "100000", "--json", *job))
+    want = golden_step_ns("run_trn2_ultraserver_fast")
+    check(close(out["run"]["step_time_ns"], want), f"step {out['run']['step_time_ns']} ns, golden {want} ns")
+    check(out["run"]["activations"] > 0 and sum(out["run"]["activations_by_kind"].values()) ==
+          out["run"]["activations"], "activations by kind add up to the activations")
+    check(out["bare_kernel"]["processes"] == 10, "the bare loop of 10 processes")
+    check(close(out["rate_vs_bare"], out["run"]["activations_per_s"] / out["bare_kernel"]["activations_per_s"]),
+          "rate_vs_bare is the run's rate over the bare loop's")
+    # --compare on the same binary: the same report, exit 0.
+    out = tool("--trnsim", TRNSIM, "--compare", TRNSIM, *job)
+    check("report.json        the same" in out, "the same binary's reports compare the same")
+
+
+def bench_sweep():
+    tool("--trnsim", TRNSIM, "--points", "3", expect=2)
+    out = json.loads(tool("--trnsim", TRNSIM, "--points", "2", "--jobs", "1", "--config",
+                          "configs/racks/trn2-instance.json", "--trace",
+                          "tests/golden/inputs/golden-moe-16.json", "--json"))
+    check(len(out["runs"]) == 1, "one run (-j 1)")
+    r = out["runs"][0]
+    check(r["jobs"] == 1 and r["points"] == 2 and r["efficiency"] == 1.0, "2 points at -j 1, efficiency 1")
+    check(r["mean_point_wall_s"] > 0 and r["points_per_min"] > 0, "wall times from the points' status.json")
+
+
+def collective_tables():
+    with tempfile.TemporaryDirectory() as tmp:
+        bad = os.path.join(tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write("{}")
+        tool("--title", "x", bad, expect=2)
+        files, points = [], {}
+        for op in ("all-reduce", "all-to-all"):
+            pts = [trnsim_json("bench", "collective", "--config", "configs/racks/trn2-instance.json",
+                               "--op", op, "--bytes", size, "--json") for size in ("64KiB", "1MiB")]
+            points[op] = pts
+            files.append(os.path.join(tmp, f"{op}.json"))
+            with open(files[-1], "w") as f:
+                json.dump(pts, f)
+        out = tool("--title", "trn2-instance, 64 ranks", *files)
+    check(out.startswith("**trn2-instance, 64 ranks**"), "the title first")
+    check("| size | all-reduce | all-to-all |" in out, "a column per op, in the page's order")
+    ar, a2a = points["all-reduce"], points["all-to-all"]
+    row = (f"| 1 MiB | {ar[1]['busbw_bytes_per_s'] / 1e9:.1f} ({ar[1]['algorithm']}) | "
+           f"{a2a[1]['busbw_bytes_per_s'] / 1e9:.1f} ({a2a[1]['algorithm']}) |")
+    check(row in out, f"the 1 MiB row of the points' bus bandwidths: {row}")
+    check(f"| trn2-instance (1 MiB) | {ar[1]['ranks_per_chip']} | all-reduce | {ar[1]['algorithm']} |" in out,
+          "the breakdown row of the largest size")
+    floor = f"| trn2-instance | {a2a[0]['ranks_per_chip']} | all-to-all | {a2a[0]['algorithm']} | " \
+            f"{a2a[0]['time_ns'] / 1e3:.2f} |"
+    check(floor in out, f"the floor row of the smallest size: {floor}")
+
+
+def estimate_accuracy():
+    tool("--trnsim", TRNSIM, "--case", "no_such_case", expect=2)
+    with tempfile.TemporaryDirectory() as tmp:
+        js = os.path.join(tmp, "rows.json")
+        out = tool("--trnsim", TRNSIM, "--case", "run_trn2_ultraserver_fast", "--json", js)
+        with open(js) as f:
+            rows = json.load(f)
+    check(len(rows) == 1 and rows[0]["run"] == "run_trn2_ultraserver_fast", "one row, the case asked")
+    r = rows[0]
+    check("--out" not in r["args"] and not any("{" in a for a in r["args"]), "placeholders and --out gone")
+    check(r["estimated_events"] > 0 and r["process_activations"] > 0 and r["peak_rss_bytes"] > 0 and
+          r["estimated_memory_bytes"] > 0, "estimate and measured figures > 0")
+    ratio = r["estimated_events"] / r["process_activations"]
+    check(re.search(rf"^run_trn2_ultraserver_fast\s+\S+\s+\S+\s+{ratio:6.2f}", out, re.M),
+          f"the printed row with the events ratio {ratio:.2f}")
+
+
+def estimate_terms():
+    tool("--trnsim", TRNSIM, "--only", "no-such-pair", expect=2)
+    out = tool("--trnsim", TRNSIM, "--only", "process-delay")
+    m = re.search(r"^process-delay +op processes \(delay ops\): delays-4096-1-1 (\d+) kB -> "
+                  r"delays-4096-0-1 (\d+) kB, \+(-?[0-9.]+) MB; (.*)$", out, re.M)
+    check(m, "the line of the pair process-delay")
+    check(int(m.group(1)) > 0 and int(m.group(2)) > 0, "peak RSS of both runs")
+    check(abs(float(m.group(3)) - (int(m.group(2)) - int(m.group(1))) * 1024 / 1e6) < 0.006,
+          "the difference printed is the RSS difference")
+    # 4,096 delays: chained, one op process alive at a time; all ready at once, 4,096.
+    check("op processes 1 -> 4096" in m.group(4), "op processes at most: 1, then 4,096")
+    check("ops" not in m.group(4).replace("op processes", ""), "the same op count on both sides")
+
+
+def infer_table():
+    tool("--trnsim", TRNSIM, "--models", "no-such-model", expect=2)
+    out = tool("--trnsim", TRNSIM, "--quick", "--models", "llama-3.1-8b")
+    rows = [ln for ln in out.splitlines() if ln.startswith("| llama-3.1-8b |")]
+    # 2 racks x (4 decode points + 1 prefill chunk).
+    check(len(rows) == 10, f"10 rows, got {len(rows)}")
+    j = trnsim_json("bench", "iteration", "--json", "--config", "configs/racks/trn2-ultraserver.json",
+                    "--model", "llama-3.1-8b", "--layout", "tp=1", "--weights-dtype", "bf16", "--batch",
+                    "64", "--context", "8192", "--prefill-tokens", "0")
+    row = (f"| llama-3.1-8b | trn2 | tp=1 bf16 | decode | 64 | 8192 | {j['time_ns'] / 1e3:.1f} | "
+           f"{j['bounds']['memory_ns'] / 1e3:.1f} | {j['bounds']['compute_ns'] / 1e3:.1f} | "
+           f"{j['ratio_to_bound']:.2f} | {j['bound_limit']} | {j['capacity']['kv_tokens_per_replica']} |")
+    check(row in rows, f"the row of a direct bench iteration: {row}")
+    out = tool("--trnsim", TRNSIM, "--capacity", "--models", "llama-3.1-8b")
+    rows = [ln for ln in out.splitlines() if ln.startswith("| llama-3.1-8b |")]
+    check(len(rows) == 8, f"capacity: 2 layouts x 2 racks x 2 KV dtypes = 8 rows, got {len(rows)}")
+
+
+def main():
+    cases = {f.__name__: f for f in (bench_cluster, bench_compute, bench_fidelity, bench_peer, bench_run,
+                                     bench_sweep, collective_tables, estimate_accuracy, estimate_terms,
+                                     infer_table)}
+    if SCRIPT not in cases:
+        print(f"tools_scripts_test.py: no case for '{SCRIPT}'", file=sys.stderr)
+        return 2
+    if not os.access(TRNSIM, os.X_OK):
+        print(f"FAIL: {TRNSIM} is not an executable")
+        return 1
+    try:
+        cases[SCRIPT]()
+    except Failed as e:
+        print(f"FAIL: tools/{SCRIPT}.py: {e}")
+        return 1
+    print(f"tools/{SCRIPT}.py: passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
