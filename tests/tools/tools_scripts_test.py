@@ -8,7 +8,6 @@ missing: the shared traces, or the ASTRA-sim binary for bench_peer.py's measured
 
     tests/tools/tools_scripts_test.py SCRIPT ROOT TRNSIM     # SCRIPT: bench_run, infer_table, ...
 """
-import csv
 import json
 import os
 import re
