@@ -152,6 +152,10 @@ def comparable(report):
     r = json.loads(json.dumps(report))
     for key in ("command_line", "git_commit"):
         r.get("identity", {}).pop(key, None)
+    # Where each binary found its bundled config and trace: paths, not content (a build of
+    # another checkout, such as main's, reads that checkout's copies of the same files).
+    for part in ("config", "trace"):
+        r.get("identity", {}).get(part, {}).pop("files", None)
     # The calibration cache's key names the build (docs/performance.md).
     r.get("identity", {}).get("models", {}).get("compute", {}).pop("calibration_cache_key", None)
     return r
@@ -202,7 +206,7 @@ def print_compare(c):
         cell = lambda v: f"{v:9.2f}" if v is not None else f"{'?':>9}"
         ratio = f"{w / o:8.2f}" if o and w is not None else f"{'':>8}"
         print(f"{name:>18} {cell(o)} {cell(w)} {ratio}")
-    print("report.json        " + ("the same (but for identity.command_line and git_commit)"
+    print("report.json        " + ("the same (but for identity.command_line, git_commit and the file paths)"
                                    if c["same_report"] else "DIFFERS"))
 
 

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "bench_common.hpp"
 #include "trnsim/bench/kernel.hpp"
@@ -27,6 +28,9 @@ void register_bench_kernel(CLI::App& bench, Registry& reg) {
       ->check(CLI::Range(1, 1'000'000));
   sub->add_option("--activations", o->args.activations, "activations to run")
       ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1'000'000'000'000)));
+  sub->add_flag("--threads", o->args.threads,
+                "thread processes that wait(period) instead of method processes (what an "
+                "activation costs for being a thread)");
   sub->add_flag("--json", o->json, "print one JSON object");
   reg.add(sub, [o]() {
     const auto r = bench::kernel(o->args);
@@ -34,8 +38,9 @@ void register_bench_kernel(CLI::App& bench, Registry& reg) {
       fmt::print("{}\n", r.dump(2));
       return 0;
     }
-    fmt::print("bare SystemC event loop: {} method processes, {} activations in {:.2f} s\n",
-               r["processes"].get<int>(), r["activations"].get<std::uint64_t>(),
+    fmt::print("bare SystemC event loop: {} {} processes, {} activations in {:.2f} s\n",
+               r["processes"].get<int>(), r["process_kind"].get<std::string>(),
+               r["activations"].get<std::uint64_t>(),
                r["wall_time_s"].get<double>());
     fmt::print("  {:.3g} activations per second\n", r["activations_per_s"].get<double>());
     return 0;

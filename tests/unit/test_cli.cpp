@@ -184,3 +184,23 @@ TEST(Cli, BenchDmaBytesTakeUnits) {
     EXPECT_NE(r.out.find("--bytes: expected a byte count"), std::string::npos) << r.out;
   }
 }
+
+// `bench kernel` runs the same timed loop as methods or, with --threads, as threads. One process
+// of period 1 ns stopping at 5 activations runs at 0, 1, 2, 3 and 4 ns. Three (periods 1, 2 and
+// 3 ns) stopping at 30: the one that makes the 30th stops, the other two run once more: 32.
+TEST(Cli, BenchKernelThreadsRunTheSameLoop) {
+  for (const char* kind : {"method", "thread"}) {
+    const std::string flag = std::string(kind) == "thread" ? " --threads" : "";
+    const auto one = trnsim::test::run_trnsim(
+        "bench kernel --processes 1 --activations 5 --json" + flag, false);
+    ASSERT_EQ(one.code, 0) << one.out;
+    const auto j = nlohmann::json::parse(one.out);
+    EXPECT_EQ(j["process_kind"], kind);
+    EXPECT_EQ(j["activations"].get<std::uint64_t>(), 5u) << kind;
+    EXPECT_DOUBLE_EQ(j["simulated_ns"].get<double>(), 4.0) << kind;
+    const auto three = trnsim::test::run_trnsim(
+        "bench kernel --processes 3 --activations 30 --json" + flag, false);
+    ASSERT_EQ(three.code, 0) << three.out;
+    EXPECT_EQ(nlohmann::json::parse(three.out)["activations"].get<std::uint64_t>(), 32u) << kind;
+  }
+}

@@ -12,9 +12,10 @@ namespace trnsim::bench {
 struct KernelArgs {
   int processes = 20000;
   std::uint64_t activations = 20'000'000;
+  bool threads = false;  // SC_THREADs that wait(period) instead of SC_METHODs
 };
 
-// Runs `processes` self-retriggering method processes for `activations` activations in a
+// Runs `processes` self-retriggering method (or, with `threads`, thread) processes for `activations` activations in a
 // child: the wall time and the activations per second.
 Json kernel(const KernelArgs& a);
 
