@@ -7,7 +7,9 @@
 
 #include "bench_common.hpp"
 #include "commands.hpp"
+#include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/serve/estimate.hpp"
 #include "trnsim/serve/serve.hpp"
 
 namespace trnsim::cli {
@@ -20,7 +22,7 @@ struct ServeOpts {
   std::string spec;
   std::vector<std::string> sets, rack_sets;
   std::string rack, out;
-  bool json = false;
+  bool json = false, estimate = false;
   double solve_users = 0;
   std::uint64_t solve_max_users = 65536, solve_requests_per_user = 4;
 };
@@ -50,6 +52,9 @@ void register_serve_command(CLI::App& app, Registry& reg) {
       ->allow_extra_args(false);
   auto* out_opt = sub->add_option("--out", o->out, "write report.json, summary.csv and requests.csv here");
   sub->add_flag("--json", o->json, "print report.json instead of the summary");
+  sub->add_flag("--estimate", o->estimate,
+                "print the requests, the iterations and shapes they bound, one iteration's run "
+                "estimate, the memory and the expected wall time, and exit without simulating");
   sub->add_option("--solve-users", o->solve_users,
                   "find the largest number of closed-loop users whose p50 tokens/s per user is at "
                   "least this (doubling, then bisection; one shape cache for all points)")
@@ -61,6 +66,11 @@ void register_serve_command(CLI::App& app, Registry& reg) {
                   "request per user")
       ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1000)));
   reg.add(sub, [o, out_opt, &reg]() {
+    if (o->estimate && (out_opt->count() > 0 || o->json || o->solve_users > 0)) {
+      throw InputError(fmt::format("serve --estimate: prints the estimate and simulates nothing; {} is "
+                                   "not taken with it",
+                                   out_opt->count() > 0 ? "--out" : o->json ? "--json" : "--solve-users"));
+    }
     if (out_opt->count() > 0) OutputDir::check_writable(o->out, kFiles);
     serve::ServeOptions so;
     so.spec_path = spec_path(o->spec);
@@ -71,6 +81,10 @@ void register_serve_command(CLI::App& app, Registry& reg) {
     so.solve_users_target = o->solve_users;
     so.solve_max_users = o->solve_max_users;
     so.solve_requests_per_user = o->solve_requests_per_user;
+    if (o->estimate) {
+      fmt::print("{}", serve::estimate(so).text);
+      return 0;
+    }
     const serve::ServeResult r = serve::serve(so);
     if (out_opt->count() > 0) {
       OutputDir dir(o->out);
