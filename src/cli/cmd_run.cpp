@@ -262,7 +262,7 @@ void register_run_command(CLI::App& app, Registry& reg) {
     // well, each was printed twice. Without the summary (--json, --estimate) they are logged.
     o->trace.log_warnings = o->common.json || o->estimate;
     const auto t_read = Clock::now();
-    PhaseLine reading(!o->no_progress && !o->estimate,
+    PhaseLine reading(!o->no_progress,
                       fmt::format("reading {}", o->trace.path.empty() ? std::string(kDefaultTrace) : o->trace.path));
     // Held by pointer, with the run's data and the report, so that their teardown is timed too.
     auto trace_ptr = std::make_unique<const LoadedTrace>(load_trace(o->trace, data_path(kDefaultTrace)));
