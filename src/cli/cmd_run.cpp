@@ -7,13 +7,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <mutex>
+#include <thread>
 
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "presets.hpp"
+#include "sweep_estimate.hpp"
 #include "trace_input.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
@@ -27,7 +31,7 @@ namespace trnsim::cli {
 namespace {
 
 // A whole DeepSeek-V3 training step (61 layers, 8 micro-batches, docs/moe-generator.md).
-inline constexpr const char* kDefaultTrace = "traces/deepseek-v3-step-144.json.gz";
+inline constexpr const char* kDefaultTrace = kDefaultRunTrace;
 
 struct RunOpts {
   BenchOptions common;
@@ -93,6 +97,51 @@ void parse_window(const std::string& text, report::TimelineOptions& tl) {
   tl.window_to_ns = side(text.substr(colon + 1), std::numeric_limits<double>::infinity());
   if (!(tl.window_to_ns > tl.window_from_ns)) throw bad("the window ends before it starts");
 }
+
+// When the process started, as near as static initialisation gets (after the loader): the wall
+// time `run` prints is the whole command's, from here to its last line.
+const std::chrono::steady_clock::time_point g_run_process_start = std::chrono::steady_clock::now();
+
+// A line on stderr while a phase of the command runs outside the simulation (the trace read, the
+// report's building and writing), shown once it has taken a second and redrawn twice a second
+// with the seconds so far; only on a terminal, cleared when the phase ends.
+class PhaseLine {
+ public:
+  PhaseLine(bool enabled, std::string what) : what_(std::move(what)) {
+    if (!enabled || ::isatty(STDERR_FILENO) != 1) return;
+    thread_ = std::thread([this] {
+      const auto t0 = std::chrono::steady_clock::now();
+      std::unique_lock<std::mutex> lock(m_);
+      if (cv_.wait_for(lock, std::chrono::seconds(1), [this] { return done_; })) return;
+      do {
+        const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        fmt::print(stderr, "\r\033[K{} ({:.0f} s)", what_, s);
+        std::fflush(stderr);
+      } while (!cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return done_; }));
+      fmt::print(stderr, "\r\033[K");
+      std::fflush(stderr);
+    });
+  }
+  PhaseLine(const PhaseLine&) = delete;
+  PhaseLine& operator=(const PhaseLine&) = delete;
+  ~PhaseLine() { stop(); }
+  void stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(m_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::string what_;
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::thread thread_;
+};
 
 // A progress line on stderr, redrawn in place at most five times a second; only on a terminal.
 class ProgressLine {
@@ -213,7 +262,12 @@ void register_run_command(CLI::App& app, Registry& reg) {
     // well, each was printed twice. Without the summary (--json, --estimate) they are logged.
     o->trace.log_warnings = o->common.json || o->estimate;
     const auto t_read = Clock::now();
-    const LoadedTrace trace = load_trace(o->trace, data_path(kDefaultTrace));
+    PhaseLine reading(!o->no_progress,
+                      fmt::format("reading {}", o->trace.path.empty() ? std::string(kDefaultTrace) : o->trace.path));
+    // Held by pointer, with the run's data and the report, so that their teardown is timed too.
+    auto trace_ptr = std::make_unique<const LoadedTrace>(load_trace(o->trace, data_path(kDefaultTrace)));
+    reading.stop();
+    const LoadedTrace& trace = *trace_ptr;
     const auto t_run = Clock::now();
     if (!o->timeline_ranks.empty()) o->timeline.ranks = parse_rank_list(o->timeline_ranks, trace.workload.num_ranks());
     if (o->estimate) {
@@ -229,34 +283,59 @@ void register_run_command(CLI::App& app, Registry& reg) {
     id.trace_sha256 = trace.sha256;
     id.trace_bytes = trace.bytes;
     ProgressLine progress(!o->no_progress);
-    const run::RunData out = run::run_workload(cfg, trace.workload, progress.fn(), resolve::Purpose::run,
-                                                  run::cache_settings_from_env(o->no_cache));
+    auto out_ptr = std::make_unique<const run::RunData>(run::run_workload(
+        cfg, trace.workload, progress.fn(), resolve::Purpose::run, run::cache_settings_from_env(o->no_cache)));
+    const run::RunData& out = *out_ptr;
     progress.clear();
     // ops.csv and timeline.json take seconds for a large trace: built only when written.
     const auto parts = out_opt->count() > 0 && (writes("ops.csv") || writes("timeline.json"))
                            ? report::ReportParts::all
                            : report::ReportParts::printed;
     const auto t_report = Clock::now();
-    const report::Report rep = report::make_report(out, id, o->timeline, parts);
+    PhaseLine reporting(!o->no_progress,
+                        out_opt->count() > 0 ? fmt::format("writing the report to {}", o->out)
+                                             : std::string("building the report"));
+    auto rep_ptr = std::make_unique<const report::Report>(report::make_report(out, id, o->timeline, parts));
+    const report::Report& rep = *rep_ptr;
     if (out_opt->count() > 0) report::write_outputs(o->out, rep, cfg, out_files);
-    logger("run")->debug("phases: trace read {:.2f} s, run {:.2f} s (simulation {:.2f} s), "
-                         "report {:.2f} s",
-                         seconds(t_read, t_run), seconds(t_run, t_report), out.simulation_seconds,
-                         seconds(t_report, Clock::now()));
+    reporting.stop();
+    const auto t_printed = Clock::now();
     if (o->common.json) {
       fmt::print("{}\n", rep.report.dump(2));
     } else {
       fmt::print("{}", rep.text);
     }
+    std::fflush(stdout);
     // Wall time and kernel activity vary between runs: stderr, never the report.
     std::vector<std::string> by_kind;
     for (const auto& [k, n] : out.activations_by_kind) by_kind.push_back(fmt::format("{} {}", k, n));
+    const std::string activity = fmt::format(
+        "{} process activations ({:.3g} per second of simulation; {}), {} SystemC delta cycles, {} "
+        "op processes at most",
+        out.activations, out.simulation_seconds > 0 ? double(out.activations) / out.simulation_seconds : 0.0,
+        fmt::join(by_kind, ", "), out.delta_cycles, out.peak_op_processes);
+    const double simulation_s = out.simulation_seconds;
+    // The teardown of the report, the run's data and the trace, timed as part of the command.
+    rep_ptr.reset();
+    out_ptr.reset();
+    trace_ptr.reset();
+    const auto t_end = Clock::now();
+    // tools/bench_run.py reads this line's first four figures.
+    logger("run")->debug("phases: trace read {:.2f} s, run {:.2f} s (simulation {:.2f} s), report "
+                         "{:.2f} s, start-up {:.2f} s, teardown {:.2f} s",
+                         seconds(t_read, t_run), seconds(t_run, t_report), simulation_s,
+                         seconds(t_report, t_printed), seconds(g_run_process_start, t_read),
+                         seconds(t_printed, t_end));
+    // The whole command, from the process's start to this line (tools/bench_run.py and
+    // bench_peer.py read its first figures), then the parts outside the run.
     fmt::print(stderr,
-               "wall time {:.2f} s (simulation {:.2f} s), {} process activations ({:.3g} per "
-               "second of simulation; {}), {} SystemC delta cycles, {} op processes at most\n",
-               out.wall_seconds, out.simulation_seconds, out.activations,
-               out.simulation_seconds > 0 ? double(out.activations) / out.simulation_seconds : 0.0,
-               fmt::join(by_kind, ", "), out.delta_cycles, out.peak_op_processes);
+               "wall time {:.2f} s (simulation {:.2f} s), {}; the whole command from the process's "
+               "start: start-up and configuration {:.2f} s, trace read {:.2f} s, run {:.2f} s "
+               "(calibration, elaboration, simulation), report {:.2f} s{}, teardown {:.2f} s\n",
+               seconds(g_run_process_start, t_end), simulation_s, activity,
+               seconds(g_run_process_start, t_read), seconds(t_read, t_run), seconds(t_run, t_report),
+               seconds(t_report, t_printed), out_opt->count() > 0 ? " (built and written)" : " (built)",
+               seconds(t_printed, t_end));
     return 0;
   });
 }

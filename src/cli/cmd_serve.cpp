@@ -8,7 +8,9 @@
 
 #include "bench_common.hpp"
 #include "commands.hpp"
+#include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/serve/estimate.hpp"
 #include "trnsim/serve/serve.hpp"
 
 namespace trnsim::cli {
@@ -22,7 +24,7 @@ struct ServeOpts {
   std::vector<std::string> sets, rack_sets;
   std::string rack, out;
   std::vector<std::string> out_files;  // --out-files: some of kFiles
-  bool json = false;
+  bool json = false, estimate = false;
   double solve_users = 0;
   std::uint64_t solve_max_users = 65536, solve_requests_per_user = 4;
 };
@@ -58,6 +60,9 @@ void register_serve_command(CLI::App& app, Registry& reg) {
       ->delimiter(',')
       ->allow_extra_args(false);
   sub->add_flag("--json", o->json, "print report.json instead of the summary");
+  sub->add_flag("--estimate", o->estimate,
+                "print the requests, the iterations and shapes they bound, one iteration's run "
+                "estimate, the memory and the expected wall time, and exit without simulating");
   sub->add_option("--solve-users", o->solve_users,
                   "find the largest number of closed-loop users whose p50 tokens/s per user is at "
                   "least this (doubling, then bisection; one shape cache for all points)")
@@ -79,6 +84,11 @@ void register_serve_command(CLI::App& app, Registry& reg) {
     const auto wanted = [&](const std::string& f) {
       return o->out_files.empty() || std::find(o->out_files.begin(), o->out_files.end(), f) != o->out_files.end();
     };
+    if (o->estimate && (out_opt->count() > 0 || o->json || o->solve_users > 0)) {
+      throw InputError(fmt::format("serve --estimate: prints the estimate and simulates nothing; {} is "
+                                   "not taken with it",
+                                   out_opt->count() > 0 ? "--out" : o->json ? "--json" : "--solve-users"));
+    }
     if (out_opt->count() > 0) OutputDir::check_writable(o->out, kFiles);
     serve::ServeOptions so;
     so.spec_path = spec_path(o->spec);
@@ -90,6 +100,10 @@ void register_serve_command(CLI::App& app, Registry& reg) {
     so.solve_max_users = o->solve_max_users;
     so.solve_requests_per_user = o->solve_requests_per_user;
     so.timeline = out_opt->count() > 0 && wanted("timeline.json");
+    if (o->estimate) {
+      fmt::print("{}", serve::estimate(so).text);
+      return 0;
+    }
     const serve::ServeResult r = serve::serve(so);
     if (out_opt->count() > 0) {
       OutputDir dir(o->out);

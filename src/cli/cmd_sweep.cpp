@@ -12,6 +12,7 @@
 #include "bench_common.hpp"
 #include "commands.hpp"
 #include "presets.hpp"
+#include "sweep_estimate.hpp"
 #include "trnsim/registry/registry.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/serve/serve.hpp"
@@ -55,7 +56,7 @@ struct SweepOpts {
   std::string file, out, shard = "1/1";
   Overrides overrides;
   int jobs = 0;  // 0: the CPUs this process may use
-  bool dry_run = false, retry_failed = false, no_merge = false, slurm = false, json = false, parsable = false;
+  bool dry_run = false, estimate = false, retry_failed = false, no_merge = false, slurm = false, json = false, parsable = false;
   SlurmOptions slurm_opts;
 };
 
@@ -166,6 +167,9 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
   add_set_option(sw, o->overrides.sets);
   add_run_options(sw, *o);
   sw->add_flag("--dry-run", o->dry_run, "list the points (with --slurm: print the sbatch script)");
+  sw->add_flag("--estimate", o->estimate,
+               "print each point's run estimate (events, memory, expected wall time) and the "
+               "sweep's at its -j, and exit without running anything");
   sw->add_flag("--json", o->json, "with --dry-run: the points (or the sbatch script) as JSON");
   sw->add_flag("--slurm", o->slurm, "submit a Slurm job array, one array task per shard");
   sw->add_flag("--parsable", o->parsable,
@@ -232,6 +236,11 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
       return 0;
     }
     if (o->file.empty()) throw SweepError("sweep: expected a sweep FILE, or resume, status or merge");
+    if (o->estimate && (o->slurm || o->json || o->retry_failed || o->no_merge)) {
+      throw SweepError(fmt::format("sweep --estimate: prints the estimate and runs nothing; {} is not "
+                                   "taken with it",
+                                   o->slurm ? "--slurm" : o->json ? "--json" : o->retry_failed ? "--retry-failed" : "--no-merge"));
+    }
     if (o->json && !o->dry_run) {
       throw SweepError("sweep --json: prints the plan of --dry-run (`sweep status DIR --json` the progress of a sweep)");
     }
@@ -288,6 +297,10 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
       return 0;
     }
     const Shard shard = parse_shard(o->shard);
+    if (o->estimate) {
+      fmt::print("{}", estimate_sweep(s, shard_points(all, shard), o->jobs > 0 ? o->jobs : cpus_available()).text);
+      return 0;
+    }
     if (o->dry_run) {
       if (o->json) {
         fmt::print("{}\n", points_json(s, shard_points(all, shard), total, all.size(), shard).dump(2));

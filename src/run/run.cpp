@@ -26,6 +26,7 @@ EstimateReport estimate_workload(const config::LoadedConfig& loaded, const trace
   r.wall_s_short = e.events / kEstimatedEventsPerSecondFast;
   r.wall_s = e.events / kEstimatedEventsPerSecondSlow;
   const bool fits = r.memory_bytes <= r.memory_budget && r.events <= r.work_budget;
+  r.fits = fits;
   r.text = fmt::format(
       "estimate of workload {} ({} ops on {} ranks):\n"
       "  events       {:.3g} (budget {:.3g}, /sim/work_budget): {:.4g} collective pieces and "

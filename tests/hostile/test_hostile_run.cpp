@@ -95,6 +95,41 @@ TEST(HostileEstimate, FiguresOfASmallRunByHand) {
   EXPECT_NEAR(e.end_s, 1073741824.0 / (8 * 128 * 128 * 2 * 2.4e9), 1e-12);
 }
 
+// sweep --estimate's total: three runs of expected walls 3, 5 and 4 s (1, 2 and 1 s at the fast
+// rate) and 1, 3 and 2 GB, in a pool.
+TEST(HostileEstimate, PoolOfRunsByHand) {
+  std::vector<run::EstimateReport> runs(3);
+  const double shorts[] = {1, 2, 1}, longs[] = {3, 5, 4}, gb[] = {1, 3, 2};
+  for (std::size_t i = 0; i < 3; ++i) {
+    runs[i].events = 10.0 * double(i + 1);
+    runs[i].wall_s_short = shorts[i];
+    runs[i].wall_s = longs[i];
+    runs[i].memory_bytes = gb[i] * 1e9;
+    runs[i].memory_budget = 6e9;
+  }
+  runs[2].fits = false;
+  // One at a time: the sums, and the largest run's memory.
+  const run::PoolEstimate one = run::estimate_pool(runs, 1);
+  EXPECT_EQ(one.events, 60);
+  EXPECT_EQ(one.cpu_s, 12);
+  EXPECT_EQ(one.cpu_s_short, 4);
+  EXPECT_EQ(one.wall_s, 12);
+  EXPECT_EQ(one.wall_s_short, 4);
+  EXPECT_EQ(one.memory_peak_bytes, 3e9);
+  EXPECT_EQ(one.beyond_budgets, 1u);
+  // Two workers: run 0 on the first (0-3 s), run 1 on the second (0-5 s), run 2 on the first
+  // free again (3-7 s): 7 s; at the fast rate 0-1, 0-2, 1-2: 2 s. Memory: the two largest, 3 + 2.
+  const run::PoolEstimate two = run::estimate_pool(runs, 2);
+  EXPECT_EQ(two.cpu_s, 12);
+  EXPECT_EQ(two.wall_s, 7);
+  EXPECT_EQ(two.wall_s_short, 2);
+  EXPECT_EQ(two.memory_peak_bytes, 5e9);
+  // More workers than runs: the longest run, every run's memory at once.
+  const run::PoolEstimate many = run::estimate_pool(runs, 8);
+  EXPECT_EQ(many.wall_s, 5);
+  EXPECT_EQ(many.memory_peak_bytes, 6e9);
+}
+
 TEST(HostileEstimate, RackTermPerChipAndLink) {
   // trn2-instance: a 4x4 torus with wrap, 16 chips and 2 links a chip (+x, +y), 32 links.
   auto w = gemm_then_all_reduce(8 << 20);

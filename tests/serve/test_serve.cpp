@@ -601,6 +601,48 @@ TEST(ServeCli, SolveUsersReportsItsPointsAndTheSolvedRun) {
   EXPECT_NE(bad.out.find("--solve-users"), std::string::npos) << bad.out;
 }
 
+// serve --estimate: what the spec bounds, by hand, and nothing simulated.
+TEST(ServeCli, EstimatePrintsWhatTheSpecBoundsWithoutSimulating) {
+  SpecDir d("estimate");
+  const std::string one = d.write("one.json", R"({
+    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
+    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+  const auto r = test::run_trnsim(fmt::format("serve {} --estimate", one));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out.find("TTFT"), std::string::npos) << "it simulated: " << r.out;
+  // One request of 128 + 3 tokens: at least 3 iterations (its 3 output tokens, one an
+  // iteration), at most 131 (one a token); exact timing simulates at most one shape an
+  // iteration (the run simulates 3: OneRequestIsItsSimulatedPrefillIteration).
+  EXPECT_NE(r.out.find("requests     1 (0 warm-up): 128 input and 3 output tokens, at most 128 and 3 in one"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("iterations   3 to 131 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("shapes       at least 1, at most 131 (exact: one an iteration)"), std::string::npos)
+      << r.out;
+  // The largest shape: one sequence at the KV of the whole request, the prompt's chunk after at
+  // most all of it but one token.
+  EXPECT_NE(r.out.find("the largest, decode 1 at KV 131, prefill 128 after 127)"), std::string::npos) << r.out;
+
+  // Grid, kSmall: decode up to min(max_batch 8, 6 requests) = 6, KV up to 132, chunks up to 128
+  // after up to 127. Grid points to each one's cell top: 0-4 and 6 (6); 0-4, 6, 8, 12, ..., 128,
+  // 192 (16); to 128 (15); to 128 (15): (1 + 5 x 16) x (1 + 14 x 15) = 81 x 211 = 17091. The
+  // iterations: at most 6 x 132 = 792, 16 corners each = 12672, the smaller.
+  const std::string small = d.write("small.json", kSmall);
+  const auto g = test::run_trnsim(fmt::format("serve {} --estimate --set timing.mode=grid", small));
+  ASSERT_EQ(g.code, 0) << g.out;
+  EXPECT_NE(g.out.find("iterations   4 to 792 "), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("at most 12672 (grid: 17091 grid points the requests reach"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("decode 6 at KV 192, prefill 128 after 128)"), std::string::npos) << g.out;
+
+  // Options it does not take: exit 2.
+  for (const char* bad : {"--out x", "--json", "--solve-users 10"}) {
+    const auto b = test::run_trnsim(fmt::format("serve {} --estimate {}", small, bad));
+    EXPECT_EQ(b.code, 2) << bad << ": " << b.out;
+    EXPECT_NE(b.out.find("serve --estimate: prints the estimate and simulates nothing"), std::string::npos)
+        << b.out;
+  }
+}
+
 TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
   SpecDir d("bad");
   struct Case {

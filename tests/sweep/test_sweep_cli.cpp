@@ -278,3 +278,78 @@ TEST(SweepCli, DryRunAsJson) {
   EXPECT_NE(no.out.find("sweep --json: prints the plan of --dry-run"), std::string::npos) << no.out;
   fs::remove_all(d);
 }
+
+namespace {
+
+// The figure after `label` in `text` (the first number after it).
+double figure_after(const std::string& text, const std::string& label) {
+  const auto p = text.find(label);
+  if (p == std::string::npos) return -1;
+  return std::stod(text.substr(text.find_first_of("0123456789", p + label.size())));
+}
+
+}  // namespace
+
+// sweep --estimate: each point's `run --estimate`, and their total at -j, by hand from those;
+// nothing runs, nothing is written.
+TEST(SweepCli, EstimateIsThePointsRunEstimatesAndTheirTotal) {
+  const fs::path d = fresh_dir("estimate");
+  const fs::path f = d / "s.json";
+  const std::string config = kSrc + "/configs/racks/trn2-instance.json";
+  const std::string trace = kSrc + "/tests/golden/inputs/golden-moe-16.json";
+  std::ofstream(f) << Json{{"name", "two"}, {"config", config}, {"trace", trace},
+                           {"axes", {{{"path", "sim.fidelity"}, {"values", {"fast", "detailed"}}}}}}
+                          .dump();
+  struct Figures {
+    double events, memory_gb, wall_short, wall;
+  };
+  std::vector<Figures> runs;
+  std::vector<std::string> rows;
+  for (const char* fidelity : {"fast", "detailed"}) {
+    const auto r = trnsim::test::run_trnsim("run --estimate --config " + config + " --trace " + trace +
+                                            " --set sim.fidelity=" + fidelity, false);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const double wall_short = figure_after(r.out, "wall time    about ");
+    const std::string to = r.out.substr(r.out.find(" to ", r.out.find("wall time    about ")));
+    runs.push_back({figure_after(r.out, "events       "), figure_after(r.out, "memory       "), wall_short,
+                    figure_after(to, " to ")});
+    // The point's row holds the run's own figures, as `run --estimate` prints them.
+    const auto cut = [&](const std::string& label, const std::string& end) {
+      const auto p = r.out.find(label) + label.size();
+      return r.out.substr(p, r.out.find(end, p) - p);
+    };
+    rows.push_back(cut("events       ", " ") + " " + cut("memory       ", " GB") + " GB " +
+                   cut("wall time    about ", " s ") + " s");
+  }
+  ASSERT_NE(runs[0].events, runs[1].events);  // the points differ
+  for (int jobs : {1, 2}) {
+    const auto s = trnsim::test::run_trnsim("sweep " + f.string() + " --estimate -j " + std::to_string(jobs) +
+                                            " --out " + (d / "out").string(), false);
+    ASSERT_EQ(s.code, 0) << s.out;
+    EXPECT_FALSE(fs::exists(d / "out"));
+    // The table's columns are padded: compared with single spaces.
+    std::string table;
+    for (char c : s.out) {
+      if (c != ' ' || table.empty() || table.back() != ' ') table += c;
+    }
+    EXPECT_NE(table.find("p0000 fast " + rows[0]), std::string::npos) << rows[0] << "\n" << s.out;
+    EXPECT_NE(table.find("p0001 detailed " + rows[1]), std::string::npos) << rows[1] << "\n" << s.out;
+    // The printed figures have 3 digits: the total is their sum (or largest) within rounding.
+    const auto near = [](double got, double want) { EXPECT_NEAR(got, want, want * 0.01); };
+    near(figure_after(s.out, "  events       "), runs[0].events + runs[1].events);
+    const auto cpu = s.out.substr(s.out.find("  CPU time     about "));
+    near(figure_after(cpu, "about "), runs[0].wall_short + runs[1].wall_short);
+    near(figure_after(cpu, " to "), runs[0].wall + runs[1].wall);
+    const auto wall = s.out.substr(s.out.find("  wall time    about "));
+    // -j 1: one after the other; -j 2: both at once, the longer's wall and both memories.
+    near(figure_after(wall, " to "), jobs == 1 ? runs[0].wall + runs[1].wall : std::max(runs[0].wall, runs[1].wall));
+    near(figure_after(s.out, "  memory       "),
+         jobs == 1 ? std::max(runs[0].memory_gb, runs[1].memory_gb) : runs[0].memory_gb + runs[1].memory_gb);
+  }
+  for (const char* bad : {"--slurm", "--json", "--no-merge"}) {
+    const auto b = trnsim::test::run_trnsim("sweep " + f.string() + " --estimate " + bad);
+    EXPECT_EQ(b.code, 2) << bad << ": " << b.out;
+    EXPECT_NE(b.out.find("sweep --estimate: prints the estimate and runs nothing"), std::string::npos) << b.out;
+  }
+  fs::remove_all(d);
+}

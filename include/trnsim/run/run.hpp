@@ -157,10 +157,26 @@ struct EstimateReport {
   // Expected wall time: the events at kEstimatedEventsPerSecondFast and ...Slow (a guide, not a
   // bound: the rate varies with the workload and the machine).
   double wall_s_short = 0, wall_s = 0;
+  bool fits = true;  // within both budgets: the run would start
   std::string text;
 };
 EstimateReport estimate_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
                                  resolve::Purpose purpose = resolve::Purpose::run);
+
+// `sweep --estimate`: runs in a pool of `jobs` processes (a sweep's points), each with its
+// estimate, started in order, each as soon as a worker is free. The expected wall is that
+// schedule's end (at each end of the runs' ranges: the sum of their walls at one job), the
+// memory peak the `jobs` largest runs at once (an upper bound: any `jobs` may overlap).
+struct PoolEstimate {
+  int jobs = 1;
+  double events = 0;                    // all runs together
+  double cpu_s_short = 0, cpu_s = 0;    // the runs' expected walls, summed
+  double wall_s_short = 0, wall_s = 0;  // the pool's
+  double memory_peak_bytes = 0;
+  double memory_budget = 0;             // the largest of the runs' /sim/memory_budget
+  std::size_t beyond_budgets = 0;       // runs that would be refused
+};
+PoolEstimate estimate_pool(const std::vector<EstimateReport>& runs, int jobs);
 
 // The calibration cache (docs/performance.md#calibration-cache): off unless the caller turns it
 // on; `trnsim run` does, unless --no-cache or TRNSIM_NO_CACHE.

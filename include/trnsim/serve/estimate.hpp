@@ -1,0 +1,42 @@
+// SPDX-License-Identifier: MIT
+// `trnsim serve --estimate`: what a serving run knows before it simulates anything (its requests
+// and their tokens, the iterations and distinct shapes they bound, one iteration's run estimate)
+// and the expected wall range, without simulating (docs/serving.md, "Estimate").
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "trnsim/run/run.hpp"
+#include "trnsim/serve/serve.hpp"
+
+namespace trnsim::serve {
+
+struct ServeEstimate {
+  std::uint64_t requests = 0;             // issued, warm-up included
+  double input_tokens = 0, output_tokens = 0;
+  std::uint64_t max_input = 0, max_output = 0;  // of one request
+  // Iterations without preemptions: at least the longest request's output tokens and the tokens
+  // over the token budget, at most one per token (each iteration moves at least one).
+  std::uint64_t iterations_min = 0, iterations_max = 0;
+  // Distinct shapes simulated, at most: grid, the grid points of the shapes the requests can
+  // reach (decode batch, KV length, prefill chunk and its context) and 16 corners an iteration;
+  // exact, one an iteration.
+  std::uint64_t shapes_max = 0, grid_box = 0;
+  // The run estimates (run::estimate_workload) of the smallest and the largest shape.
+  run::EstimateReport smallest, largest;
+  Shape smallest_shape, largest_shape;
+  int parallel = 1;
+  // The serving process (requests, records) and `parallel` iteration children at once.
+  double memory_bytes = 0, parent_bytes = 0;
+  // One shape at the smallest's short end to shapes_max at the largest's long end, over
+  // `parallel` children.
+  double wall_s_short = 0, wall_s = 0;
+  std::string text;
+};
+
+// Reads the spec, its rack, model and requests as serve() does, and estimates; ConfigError as
+// serve() for bad specs. Not for --solve-users (its requests are not known before it runs).
+ServeEstimate estimate(const ServeOptions& o);
+
+}  // namespace trnsim::serve

@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: MIT
+// `trnsim serve --estimate`. The spec, rack, model and layout are read as serve() reads them
+// (serve.cpp); the iterations are the IterationSource serve/timer.cpp simulates, estimated by
+// run::estimate_workload as `run --estimate` estimates a trace.
+#include "trnsim/serve/estimate.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "trnsim/bench/bench.hpp"
+#include "trnsim/error.hpp"
+#include "trnsim/infer/iteration.hpp"
+#include "trnsim/resolve/resolve.hpp"
+#include "trnsim/run/estimate.hpp"
+#include "trnsim/serve/arrivals.hpp"
+#include "trnsim/serve/timer.hpp"
+
+namespace trnsim::serve {
+
+namespace {
+
+// The grid's points from 0 to the top of the cell that holds `max` (grid_cell's points).
+std::uint64_t grid_points_to(std::uint64_t max, int per_octave) {
+  const std::uint64_t top = grid_cell(max, per_octave).second;
+  std::uint64_t n = 0;
+  for (std::uint64_t v = 0; v <= top; v = grid_cell(v + 1, per_octave).second) ++n;
+  return n;
+}
+
+DType estimate_dtype(const std::string& s, const config::Provenance& prov, const char* ptr) {
+  try {
+    return parse_dtype(s);
+  } catch (const InputError& e) {
+    throw ConfigError(config::located(prov, ptr, e.what()));
+  }
+}
+
+}  // namespace
+
+ServeEstimate estimate(const ServeOptions& o) {
+  const ServeSpec spec = load_spec(o.spec_path, o.spec_sets);
+  config::Provenance prov;
+  prov.record("", o.spec_path);
+  const std::string rack_name = o.rack.empty() ? spec.rack : o.rack;
+  const std::string rack_file = rack_name.find('/') != std::string::npos || rack_name.ends_with(".json")
+                                    ? rack_name
+                                    : bench::data_path("configs/racks/" + rack_name + ".json");
+  const config::LoadedConfig cfg = bench::ConfigSource{rack_file, o.rack_sets}.load();
+  if (!cfg.config.rack) {
+    throw ConfigError(config::located(prov, "/rack", fmt::format("{} is not a rack preset", rack_file)));
+  }
+  infer::IterationSpec it;
+  try {
+    it.model = infer::load_model(infer::model_path(spec.model, bench::data_path("configs/models")));
+  } catch (const InputError& e) {
+    throw ConfigError(config::located(prov, "/model", e.what()));
+  }
+  try {
+    it.layout = infer::parse_layout(spec.layout);
+    infer::check_layout(it.model, it.layout);
+  } catch (const InputError& e) {
+    throw ConfigError(config::located(prov, "/layout", e.what()));
+  }
+  it.dtypes.weights = estimate_dtype(spec.weights_dtype, prov, "/weights_dtype");
+  it.dtypes.kv = estimate_dtype(spec.kv_dtype, prov, "/kv_dtype");
+  it.runtime = {spec.timing.launch.si, spec.timing.sync.si, spec.timing.schedule.si};
+  it.seed = spec.timing.seed;
+
+  ServeEstimate e;
+  const std::uint64_t count = spec.run.requests + spec.run.warmup_requests;
+  const Workload w = make_workload(spec.arrivals, count, o.spec_path);
+  const std::vector<Request>& reqs = w.open.empty() ? w.lengths : w.open;
+  e.requests = reqs.size();
+  double tokens = 0;
+  for (const Request& r : reqs) {
+    e.input_tokens += double(r.input_tokens);
+    e.output_tokens += double(r.output_tokens);
+    e.max_input = std::max(e.max_input, r.input_tokens);
+    e.max_output = std::max(e.max_output, r.output_tokens);
+    tokens += double(r.input_tokens + r.output_tokens);
+  }
+  const SchedulerParams& sch = spec.scheduler;
+  e.iterations_max = std::uint64_t(tokens);
+  e.iterations_min = std::max<std::uint64_t>(
+      e.max_output, std::uint64_t(std::ceil(tokens / double(sch.token_budget))));
+
+  // The shapes the requests can reach (serve/engine.hpp's Shape): a decode batch of at most
+  // max_batch sequences (and requests) at a KV length of at most a whole request, a prefill chunk
+  // of at most the token budget (chunked) or a prompt, after at most the rest of its prompt.
+  const std::uint64_t decode = std::min<std::uint64_t>(sch.max_batch, e.requests);
+  const std::uint64_t context = e.max_input + e.max_output;
+  const std::uint64_t prefill = sch.chunked_prefill ? std::min(sch.token_budget, e.max_input) : e.max_input;
+  const std::uint64_t prefill_context = sch.chunked_prefill && e.max_input > 0 ? e.max_input - 1 : 0;
+  const int per_octave = int(spec.timing.grid_per_octave);
+  const bool grid = spec.timing.mode == TimingMode::grid;
+  const auto top = [&](std::uint64_t v) { return grid ? grid_cell(v, per_octave).second : v; };
+  e.largest_shape = {top(decode), top(context), top(prefill), top(prefill_context)};
+  e.smallest_shape = {1, 1, 0, 0};
+  if (grid) {
+    const double d = double(grid_points_to(decode, per_octave)), c = double(grid_points_to(context, per_octave));
+    const double p = double(grid_points_to(prefill, per_octave));
+    const double pc = double(grid_points_to(prefill_context, per_octave));
+    // decode 0 has no context; prefill 0 no prefill context (the timer's normalized shapes)
+    const double box = (1 + (d - 1) * c) * (1 + (p - 1) * pc);
+    e.grid_box = std::uint64_t(std::min(box, 1e18));
+    e.shapes_max = std::min<std::uint64_t>(e.grid_box, 16 * e.iterations_max);
+  } else {
+    e.shapes_max = e.iterations_max;
+  }
+  const auto estimate_shape = [&](const Shape& sh) {
+    infer::IterationSpec s = it;
+    s.decode_seqs = sh.decode;
+    s.context = sh.context;
+    s.prefill_tokens = sh.prefill;
+    s.prefill_context = sh.prefill_context;
+    const infer::IterationSource source(s);
+    return run::estimate_workload(cfg, source.workload());
+  };
+  e.smallest = estimate_shape(e.smallest_shape);
+  e.largest = estimate_shape(e.largest_shape);
+  e.parallel = int(spec.timing.parallel);
+  // The serving process: its requests (the workload's and their records, each output token's gap
+  // kept as a float) and its iteration records (up to 2^20), beside the start-up.
+  e.parent_bytes = run::kFixedBytes +
+                   double(e.requests) * double(sizeof(Request) + sizeof(RequestRecord)) +
+                   e.output_tokens * double(sizeof(float)) +
+                   double(std::min<std::uint64_t>(e.iterations_max, EngineOptions{}.max_iteration_records)) *
+                       double(sizeof(IterationRecord));
+  e.memory_bytes = e.parent_bytes + double(e.parallel) * e.largest.memory_bytes;
+  e.wall_s_short = e.smallest.wall_s_short;
+  e.wall_s = double(e.shapes_max) * e.largest.wall_s / double(e.parallel);
+
+  const auto shape_text = [](const Shape& s) {
+    return fmt::format("decode {} at KV {}, prefill {} after {}", s.decode, s.context, s.prefill,
+                       s.prefill_context);
+  };
+  e.text = fmt::format(
+      "estimate of serve {}: {} ({}) on {}, {}\n"
+      "  requests     {} ({} warm-up): {:.4g} input and {:.4g} output tokens, at most {} and {} "
+      "in one\n"
+      "  iterations   {} to {} (without preemptions: the longest output or the tokens over the "
+      "token budget of {}, to one a token)\n"
+      "  shapes       at least 1, at most {} ({}): a bound, not a forecast; a run simulates the "
+      "shapes its iterations reach, known only as it runs\n"
+      "  per shape    {:.3g} to {:.3g} events, {:.3g} to {:.3g} GB, about {:.3g} to {:.3g} s "
+      "(the run estimates of the smallest shape, {}, and the largest, {})\n"
+      "  memory       {:.3g} GB at most: the serving process {:.3g} GB and {} iteration children "
+      "at once (timing.parallel) of the largest shape\n"
+      "  wall time    about {:.3g} s (one smallest shape) to {:.3g} s (every shape of the bound "
+      "at the largest's, {} at once): a guide, not a bound; each 100 shapes simulated add about "
+      "{:.3g} to {:.3g} s\n"
+      "  {}\n",
+      spec.name, it.model.name, spec.layout, cfg.config.rack->name,
+      spec.replicas > 0 ? fmt::format("{} replicas", spec.replicas) : std::string("as many replicas as it holds"),
+      e.requests,
+      spec.run.warmup_requests, e.input_tokens, e.output_tokens, e.max_input, e.max_output,
+      e.iterations_min, e.iterations_max, sch.token_budget, e.shapes_max,
+      grid ? fmt::format("grid: {} grid points the requests reach, 16 corners an iteration",
+                         e.grid_box)
+           : std::string("exact: one an iteration"),
+      e.smallest.events, e.largest.events, e.smallest.memory_bytes / 1e9,
+      e.largest.memory_bytes / 1e9, e.smallest.wall_s_short, e.largest.wall_s,
+      shape_text(e.smallest_shape), shape_text(e.largest_shape), e.memory_bytes / 1e9,
+      e.parent_bytes / 1e9, e.parallel, e.wall_s_short, e.wall_s, e.parallel,
+      100 * e.smallest.wall_s_short / double(e.parallel), 100 * e.largest.wall_s / double(e.parallel),
+      e.largest.fits ? "the largest shape within the budgets: each iteration would start"
+                     : "the largest shape beyond the budgets (/sim/memory_budget, "
+                       "/sim/work_budget): its iteration would be refused");
+  return e;
+}
+
+}  // namespace trnsim::serve
