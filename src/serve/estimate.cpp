@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// `trnsim serve --estimate`. The spec, rack, model and layout are read as serve() reads them
-// (serve.cpp); the iterations are the IterationSource serve/timer.cpp simulates, estimated by
+// `trnsim serve --estimate`. The spec, rack, model, layout, replicas and KV capacity are read by
+// serve()'s own read_setup (setup.hpp), so the estimate refuses what serve refuses; the
+// iterations are the IterationSource serve/timer.cpp simulates, estimated by
 // run::estimate_workload as `run --estimate` estimates a trace.
 #include "trnsim/serve/estimate.hpp"
 
@@ -16,6 +17,7 @@
 #include "trnsim/run/estimate.hpp"
 #include "trnsim/serve/arrivals.hpp"
 #include "trnsim/serve/timer.hpp"
+#include "setup.hpp"
 
 namespace trnsim::serve {
 
@@ -29,44 +31,13 @@ std::uint64_t grid_points_to(std::uint64_t max, int per_octave) {
   return n;
 }
 
-DType estimate_dtype(const std::string& s, const config::Provenance& prov, const char* ptr) {
-  try {
-    return parse_dtype(s);
-  } catch (const InputError& e) {
-    throw ConfigError(config::located(prov, ptr, e.what()));
-  }
-}
-
 }  // namespace
 
 ServeEstimate estimate(const ServeOptions& o) {
-  const ServeSpec spec = load_spec(o.spec_path, o.spec_sets);
-  config::Provenance prov;
-  prov.record("", o.spec_path);
-  const std::string rack_name = o.rack.empty() ? spec.rack : o.rack;
-  const std::string rack_file = rack_name.find('/') != std::string::npos || rack_name.ends_with(".json")
-                                    ? rack_name
-                                    : bench::data_path("configs/racks/" + rack_name + ".json");
-  const config::LoadedConfig cfg = bench::ConfigSource{rack_file, o.rack_sets}.load();
-  if (!cfg.config.rack) {
-    throw ConfigError(config::located(prov, "/rack", fmt::format("{} is not a rack preset", rack_file)));
-  }
-  infer::IterationSpec it;
-  try {
-    it.model = infer::load_model(infer::model_path(spec.model, bench::data_path("configs/models")));
-  } catch (const InputError& e) {
-    throw ConfigError(config::located(prov, "/model", e.what()));
-  }
-  try {
-    it.layout = infer::parse_layout(spec.layout);
-    infer::check_layout(it.model, it.layout);
-  } catch (const InputError& e) {
-    throw ConfigError(config::located(prov, "/layout", e.what()));
-  }
-  it.dtypes.weights = estimate_dtype(spec.weights_dtype, prov, "/weights_dtype");
-  it.dtypes.kv = estimate_dtype(spec.kv_dtype, prov, "/kv_dtype");
-  it.runtime = {spec.timing.launch.si, spec.timing.sync.si, spec.timing.schedule.si};
-  it.seed = spec.timing.seed;
+  const ServeSetup su = read_setup(o);  // every refusal serve() makes
+  const ServeSpec& spec = su.spec;
+  const config::LoadedConfig& cfg = su.cfg;
+  const infer::IterationSpec& it = su.it;
 
   ServeEstimate e;
   const std::uint64_t count = spec.run.requests + spec.run.warmup_requests;
@@ -153,7 +124,9 @@ ServeEstimate estimate(const ServeOptions& o) {
       "{:.3g} to {:.3g} s\n"
       "  {}\n",
       spec.name, it.model.name, spec.layout, cfg.config.rack->name,
-      spec.replicas > 0 ? fmt::format("{} replicas", spec.replicas) : std::string("as many replicas as it holds"),
+      spec.disaggregated ? fmt::format("{} prefill and {} decode replicas", su.prefill_replicas,
+                                        su.replicas - su.prefill_replicas)
+                          : fmt::format("{} replicas", su.replicas),
       e.requests,
       spec.run.warmup_requests, e.input_tokens, e.output_tokens, e.max_input, e.max_output,
       e.iterations_min, e.iterations_max, sch.token_budget, e.shapes_max,

@@ -22,6 +22,7 @@
 #include "trnsim/serve/arrivals.hpp"
 #include "trnsim/serve/timeline.hpp"
 #include "trnsim/serve/timer.hpp"
+#include "setup.hpp"
 
 namespace trnsim::serve {
 
@@ -244,17 +245,19 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
   return j;
 }
 
-ServeResult serve(const ServeOptions& o) {
-  const auto wall0 = std::chrono::steady_clock::now();
-  const ServeSpec spec = load_spec(o.spec_path, o.spec_sets);
-  config::Provenance prov;  // for errors found after reading: they name the spec
+ServeSetup read_setup(const ServeOptions& o) {
+  ServeSetup su{load_spec(o.spec_path, o.spec_sets)};
+  const ServeSpec& spec = su.spec;
+  config::Provenance& prov = su.prov;
   prov.record("", o.spec_path);
   bench::ConfigSource rack{rack_path(o.rack.empty() ? spec.rack : o.rack), o.rack_sets};
-  const config::LoadedConfig cfg = rack.load();
+  su.rack_path = rack.path;
+  su.cfg = rack.load();
+  const config::LoadedConfig& cfg = su.cfg;
   if (!cfg.config.rack) {
     throw ConfigError(config::located(prov, "/rack", fmt::format("{} is not a rack preset", rack.path)));
   }
-  infer::IterationSpec it;
+  infer::IterationSpec& it = su.it;
   try {
     it.model = infer::load_model(infer::model_path(spec.model, bench::data_path("configs/models")));
   } catch (const InputError& e) {
@@ -263,7 +266,8 @@ ServeResult serve(const ServeOptions& o) {
   // Disaggregated: the pools' layouts (each the spec's unless given), which must be one layout
   // (the disaggregated iteration's two pools are; pools of different layouts are not built).
   const auto& dis = spec.disaggregated;
-  std::string layout_ptr = "/layout";
+  std::string& layout_ptr = su.layout_ptr;
+  layout_ptr = "/layout";
   auto layout_of = [&](const std::string& text, const std::string& ptr) {
     infer::Layout l;
     try {
@@ -306,18 +310,19 @@ ServeResult serve(const ServeOptions& o) {
   it.dtypes.kv = dtype_of(spec.kv_dtype, prov, "/kv_dtype", {DType::bf16, DType::fp8});
   it.runtime = {spec.timing.launch.si, spec.timing.sync.si, spec.timing.schedule.si};
   it.seed = spec.timing.seed;
-  const resolve::RackPlan plan = *resolve::plan(cfg, resolve::Purpose::run).rack;
+  su.plan = *resolve::plan(cfg, resolve::Purpose::run).rack;
+  const resolve::RackPlan& plan = *su.plan;
   const auto& hbm = plan.chip.params.hbm;
-  const int per_chip = std::max(1, plan.placement.per_chip);
-  const std::size_t chips = plan.topology.chip_count();
+  const int per_chip = su.per_chip = std::max(1, plan.placement.per_chip);
+  const std::size_t chips = su.chips = plan.topology.chip_count();
   // replicas 0: as many copies of the layout as the rack's ranks hold (the whole rack).
   // Disaggregated: the prefill replicas, then the decode replicas.
-  const std::uint64_t prefill_replicas = dis ? dis->prefill.replicas : 0;
-  const std::uint64_t replicas =
+  const std::uint64_t prefill_replicas = su.prefill_replicas = dis ? dis->prefill.replicas : 0;
+  const std::uint64_t replicas = su.replicas =
       dis ? dis->prefill.replicas + dis->decode.replicas
       : spec.replicas > 0 ? spec.replicas
                           : chips * std::size_t(per_chip) / std::uint64_t(it.layout.ranks());
-  const auto ranks = std::uint64_t(it.layout.ranks()) * replicas;
+  const auto ranks = su.ranks = std::uint64_t(it.layout.ranks()) * replicas;
   if (dis && ranks > chips * std::size_t(per_chip)) {
     throw ConfigError(config::located(
         prov, "/disaggregated",
@@ -340,7 +345,8 @@ ServeResult serve(const ServeOptions& o) {
   const auto dp = std::uint64_t(it.layout.dp);
   co.max_tokens = spec.scheduler.token_budget;
   co.max_sequences = (spec.scheduler.max_batch + dp - 1) / dp;
-  const infer::KvCapacity cap = infer::kv_capacity(it.model, it.layout, it.dtypes, co);
+  su.cap = infer::kv_capacity(it.model, it.layout, it.dtypes, co);
+  const infer::KvCapacity& cap = su.cap;
   try {
     infer::check_fits(it.model, it.layout, cap, plan.chip.params.name);
   } catch (const InputError& e) {
@@ -348,12 +354,28 @@ ServeResult serve(const ServeOptions& o) {
   }
   // A replica's data-parallel groups each hold their own sequences; their blocks are pooled
   // (a sequence is placed wherever blocks are free).
-  EngineOptions eo;
+  EngineOptions& eo = su.eo;
   eo.scheduler = spec.scheduler;
   eo.replicas = int(replicas);
   eo.kv_blocks = cap.blocks_per_chip * dp;
   eo.prefill_replicas = int(prefill_replicas);
   eo.decode_kv_blocks = eo.kv_blocks;  // one layout
+  return su;
+}
+
+ServeResult serve(const ServeOptions& o) {
+  const auto wall0 = std::chrono::steady_clock::now();
+  const ServeSetup su = read_setup(o);
+  const ServeSpec& spec = su.spec;
+  const config::LoadedConfig& cfg = su.cfg;
+  const infer::IterationSpec& it = su.it;
+  const int per_chip = su.per_chip;
+  const std::uint64_t replicas = su.replicas, ranks = su.ranks, prefill_replicas = su.prefill_replicas;
+  const resolve::RackPlan& plan = *su.plan;
+  const std::size_t chips = su.chips;
+  const auto& dis = spec.disaggregated;
+  const infer::KvCapacity& cap = su.cap;
+  const EngineOptions& eo = su.eo;
   const std::uint64_t count = spec.run.requests + spec.run.warmup_requests;
   const Workload w = o.solve_users_target > 0 ? Workload{}
                                               : make_workload(spec.arrivals, count, o.spec_path);
@@ -415,7 +437,7 @@ ServeResult serve(const ServeOptions& o) {
                      {"command_line", o.command_line},
                      {"spec", o.spec_path},
                      {"spec_sets", o.spec_sets},
-                     {"rack", rack.path},
+                     {"rack", su.rack_path},
                      {"rack_sets", o.rack_sets},
                      {"request_file", spec.arrivals.path},
                      {"fidelity", cfg.config.sim.fidelity
