@@ -395,7 +395,8 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
   // inside a cell of the context grid (context_grid) is timed on the line between its ends.
   IterationArgs last = a;
   last.context = a.context + a.decode_steps - 1;
-  const std::uint64_t tile = prepare(config.load(), last).key_tile;  // the last step's KV must fit too
+  // The last step's KV must fit too.
+  const std::uint64_t tile = prepare(config.load(), last).key_tile;
   std::map<std::string, Json> simulated;
   std::map<std::pair<std::uint64_t, std::uint64_t>, double> by_shape;  // (batch, context) known
   Json first;
