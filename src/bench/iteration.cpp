@@ -55,6 +55,10 @@ struct Prepared {
   double hbm_per_rank = 0;
   int ranks_per_chip = 1;
   std::string chip, rack;
+  // Keys per tile of the attention GEMMs: the Tensor engine's rows, the keys one matmul of the
+  // value GEMM contracts (/chip/core/tensor/rows). The coarser steps, the score GEMM's tiles of
+  // moving_free_max keys and its streamed blocks of them, are multiples of it on the presets.
+  std::uint64_t key_tile = 128;
 };
 
 Prepared prepare(const config::LoadedConfig& cfg, const IterationArgs& a) {
@@ -91,6 +95,7 @@ Prepared prepare(const config::LoadedConfig& cfg, const IterationArgs& a) {
   const auto& hbm = plan.chip.params.hbm;
   p.ranks_per_chip = std::max(1, plan.placement.per_chip);
   p.chip = plan.chip.params.name;
+  p.key_tile = std::max<std::uint64_t>(1, std::uint64_t(plan.chip.params.core.tensor.rows));
   p.rack = cfg.config.rack->name;
   p.hbm_per_rank = double(hbm.stacks) * hbm.capacity_per_stack.si / p.ranks_per_chip;
   const std::size_t chips = plan.topology.chip_count();
@@ -315,18 +320,30 @@ Json measure(const ConfigSource& config, const Prepared& p, const IterationArgs&
   });
 }
 
-// The context lengths of the interpolation grid around `c`: 128 x {1, 1.25, 1.5, 1.75} x 2^k
-// (the op tier's grid of sizes, docs/models/fidelity.md); {c, c} below 128 or on a point.
-std::pair<std::uint64_t, std::uint64_t> context_grid(std::uint64_t c) {
-  if (c <= 128) return {c, c};
-  std::uint64_t lo = 128;
-  for (std::uint64_t p = 128;; p *= 2) {
-    for (std::uint64_t q : {p, p / 4 * 5, p / 4 * 6, p / 4 * 7}) {
-      if (q == c) return {c, c};
-      if (q > c) return {lo, q};
-      lo = q;
-    }
-  }
+// The size after `s` on the op tier's grid of sizes (docs/models/fidelity.md): 1 to 4, then
+// 4 x {1, 1.25, 1.5, 1.75} x 2^k (5, 6, 7, 8, 10, 12, 14, 16, 20, ...).
+std::uint64_t next_grid_size(std::uint64_t s) {
+  if (s < 4) return s + 1;
+  std::uint64_t p = 4;
+  while (p * 2 <= s) p *= 2;
+  return s + p / 4;
+}
+
+// The context lengths of the interpolation cell around `c`, in whole tiles of `tile` keys: the
+// attention GEMMs run keys in tiles (and stream them in blocks of tiles), so the time steps up
+// between the last context of a tile count and the first of the next one. A cell covers the tile
+// counts (a, b] of two neighbouring sizes of the op tier's grid and ends on both sides of such a
+// step: it runs from the first context of tile a + 1 (a x tile + 1) to the last of tile b
+// (b x tile), and no step at a grid point falls inside it. {c, c} up to one tile or at a cell's
+// end.
+std::pair<std::uint64_t, std::uint64_t> context_grid(std::uint64_t c, std::uint64_t tile) {
+  if (c <= tile) return {c, c};
+  const std::uint64_t tiles = (c + tile - 1) / tile;
+  std::uint64_t a = 1;
+  while (next_grid_size(a) < tiles) a = next_grid_size(a);
+  const std::uint64_t lo = a * tile + 1, hi = next_grid_size(a) * tile;
+  if (c == lo || c == hi) return {c, c};
+  return {lo, hi};
 }
 
 // The batch sizes of the interpolation grid around `b`: 1 to 4, then 4 x {1, 1.25, 1.5, 1.75}
@@ -375,10 +392,11 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
   // A decode run: `decode_steps` iterations of the batch, the context growing by one token each.
   // Each distinct shape is simulated once (its own child) and reused for the steps that run at
   // it; with sequence buckets most steps share their bucket's shape. With --interpolate a step
-  // between two context lengths of the grid is timed on the line between them.
+  // inside a cell of the context grid (context_grid) is timed on the line between its ends.
   IterationArgs last = a;
   last.context = a.context + a.decode_steps - 1;
-  prepare(config.load(), last);  // the last step's KV must fit too
+  // The last step's KV must fit too.
+  const std::uint64_t tile = prepare(config.load(), last).key_tile;
   std::map<std::string, Json> simulated;
   std::map<std::pair<std::uint64_t, std::uint64_t>, double> by_shape;  // (batch, context) known
   Json first;
@@ -404,7 +422,7 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
   const std::uint64_t blo = bgrid.first, bhi = bgrid.second;
   auto timed = [&](std::uint64_t context) {
     const std::pair<std::uint64_t, std::uint64_t> cgrid =
-        a.interpolate ? context_grid(context) : std::pair{context, context};
+        a.interpolate ? context_grid(context, tile) : std::pair{context, context};
     const std::uint64_t lo = cgrid.first, hi = cgrid.second;
     auto at_batch = [&](std::uint64_t b) {
       if (lo == hi) return time_at(b, context);
@@ -434,7 +452,7 @@ Json iteration(const ConfigSource& config, const IterationArgs& a) {
     double worst = 0;
     for (std::uint64_t k = 0; k < a.held_back; ++k) {
       std::uint64_t c = a.context + (a.decode_steps - 1) * (2 * k + 1) / (2 * a.held_back);
-      const auto [lo, hi] = context_grid(c);
+      const auto [lo, hi] = context_grid(c, tile);
       if (lo == hi && blo == bhi) continue;  // on the grid: nothing interpolated
       const double interp = timed(c);
       IterationArgs step = a;

@@ -384,17 +384,21 @@ TEST(InferIterationCli, MoeLayersFastForwardAndAgreeWithTheFullSimulation) {
               0.01 * off["time_ns"].get<double>());
 }
 
-// Interpolation: 257 steps from context 1024 to 1280 (two points of the grid 128 x {1, 1.25,
-// 1.5, 1.75} x 2^k) simulate those two shapes only, and the steps between lie on the line:
-// total = 257 x (t(1024) + t(1280)) / 2.
+// Interpolation: the context grid is in tiles of 128 keys (the Tensor engine's rows) on the op
+// tier's sizes (..., 7, 8, 10, ... tiles), a cell running from the first context of its first
+// tile to the last of its last one. 257 steps from context 1024 end the cell of tiles (7, 8]
+// (1024 = 8 x 128, simulated) and run the cell (8, 10], contexts 1025 to 1280, whose ends are
+// simulated and whose steps lie on the line between them: three shapes, and
+// total = t(1024) + 256 x (t(1025) + t(1280)) / 2.
 TEST(InferIterationCli, InterpolatedDecodeRunLiesOnTheLineBetweenGridPoints) {
   const std::string base = "--config configs/racks/trn2-ultraserver.json --model llama-3.1-8b "
                            "--batch 2 ";
   const auto d = bench(base + "--context 1024 --decode-steps 257 --interpolate")["decode_run"];
-  EXPECT_EQ(d["shapes_simulated"], 2);
+  EXPECT_EQ(d["shapes_simulated"], 3);
   const double t0 = bench(base + "--context 1024")["time_ns"].get<double>();
-  const double t1 = bench(base + "--context 1280")["time_ns"].get<double>();
-  EXPECT_NEAR(d["total_time_ns"].get<double>(), 257 * (t0 + t1) / 2, 1e-6 * 257 * t1);
+  const double t1 = bench(base + "--context 1025")["time_ns"].get<double>();
+  const double t2 = bench(base + "--context 1280")["time_ns"].get<double>();
+  EXPECT_NEAR(d["total_time_ns"].get<double>(), t0 + 256 * (t1 + t2) / 2, 1e-6 * 257 * t2);
   EXPECT_EQ(test::run_trnsim("bench iteration --model llama-3.1-8b --decode-steps 4 --interpolate "
                              "--seq-buckets 1024,2048").code,
             2);
