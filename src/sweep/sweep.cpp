@@ -434,54 +434,25 @@ ServeArgs serve_args(const std::string& rack, const std::vector<std::string>& se
   return a;
 }
 
-void validate_serve(const Sweep& s, const std::vector<Point>& points, const ServeCheck& check) {
-  const auto check_sets = [&](const std::vector<std::string>& sets) { check(s.serving, serve_args(s.config, sets)); };
-  try {
-    check_sets(s.sets);
-  } catch (const InputError& e) {
-    throw SweepError(fmt::format("{}: the base (\"serving\", \"config\" and \"set\") does not load: {}",
-                                 s.file, e.what()));
-  }
-  for (const auto& a : s.axes) {
-    for (std::size_t i = 0; i < a.values.size(); ++i) {
-      std::vector<std::string> sets = s.sets;
-      sets.push_back(a.path + "=" + value_text(a.values[i]));
-      try {
-        check_sets(sets);
-      } catch (const InputError& e) {
-        throw SweepError(fmt::format("{}:{}: axis \"{}\" (path {}), value {}: {}", s.file, a.pointer,
-                                     a.name, a.path, value_text(a.values[i]), e.what()));
-      }
-    }
-  }
-  for (const auto& p : points) {
-    try {
-      check_sets(point_sets(s, p));
-    } catch (const InputError& e) {
-      throw SweepError(fmt::format("{}: point {} is not a valid serving run (exclude it with a \"filter\"): {}",
-                                   s.file, p.id, e.what()));
-    }
-  }
-}
+namespace {
 
-void validate(const Sweep& s, const std::vector<Point>& points, const ConfigCheck& check) {
-  // Each config as `trnsim config` checks it: what that accepts, each point's `trnsim run` does.
-  auto check_loads = [&](const Sweep& sw, const std::vector<std::string>& sets) {
-    check(config::load_config(sw.config, sets));
-  };
+// The base, then each axis value alone (so that a bad path is named as such, not as some point),
+// then every point: `check` throws InputError for a set of `--set`s that does not load. `base`
+// names what the base is, `what` what a point must be ("a valid config").
+void validate_sets(const Sweep& s, const std::vector<Point>& points,
+                   const std::function<void(const std::vector<std::string>&)>& check,
+                   const char* base, const char* what) {
   try {
-    check_loads(s, s.sets);
+    check(s.sets);
   } catch (const InputError& e) {
-    throw SweepError(fmt::format("{}: the base config (\"config\" and \"set\") does not load: {}",
-                                 s.file, e.what()));
+    throw SweepError(fmt::format("{}: the {} does not load: {}", s.file, base, e.what()));
   }
-  // Each axis alone first, so that a bad path is named as such, not as some point.
   for (const auto& a : s.axes) {
     for (std::size_t i = 0; i < a.values.size(); ++i) {
       std::vector<std::string> sets = s.sets;
       sets.push_back(a.path + "=" + value_text(a.values[i]));
       try {
-        check_loads(s, sets);
+        check(sets);
       } catch (const InputError& e) {
         throw SweepError(fmt::format("{}:{}: axis \"{}\" (path {}), value {}: {}", s.file,
                                      a.pointer, a.name, a.path, value_text(a.values[i]), e.what()));
@@ -490,17 +461,31 @@ void validate(const Sweep& s, const std::vector<Point>& points, const ConfigChec
   }
   for (const auto& p : points) {
     try {
-      check_loads(s, point_sets(s, p));
+      check(point_sets(s, p));
     } catch (const InputError& e) {
       std::vector<std::string> vs;
       for (std::size_t k = 0; k < s.axes.size(); ++k) {
         vs.push_back(s.axes[k].name + "=" + value_text(p.values[k]));
       }
-      throw SweepError(fmt::format("{}: point {} ({}) is not a valid config (exclude it with a "
-                                   "\"filter\"): {}",
-                                   s.file, p.id, fmt::join(vs, ", "), e.what()));
+      throw SweepError(fmt::format("{}: point {} ({}) is not {} (exclude it with a \"filter\"): {}",
+                                   s.file, p.id, fmt::join(vs, ", "), what, e.what()));
     }
   }
+}
+
+}  // namespace
+
+void validate_serve(const Sweep& s, const std::vector<Point>& points, const ServeCheck& check) {
+  validate_sets(
+      s, points, [&](const std::vector<std::string>& sets) { check(s.serving, serve_args(s.config, sets)); },
+      "base (\"serving\", \"config\" and \"set\")", "a valid serving run");
+}
+
+void validate(const Sweep& s, const std::vector<Point>& points, const ConfigCheck& check) {
+  // Each config as `trnsim config` checks it: what that accepts, each point's `trnsim run` does.
+  validate_sets(
+      s, points, [&](const std::vector<std::string>& sets) { check(config::load_config(s.config, sets)); },
+      "base config (\"config\" and \"set\")", "a valid config");
 }
 
 Shard parse_shard(const std::string& text) {
