@@ -97,7 +97,8 @@ namespace {
 void add_stats(std::vector<BlockStats>& out, const Block& b, std::string name, Duration elapsed) {
   if (b.stats().all().empty()) return;
   const auto& all = b.stats().all();
-  out.push_back({std::move(name), std::vector<Stat>(all.begin(), all.end()), b.utilisation(elapsed)});
+  out.push_back(
+      {std::move(name), std::vector<Stat>(all.begin(), all.end()), b.utilisation(elapsed)});
 }
 
 void sort_by_name(std::vector<BlockStats>& out) {
