@@ -136,6 +136,10 @@ std::vector<model::NamedBlock> Rack::all_blocks() const {
   for (const sc_core::sc_object* o : get_child_objects()) {
     if (std::find(kids.begin(), kids.end(), o) == kids.end()) kids.push_back(o);
   }
+  const auto& tops = sc_core::sc_get_top_level_objects();
+  if (std::find(tops.begin(), tops.end(), this) == tops.end()) {
+    throw InternalError("Rack::all_blocks: the rack is not a top-level module");
+  }
   std::vector<model::NamedBlock> out;
   const auto add_under = [&out](const sc_core::sc_object* root, const std::string& from,
                                 const std::string& to) {
@@ -145,7 +149,7 @@ std::vector<model::NamedBlock> Rack::all_blocks() const {
       out.push_back({b, std::move(n)});
     }
   };
-  for (const sc_core::sc_object* top : sc_core::sc_get_top_level_objects()) {
+  for (const sc_core::sc_object* top : tops) {
     if (top != this) {
       add_under(top, "", "");
       continue;
