@@ -92,28 +92,55 @@ const Stat* find_stat(const BlockStats& b, const StatKey& key) {
   return find_in(b.stats, key, b.name);
 }
 
+namespace {
+
+void add_stats(std::vector<BlockStats>& out, const Block& b, std::string name, Duration elapsed) {
+  if (b.stats().all().empty()) return;
+  const auto& all = b.stats().all();
+  out.push_back(
+      {std::move(name), std::vector<Stat>(all.begin(), all.end()), b.utilisation(elapsed)});
+}
+
+void sort_by_name(std::vector<BlockStats>& out) {
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& c) { return a.name < c.name; });
+}
+
+void add_energy(EnergyReport& r, const PowerModel& power, const Block& b, Duration elapsed) {
+  for (const auto& [action, m] : b.meters()) {
+    const Energy e = power.dynamic(b, action, m);
+    r.by_category_joules[std::string(action_name(action))] += e.si;
+    r.dynamic = r.dynamic + e;
+  }
+  r.static_ = r.static_ + power.static_energy(b, elapsed);
+}
+
+}  // namespace
+
 std::vector<BlockStats> collect_stats(Duration elapsed, const sc_core::sc_object* root) {
   std::vector<BlockStats> out;
-  walk(root, [&](const Block& b) {
-    if (b.stats().all().empty()) return;
-    const auto& all = b.stats().all();
-    out.push_back({b.name(), std::vector<Stat>(all.begin(), all.end()), b.utilisation(elapsed)});
-  });
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& c) { return a.name < c.name; });
+  walk(root, [&](const Block& b) { add_stats(out, b, b.name(), elapsed); });
+  sort_by_name(out);
+  return out;
+}
+
+std::vector<BlockStats> collect_stats(Duration elapsed, const std::vector<NamedBlock>& blocks) {
+  std::vector<BlockStats> out;
+  for (const auto& nb : blocks) add_stats(out, *nb.block, nb.name, elapsed);
+  sort_by_name(out);
   return out;
 }
 
 EnergyReport collect_energy(const PowerModel& power, Duration elapsed,
                             const sc_core::sc_object* root) {
   EnergyReport r;
-  walk(root, [&](const Block& b) {
-    for (const auto& [action, m] : b.meters()) {
-      const Energy e = power.dynamic(b, action, m);
-      r.by_category_joules[std::string(action_name(action))] += e.si;
-      r.dynamic = r.dynamic + e;
-    }
-    r.static_ = r.static_ + power.static_energy(b, elapsed);
-  });
+  walk(root, [&](const Block& b) { add_energy(r, power, b, elapsed); });
+  return r;
+}
+
+EnergyReport collect_energy(const PowerModel& power, Duration elapsed,
+                            const std::vector<NamedBlock>& blocks) {
+  EnergyReport r;
+  for (const auto& nb : blocks) add_energy(r, power, *nb.block, elapsed);
   return r;
 }
 

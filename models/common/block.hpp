@@ -146,6 +146,17 @@ std::map<Action, ActionMeter> collect_actions(const sc_core::sc_object* root);
 // collect_stats() and collect_energy() visit them: for figures read many times during a run,
 // where walking the object tree (a dynamic_cast per object) cost a tenth of a rack run.
 std::vector<const Block*> blocks_under(const sc_core::sc_object* root);
+// A block as a report names it: its own name, or that of a block it stands in for (a chip the
+// rack did not build is reported as a copy of one idle chip it did, src/run/rack.hpp).
+struct NamedBlock {
+  const Block* block = nullptr;
+  std::string name;
+};
+// collect_stats() and collect_energy() over `blocks` in the given order (under the given names),
+// with the same arithmetic, so that a list in walk order gives the same figures to the bit.
+std::vector<BlockStats> collect_stats(Duration elapsed, const std::vector<NamedBlock>& blocks);
+EnergyReport collect_energy(const PowerModel& power, Duration elapsed,
+                            const std::vector<NamedBlock>& blocks);
 // The dynamic energy of `blocks` so far, summed in the order collect_energy() sums it (so the
 // two agree to the bit).
 Energy dynamic_energy(const PowerModel& power, const std::vector<const Block*>& blocks);

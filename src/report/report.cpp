@@ -1082,7 +1082,8 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
               {"simulation_wall_time_s", d.simulation_seconds},
               {"process_activations", d.activations},
               {"process_activations_by_kind", by_kind},
-              {"delta_cycles", d.delta_cycles}};
+              {"delta_cycles", d.delta_cycles},
+              {"chip_models_elaborated", d.chip_models_built}};
   if (!d.calibration_from.empty()) {
     out.host["calibration"] = {{"from", d.calibration_from},
                                {"wall_time_s", d.calibration_seconds},

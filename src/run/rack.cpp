@@ -14,7 +14,8 @@ namespace trnsim::run {
 
 Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
            const config::ReplayParams& replay, const registry::Registry& registry,
-           const config::Provenance* prov, std::shared_ptr<const model::OpTable> calibration)
+           const config::Provenance* prov, std::shared_ptr<const model::OpTable> calibration,
+           const std::vector<int>& hosted)
     : sc_core::sc_module(name), chip_params_(plan.chip.params) {
   // An unfolded cluster has every UltraServer, each with its own fabric on the same topology.
   per_us_ = plan.topology.chip_count();
@@ -23,16 +24,34 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
   // The threads that run core programs, shared by all the chips (/sim/core_workers, chip.cpp).
   auto workers = std::make_shared<model::CoreWorkerBudget>();
   workers->limit = plan.chip.core_workers;
-  for (std::size_t c = 0; c < per_us_ * copies; ++c) {
-    chips_.push_back(
-        registry::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip, prov, nullptr,
-                            calibration, workers));
+  const std::size_t total = per_us_ * copies;
+  std::vector<bool> hosts(total, hosted.empty());
+  for (int c : hosted) hosts.at(std::size_t(c)) = true;
+  std::uint64_t idle_unbuilt = 0, stand_in_cores = 0;
+  for (std::size_t c = 0; c < total; ++c) {
+    const bool stand_in = !hosts[c] && stand_in_ < 0;
+    if (hosts[c] || stand_in) {
+      const std::uint64_t cores_before = workers->cores;
+      chips_.push_back(registry::make_chip(registry, fmt::format("chip{}", c).c_str(), plan.chip,
+                                           prov, nullptr, calibration, workers));
+      ++chips_built_;
+      memories.push_back(&chips_.back()->memory());
+      if (stand_in) {
+        stand_in_ = int(c);
+        stand_in_cores = workers->cores - cores_before;
+      }
+    } else {
+      chips_.push_back(nullptr);  // the fabric never reads or writes its memory
+      memories.push_back(nullptr);
+      ++idle_unbuilt;
+    }
     if (replay.chip_op_slots > 0) {  // 0: no limit, no slots
       slots_.push_back(std::make_unique<Slots>());
       slots_.back()->free = replay.chip_op_slots;
     }
-    memories.push_back(&chips_.back()->memory());
   }
+  // The chips not built still share the core workers' budget as if they were.
+  workers->cores += idle_unbuilt * stand_in_cores;
   for (std::size_t u = 0; u < copies; ++u) {
     const std::vector<model::MemoryPort*> mine(memories.begin() + std::ptrdiff_t(u * per_us_),
                                                memories.begin() + std::ptrdiff_t((u + 1) * per_us_));
@@ -98,6 +117,51 @@ Rack::Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
 }
 
 Rack::~Rack() = default;
+
+model::ChipModel& Rack::chip(int i) {
+  auto& c = chips_.at(std::size_t(i));
+  if (!c) throw InternalError(fmt::format("rack: chip {} hosts no rank and was not built", i));
+  return *c;
+}
+
+const model::ChipModel& Rack::chip_or_stand_in(int i) const {
+  const auto& c = chips_.at(std::size_t(i));
+  return c ? *c : *chips_.at(std::size_t(stand_in_));
+}
+
+std::vector<model::NamedBlock> Rack::all_blocks() const {
+  // The chips are the rack's first children (built first); the rest follow them.
+  std::vector<const sc_core::sc_object*> kids;
+  for (std::size_t c = 0; c < chips_.size(); ++c) kids.push_back(&chip_or_stand_in(int(c)));
+  for (const sc_core::sc_object* o : get_child_objects()) {
+    if (std::find(kids.begin(), kids.end(), o) == kids.end()) kids.push_back(o);
+  }
+  const auto& tops = sc_core::sc_get_top_level_objects();
+  if (std::find(tops.begin(), tops.end(), this) == tops.end()) {
+    throw InternalError("Rack::all_blocks: the rack is not a top-level module");
+  }
+  std::vector<model::NamedBlock> out;
+  const auto add_under = [&out](const sc_core::sc_object* root, const std::string& from,
+                                const std::string& to) {
+    for (const model::Block* b : model::blocks_under(root)) {
+      std::string n = b->name();
+      if (from != to) n = to + n.substr(from.size());
+      out.push_back({b, std::move(n)});
+    }
+  };
+  for (const sc_core::sc_object* top : tops) {
+    if (top != this) {
+      add_under(top, "", "");
+      continue;
+    }
+    for (std::size_t k = 0; k < kids.size(); ++k) {
+      const std::string from = kids[k]->name();
+      add_under(kids[k], from,
+                k < chips_.size() ? fmt::format("{}.chip{}", name(), k) : from);
+    }
+  }
+  return out;
+}
 
 replay::GroupLayout Rack::layout(const std::vector<int>& chips) const {
   replay::GroupLayout g = shape_;

@@ -26,10 +26,15 @@ class Rack : public sc_core::sc_module, public replay::Machine {
  public:
   // Chips and network of `plan`, built through `registry`; `plan` must outlive the rack.
   // `calibration`: the profiles of the op-level compute model, when the plan names it.
+  // `hosted`: the chips that host a rank (sorted, unique; empty: all). Only they are built as
+  // chip models, and one idle chip besides (the first), which stands for every other idle chip
+  // in the report: idle chips are alike, nothing runs on or reaches their memory, and the
+  // fabric's ports and routers of every chip are built all the same (the network's own).
   Rack(const sc_core::sc_module_name& name, const resolve::RackPlan& plan,
        const config::ReplayParams& replay, const registry::Registry& registry,
        const config::Provenance* prov = nullptr,
-       std::shared_ptr<const model::OpTable> calibration = nullptr);
+       std::shared_ptr<const model::OpTable> calibration = nullptr,
+       const std::vector<int>& hosted = {});
   ~Rack() override;
 
   int chip_count() const override { return int(chips_.size()); }
@@ -54,7 +59,16 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   void start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces, std::uint64_t flow,
                     std::function<void()> done) override;
 
-  model::ChipModel& chip(int i) { return *chips_.at(std::size_t(i)); }
+  // Chip `i`; InternalError for a chip that was not built (see built()).
+  model::ChipModel& chip(int i);
+  bool built(int i) const { return chips_.at(std::size_t(i)) != nullptr; }
+  // Chip `i`, or the idle chip that stands for it when it was not built.
+  const model::ChipModel& chip_or_stand_in(int i) const;
+  // How many chip models were elaborated (of chip_count()).
+  int chips_built() const { return chips_built_; }
+  // Every block of the simulation in the order model::collect_stats()/collect_energy() visit
+  // them had every chip been built: each chip not built is its stand-in's blocks, renamed.
+  std::vector<model::NamedBlock> all_blocks() const;
   // The first UltraServer's fabric; networks(): every UltraServer's, then the scale-out network.
   model::Network& network() { return *network_; }
   std::vector<model::Network*> networks() const;
@@ -103,7 +117,9 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   };
 
   config::ChipParams chip_params_;
-  std::vector<std::unique_ptr<model::ChipModel>> chips_;
+  std::vector<std::unique_ptr<model::ChipModel>> chips_;  // null: not built
+  int stand_in_ = -1;  // the idle chip built for the others, -1 when none is idle
+  int chips_built_ = 0;
   std::vector<std::unique_ptr<Slots>> slots_;
   std::vector<std::unique_ptr<model::Network>> networks_;  // one per simulated UltraServer
   model::Network* network_ = nullptr;

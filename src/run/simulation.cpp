@@ -174,8 +174,11 @@ void Simulation::elaborate() {
   State& s = *s_;
   s.enter(Phase::calibrated, Phase::elaborated);
   s.sim = std::make_unique<model::Simulation>();
+  // Only the chips that host a rank are built (and one idle chip standing for the others).
   s.rack = std::make_unique<Rack>("rack", *s.plan, s.loaded.config.replay, s.registry,
-                                  &s.loaded.provenance, s.calibration);
+                                  &s.loaded.provenance, s.calibration, s.driver.used_chips());
+  logger("run")->debug("{} of {} chip models elaborated", s.rack->chips_built(),
+                       s.rack->chip_count());
   s.nets = s.rack->networks();
   s.driver.elaborate(s.setup(), *s.rack);
 }
@@ -267,7 +270,9 @@ RunData Simulation::collect() {
   d.fidelity = std::string(config::enum_name(plan.fidelity));
   d.end = end;
   for (model::Network* net : s.nets) net->finish(d.end);
-  for (int c = 0; c < rack.chip_count(); ++c) rack.chip(c).account_until(d.end);
+  for (int c = 0; c < rack.chip_count(); ++c) {
+    if (rack.built(c)) rack.chip(c).account_until(d.end);
+  }
   d.wall_seconds = std::chrono::duration<double>(Clock::now() - s.t0).count();
   d.simulation_seconds = std::chrono::duration<double>(s.t2 - s.t1).count();
   d.delta_cycles = sc_core::sc_delta_count();
@@ -281,8 +286,11 @@ RunData Simulation::collect() {
       s.calibration && s.models.compute->capabilities.times_op_heads ? plan.chip.op_head : 1.0;
   d.fast_forward_charges_links = rack.network().charges_accounted();
   d.network_has_packets = bool(s.models.network->packet_probe);
-  d.stats = model::collect_stats(Duration(d.end.to_seconds()));
-  d.energy = model::collect_energy(*s.power, Duration(d.end.to_seconds()));
+  // As if every chip were built: an idle chip not built counts as the idle one that was.
+  const std::vector<model::NamedBlock> blocks = rack.all_blocks();
+  d.stats = model::collect_stats(Duration(d.end.to_seconds()), blocks);
+  d.energy = model::collect_energy(*s.power, Duration(d.end.to_seconds()), blocks);
+  d.chip_models_built = std::size_t(rack.chips_built());
   for (const model::Network* net : s.nets) add_totals(d.network, net->totals());
   d.transfer_latencies = rack.transfer_latencies();
   d.packet_latencies = rack.packet_latencies();
@@ -320,7 +328,7 @@ RunData Simulation::collect() {
   if (plan.scale_out_topology) d.fabric_max_dynamic_w += max_dynamic_power(*plan.scale_out_topology);
   d.peak_helper_processes = rack.peak_helper_processes();
   for (int c = 0; c < rack.chip_count(); ++c) {
-    if (const auto* tile = dynamic_cast<const model::Chip*>(&rack.chip(c))) {
+    if (const auto* tile = dynamic_cast<const model::Chip*>(&rack.chip_or_stand_in(c))) {
       d.core_workers += tile->workers();
       d.most_core_workers = std::max(d.most_core_workers, tile->most_workers_on_a_core());
       d.programs_waited_for_workers += tile->programs_waited();
@@ -337,7 +345,7 @@ RunData Simulation::collect() {
   d.first_tier_chips = plan.topology.first_tier_chips();
   for (int c = 0; c < rack.chip_count(); ++c) {
     d.chip_energy.push_back(
-        model::collect_energy(*s.power, Duration(d.end.to_seconds()), &rack.chip(c)));
+        model::collect_energy(*s.power, Duration(d.end.to_seconds()), &rack.chip_or_stand_in(c)));
   }
   for (const model::Network* net : s.nets) {
     const auto e = model::collect_energy(*s.power, Duration(d.end.to_seconds()), as_object(net));

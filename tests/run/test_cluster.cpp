@@ -384,4 +384,55 @@ TEST(ClusterRun, AReplicaSpanningTwoUltraServersSendsItsAllToAllOverEfa) {
   fs::remove_all(dir);
 }
 
+// Build only what runs: two ranks on a rack elaborate their two chips as models and one idle chip
+// besides (the first, chip 1), which stands for every other idle chip in stats.json and the
+// energy (idle chips are alike). On the Trn2 torus the ranks (chips 0 and 2) sit two hops apart,
+// so the route crosses an idle chip (its router and links are the fabric's, built all the same).
+TEST(RackRun, TwoRanksBuildTwoChipModelsAndOneIdleStandIn) {
+  const fs::path dir = trnsim::test::fresh_dir("cluster", "built");
+  const std::string trace = two_rank_trace(dir);
+  std::ofstream(dir / "place.json") << R"({"chips": [0, 2]})";
+  const std::string place =
+      " --set replay.placement=file --set replay.placement_file=" + (dir / "place.json").string();
+  struct Case {
+    std::string config;
+    int chips;
+  };
+  for (const Case& c : {Case{"configs/racks/trn3-gen2-ultraserver.json", 144},
+                        Case{"configs/racks/trn2-ultraserver.json", 64}}) {
+    const fs::path out = dir / "out";
+    const auto r = trnsim::test::run_trnsim("run --config " + c.config + " --trace " + trace +
+                                            " --out " + out.string() + place);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const auto host = nlohmann::json::parse(trnsim::test::read_text(out / "host.json"));
+    EXPECT_EQ(host["chip_models_elaborated"], 3) << c.config;
+    const auto rep = nlohmann::json::parse(trnsim::test::read_text(out / "report.json"));
+    const auto& e = rep["energy"];
+    EXPECT_EQ(e["chips_used"], 2);
+    EXPECT_EQ(e["idle_chips"]["chips"], c.chips - 2);
+    // Every chip draws the same static power for the same time: the idle ones, each counted,
+    // draw (chips - 2) / 2 times what the two used ones do.
+    const double used_static = e["components_j"]["chip_static"].get<double>();
+    ASSERT_GT(used_static, 0);
+    EXPECT_NEAR(e["idle_chips"]["static_j"].get<double>(), used_static * (c.chips - 2) / 2,
+                1e-9 * used_static * c.chips);
+    EXPECT_EQ(e["idle_chips"]["dynamic_j"].get<double>(), 0.0);
+    // The last chip (never built) has the blocks and figures of the idle chip that was.
+    const auto stats = nlohmann::json::parse(trnsim::test::read_text(out / "stats.json"));
+    const std::string last = "rack.chip" + std::to_string(c.chips - 1);
+    const std::string built = "rack.chip1";  // the first idle chip on either rack
+    std::size_t blocks = 0;
+    for (const auto& [name, figures] : stats.items()) {
+      if (name != built && !name.starts_with(built + ".")) continue;
+      ++blocks;
+      const std::string mine = last + name.substr(built.size());
+      ASSERT_TRUE(stats.contains(mine)) << mine;
+      EXPECT_EQ(stats[mine], figures) << mine;
+    }
+    EXPECT_GT(blocks, 0u);
+    fs::remove_all(out);
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace

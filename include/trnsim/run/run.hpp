@@ -66,6 +66,7 @@ struct RunData {
   std::shared_ptr<const void> cluster;
   int cluster_ultraservers = 0, cluster_simulated_ultraservers = 0, cluster_tiers = 0;
   std::size_t chips = 0;                    // of the rack
+  std::size_t chip_models_built = 0;        // of them, elaborated as models (Rack's `hosted`)
   std::string memory_model, network_model, compute_model;  // registry names
   bool compute_calibrated = false;  // the compute model replays profiles calibrated before the run
   std::string fidelity;  // /sim/fidelity as it applied: "fast" | "detailed"
