@@ -182,6 +182,37 @@ class ServeTest(unittest.TestCase):
             self.assertEqual(list(s.requests["output_tokens"]), [4] * 6)
 
 
+    def test_a_serving_sweep_built_here_runs_and_its_points_load(self):
+        serving = trnsim.serving_spec(
+            "py-sweep", rack="trn2-ultraserver", model="llama-3.1-8b", layout="tp=1",
+            arrivals={"kind": "poisson", "rate_per_s": 50, "input_tokens": 128,
+                      "output_tokens": 4, "seed": 3},
+            requests=6, scheduler={"max_batch": 8, "token_budget": 512},
+            timing={"mode": "exact"})
+        with self.assertRaisesRegex(ValueError, "takes no trace"):
+            trnsim.sweep_spec("x", None, [trnsim.axis("arrivals.seed", values=[1])],
+                              serving="s.json", trace="t.json")
+        with self.assertRaisesRegex(ValueError, "needs a config"):
+            trnsim.sweep_spec("x", None, [trnsim.axis("sim.seed", values=[1])])
+        with tempfile.TemporaryDirectory() as d:
+            f = trnsim.write_spec(serving, Path(d) / "serve.json")
+            spec = trnsim.sweep_spec("py-serve-sweep", None,
+                                     [trnsim.axis("arrivals.rate_per_s", values=[25, 50])],
+                                     serving=f)
+            self.assertEqual(spec["command"], "serve")
+            self.assertNotIn("config", spec)
+            out = Path(d) / "out"
+            trnsim.sweep(spec, out=out, jobs=2)
+            points = trnsim.load_sweep_points(out)
+            self.assertEqual(list(points["status"]), ["ok", "ok"])
+            for _, p in points.iterrows():
+                run = next(x for x in (out / "points" / p["point"]).iterdir() if x.is_dir())
+                s = trnsim.load_serving(run)
+                # A sweep's points keep report.json and summary.csv only.
+                self.assertIsNone(s.requests)
+                self.assertEqual(s.report["spec"]["arrivals"]["rate_per_s"], p["rate_per_s"])
+                self.assertEqual(s.summary["requests"][0], 6)
+
 class ClaimsTest(unittest.TestCase):
     def test_claims_results_load_one_row_per_claim(self):
         f = SRC / "tests" / "claims" / "inputs" / "small.json"

@@ -321,16 +321,18 @@ def load_claims(path):
 
 class Serving:
     """The outputs of `trnsim serve --out DIR`: `dir`, `report` (dict), `summary` (one row),
-    `requests` (one row per request)."""
+    `requests` (one row per request; None where requests.csv was not kept, as in a serving
+    sweep's points, which keep report.json and summary.csv)."""
 
     def __init__(self, directory):
         self.dir = Path(directory)
         self.report = load_report(self.dir)
         self.summary = load_summary(self.dir)
-        self.requests = load_requests(self.dir)
+        self.requests = load_requests(self.dir) if (self.dir / "requests.csv").exists() else None
 
     def __repr__(self):
-        return f"Serving({str(self.dir)!r}, {len(self.requests)} requests)"
+        n = "no requests.csv" if self.requests is None else f"{len(self.requests)} requests"
+        return f"Serving({str(self.dir)!r}, {n})"
 
 
 def load_serving(path):
@@ -373,16 +375,26 @@ def axis(path, values=None, range=None, samples=None, name=None, unit=None):
 
 
 def sweep_spec(name, config, axes, trace=None, sets=None, combine=None, filter=None,
-               run_files=None, description=None):
+               run_files=None, description=None, serving=None):
     """A sweep file as a dict (docs/sweeps.md). config and trace are preset or bundled-trace
     names, or files (made absolute, so the spec may be written anywhere); axes a list of
-    axis(...) or dicts; sets a dict or a list of "path=value"."""
+    axis(...) or dicts; sets a dict or a list of "path=value". serving (a serving spec's name
+    or file) makes it a serving sweep ("command": "serve", docs/sweeps.md#serving-sweeps):
+    each point runs `trnsim serve`, config (optional) is its rack, and trace is not taken."""
     if not axes:
         raise ValueError("sweep_spec: at least one axis")
+    if serving is None and config is None:
+        raise ValueError("sweep_spec: a training sweep needs a config")
+    if serving is not None and (trace is not None or run_files is not None):
+        raise ValueError("sweep_spec: a serving sweep takes no trace or run_files")
     s = {"name": name}
     if description is not None:
         s["description"] = description
-    s["config"] = _path_or_name(config)
+    if serving is not None:
+        s["command"] = "serve"
+        s["serving"] = _path_or_name(serving)
+    if config is not None:
+        s["config"] = _path_or_name(config)
     if trace is not None:
         s["trace"] = _path_or_name(trace)
     if sets:
