@@ -393,6 +393,13 @@ ServeSetup read_setup(const ServeOptions& o) {
     // Where the KV transfers run: the rack's fabric (the decode replica's ranks after the
     // prefill replica's), or two UltraServers of a cluster of this rack (the decode replica's
     // ranks the second UltraServer's), one replica of the transfer over both.
+    if (!efa && dis->transfer.nic_bandwidth.si > 0) {
+      throw ConfigError(config::located(
+          prov, "/disaggregated/transfer/nic_bandwidth",
+          "the EFA bandwidth applies to pools on two UltraServers of a cluster: expected "
+          "/disaggregated/transfer/cluster beside it (without one the KV moves over the rack's "
+          "fabric)"));
+    }
     TransferPath path;
     path.ranks_per_chip = per_chip;
     if (!efa) {

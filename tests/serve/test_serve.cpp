@@ -937,6 +937,11 @@ TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
          pools({{"replicas", 64}}, {{"replicas", 65}})(j);
          j["disaggregated"]["transfer"] = {{"cluster", "trn2-ultracluster"}};
        }},
+      {"efa-no-cluster", "/disaggregated/transfer/nic_bandwidth", "expected /disaggregated/transfer/cluster",
+       [&](Json& j) {
+         pools(one, one)(j);
+         j["disaggregated"]["transfer"] = {{"nic_bandwidth", "19.3GB/s"}};
+       }},
       {"efa-bandwidth", "/disaggregated/transfer/nic_bandwidth", "19.3GB",
        [&](Json& j) {
          pools(one, one)(j);
