@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
 #include <queue>
 #include <tuple>
 
 #include "trnsim/error.hpp"
 #include "trnsim/infer/memory.hpp"
+#include "trnsim/serve/transfer.hpp"
 
 namespace trnsim::serve {
 
@@ -40,11 +42,11 @@ struct Replica {
   infer::BlockAllocator kv;
   bool busy = false;
   // Disaggregated. Prefill: prefilled sequences whose blocks are held until their KV has been
-  // moved, and when the replica's last transfer ends (its transfers go one after another).
-  // Decode: prefilled sequences waiting for their blocks here (first come, first served), and
-  // transfers whose blocks are reserved and that have not ended.
+  // moved, and the replica's egress in the transfer network (its transfers share it).
+  // Decode: prefilled sequences waiting for their blocks here (first come, first served),
+  // transfers whose blocks are reserved and that have not ended, and its ingress.
   std::uint64_t held = 0, inflight = 0;
-  double link_free_s = 0;
+  int link = -1;
   std::deque<Seq*> incoming;
   std::size_t record = 0;  // its IterationRecord (>= size: not kept)
   // The iteration in flight.
@@ -56,7 +58,9 @@ struct Replica {
   std::size_t load() const { return waiting.size() + running.size() + incoming.size() + inflight; }
 };
 
-enum class Ev { iteration_end = 0, arrival = 1, transfer_end = 2 };
+// network: the transfer network's next transfer has sent its last byte (key: the network's
+// generation when it was scheduled; a later change of the network makes it stale).
+enum class Ev { iteration_end = 0, arrival = 1, transfer_end = 2, network = 3 };
 
 struct Event {
   double t;
@@ -69,8 +73,10 @@ struct Event {
 
 class Engine {
  public:
-  Engine(const Workload& w, const EngineOptions& o, IterationTimer& timer, std::uint64_t warmup)
-      : w_(w), o_(o), timer_(timer), warmup_(warmup) {
+  Engine(const Workload& w, const EngineOptions& o, IterationTimer& timer, std::uint64_t warmup,
+         IterationTimer* decode_timer)
+      : w_(w), o_(o), timer_(timer), decode_timer_(decode_timer ? *decode_timer : timer),
+        warmup_(warmup) {
     const int p = o.prefill_replicas;
     for (int r = 0; r < o.replicas; ++r) {
       const Role role = p == 0 ? Role::colocated : r < p ? Role::prefill : Role::decode;
@@ -101,6 +107,8 @@ class Engine {
         arrive(e.key);
       } else if (e.kind == Ev::transfer_end) {
         transfer_end(e.key);
+      } else if (e.kind == Ev::network) {
+        if (e.key == net_generation_) network_changed();
       } else {
         end_iteration(int(e.key));
       }
@@ -181,7 +189,11 @@ class Engine {
   }
 
   // Decode replica `index`: the incoming sequences whose blocks are free, in order, start their
-  // KV transfers; each prefill replica's transfers go one after another.
+  // KV transfers at once. A transfer alone takes its cost's time_s: latency (time_s - bytes /
+  // bandwidth; none when the path's bandwidth is not known) and time on the wire. The wire part
+  // goes through the transfer network, where the prefill replica's egress and the decode
+  // replica's ingress each carry one transfer at full rate: transfers in flight that share
+  // either are slowed max-min fairly (two at once from one prefill replica: each at half rate).
   void admit_incoming(int index) {
     Replica& d = replicas_[std::size_t(index)];
     while (!d.incoming.empty()) {
@@ -191,17 +203,41 @@ class Engine {
       ++d.inflight;
       Replica& p = replicas_[std::size_t(s->prefill_replica)];
       const TransferCost c = timer_.kv_transfer(s->computed);
-      const double start = std::max(now_, p.link_free_s), end = start + c.time_s;
-      p.link_free_s = end;
+      double latency = 0;
+      if (c.bandwidth > 0) latency = std::clamp(c.time_s - c.bytes / c.bandwidth, 0.0, c.time_s);
       auto& rec = out_.requests[s->rec];
-      rec.transfer_start_s = start;
-      rec.transfer_end_s = end;
+      rec.transfer_start_s = now_;
+      rec.transfer_alone_s = c.time_s;
       ++out_.transfers;
       out_.transfer_bytes += c.bytes;
-      out_.transfer_s += c.time_s;
       out_.dynamic_j += c.dynamic_j;
-      events_.push({end, Ev::transfer_end, s->rec});
+      latency_[s->rec] = latency;
+      const double wire = c.time_s - latency;
+      if (wire <= 0) {
+        events_.push({now_ + latency, Ev::transfer_end, s->rec});
+        continue;
+      }
+      if (p.link < 0) p.link = net_.add_link(1.0);
+      if (d.link < 0) d.link = net_.add_link(1.0);
+      settle(net_.advance(now_));
+      net_.start(s->rec, wire, {p.link, d.link}, now_);
+      reschedule();
     }
+  }
+
+  // Transfers whose last byte has left: delivered after their latency.
+  void settle(const std::vector<std::uint64_t>& done) {
+    for (std::uint64_t k : done) events_.push({now_ + latency_.at(k), Ev::transfer_end, k});
+  }
+
+  void reschedule() {
+    ++net_generation_;
+    if (net_.active()) events_.push({net_.next_done(), Ev::network, net_generation_});
+  }
+
+  void network_changed() {
+    settle(net_.advance(now_));
+    reschedule();
   }
 
   // A KV transfer has ended: the prefill replica frees the sequence's blocks, the decode
@@ -210,6 +246,10 @@ class Engine {
     Seq* s = seq_of_[index];
     Replica& p = replicas_[std::size_t(s->prefill_replica)];
     Replica& d = replicas_[std::size_t(s->decode_replica)];
+    auto& rec = out_.requests[index];
+    rec.transfer_end_s = now_;
+    out_.transfer_s += now_ - rec.transfer_start_s;
+    latency_.erase(index);
     p.kv.release(s->rec);
     --p.held;
     --d.inflight;
@@ -327,7 +367,7 @@ class Engine {
       pctx += k * s->computed;
     }
     sh.prefill_context = sh.prefill ? (pctx + sh.prefill - 1) / sh.prefill : 0;
-    const IterationCost c = timer_.cost(sh);
+    const IterationCost c = (r.role == Role::decode ? decode_timer_ : timer_).cost(sh);
     r.busy = true;
     ++out_.iterations_total;
     if (r.role == Role::prefill) ++out_.prefill_iterations;
@@ -398,6 +438,7 @@ class Engine {
   const Workload& w_;
   const EngineOptions& o_;
   IterationTimer& timer_;
+  IterationTimer& decode_timer_;
   std::uint64_t warmup_;
   std::vector<Replica> replicas_;
   std::deque<Seq> seqs_;  // stable addresses
@@ -407,6 +448,9 @@ class Engine {
   double now_ = 0;
   std::size_t total_ = 0, issued_ = 0;
   std::uint64_t tokens_ = 0;
+  TransferNet net_;
+  std::uint64_t net_generation_ = 0;
+  std::map<std::uint64_t, double> latency_;  // transfers in flight: their latency
 };
 
 }  // namespace
@@ -416,12 +460,12 @@ TransferCost IterationTimer::kv_transfer(std::uint64_t) {
 }
 
 EngineResult simulate(const Workload& w, const EngineOptions& o, IterationTimer& timer,
-                      std::uint64_t warmup_requests) {
+                      std::uint64_t warmup_requests, IterationTimer* decode_timer) {
   if (o.replicas < 1) throw InputError("replicas: expected at least 1");
   if (o.prefill_replicas < 0 || (o.prefill_replicas > 0 && o.prefill_replicas >= o.replicas)) {
     throw InputError("disaggregated: expected at least one prefill and one decode replica");
   }
-  return Engine(w, o, timer, warmup_requests).run();
+  return Engine(w, o, timer, warmup_requests, decode_timer).run();
 }
 
 }  // namespace trnsim::serve

@@ -22,6 +22,7 @@
 #include "trnsim/serve/arrivals.hpp"
 #include "trnsim/serve/timeline.hpp"
 #include "trnsim/serve/timer.hpp"
+#include "trnsim/serve/transfer.hpp"
 #include "setup.hpp"
 
 namespace trnsim::serve {
@@ -216,12 +217,14 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
           {"kv_occupancy_max", kv_max}};
     }
     j["pools"] = pools;
-    // Each measured request's transfer, and its wait from its first token (for blocks on a
-    // decode replica and for its prefill replica's earlier transfers).
-    std::vector<double> took, wait;
+    // Each measured request's transfer, what it would have taken alone on its path (the rest:
+    // sharing the path with other transfers), and its wait from its first token (for blocks on
+    // a decode replica).
+    std::vector<double> took, wait, alone;
     for (const auto& q : r.requests) {
       if (q.refused || q.warmup || q.transfer_start_s < 0) continue;
       took.push_back(q.transfer_end_s - q.transfer_start_s);
+      alone.push_back(q.transfer_alone_s);
       wait.push_back(q.transfer_start_s - q.first_token_s);
     }
     j["kv_transfer"] = {{"transfers", r.transfers},
@@ -231,6 +234,7 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
                                     "run (warm-up included); transfer_s and wait_s: the measured "
                                     "requests'"},
                         {"transfer_s", stats_json(took)},
+                        {"alone_s", stats_json(alone)},
                         {"wait_s", stats_json(wait)}};
   }
   // Batch, KV occupancy and queue over time: at most 512 points, evenly spaced iterations.
@@ -263,8 +267,7 @@ ServeSetup read_setup(const ServeOptions& o) {
   } catch (const InputError& e) {
     throw ConfigError(config::located(prov, "/model", e.what()));
   }
-  // Disaggregated: the pools' layouts (each the spec's unless given), which must be one layout
-  // (the disaggregated iteration's two pools are; pools of different layouts are not built).
+  // Disaggregated: the pools' layouts, each the spec's unless given.
   const auto& dis = spec.disaggregated;
   std::string& layout_ptr = su.layout_ptr;
   layout_ptr = "/layout";
@@ -293,15 +296,8 @@ ServeSetup read_setup(const ServeOptions& o) {
     const bool pl = !dis->prefill.layout.empty(), dl = !dis->decode.layout.empty();
     layout_ptr = pl ? "/disaggregated/prefill/layout" : "/layout";
     it.layout = layout_of(pl ? dis->prefill.layout : spec.layout, layout_ptr);
-    const std::string decode_ptr = dl ? "/disaggregated/decode/layout" : "/layout";
-    const infer::Layout d = layout_of(dl ? dis->decode.layout : spec.layout, decode_ptr);
-    if (d.text() != it.layout.text()) {
-      throw ConfigError(config::located(
-          prov, dl ? decode_ptr : layout_ptr,
-          fmt::format("expected the two pools to have one layout (pools of different layouts are "
-                      "not built): the prefill pool's is {}, the decode pool's {}",
-                      it.layout.text(), d.text())));
-    }
+    su.decode_layout_ptr = dl ? "/disaggregated/decode/layout" : "/layout";
+    su.decode_it.layout = layout_of(dl ? dis->decode.layout : spec.layout, su.decode_layout_ptr);
   } else {
     it.layout = layout_of(spec.layout, "/layout");
   }
@@ -310,6 +306,11 @@ ServeSetup read_setup(const ServeOptions& o) {
   it.dtypes.kv = dtype_of(spec.kv_dtype, prov, "/kv_dtype", {DType::bf16, DType::fp8});
   it.runtime = {spec.timing.launch.si, spec.timing.sync.si, spec.timing.schedule.si};
   it.seed = spec.timing.seed;
+  if (dis) {
+    const infer::Layout d = su.decode_it.layout;
+    su.decode_it = it;
+    su.decode_it.layout = d;
+  }
   su.plan = *resolve::plan(cfg, resolve::Purpose::run).rack;
   const resolve::RackPlan& plan = *su.plan;
   const auto& hbm = plan.chip.params.hbm;
@@ -322,16 +323,44 @@ ServeSetup read_setup(const ServeOptions& o) {
       dis ? dis->prefill.replicas + dis->decode.replicas
       : spec.replicas > 0 ? spec.replicas
                           : chips * std::size_t(per_chip) / std::uint64_t(it.layout.ranks());
-  const auto ranks = su.ranks = std::uint64_t(it.layout.ranks()) * replicas;
-  if (dis && ranks > chips * std::size_t(per_chip)) {
+  const std::uint64_t rack_ranks = chips * std::size_t(per_chip);
+  if (dis) {
+    su.prefill_ranks = std::uint64_t(it.layout.ranks()) * dis->prefill.replicas;
+    su.decode_ranks = std::uint64_t(su.decode_it.layout.ranks()) * dis->decode.replicas;
+  }
+  const auto ranks = su.ranks = dis ? su.prefill_ranks + su.decode_ranks
+                                    : std::uint64_t(it.layout.ranks()) * replicas;
+  const bool efa = dis && !dis->transfer.cluster.empty();
+  const bool one_layout = dis && su.decode_it.layout.text() == it.layout.text();
+  if (dis && efa) {
+    // Each pool on its own UltraServer.
+    for (int pool = 0; pool < 2; ++pool) {
+      const std::uint64_t n = pool == 0 ? su.prefill_ranks : su.decode_ranks;
+      if (n <= rack_ranks) continue;
+      const auto& pp = pool == 0 ? dis->prefill : dis->decode;
+      throw ConfigError(config::located(
+          prov, pool == 0 ? "/disaggregated/prefill/replicas" : "/disaggregated/decode/replicas",
+          fmt::format("{} {} replicas of {} need {} ranks; the pool has one UltraServer of the "
+                      "cluster, {} chips x {} ranks per chip",
+                      pp.replicas, pool == 0 ? "prefill" : "decode",
+                      (pool == 0 ? it.layout : su.decode_it.layout).text(), n, chips, per_chip)));
+    }
+  } else if (dis && ranks > rack_ranks) {
     throw ConfigError(config::located(
         prov, "/disaggregated",
-        fmt::format("{} prefill and {} decode replicas of {} need {} ranks; {} has {} chips x {} "
-                    "ranks per chip",
-                    dis->prefill.replicas, dis->decode.replicas, it.layout.text(), ranks,
-                    cfg.config.rack->name, chips, per_chip)));
+        one_layout
+            ? fmt::format("{} prefill and {} decode replicas of {} need {} ranks; {} has {} chips "
+                          "x {} ranks per chip",
+                          dis->prefill.replicas, dis->decode.replicas, it.layout.text(), ranks,
+                          cfg.config.rack->name, chips, per_chip)
+            : fmt::format("{} prefill replicas of {} and {} decode replicas of {} need {} ranks; "
+                          "{} has {} chips x {} ranks per chip (or give /disaggregated/transfer/"
+                          "cluster: one UltraServer per pool)",
+                          dis->prefill.replicas, it.layout.text(), dis->decode.replicas,
+                          su.decode_it.layout.text(), ranks, cfg.config.rack->name, chips,
+                          per_chip)));
   }
-  if (replicas == 0 || ranks > chips * std::size_t(per_chip)) {
+  if (!dis && (replicas == 0 || ranks > rack_ranks)) {
     throw ConfigError(config::located(
         prov, "/replicas",
         fmt::format("{} replicas of {} need {} ranks; {} has {} chips x {} ranks per chip",
@@ -352,6 +381,66 @@ ServeSetup read_setup(const ServeOptions& o) {
   } catch (const InputError& e) {
     throw ConfigError(config::located(prov, dis ? layout_ptr : "/model", e.what()));
   }
+  const auto ddp = std::uint64_t(su.decode_it.layout.dp);
+  if (dis) {
+    co.max_sequences = (spec.scheduler.max_batch + ddp - 1) / ddp;
+    su.decode_cap = infer::kv_capacity(it.model, su.decode_it.layout, it.dtypes, co);
+    try {
+      infer::check_fits(it.model, su.decode_it.layout, su.decode_cap, plan.chip.params.name);
+    } catch (const InputError& e) {
+      throw ConfigError(config::located(prov, su.decode_layout_ptr, e.what()));
+    }
+    // Where the KV transfers run: the rack's fabric (the decode replica's ranks after the
+    // prefill replica's), or two UltraServers of a cluster of this rack (the decode replica's
+    // ranks the second UltraServer's), one replica of the transfer over both.
+    if (!efa && dis->transfer.nic_bandwidth.si > 0) {
+      throw ConfigError(config::located(
+          prov, "/disaggregated/transfer/nic_bandwidth",
+          "the EFA bandwidth applies to pools on two UltraServers of a cluster: expected "
+          "/disaggregated/transfer/cluster beside it (without one the KV moves over the rack's "
+          "fabric)"));
+    }
+    TransferPath path;
+    path.ranks_per_chip = per_chip;
+    if (!efa) {
+      path.cfg = cfg;
+      path.decode_first = it.layout.ranks();
+      path.where = fmt::format("the fabric of {}", cfg.config.rack->name);
+    } else {
+      const std::string& c = dis->transfer.cluster;
+      const std::string cpath = c.find('/') != std::string::npos || c.ends_with(".json")
+                                    ? c
+                                    : bench::data_path("configs/clusters/" + c + ".json");
+      try {
+        path.cfg = bench::ConfigSource{cpath, o.rack_sets}.load();
+      } catch (const InputError& e) {
+        throw ConfigError(config::located(prov, "/disaggregated/transfer/cluster", e.what()));
+      }
+      if (!path.cfg.config.cluster || !path.cfg.config.rack) {
+        throw ConfigError(config::located(
+            prov, "/disaggregated/transfer/cluster",
+            fmt::format("expected a cluster preset (configs/clusters/), got {}, which has no "
+                        "/cluster",
+                        cpath)));
+      }
+      if (path.cfg.config.rack->name != cfg.config.rack->name) {
+        throw ConfigError(config::located(
+            prov, "/disaggregated/transfer/cluster",
+            fmt::format("expected a cluster of the spec's rack ({}), got {}, a cluster of {}",
+                        cfg.config.rack->name, cpath, path.cfg.config.rack->name)));
+      }
+      auto& cl = *path.cfg.config.cluster;
+      cl.ultraservers = 2;
+      cl.ultraservers_per_replica = 2;
+      if (dis->transfer.nic_bandwidth.si > 0) cl.scale_out.nic_bandwidth = dis->transfer.nic_bandwidth;
+      path.decode_first = int(rack_ranks);
+      path.nic_bandwidth = cl.scale_out.nic_bandwidth.si;
+      path.where = fmt::format("EFA between two UltraServers of {} ({:.4g} GB/s per chip and "
+                               "direction)",
+                               path.cfg.config.name, path.nic_bandwidth / 1e9);
+    }
+    su.transfer = std::move(path);
+  }
   // A replica's data-parallel groups each hold their own sequences; their blocks are pooled
   // (a sequence is placed wherever blocks are free).
   EngineOptions& eo = su.eo;
@@ -359,7 +448,7 @@ ServeSetup read_setup(const ServeOptions& o) {
   eo.replicas = int(replicas);
   eo.kv_blocks = cap.blocks_per_chip * dp;
   eo.prefill_replicas = int(prefill_replicas);
-  eo.decode_kv_blocks = eo.kv_blocks;  // one layout
+  eo.decode_kv_blocks = dis ? su.decode_cap.blocks_per_chip * ddp : eo.kv_blocks;
   return su;
 }
 
@@ -379,8 +468,33 @@ ServeResult serve(const ServeOptions& o) {
   const std::uint64_t count = spec.run.requests + spec.run.warmup_requests;
   const Workload w = o.solve_users_target > 0 ? Workload{}
                                               : make_workload(spec.arrivals, count, o.spec_path);
-  RackTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel),
-                  int(spec.timing.grid_per_octave));
+  // Disaggregated: the KV transfers timed on their path; the decode pool's iterations on a timer
+  // of its own when its layout is not the prefill pool's.
+  std::optional<KvTransferTimer> kvt;
+  if (dis) {
+    kvt.emplace(*su.transfer, it, su.decode_it, spec.timing.mode, int(spec.timing.parallel),
+                int(spec.timing.grid_per_octave));
+  }
+  PoolTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel),
+                  int(spec.timing.grid_per_octave), kvt ? &*kvt : nullptr);
+  const bool two_layouts = dis && su.decode_it.layout.text() != it.layout.text();
+  std::optional<RackTimer> dtimer;
+  if (two_layouts) {
+    dtimer.emplace(cfg, su.decode_it, spec.timing.mode, int(spec.timing.parallel),
+                   int(spec.timing.grid_per_octave));
+  }
+  IterationTimer* decode_timer = dtimer ? &*dtimer : nullptr;
+  // Static power per replica: the pools' mean when their layouts differ.
+  auto static_w = [&]() {
+    if (!dtimer) return timer.static_w();
+    const double p = double(prefill_replicas), d = double(replicas - prefill_replicas);
+    return (p * timer.static_w() + d * dtimer->static_w()) / (p + d);
+  };
+  auto shapes_simulated = [&]() {
+    return timer.shapes_simulated() + (dtimer ? dtimer->shapes_simulated() : 0);
+  };
+  auto lookups = [&]() { return timer.lookups() + (dtimer ? dtimer->lookups() : 0); };
+  const std::string decode_layout = dis ? su.decode_it.layout.text() : it.layout.text();
   const double chips_used = double(ranks) / per_chip;
   EngineResult r;
   Json solve_json;
@@ -395,12 +509,12 @@ ServeResult serve(const ServeOptions& o) {
       a.kind = ArrivalKind::closed;
       a.users = n;
       const Workload wn = make_workload(a, n * (o.solve_requests_per_user + 1), o.spec_path);
-      EngineResult rn = simulate(wn, eo, timer, n);
-      const Json f = figures(rn, spec.slo, eo.replicas, chips_used, timer.static_w());
+      EngineResult rn = simulate(wn, eo, timer, n, decode_timer);
+      const Json f = figures(rn, spec.slo, eo.replicas, chips_used, static_w());
       const double v = f["throughput"]["tokens_per_s_per_user"]["p50"].get<double>();
       const bool ok = v >= o.solve_users_target;
       points.push_back({n, v, ok, f["throughput"]["output_tokens_per_s"], f["ttft_s"]["p50"],
-                        f["energy"]["output_tokens_per_s_per_mw"], timer.shapes_simulated()});
+                        f["energy"]["output_tokens_per_s_per_mw"], shapes_simulated()});
       if ((ok && n > best) || r.requests.empty()) {
         if (ok) best = n;
         r = std::move(rn);
@@ -420,7 +534,7 @@ ServeResult serve(const ServeOptions& o) {
                                  "ttft_p50_s", "output_tokens_per_s_per_mw", "shapes_simulated_so_far"}},
                     {"rows", points}}}};
   } else {
-    r = simulate(w, eo, timer, spec.run.warmup_requests);
+    r = simulate(w, eo, timer, spec.run.warmup_requests, decode_timer);
   }
 
   ServeResult out;
@@ -452,13 +566,30 @@ ServeResult serve(const ServeOptions& o) {
                     {"replicas", replicas},
                     {"layout", it.layout.text()},
                     {"model", it.model.name}};
+  if (dis) rep["machine"]["decode_layout"] = decode_layout;
   if (dis) {
+    const bool efa = !dis->transfer.cluster.empty();
     rep["machine"]["disaggregated"] = {
         {"prefill_replicas", prefill_replicas},
         {"decode_replicas", replicas - prefill_replicas},
-        {"placement", "each pool's replica timed as if alone on the rack (ranks from chip 0); a "
-                      "KV transfer between a prefill replica on ranks [0, n) and a decode "
-                      "replica on ranks [n, 2n)"}};
+        {"prefill_layout", it.layout.text()},
+        {"decode_layout", decode_layout},
+        {"prefill_chips", double(su.prefill_ranks) / per_chip},
+        {"decode_chips", double(su.decode_ranks) / per_chip},
+        {"kv_transfer_path", su.transfer->where},
+        {"kv_cluster", efa ? su.transfer->cfg.config.name : std::string()},
+        {"nic_bandwidth_bytes_per_s", su.transfer->nic_bandwidth},
+        {"placement",
+         efa ? "each pool's replica timed as if alone on its UltraServer (ranks from chip 0); a KV "
+               "transfer from a prefill replica on ranks [0, n) of UltraServer 0 to a decode "
+               "replica on ranks [0, m) of UltraServer 1, over EFA"
+             : "each pool's replica timed as if alone on the rack (ranks from chip 0); a KV "
+               "transfer between a prefill replica on ranks [0, n) and a decode replica on ranks "
+               "[n, n + m)"},
+        {"contention",
+         "KV transfers in flight share each prefill replica's egress and each decode replica's "
+         "ingress max-min fairly (a transfer alone: its simulated time); not with the pools' "
+         "own collectives or iterations, nor in the network beyond those ends"}};
   }
   rep["kv_cache"] = {{"kv_bytes_per_token_rank", cap.kv_bytes_per_token},
                      {"block_tokens", cap.block_tokens},
@@ -467,13 +598,21 @@ ServeResult serve(const ServeOptions& o) {
                      {"tokens_per_replica", eo.kv_blocks * cap.block_tokens},
                      {"weights_bytes_rank", cap.weights},
                      {"hbm_bytes_rank", cap.hbm}};
+  if (two_layouts) {
+    const infer::KvCapacity& dc = su.decode_cap;
+    rep["kv_cache"]["decode"] = {{"kv_bytes_per_token_rank", dc.kv_bytes_per_token},
+                                 {"blocks_per_rank", dc.blocks_per_chip},
+                                 {"blocks_per_replica", eo.decode_kv_blocks},
+                                 {"tokens_per_replica", eo.decode_kv_blocks * dc.block_tokens},
+                                 {"weights_bytes_rank", dc.weights},
+                                 {"hbm_bytes_rank", dc.hbm}};
+  }
   rep["timing"] = {{"mode", config::enum_name(spec.timing.mode)},
-                   {"shapes_simulated", timer.shapes_simulated()},
-                   {"iterations", timer.lookups()},
-                   {"reuse_rate", timer.lookups() ? 1.0 - double(timer.shapes_simulated()) /
-                                                              double(timer.lookups())
-                                                  : 0.0},
-                   {"static_w_per_replica", timer.static_w()}};
+                   {"shapes_simulated", shapes_simulated()},
+                   {"iterations", lookups()},
+                   {"reuse_rate", lookups() ? 1.0 - double(shapes_simulated()) / double(lookups())
+                                            : 0.0},
+                   {"static_w_per_replica", static_w()}};
   Json shapes = Json::array();
   for (const auto& [s, c] : timer.table()) {
     shapes.push_back({s.decode, s.context, s.prefill, s.prefill_context, c.time_s, c.dynamic_j});
@@ -481,18 +620,29 @@ ServeResult serve(const ServeOptions& o) {
   rep["timing"]["shapes"] = {
       {"columns", {"decode", "context", "prefill", "prefill_context", "time_s", "dynamic_j"}},
       {"rows", shapes}};
+  if (dtimer) {
+    // The decode pool's (the shapes above: the prefill pool's).
+    Json ds = Json::array();
+    for (const auto& [s, c] : dtimer->table()) {
+      ds.push_back({s.decode, s.context, s.prefill, s.prefill_context, c.time_s, c.dynamic_j});
+    }
+    rep["timing"]["decode_shapes"] = {
+        {"columns", {"decode", "context", "prefill", "prefill_context", "time_s", "dynamic_j"}},
+        {"rows", ds}};
+  }
   if (dis) {
     Json rows = Json::array();
-    for (const auto& [tokens, c] : timer.transfer_table()) {
-      rows.push_back({tokens, c.bytes, c.time_s, c.dynamic_j});
+    for (const auto& [tokens, c] : kvt->table()) {
+      rows.push_back({tokens, c.bytes, c.time_s, c.dynamic_j, c.bandwidth});
     }
     rep["timing"]["kv_transfers"] = {
-        {"simulated", timer.transfer_table().size()},
-        {"lookups", timer.transfer_lookups()},
-        {"columns", {"prompt_tokens", "bytes", "time_s", "dynamic_j"}},
+        {"simulated", kvt->table().size()},
+        {"lookups", kvt->lookups()},
+        {"path", su.transfer->where},
+        {"columns", {"prompt_tokens", "bytes", "time_s", "dynamic_j", "bandwidth_bytes_per_s"}},
         {"rows", rows}};
   }
-  rep["results"] = figures(r, spec.slo, eo.replicas, chips_used, timer.static_w());
+  rep["results"] = figures(r, spec.slo, eo.replicas, chips_used, static_w());
   if (!solve_json.is_null()) {
     // results: the run at the solved concurrency (at 1 user when even one misses the target)
     solve_json["results_users"] = std::max<std::uint64_t>(1, solve_json["users"].get<std::uint64_t>());
@@ -548,7 +698,7 @@ ServeResult serve(const ServeOptions& o) {
       {"joules_per_output_token", fmt::format("{:.6g}", g("energy", "joules_per_output_token"))},
       {"output_tokens_per_s_per_mw", fmt::format("{:.6g}", g("energy", "output_tokens_per_s_per_mw"))},
       {"preemptions", std::to_string(r.preemptions)},
-      {"shapes_simulated", std::to_string(timer.shapes_simulated())}};
+      {"shapes_simulated", std::to_string(shapes_simulated())}};
   out.text = fmt::format(
       "serve {}: {} on {} ({} x {}, {:.0f} chips), {} requests ({} warm-up, {} refused)\n"
       "  TTFT   p50 {:9.3f} ms  p90 {:9.3f} ms  p99 {:9.3f} ms\n"
@@ -572,7 +722,7 @@ ServeResult serve(const ServeOptions& o) {
       g("throughput", "input_tokens_per_s"), 100 * g("goodput", "fraction"),
       spec.slo.ttft.si * 1e3, spec.slo.tpot.si * 1e3, g("energy", "joules_per_output_token"),
       g("energy", "output_tokens_per_s_per_mw"), g("energy", "mean_power_w") / 1e3,
-      r.iterations_total, r.preemptions, timer.shapes_simulated(),
+      r.iterations_total, r.preemptions, shapes_simulated(),
       config::enum_name(spec.timing.mode),
       100 * rep["timing"]["reuse_rate"].get<double>());
   if (dis) {
@@ -582,16 +732,18 @@ ServeResult serve(const ServeOptions& o) {
     out.text += fmt::format(
         "  disaggregated: prefill {} x {} ({} iterations, batch {:.1f}, KV {:.1f} % mean, {:.1f} % "
         "max), decode {} x {} ({} iterations, batch {:.1f}, KV {:.1f} % mean, {:.1f} % max)\n"
-        "  KV transfers {} ({:.3f} GB, {:.3f} s in all), per request p50 {:.3f} ms p99 {:.3f} ms, "
-        "waited p50 {:.3f} ms p99 {:.3f} ms\n",
+        "  KV transfers {} ({:.3f} GB, {:.3f} s in all) over {}: per request p50 {:.3f} ms p90 "
+        "{:.3f} ms p99 {:.3f} ms (alone p50 {:.3f} ms), waited for blocks p50 {:.3f} ms p99 "
+        "{:.3f} ms\n",
         pf["replicas"].get<int>(), it.layout.text(), pf["iterations"].get<std::uint64_t>(),
         pf["batch_mean"].get<double>(), 100 * pf["kv_occupancy_mean"].get<double>(),
-        100 * pf["kv_occupancy_max"].get<double>(), dc["replicas"].get<int>(), it.layout.text(),
+        100 * pf["kv_occupancy_max"].get<double>(), dc["replicas"].get<int>(), decode_layout,
         dc["iterations"].get<std::uint64_t>(), dc["batch_mean"].get<double>(),
         100 * dc["kv_occupancy_mean"].get<double>(), 100 * dc["kv_occupancy_max"].get<double>(),
         kt["transfers"].get<std::uint64_t>(), kt["bytes"].get<double>() / 1e9,
-        kt["time_s"].get<double>(), kt["transfer_s"]["p50"].get<double>() * 1e3,
-        kt["transfer_s"]["p99"].get<double>() * 1e3, kt["wait_s"]["p50"].get<double>() * 1e3,
+        kt["time_s"].get<double>(), su.transfer->where, kt["transfer_s"]["p50"].get<double>() * 1e3,
+        kt["transfer_s"]["p90"].get<double>() * 1e3, kt["transfer_s"]["p99"].get<double>() * 1e3,
+        kt["alone_s"]["p50"].get<double>() * 1e3, kt["wait_s"]["p50"].get<double>() * 1e3,
         kt["wait_s"]["p99"].get<double>() * 1e3);
     out.summary_csv.emplace_back("prefill_replicas", std::to_string(prefill_replicas));
     out.summary_csv.emplace_back("decode_replicas", std::to_string(replicas - prefill_replicas));
@@ -599,6 +751,9 @@ ServeResult serve(const ServeOptions& o) {
     out.summary_csv.emplace_back("kv_transfer_bytes", fmt::format("{:.6g}", kt["bytes"].get<double>()));
     out.summary_csv.emplace_back("kv_transfer_p50_s",
                                  fmt::format("{:.6g}", kt["transfer_s"]["p50"].get<double>()));
+    out.summary_csv.emplace_back("kv_transfer_p99_s",
+                                 fmt::format("{:.6g}", kt["transfer_s"]["p99"].get<double>()));
+    out.summary_csv.emplace_back("decode_layout", decode_layout);
   }
   if (!solve_json.is_null()) {
     out.text += fmt::format(

@@ -15,6 +15,7 @@
 #include "trnsim/serve/engine.hpp"
 #include "trnsim/serve/serve.hpp"
 #include "trnsim/serve/spec.hpp"
+#include "trnsim/serve/transfer.hpp"
 
 namespace trnsim::serve {
 
@@ -33,6 +34,14 @@ struct ServeSetup {
   std::uint64_t ranks = 0;      // replicas x the layout's ranks
   infer::KvCapacity cap;
   EngineOptions eo;             // the scheduler, replicas and KV blocks
+  // Disaggregated: `it`, `layout_ptr` and `cap` are the prefill pool's; these the decode pool's
+  // (the same layout unless the spec gives it another), the ranks of each pool and where the
+  // KV transfers run.
+  infer::IterationSpec decode_it;
+  std::string decode_layout_ptr;
+  infer::KvCapacity decode_cap;
+  std::uint64_t prefill_ranks = 0, decode_ranks = 0;
+  std::optional<TransferPath> transfer;
 };
 
 // ConfigError naming the spec and pointer for a bad spec, rack, model, layout, dtype, replica

@@ -15,10 +15,13 @@
 #include <unistd.h>
 
 #include "../common/run_trnsim.hpp"
+#include "trnsim/bench/bench.hpp"
+#include "trnsim/infer/model.hpp"
 #include "trnsim/serve/arrivals.hpp"
 #include "trnsim/serve/engine.hpp"
 #include "trnsim/serve/serve.hpp"
 #include "trnsim/serve/timer.hpp"
+#include "trnsim/serve/transfer.hpp"
 
 namespace trnsim::serve {
 namespace {
@@ -117,7 +120,7 @@ TEST(Engine, DisaggregatedOneRequestOnAnIdleSystem) {
   EXPECT_NEAR(q.itl_s[0], TableTimer::x(100) + TableTimer::t(1, 101, 0), 1e-6);
   EXPECT_EQ(r.transfers, 1u);
   EXPECT_DOUBLE_EQ(r.transfer_bytes, 100000);
-  EXPECT_DOUBLE_EQ(r.transfer_s, TableTimer::x(100));
+  EXPECT_NEAR(r.transfer_s, TableTimer::x(100), 1e-15);  // end - start
   EXPECT_EQ(r.iterations_total, 5u);
   EXPECT_EQ(r.prefill_iterations, 1u);
   // Iteration 1 on the prefill replica (the prompt's 7 blocks, held until the transfer ends),
@@ -184,9 +187,11 @@ TEST(Engine, DisaggregatedDecodeReplicaPreemptsAndRecomputesItself) {
   EXPECT_EQ(recomputes, 1u);
 }
 
-TEST(Engine, DisaggregatedTransfersOfOnePrefillReplicaGoInTurn) {
+TEST(Engine, DisaggregatedTransfersOfOnePrefillReplicaShareItsEgress) {
   // C (10 tokens) starts the prefill replica at 0; A and B arrive during it and are prefilled
-  // together in its second iteration (120 tokens); their transfers leave one after the other.
+  // together in its second iteration (120 tokens); their transfers start at once and share the
+  // prefill replica's egress (and the decode replica's ingress): each at half rate, both done
+  // after twice one's time alone (the timer states no bandwidth: all of it is time on the wire).
   Workload w;
   w.open.push_back({0, 0.0, 10, 2});
   w.open.push_back({1, 1e-4, 60, 2});
@@ -198,10 +203,146 @@ TEST(Engine, DisaggregatedTransfersOfOnePrefillReplicaGoInTurn) {
   EXPECT_NEAR(r.requests[1].first_token_s, t2, 1e-12);
   EXPECT_NEAR(r.requests[2].first_token_s, t2, 1e-12);
   EXPECT_NEAR(r.requests[0].transfer_start_s, t1, 1e-12);
+  EXPECT_NEAR(r.requests[0].transfer_end_s, t1 + TableTimer::x(10), 1e-12);
   EXPECT_NEAR(r.requests[1].transfer_start_s, t2, 1e-12);
-  EXPECT_NEAR(r.requests[2].transfer_start_s, t2 + TableTimer::x(60), 1e-12);
+  EXPECT_NEAR(r.requests[2].transfer_start_s, t2, 1e-12);
+  EXPECT_NEAR(r.requests[1].transfer_end_s, t2 + 2 * TableTimer::x(60), 1e-12);
   EXPECT_NEAR(r.requests[2].transfer_end_s, t2 + 2 * TableTimer::x(60), 1e-12);
+  EXPECT_DOUBLE_EQ(r.requests[2].transfer_alone_s, TableTimer::x(60));
+  EXPECT_NEAR(r.transfer_s, TableTimer::x(10) + 4 * TableTimer::x(60), 1e-12);
   EXPECT_EQ(timer.transfers, (std::vector<std::uint64_t>{10, 60, 60}));
+}
+
+// The transfer network alone: links of capacity W, transfers of B (hand-computed max-min
+// fair rates).
+TEST(TransferNet, OneTransferTakesItsSizeOverTheLink) {
+  TransferNet n;
+  const int l = n.add_link(25e9);
+  n.start(7, 100e6, {l}, 1.0);
+  EXPECT_DOUBLE_EQ(n.rate(7), 25e9);
+  EXPECT_NEAR(n.next_done(), 1.0 + 100e6 / 25e9, 1e-15);  // 4 ms
+  EXPECT_TRUE(n.advance(1.0 + 2e-3).empty());
+  EXPECT_EQ(n.advance(n.next_done()), (std::vector<std::uint64_t>{7}));
+  EXPECT_EQ(n.active(), 0u);
+  EXPECT_TRUE(std::isinf(n.next_done()));
+}
+
+TEST(TransferNet, TwoAtOnceOnOneLinkTakeTwiceAsLong) {
+  TransferNet n;
+  const int l = n.add_link(25e9);
+  n.start(1, 100e6, {l}, 0);
+  n.start(2, 100e6, {l}, 0);
+  EXPECT_DOUBLE_EQ(n.rate(1), 12.5e9);
+  EXPECT_NEAR(n.next_done(), 8e-3, 1e-15);
+  EXPECT_EQ(n.advance(8e-3), (std::vector<std::uint64_t>{1, 2}));
+}
+
+TEST(TransferNet, ALaterTransferSharesWhatIsLeft) {
+  // A (B = 100 MB) alone from 0; B (100 MB) joins at 2 ms, when A has 50 MB left: both at
+  // 12.5 GB/s, A done at 2 + 4 = 6 ms with B half sent; B alone again, done at 6 + 2 = 8 ms.
+  TransferNet n;
+  const int l = n.add_link(25e9);
+  n.start(1, 100e6, {l}, 0);
+  n.start(2, 100e6, {l}, 2e-3);
+  EXPECT_NEAR(n.next_done(), 6e-3, 1e-15);
+  EXPECT_EQ(n.advance(n.next_done()), (std::vector<std::uint64_t>{1}));
+  EXPECT_DOUBLE_EQ(n.rate(2), 25e9);
+  EXPECT_NEAR(n.next_done(), 8e-3, 1e-15);
+  EXPECT_EQ(n.advance(8e-3), (std::vector<std::uint64_t>{2}));
+}
+
+TEST(TransferNet, DisjointLinksDoNotContendAndTheTightestLinkSetsTheShare) {
+  // Links a (W) and b (2W). X over a, Y over a and b, Z over b: a's share W/2 fixes X and Y;
+  // Z takes what is left of b, 2W - W/2 = 1.5 W. A transfer on a link of its own: W.
+  const double W = 10e9;
+  TransferNet n;
+  const int a = n.add_link(W), b = n.add_link(2 * W), c = n.add_link(W);
+  n.start(1, 1e6, {a}, 0);
+  n.start(2, 1e6, {a, b}, 0);
+  n.start(3, 1e6, {b}, 0);
+  n.start(4, 1e6, {c}, 0);
+  EXPECT_DOUBLE_EQ(n.rate(1), W / 2);
+  EXPECT_DOUBLE_EQ(n.rate(2), W / 2);
+  EXPECT_DOUBLE_EQ(n.rate(3), 1.5 * W);
+  EXPECT_DOUBLE_EQ(n.rate(4), W);
+}
+
+// A KV transfer path whose bandwidth is known (EFA): B bytes at W, latency L.
+class EfaTimer : public TableTimer {
+ public:
+  static constexpr double W = 25e9, L = 20e-6, per_token = 1e6;
+  TransferCost kv_transfer(std::uint64_t tokens) override {
+    const double b = per_token * double(tokens);
+    return {L + b / W, 0.25, b, W};
+  }
+};
+
+TEST(Engine, DisaggregatedTransferOverAKnownPathIsItsBytesOverTheBandwidthAndItsLatency) {
+  // One request: its 100 MB transfer takes B / W + L = 4 ms + 20 us. Two handed over at once
+  // by one prefill replica to one decode replica share both ends: each 2 B / W + L (the
+  // latency is not stretched).
+  Workload w;
+  w.open.push_back({0, 0.0, 100, 2});
+  EfaTimer timer;
+  const EngineResult r = simulate(w, disaggregated(), timer, 0);
+  const auto& q = r.requests[0];
+  EXPECT_NEAR(q.transfer_end_s - q.transfer_start_s, 100e6 / 25e9 + 20e-6, 1e-12);
+
+  Workload two;
+  two.open.push_back({0, 0.0, 10, 2});
+  two.open.push_back({1, 1e-4, 60, 2});
+  two.open.push_back({2, 1e-4, 60, 2});
+  EfaTimer t2;
+  const EngineResult r2 = simulate(two, disaggregated(), t2, 0);
+  const double b = 60e6;
+  for (int i : {1, 2}) {
+    const auto& qi = r2.requests[std::size_t(i)];
+    EXPECT_NEAR(qi.transfer_end_s - qi.transfer_start_s, 2 * b / EfaTimer::W + EfaTimer::L, 1e-12);
+    EXPECT_NEAR(qi.transfer_alone_s, b / EfaTimer::W + EfaTimer::L, 1e-15);
+  }
+}
+
+TEST(Engine, DisaggregatedTransfersBetweenOtherReplicasDoNotContend) {
+  // Two prefill and two decode replicas; two requests arrive at once, prefill on replicas 0
+  // and 1, end together and hand over to decode replicas 2 and 3: disjoint ends, each B / W + L.
+  Workload w;
+  w.open.push_back({0, 0.0, 100, 2});
+  w.open.push_back({1, 0.0, 100, 2});
+  EngineOptions o = disaggregated();
+  o.replicas = 4;
+  o.prefill_replicas = 2;
+  EfaTimer timer;
+  const EngineResult r = simulate(w, o, timer, 0);
+  EXPECT_EQ(r.requests[0].replica, 0);
+  EXPECT_EQ(r.requests[1].replica, 1);
+  EXPECT_EQ(r.requests[0].decode_replica, 2);
+  EXPECT_EQ(r.requests[1].decode_replica, 3);
+  for (const auto& q : r.requests) {
+    EXPECT_NEAR(q.transfer_start_s, TableTimer::t(0, 0, 100), 1e-12);
+    EXPECT_NEAR(q.transfer_end_s - q.transfer_start_s, 100e6 / 25e9 + 20e-6, 1e-12);
+  }
+}
+
+// A decode pool of another layout: its iterations on its own timer.
+class SlowDecodeTimer : public TableTimer {
+ public:
+  IterationCost cost(const Shape& s) override {
+    shapes.push_back(s);
+    return {2e-3, 1.0};
+  }
+};
+
+TEST(Engine, DisaggregatedDecodePoolOnItsOwnTimer) {
+  Workload w;
+  w.open.push_back({0, 0.0, 100, 4});
+  TableTimer prefill;
+  SlowDecodeTimer decode;
+  const EngineResult r = simulate(w, disaggregated(), prefill, 0, &decode);
+  // The prefill on the prefill pool's timer; the 3 decodes at 2 ms each on the decode pool's.
+  EXPECT_EQ(prefill.shapes.size(), 1u);
+  EXPECT_EQ(decode.shapes.size(), 3u);
+  const auto& q = r.requests[0];
+  EXPECT_NEAR(q.finish_s, TableTimer::t(0, 0, 100) + TableTimer::x(100) + 3 * 2e-3, 1e-12);
 }
 
 TEST(Engine, TwoRequestsShareIterations) {
@@ -532,6 +673,95 @@ TEST(ServeCli, DisaggregatedOneRequestIsItsPrefillItsTransferAndItsDecodes) {
   EXPECT_DOUBLE_EQ(j["machine"]["chips_used"].get<double>(), 2.0);
 }
 
+TEST(ServeCli, DisaggregatedOverEfaIsTheBytesOverTheNicAndTheLatency) {
+  // The pools on two UltraServers of a Trn2 cluster: the prompt's 16,777,216 B go from chip 0
+  // of one to chip 0 of the other through one 25 GB/s NIC at each end: 671.1 us on the wire,
+  // plus the path's latency; at Mooncake's measured 19.3 GB/s, 869.3 us plus the latency.
+  SpecDir d("disefa");
+  Json j = Json::parse(kSmall);
+  j["disaggregated"] = {{"prefill", {{"replicas", 1}}},
+                        {"decode", {{"replicas", 1}}},
+                        {"transfer", {{"cluster", "trn2-ultracluster"}}}};
+  j["run"]["requests"] = 1;
+  const std::string spec = d.write("efa.json", j.dump());
+  for (const char* bw : {"", "19.3GB/s"}) {
+    const std::string set = *bw ? fmt::format(" --set disaggregated.transfer.nic_bandwidth={}", bw) : "";
+    const auto r = test::run_trnsim(fmt::format("serve {} --json{}", spec, set), false);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const Json o = Json::parse(r.out);
+    const double W = *bw ? 19.3e9 : 25e9;
+    const auto& tr = o["timing"]["kv_transfers"]["rows"];
+    ASSERT_EQ(tr.size(), 1u);
+    EXPECT_DOUBLE_EQ(tr[0][1].get<double>(), 16777216.0);
+    EXPECT_DOUBLE_EQ(tr[0][4].get<double>(), W);  // one NIC each end
+    const double x = tr[0][2].get<double>();
+    // B / W and the 15 us HBM-to-HBM EFA latency the preset's NIC latency is derived from
+    // (2 x 6.5 us NICs, a leaf switch, the endpoint overheads; docs/scaling.md#presets).
+    EXPECT_NEAR(x, 16777216.0 / W + 15e-6, 1e-6) << bw;
+    EXPECT_NEAR(o["results"]["kv_transfer"]["transfer_s"]["p50"].get<double>(), x, 1e-15);
+    EXPECT_NE(o["machine"]["disaggregated"]["kv_transfer_path"].get<std::string>().find("EFA"),
+              std::string::npos);
+  }
+}
+
+TEST(ServeCli, DisaggregatedPoolsOfDifferentLayouts) {
+  // Prefill TP 2, decode TP 1 (Llama 3.1 8B, 8 KV heads): the decode rank holds all 8 heads,
+  // half from each prefill rank: 32 layers x 128 tokens x 4,096 B = 16,777,216 B in all, as
+  // with one layout. The decode pool's iterations are its own shapes.
+  SpecDir d("dislayouts");
+  Json j = Json::parse(kSmall);
+  j["disaggregated"] = {{"prefill", {{"replicas", 1}, {"layout", "tp=2"}}},
+                        {"decode", {{"replicas", 2}, {"layout", "tp=1"}}}};
+  j["run"]["requests"] = 1;
+  const std::string spec = d.write("layouts.json", j.dump());
+  const auto r = test::run_trnsim(fmt::format("serve {} --json", spec), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json o = Json::parse(r.out);
+  EXPECT_EQ(o["machine"]["layout"], "tp=2,dp=1,ep=1,pp=1");
+  EXPECT_EQ(o["machine"]["decode_layout"], "tp=1,dp=1,ep=1,pp=1");
+  EXPECT_DOUBLE_EQ(o["machine"]["chips_used"].get<double>(), 4.0);
+  EXPECT_DOUBLE_EQ(o["machine"]["disaggregated"]["prefill_chips"].get<double>(), 2.0);
+  const auto& tr = o["timing"]["kv_transfers"]["rows"];
+  ASSERT_EQ(tr.size(), 1u);
+  EXPECT_DOUBLE_EQ(tr[0][1].get<double>(), 16777216.0);
+  // KV per token and rank: 4,096 B at TP 1, 2,048 B at TP 2.
+  EXPECT_EQ(o["kv_cache"]["kv_bytes_per_token_rank"].get<double>(), 32 * 2048.0);
+  EXPECT_EQ(o["kv_cache"]["decode"]["kv_bytes_per_token_rank"].get<double>(), 32 * 4096.0);
+  ASSERT_EQ(o["timing"]["shapes"]["rows"].size(), 1u);         // the prefill
+  ASSERT_EQ(o["timing"]["decode_shapes"]["rows"].size(), 3u);  // decodes at 129 to 131
+  EXPECT_EQ(o["results"]["pools"]["decode"]["replicas"], 2);
+}
+
+TEST(KvHandoff, PoolsOfDifferentTpSplitTheHeads) {
+  infer::IterationSpec p, dd;
+  p.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
+  dd.model = p.model;
+  p.layout = infer::parse_layout("tp=2");
+  dd.layout = infer::parse_layout("tp=4");
+  // Decode TP 4 from prefill TP 2: decode rank t takes its heads from prefill rank t / 2; each
+  // receives 32 layers x 10 tokens x 1,024 B (2 of 8 KV heads x 128 x K and V x 2 B).
+  const trace::Workload w = kv_handoff_workload(p, dd, 10, 2);
+  ASSERT_EQ(w.ranks.size(), 6u);
+  for (int rd = 0; rd < 4; ++rd) {
+    const auto& ops = w.ranks[std::size_t(2 + rd)].ops;
+    ASSERT_EQ(ops.size(), 32u);
+    EXPECT_EQ(ops[0].peer, rd / 2);
+    EXPECT_EQ(ops[0].bytes, 10240u);
+  }
+  // And back: decode TP 1 from prefill TP 2 (decode_first 4: ranks 2 and 3 idle): rank 4 gets
+  // each layer from both prefill ranks, 10 x 4,096 / 2 B from each.
+  infer::IterationSpec one = p;
+  one.layout = infer::parse_layout("tp=1");
+  const trace::Workload w1 = kv_handoff_workload(p, one, 10, 4);
+  ASSERT_EQ(w1.ranks.size(), 5u);
+  EXPECT_TRUE(w1.ranks[2].ops.empty());
+  const auto& ops = w1.ranks[4].ops;
+  ASSERT_EQ(ops.size(), 64u);
+  EXPECT_EQ(ops[0].peer, 0);
+  EXPECT_EQ(ops[1].peer, 1);
+  EXPECT_EQ(ops[0].bytes, 20480u);
+}
+
 TEST(ServeCli, DisaggregatedSameSeedGivesAByteIdenticalReport) {
   SpecDir d("disseed");
   const std::string spec = d.write("small.json", disaggregated_small());
@@ -684,8 +914,39 @@ TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
          j["model"] = "llama-3.1-70b";
          pools({{"replicas", 1}, {"layout", "tp=1"}}, one)(j);
        }},
-      {"pool-layouts", "/disaggregated/decode/layout", "one layout",
-       pools(one, {{"replicas", 1}, {"layout", "tp=2"}})},
+      {"pool-layouts-rack", "/disaggregated",
+       "40 prefill replicas of tp=1,dp=1,ep=1,pp=1 and 20 decode replicas of tp=2,dp=1,ep=1,pp=1 "
+       "need 80 ranks; Trn2 UltraServer has 64 chips x 1 ranks per chip",
+       pools({{"replicas", 40}}, {{"replicas", 20}, {"layout", "tp=2"}})},
+      {"pool-decode-layout", "/disaggregated/decode/layout", "tp=3",
+       pools(one, {{"replicas", 1}, {"layout", "tp=3"}})},
+      {"efa-rack", "/disaggregated/transfer/cluster",
+       "expected a cluster of the spec's rack (Trn2 UltraServer)",
+       [&](Json& j) {
+         pools(one, one)(j);
+         j["disaggregated"]["transfer"] = {{"cluster", "trn3-gen2-ultracluster"}};
+       }},
+      {"efa-not-cluster", "/disaggregated/transfer/cluster", "expected a cluster preset",
+       [&](Json& j) {
+         pools(one, one)(j);
+         j["disaggregated"]["transfer"] = {{"cluster", bench::data_path("configs/racks/trn2-ultraserver.json")}};
+       }},
+      {"efa-pool", "/disaggregated/decode/replicas",
+       "65 decode replicas of tp=1,dp=1,ep=1,pp=1 need 65 ranks; the pool has one UltraServer",
+       [&](Json& j) {
+         pools({{"replicas", 64}}, {{"replicas", 65}})(j);
+         j["disaggregated"]["transfer"] = {{"cluster", "trn2-ultracluster"}};
+       }},
+      {"efa-no-cluster", "/disaggregated/transfer/nic_bandwidth", "expected /disaggregated/transfer/cluster",
+       [&](Json& j) {
+         pools(one, one)(j);
+         j["disaggregated"]["transfer"] = {{"nic_bandwidth", "19.3GB/s"}};
+       }},
+      {"efa-bandwidth", "/disaggregated/transfer/nic_bandwidth", "19.3GB",
+       [&](Json& j) {
+         pools(one, one)(j);
+         j["disaggregated"]["transfer"] = {{"cluster", "trn2-ultracluster"}, {"nic_bandwidth", "19.3GB"}};
+       }},
       {"pool-replicas", "/replicas", "the pools' 2 together, got 3",
        [&](Json& j) {
          j["replicas"] = 3;

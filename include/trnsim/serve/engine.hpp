@@ -40,14 +40,18 @@ struct TransferCost {
   double time_s = 0;
   double dynamic_j = 0;  // the two replicas' chips and the fabric, during the transfer
   double bytes = 0;      // KV bytes sent, all ranks
+  // The path's bandwidth (bytes/s) when known (EFA): time_s - bytes / bandwidth is latency,
+  // which transfers sharing the path do not stretch. 0: all of time_s is time on the wire.
+  double bandwidth = 0;
 };
 
 class IterationTimer {
  public:
   virtual ~IterationTimer() = default;
   virtual IterationCost cost(const Shape& shape) = 0;
-  // The KV cache of a `tokens`-token prompt moved from a prefill replica to a decode replica
-  // (disaggregated runs only).
+  // The KV cache of a `tokens`-token prompt moved from a prefill replica to a decode replica,
+  // alone on its path (disaggregated runs only; the engine shares the path among the transfers
+  // in flight).
   virtual TransferCost kv_transfer(std::uint64_t tokens);
   // Static power of one replica's chips (priced over the whole run, idle time included).
   virtual double static_w() const = 0;
@@ -60,8 +64,9 @@ struct RequestRecord {
   std::uint64_t preemptions = 0;
   int replica = 0;         // co-located: its replica; disaggregated: its prefill replica
   int decode_replica = -1;  // disaggregated: its decode replica (-1: none, one output token)
-  // Disaggregated: when its KV transfer started and ended (-1: none).
-  double transfer_start_s = -1, transfer_end_s = -1;
+  // Disaggregated: when its KV transfer started and ended (-1: none), and how long it would have
+  // taken alone on its path (the rest: sharing the path with other transfers).
+  double transfer_start_s = -1, transfer_end_s = -1, transfer_alone_s = 0;
   bool refused = false;  // its KV could never fit the replica's cache
   bool warmup = false;
   // Inter-token gaps (after the first token), seconds.
@@ -116,7 +121,9 @@ struct Workload {
   std::vector<Request> lengths;
 };
 
+// `timer` times every replica's iterations and the KV transfers; `decode_timer`, when given, the
+// decode replicas' iterations (a decode pool of another layout).
 EngineResult simulate(const Workload& w, const EngineOptions& o, IterationTimer& timer,
-                      std::uint64_t warmup_requests);
+                      std::uint64_t warmup_requests, IterationTimer* decode_timer = nullptr);
 
 }  // namespace trnsim::serve

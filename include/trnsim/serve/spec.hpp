@@ -153,10 +153,32 @@ struct PoolParams {
   }
 };
 
+// Where the KV caches move (docs/serving.md#disaggregated-prefill-and-decode): over the rack's
+// fabric (no cluster: both pools in the spec's UltraServer) or over the EFA network of a cluster
+// preset (the prefill pool on one UltraServer, the decode pool on another).
+struct KvTransferParams {
+  std::string cluster;  // configs/clusters/<name>.json or a file; empty: the rack's fabric
+  // EFA bandwidth per chip and direction (0: the cluster preset's). Sources disagree: the NIC's
+  // 200 Gb/s line rate (25 GB/s, the presets) against 19.3 GB/s measured per device by
+  // Mooncake's transfer engine on trn2.48xlarge (../shared/specs/trainium.md section 5).
+  Bandwidth nic_bandwidth{0};
+
+  template <class V>
+  void visit(V& v) {
+    using config::AtLeast;
+    v.field("cluster", cluster,
+            "cluster preset (configs/clusters/) or file: the pools on two of its UltraServers, the "
+            "KV over EFA (absent: both pools in the rack, the KV over its fabric)");
+    v.field("nic_bandwidth", nic_bandwidth,
+            "EFA bandwidth per chip and direction (0: the cluster preset's)", AtLeast{0});
+  }
+};
+
 // Disaggregated prefill and decode (docs/serving.md#disaggregated-prefill-and-decode): prompts
 // are prefilled in the prefill pool, their KV cache moved to a decode replica, decoded there.
 struct DisaggregatedParams {
   PoolParams prefill, decode;
+  KvTransferParams transfer;
 
   template <class V>
   void visit(V& v) {
@@ -165,6 +187,7 @@ struct DisaggregatedParams {
             Required{});
     v.field("decode", decode, "the pool that decodes, after the KV cache is moved to it",
             Required{});
+    v.field("transfer", transfer, "where the KV caches move: the rack's fabric or a cluster's EFA");
   }
 };
 

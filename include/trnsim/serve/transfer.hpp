@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+// Disaggregated serving's KV transfers (docs/serving.md#disaggregated-prefill-and-decode): what
+// one transfer moves between which ranks (a trace workload), its time alone on the rack's fabric
+// or over a cluster's EFA network (simulated by the run layer in a forked child, once per
+// prompt length or grid point), and the network the engine shares among the transfers in flight
+// (TransferNet: max-min fair rates on each prefill replica's egress and each decode replica's
+// ingress).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "trnsim/config/config.hpp"
+#include "trnsim/infer/iteration.hpp"
+#include "trnsim/serve/engine.hpp"
+#include "trnsim/serve/timer.hpp"
+#include "trnsim/trace/workload.hpp"
+
+namespace trnsim::serve {
+
+// A fluid network of links (capacity in units per second) carrying transfers (a size in units,
+// over a set of links). The transfers in flight share each link max-min fairly (progressive
+// filling: the most contended link fixes its transfers' rates first), recomputed whenever one
+// starts or ends, so a transfer's time is its size over the rates it got. Deterministic; no
+// SystemC (the serving engine runs in host time).
+class TransferNet {
+ public:
+  int add_link(double capacity);
+  // Starts transfer `key` of `size` units over `links` (at least one) at `now` (>= the last
+  // advance). The rates of every transfer are recomputed.
+  void start(std::uint64_t key, double size, const std::vector<int>& links, double now);
+  // Moves every transfer on at its rate up to `now` and removes those done by then: their
+  // keys, in the order they started.
+  std::vector<std::uint64_t> advance(double now);
+  // When the next transfer ends at the current rates (infinity: none in flight).
+  double next_done() const;
+  std::size_t active() const { return flows_.size(); }
+  double rate(std::uint64_t key) const;  // current rate of a transfer in flight (0: none)
+
+ private:
+  struct Flow {
+    std::uint64_t key = 0;
+    double size = 0, left = 0, rate = 0;
+    std::vector<int> links;
+  };
+  void share();
+  std::vector<double> capacity_;
+  std::vector<Flow> flows_;
+  double now_ = 0;
+};
+
+// The KV cache of a `tokens`-token prompt moved from a prefill replica of `prefill.layout`
+// (ranks [0, n_p), rank r on chip r / ranks-per-chip as an iteration places them) to a decode
+// replica of `decode.layout` (ranks [decode_first, decode_first + n_d)). Each rank of the
+// decode replica's first data-parallel group receives, for each layer of its pipeline stage,
+// the KV it holds (tokens x infer::kv_bytes_per_token_layer_rank of the decode layout) from the
+// prefill ranks of the first group that hold that layer's heads (the stage holding the layer;
+// TP rank t_d x tp_p / tp_d, or the tp_p / tp_d ranks whose heads it takes, in equal parts).
+// With one layout and decode_first = n it is each prefill rank sending each layer to rank r + n.
+trace::Workload kv_handoff_workload(const infer::IterationSpec& prefill,
+                                    const infer::IterationSpec& decode, std::uint64_t tokens,
+                                    int decode_first);
+
+// Where the transfers run: the rack's fabric (both pools in one UltraServer, the decode
+// replica's ranks after the prefill replica's) or a cluster's EFA network (the prefill pool on
+// UltraServer 0, the decode pool on UltraServer 1: the decode replica's first rank is the first
+// of UltraServer 1).
+struct TransferPath {
+  config::LoadedConfig cfg;  // the rack, or the cluster (2 UltraServers, one replica over both)
+  int decode_first = 0;
+  int ranks_per_chip = 1;
+  // EFA: each chip's NIC bandwidth per direction (the path's bandwidth follows from the chips a
+  // transfer uses); 0: the rack's fabric, whose bandwidth is not stated to the engine.
+  double nic_bandwidth = 0;
+  std::string where;  // for the report
+};
+
+// Times KV transfers alone on `path`, simulated once per distinct prompt length (`exact`) or at
+// the grid points around it, interpolated linearly (`grid`); the bytes are the workload's own.
+// `bandwidth` of a cost: EFA, the path's (the total bytes over the busiest NIC's time), so that
+// the engine can tell the latency from the time on the wire; 0 on the fabric.
+class KvTransferTimer {
+ public:
+  KvTransferTimer(TransferPath path, const infer::IterationSpec& prefill,
+                  const infer::IterationSpec& decode, TimingMode mode, int parallel,
+                  int per_octave);
+  TransferCost cost(std::uint64_t tokens);
+  const std::map<std::uint64_t, TransferCost>& table() const { return simulated_; }
+  std::uint64_t lookups() const { return lookups_; }
+  const TransferPath& path() const { return path_; }
+  double wall_s() const { return wall_s_; }
+
+ private:
+  double bandwidth(const trace::Workload& w) const;
+  TransferPath path_;
+  infer::IterationSpec prefill_, decode_;
+  TimingMode mode_;
+  int parallel_, per_octave_;
+  std::map<std::uint64_t, TransferCost> simulated_;
+  std::map<std::uint64_t, std::pair<double, double>> bytes_;  // bytes, bandwidth by tokens
+  std::uint64_t lookups_ = 0;
+  double wall_s_ = 0;
+};
+
+// A pool's iteration timer whose KV transfers (prefill pool: the transfers it hands over) come
+// from a KvTransferTimer.
+class PoolTimer : public RackTimer {
+ public:
+  PoolTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
+            int parallel, int per_octave, KvTransferTimer* transfers)
+      : RackTimer(cfg, base, mode, parallel, per_octave), transfers_(transfers) {}
+  TransferCost kv_transfer(std::uint64_t tokens) override;
+
+ private:
+  KvTransferTimer* transfers_;
+};
+
+}  // namespace trnsim::serve
