@@ -77,7 +77,9 @@ double parse_with(std::string_view text, std::span<const Unit> units, std::strin
   for (const Unit& u : units) {
     if (u.name == unit) {
       if (number < 0) {
-        throw UnitError(fmt::format("expected a non-negative {}, got \"{}\"", what, text));
+        // `what` names the kind with its article ("a bandwidth"): the article moves before "non-negative".
+        const std::string_view kind = what.substr(what.find(' ') + 1);
+        throw UnitError(fmt::format("expected a non-negative {}, got \"{}\"", kind, text));
       }
       return number * u.factor;
     }

@@ -41,6 +41,12 @@ TEST(Units, RejectsBareNumbersWrongUnitsAndGarbage) {
   } catch (const UnitError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown unit \"TB\""), std::string::npos) << e.what();
   }
+  try {
+    parse_bandwidth("-19.3GB/s");
+    FAIL();
+  } catch (const UnitError& e) {
+    EXPECT_EQ(std::string(e.what()), "expected a non-negative bandwidth, got \"-19.3GB/s\"");
+  }
 }
 
 TEST(Units, FormatRoundTripsExactly) {
