@@ -193,7 +193,9 @@ TEST(TiersAgree, AccountedTransferChargesWhatTheSimulatedOneUses) {
     for (const auto& [name, v] : want) {
       SCOPED_TRACE(std::string(got->name()) + " " + name);
       ASSERT_EQ(g.count(name), 1u);
-      for (std::size_t i = 0; i < v.size(); ++i) EXPECT_NEAR(g.at(name)[i], v[i], 1e-6 * (1 + v[i]));
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        EXPECT_NEAR(g.at(name)[i], v[i], 1e-6 * (1 + v[i]));
+      }
     }
   }
   // The link and switch energy counted: the same wire bytes on the same blocks.
