@@ -7,6 +7,7 @@
                             [--racks trn2-instance,trn3-gen2-ultraserver] [--part network|step]
                             [--ops all-to-all,all-reduce] [--sizes 1MiB,16MiB]
                             [--queueing voq|input_fifo] [--set PATH=VALUE ...]
+                            [--traces A.json,B.json] [--split]
 
 Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter, all-to-all,
 1 MiB to 1 GiB), `bench traffic` (all-to-all of 1 MiB per pair, uniform at load 0.5) and
@@ -14,7 +15,11 @@ Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter
 (2 layers) and the golden 16-rank trace. The difference is (fast - detailed) / detailed of the
 time (completion time, step time, latency). `--queueing` sets the packet fabric's switch
 queueing (`rack.fabric.queueing`, docs/models/fabric.md#switch-queueing; the flow tier does not
-read it); `--set` is passed to both runs. Wall times are this machine's under its load: they
+read it); `--set` is passed to both runs. `--split` (step part) runs every step at the four
+combinations of network (`rack.fabric.model=flow|packet`) and compute (`chip.compute.model=op|tile`),
+all with `sim.fast_forward=true`, and splits fast - detailed into its compute part (op against
+tile under each network) and its network part (flow against packet under each compute tier);
+`--traces` replaces the bundled step traces. Wall times are this machine's under its load: they
 belong here, never in a test (docs/models/fidelity.md).
 """
 import argparse
@@ -89,10 +94,41 @@ def network_rows(trnsim, racks, sizes, ops, extras=True):
     return rows
 
 
-def step_rows(trnsim, racks):
+def split_rows(trnsim, racks, traces):
+    """Each step at flow|packet x op|tile, fast-forward on: the gap split into compute and network."""
+    rows = []
+    sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
+    for rack in racks:
+        for trace in traces:
+            t, wall = {}, {}
+            for net in ("flow", "packet"):
+                for comp in ("op", "tile"):
+                    j, w = trnsim_json(trnsim, ["run", "--config", f"configs/racks/{rack}.json",
+                                                "--trace", trace, "--json", "--set",
+                                                "sim.fast_forward=true", *sets, "--set",
+                                                f"rack.fabric.model={net}", "--set",
+                                                f"chip.compute.model={comp}"])
+                    t[f"{net}_{comp}"] = j["performance"]["step_time_ns"]
+                    wall[f"{net}_{comp}"] = w
+
+            def rel(a, b):
+                return (t[a] - t[b]) / t[b] if t[b] else 0.0
+            rows.append({"rack": rack, "case": f"step {os.path.basename(trace)}",
+                         "metric": "step_time_ns", "detailed": t["packet_tile"],
+                         "fast": t["flow_op"], "diff": rel("flow_op", "packet_tile"),
+                         "wall_detailed_s": wall["packet_tile"], "wall_fast_s": wall["flow_op"],
+                         "times_ns": t, "walls_s": wall,
+                         "compute_flow": rel("flow_op", "flow_tile"),
+                         "compute_packet": rel("packet_op", "packet_tile"),
+                         "network_tile": rel("flow_tile", "packet_tile"),
+                         "network_op": rel("flow_op", "packet_op")})
+    return rows
+
+
+def step_rows(trnsim, racks, traces=STEP_TRACES):
     rows = []
     for rack in racks:
-        for trace in STEP_TRACES:
+        for trace in traces:
             r = pair(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace", trace,
                               "--json"], lambda j: j["performance"]["step_time_ns"])
             rows.append({"rack": rack, "case": f"step {os.path.basename(trace)}",
@@ -116,6 +152,9 @@ def main():
                     help="rack.fabric.queueing of the packet fabric (default: the config's)")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="passed to every run")
+    ap.add_argument("--traces", default=",".join(STEP_TRACES), help="traces of the step part")
+    ap.add_argument("--split", action="store_true",
+                    help="step part: the four network x compute combinations, fast-forward on")
     a = ap.parse_args()
     ops = [o for o in a.ops.split(",") if o]
     for o in ops:
@@ -131,11 +170,15 @@ def main():
     for r in racks:
         if not os.path.exists(os.path.join(ROOT, "configs/racks", r + ".json")):
             fail(f"--racks: no preset configs/racks/{r}.json")
+    traces = [t for t in a.traces.split(",") if t]
+    for t in traces:
+        if not os.path.exists(os.path.join(ROOT, t)):
+            fail(f"--traces: no trace {t}")
     rows = []
     if a.part in ("network", "all"):
         rows += network_rows(a.trnsim, racks, sizes, ops, not a.collectives_only)
     if a.part in ("step", "all"):
-        rows += step_rows(a.trnsim, racks)
+        rows += (split_rows if a.split else step_rows)(a.trnsim, racks, traces)
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -144,6 +187,14 @@ def main():
     for r in rows:
         print(f"{r['rack']:24} {r['case']:38} {r['detailed']:14.1f} {r['fast']:14.1f} "
               f"{100 * r['diff']:+7.2f}% {r['wall_detailed_s']:6.2f}/{r['wall_fast_s']:<6.2f}")
+        if "times_ns" in r:
+            t = r["times_ns"]
+            print(f"{'':24} {'  flow+tile / packet+op':38} {t['flow_tile']:14.1f} "
+                  f"{t['packet_op']:14.1f}")
+            print(f"{'':24} {'  compute (flow, packet)':38} {100 * r['compute_flow']:+13.2f}% "
+                  f"{100 * r['compute_packet']:+13.2f}%")
+            print(f"{'':24} {'  network (tile, op)':38} {100 * r['network_tile']:+13.2f}% "
+                  f"{100 * r['network_op']:+13.2f}%")
     return 0
 
 

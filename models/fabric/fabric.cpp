@@ -37,6 +37,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
       packet_bytes_(plan.packet_bytes),
       flit_bytes_(plan.flit_bytes),
       header_bytes_(plan.header_bytes),
+      route_salt_(salt(plan.seed, kRouteTag, 0)),
       s_transfers_(stats().add(FabricStats::transfers)),
       s_bytes_(stats().add(FabricStats::bytes_delivered)),
       s_vcs_(stats().add(FabricStats::vcs)) {
@@ -91,7 +92,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
       ip.header_bytes = header_bytes_;
       ip.endpoint_overhead = p.endpoint_overhead;
       ip.read_ahead_packets = std::uint32_t(p.read_ahead_packets);
-      ip.route_salt = salt(plan.seed, kRouteTag, 0);
+      ip.route_salt = route_salt_;
       MemoryPort* mem = memories.empty() ? nullptr : memories[node.chip->v];
       auto ni = std::make_unique<NetworkInterface>(module_name(node.name).c_str(), rp, ports, ip,
                                                    shared_, mem);
@@ -166,6 +167,30 @@ TransferRecord Fabric::transfer(topo::ChipId src, topo::ChipId dst, std::uint64_
   const TransferHandle h = start({src, dst, bytes, flow, 0, 0});
   if (!h.done()) wait_counted(activity(), h.done_event());
   return h.record();
+}
+
+void Fabric::account(const TransferRequest& r) {
+  if (r.src == r.dst || r.bytes == 0) return;
+  // The packets NetworkInterface::local_take cuts: whole packets, then the rest.
+  const auto flits_of = [this](std::uint64_t payload) {
+    return (payload + header_bytes_ + flit_bytes_ - 1) / flit_bytes_;
+  };
+  const std::uint64_t whole = r.bytes / packet_bytes_, rest = r.bytes % packet_bytes_;
+  const std::uint64_t packets = whole + (rest > 0 ? 1 : 0);
+  const std::uint64_t flits = whole * flits_of(packet_bytes_) + (rest > 0 ? flits_of(rest) : 0);
+  // Per-flow hashing, as every router routes the transfer's packets (per-packet spreading is
+  // charged on the per-flow route, as the flow network does).
+  const std::uint64_t key = route_key(r.flow, route_salt_);
+  const auto& routes = topo_.routes();
+  topo::NodeId at = topo_.chip_node(r.src);
+  const topo::NodeId end = topo_.chip_node(r.dst);
+  bool forwarded = false;  // the source's interface injects; every later node passes on
+  while (at != end) {
+    const topo::LinkId l = routes.next_hop(at, r.dst, key);
+    routers_[at.v]->charge(l, packets, double(r.bytes), flits, forwarded);
+    forwarded = true;
+    at = topo_.other_end(l, at);
+  }
 }
 
 Bandwidth Fabric::injection_bandwidth(topo::ChipId c) const {

@@ -69,6 +69,11 @@ class Fabric : public Block, public Network {
   void finish(const sc_core::sc_time& end) override;
   NetworkTotals totals() const override;
   std::uint64_t message_unit_bytes() const override { return packet_bytes_; }
+  // Charges a fast-forwarded transfer to the link directions and nodes of the route its packets
+  // would take (per-flow hashing, as start() routes them): its packets' payload, wire bytes,
+  // serialisation as busy time, and energy. Nothing is simulated, so nothing queues.
+  void account(const TransferRequest& r) override;
+  bool charges_accounted() const override { return true; }
 
   const topo::Topology& topology() const { return topo_; }
   int vcs() const { return vcs_; }
@@ -93,6 +98,7 @@ class Fabric : public Block, public Network {
   std::vector<NetworkInterface*> nis_;            // by chip
   std::vector<std::uint64_t> completions_;
   std::vector<std::unique_ptr<sc_core::sc_event>> completion_events_;
+  std::uint64_t route_salt_ = 0;
   std::uint64_t started_ = 0, completed_ = 0, requested_ = 0;
   Stat& s_transfers_;
   Stat& s_bytes_;

@@ -85,6 +85,18 @@ void Link::connect(int dir, LinkEndpoint* up, int up_out, LinkEndpoint* down, in
   d.down_in_ = down_in;
 }
 
+void LinkDirection::charge(std::uint64_t packets, double payload, std::uint64_t flits) {
+  const double wire = double(flits) * flit_bytes_;
+  const sc_core::sc_time t = to_sc(Duration(wire / bw_.si));
+  busy_ += t;
+  s_busy_ += t.to_seconds();
+  s_bytes_ += payload;
+  s_wire_ += wire;
+  s_packets_ += double(packets);
+  if (!meter_) meter_ = &meter(Action::link, per_byte(dyn_energy_));
+  meter_->count(wire);
+}
+
 void Link::send(int dir, Packet* p, int vc, const sc_core::sc_time& end) {
   auto& d = *dirs_[std::size_t(dir)];
   if (vc < 0 || vc >= int(d.credits_.size())) {

@@ -101,6 +101,10 @@ class LinkDirection : public Block {
   std::uint32_t flit_bytes() const { return flit_bytes_; }
 
   void add_stall(const sc_core::sc_time& t) { s_stall_ += t.to_seconds(); }
+  // Charges `packets` packets carrying `payload` bytes in `flits` flits that were not simulated
+  // (fast-forward, Network::account): bytes, packets, busy time (their serialisation) and
+  // energy, as if sent back to back. No event, no credits.
+  void charge(std::uint64_t packets, double payload, std::uint64_t flits);
   // Utilisation over [0, end].
   void finish(const sc_core::sc_time& end);
   // Busy time over the elapsed time finish() was given.

@@ -253,6 +253,23 @@ void Router::dispatch(int out, int in, int vc) {
   if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out, end);
 }
 
+void Router::charge(topo::LinkId l, std::uint64_t packets, double payload, std::uint64_t flits,
+                    bool forwarded) {
+  Output& o = outputs_.at(std::size_t(output_of(l)));
+  *o.s_packets += double(packets);
+  *o.s_bytes += payload;
+  if (forwarded) {
+    s_forwarded_ += double(packets);
+    s_fwd_bytes_ += payload;
+    if (!forward_meter_) {
+      forward_meter_ = &meter(p_.local_port ? Action::chip_forwarding : Action::switch_,
+                              per_byte(p_.energy));
+    }
+    forward_meter_->count(double(flits) * o.ld->flit_bytes());
+  }
+  o.ld->charge(packets, payload, flits);
+}
+
 void Router::free_input(int in, int vc, std::uint32_t flits, const sc_core::sc_time& at) {
   const auto& input = inputs_.at(std::size_t(in));
   input.link->free_buffer(input.dir, vc, flits, at);

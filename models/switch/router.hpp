@@ -81,6 +81,11 @@ class Router : public Block, public LinkEndpoint {
 
   int link_ports() const { return int(outputs_.size()); }
   int output_of(topo::LinkId id) const;
+  // Charges `packets` packets (`payload` bytes, `flits` flits) that were not simulated to the
+  // output on link `l` and its link direction, and, when this node only passes them on
+  // (`forwarded`), to its forwarding statistics and energy (fast-forward, Fabric::account).
+  void charge(topo::LinkId l, std::uint64_t packets, double payload, std::uint64_t flits,
+              bool forwarded);
   void finish(const sc_core::sc_time& end);
   // Timer events served so far (output wake-ups and the derived class's timers).
   std::uint64_t events() const { return timers_.served(); }

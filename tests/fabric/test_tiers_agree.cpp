@@ -13,12 +13,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "../common/topologies.hpp"
+#include "common/block.hpp"
 #include "fabric/fabric.hpp"
 #include "flow/flow_network.hpp"
 #include "trnsim/resolve/resolve.hpp"
@@ -133,6 +136,77 @@ TEST(TiersAgree, IncastOfThreeFlow) { incast(Tier::flow); }
 TEST(TiersAgree, PermutationPacketVoq) { permutation(Tier::packet_voq); }
 TEST(TiersAgree, PermutationPacketInputFifo) { permutation(Tier::packet_input_fifo); }
 TEST(TiersAgree, PermutationFlow) { permutation(Tier::flow); }
+
+// A fast-forwarded transfer (Network::account) charges the links and switch of its route what
+// the simulated transfer puts on them, at both tiers: c0 -> c2 crosses c0 -> s and s -> c2, each
+// busy 64 x 43.52 = 2,785.28 ns with 64 x 4,352 wire bytes; the switch forwards 64 packets. The
+// simulated packet transfer (no memory, so a packet's link time is its serialisation) is the
+// reference; every other link direction stays idle.
+TEST(TiersAgree, AccountedTransferChargesWhatTheSimulatedOneUses) {
+  static const topo::Topology topo = star();
+  const auto packet_plan = resolve::plan_fabric(test::fabric_params(4096, "packet"), topo);
+  const auto flow_plan = resolve::plan_fabric(test::fabric_params(4096, "flow"), topo);
+  Fabric simulated("simulated", topo, packet_plan);
+  Fabric accounted("accounted", topo, packet_plan);
+  FlowNetwork flow("flow", topo, flow_plan);
+  EXPECT_TRUE(accounted.charges_accounted());
+  const TransferRequest r{ChipId{0}, ChipId{2}, kBytes, 1, 0, 0};
+  TransferHandle h;
+  sc_core::sc_spawn([&] {
+    h = simulated.start(r);
+    accounted.account(r);
+    flow.account(r);
+  });
+  sc_core::sc_start();
+  ASSERT_TRUE(h.done());
+  const sc_core::sc_time end = sc_core::sc_time(10, sc_core::SC_US);
+  for (Network* n : std::initializer_list<Network*>{&simulated, &accounted, &flow}) n->finish(end);
+  EXPECT_EQ(accounted.totals().transfers_started, 0u);  // nothing simulated
+
+  // Link directions by name under each network ("link0.to_s").
+  auto links = [&](const sc_core::sc_object& root) {
+    std::map<std::string, std::vector<double>> out;
+    const std::string prefix = std::string(root.name()) + ".";
+    for (const auto& b : collect_stats(Duration(10e-6), &root)) {
+      const Stat* busy = find_stat(b, LinkDirectionStats::busy);
+      if (!busy) continue;
+      out[b.name.substr(prefix.size())] = {
+          busy->value * 1e9, find_stat(b, LinkDirectionStats::bytes)->value,
+          find_stat(b, LinkDirectionStats::wire_bytes)->value, b.utilisation.value_or(-1)};
+    }
+    return out;
+  };
+  const auto want = links(simulated);
+  ASSERT_EQ(want.size(), 8u);  // 4 links, 2 directions
+  for (const auto& [name, v] : want) {
+    const bool on_route = name == "link0.to_s" || name == "link2.to_c2";
+    SCOPED_TRACE(name);
+    EXPECT_NEAR(v[0], on_route ? kPackets * kPacketNs : 0.0, 1e-6);
+    EXPECT_DOUBLE_EQ(v[1], on_route ? double(kBytes) : 0.0);
+    EXPECT_DOUBLE_EQ(v[2], on_route ? kPackets * 4352.0 : 0.0);
+    EXPECT_NEAR(v[3], on_route ? 2785.28 / 10000 : 0.0, 1e-9);
+  }
+  for (const sc_core::sc_object* got : std::initializer_list<const sc_core::sc_object*>{
+           &accounted, &flow}) {
+    const auto g = links(*got);
+    ASSERT_EQ(g.size(), want.size()) << got->name();
+    for (const auto& [name, v] : want) {
+      SCOPED_TRACE(std::string(got->name()) + " " + name);
+      ASSERT_EQ(g.count(name), 1u);
+      for (std::size_t i = 0; i < v.size(); ++i) {
+        EXPECT_NEAR(g.at(name)[i], v[i], 1e-6 * (1 + v[i]));
+      }
+    }
+  }
+  // The link and switch energy counted: the same wire bytes on the same blocks.
+  const auto sim_actions = collect_actions(&simulated);
+  const auto acc_actions = collect_actions(&accounted);
+  ASSERT_TRUE(sim_actions.count(Action::link) && sim_actions.count(Action::switch_));
+  EXPECT_DOUBLE_EQ(acc_actions.at(Action::link).quantity, 2 * kPackets * 4352.0);
+  EXPECT_DOUBLE_EQ(acc_actions.at(Action::link).quantity, sim_actions.at(Action::link).quantity);
+  EXPECT_DOUBLE_EQ(acc_actions.at(Action::switch_).quantity,
+                   sim_actions.at(Action::switch_).quantity);
+}
 
 }  // namespace
 }  // namespace trnsim::model

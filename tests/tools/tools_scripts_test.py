@@ -117,6 +117,23 @@ def bench_fidelity():
                            "all-reduce", "--bytes", "1MiB", "--json", "--set", f"sim.fidelity={fid}")["time_ns"]
         check(close(r[fid], want), f"{fid}: {r[fid]} ns, direct bench collective {want} ns")
     check(close(r["diff"], (r["fast"] - r["detailed"]) / r["detailed"]), "diff is (fast - detailed) / detailed")
+    # --split: the four network x compute combinations of one step, fast-forward on.
+    tool("--trnsim", TRNSIM, "--traces", "no-such-trace.json", expect=2)
+    golden = "tests/golden/inputs/golden-moe-16.json"
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
+                           "--split", "--json"))
+    check(len(rows) == 1 and rows[0]["case"] == "step golden-moe-16.json", "one split row: golden-moe-16")
+    r = rows[0]
+    t = r["times_ns"]
+    want = trnsim_json("run", "--config", "configs/racks/trn2-instance.json", "--trace", golden, "--json",
+                       "--set", "sim.fast_forward=true", "--set", "rack.fabric.model=packet", "--set",
+                       "chip.compute.model=op")["performance"]["step_time_ns"]
+    check(close(t["packet_op"], want), f"packet + op: {t['packet_op']} ns, direct run {want} ns")
+    check(r["fast"] == t["flow_op"] and r["detailed"] == t["packet_tile"], "fast is flow + op, detailed packet + tile")
+    check(close(r["compute_flow"], (t["flow_op"] - t["flow_tile"]) / t["flow_tile"]),
+          "compute part under flows is (flow+op - flow+tile) / flow+tile")
+    check(close(r["network_op"], (t["flow_op"] - t["packet_op"]) / t["packet_op"]),
+          "network part under op compute is (flow+op - packet+op) / packet+op")
 
 
 def find_astra():
