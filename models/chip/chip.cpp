@@ -240,6 +240,8 @@ void Chip::run_rest(const OpProfile& rest, const sc_time& duration, int cores_us
   const auto& dma = p_.core.dma;
   const sc_time share = duration / double(kOpPieces);
   const int slices = op_slices(rest);
+  SliceOp op;
+  begin_slices(op);
   for (int piece = 0; piece < kOpPieces; ++piece) {
     const sc_time start = sc_core::sc_time_stamp();
     sc_time end = start + share;
@@ -264,15 +266,27 @@ void Chip::run_rest(const OpProfile& rest, const sc_time& duration, int cores_us
         end = std::max(end, core.engine(EngineId(e)).occupy(share, busy));
       }
     }
+    // Its slices are issued by the chip's slice method (chip_model.hpp).
+    std::uint64_t wakes = 0;
+    const std::uint64_t base = woken(op);
+    sc_time last = start;
     for (int k = 0; k < slices; ++k) {
       const sc_time issue = start + share * (double(k) / double(slices));
-      if (issue > sc_core::sc_time_stamp()) wait_counted(activity(), issue - sc_core::sc_time_stamp());
-      const PieceBytes b = slice_bytes(rest, piece * slices + k);
-      if (b.read > 0) memory().access({operand_address(b.read), b.read, false});
-      if (b.write > 0) memory().access({operand_address(b.write), b.write, true});
+      const auto index = std::uint32_t(piece * slices + k);
+      post_slice(issue, op, index, slice_bytes(rest, piece * slices + k));
+      if (kWakeAtSlices && issue > last) {
+        post_wake(issue, op, index);
+        ++wakes;
+        last = issue;
+      }
     }
-    if (end > sc_core::sc_time_stamp()) wait_counted(activity(), end - sc_core::sc_time_stamp());
+    if (end > last) {
+      post_wake(end, op, std::uint32_t(kOpPieces * slices + piece));
+      ++wakes;
+    }
+    for (std::uint64_t w = 1; w <= wakes; ++w) wait_woken(op, base + w);
   }
+  end_slices(op);
 }
 
 OpStats Chip::run_lowered(const ComputeOp& op, const std::string& name) {
