@@ -266,25 +266,16 @@ void Chip::run_rest(const OpProfile& rest, const sc_time& duration, int cores_us
         end = std::max(end, core.engine(EngineId(e)).occupy(share, busy));
       }
     }
-    // Its slices are issued by the chip's slice method (chip_model.hpp).
-    std::uint64_t wakes = 0;
-    const std::uint64_t base = woken(op);
-    sc_time last = start;
+    // Its slices are issued by the chip's slice method (chip_model.hpp), which wakes the op's
+    // thread at the piece's end.
     for (int k = 0; k < slices; ++k) {
-      const sc_time issue = start + share * (double(k) / double(slices));
-      const auto index = std::uint32_t(piece * slices + k);
-      post_slice(issue, op, index, slice_bytes(rest, piece * slices + k));
-      if (kWakeAtSlices && issue > last) {
-        post_wake(issue, op, index);
-        ++wakes;
-        last = issue;
-      }
+      post_slice(start + share * (double(k) / double(slices)), op,
+                 std::uint32_t(piece * slices + k), slice_bytes(rest, piece * slices + k));
     }
-    if (end > last) {
+    if (end > start) {
       post_wake(end, op, std::uint32_t(kOpPieces * slices + piece));
-      ++wakes;
+      wait_woken(op, woken(op) + 1);
     }
-    for (std::uint64_t w = 1; w <= wakes; ++w) wait_woken(op, base + w);
   }
   end_slices(op);
 }

@@ -153,23 +153,15 @@ OpStats ChipModel::replay_profile(const OpProfile& p, const OpProfile& counterpa
   const std::uint64_t accrual = begin_accrual(p.actions, start, duration);
   SliceOp op;
   begin_slices(op);
-  std::uint64_t wakes = 0;
-  sc_time last = start;
   for (int i = 0; i < n; ++i) {
-    const sc_time issue = start + duration * (double(i) / double(n));
-    post_slice(issue, op, std::uint32_t(i), slice_bytes(p, i));
-    if (kWakeAtSlices && issue > last) {
-      post_wake(issue, op, std::uint32_t(i));
-      ++wakes;
-      last = issue;
-    }
+    post_slice(start + duration * (double(i) / double(n)), op, std::uint32_t(i), slice_bytes(p, i));
   }
+  // One wake-up, at its end (none when it takes no time).
   const sc_time end = start + duration;
-  if (end > last) {
+  if (end > start) {
     post_wake(end, op, std::uint32_t(n));
-    ++wakes;
+    wait_woken(op, 1);
   }
-  for (std::uint64_t w = 1; w <= wakes; ++w) wait_woken(op, w);
   end_slices(op);
   end_accrual(accrual);
   for (const auto& [a, m] : p.actions) meter(a, 0).count_priced(m.quantity, m.rated_j);

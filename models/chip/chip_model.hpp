@@ -93,9 +93,6 @@ class ChipModel : public Block {
     int left = 0;
     sc_core::sc_time end, memory_alone, wait_mem;
   };
-  // Whether an op's thread still wakes at each of its slices' times, doing nothing there (the
-  // order of the slices is the chip's either way).
-  static constexpr bool kWakeAtSlices = true;
   // Starts an op's slices (takes a waker); end_slices() returns it.
   void begin_slices(SliceOp& op);
   void end_slices(SliceOp& op);

@@ -164,20 +164,12 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
     so.end = end;
     so.memory_alone = memory_alone;
     so.wait_mem = sc_core::SC_ZERO_TIME;
-    const std::uint64_t base = woken(so);
-    std::uint64_t wakes = 1;  // the piece's end
-    sc_time last = start;
     for (int k = 0; k < slices; ++k) {
-      const sc_time issue = start + from_ps(share * k / slices);
-      const auto index = std::uint32_t(piece * slices + k);
-      post_slice(issue, so, index, slice_bytes(*pr, piece * slices + k), &so);
-      if (kWakeAtSlices && issue > last) {
-        post_wake(issue, so, index);
-        ++wakes;
-        last = issue;
-      }
+      post_slice(start + from_ps(share * k / slices), so, std::uint32_t(piece * slices + k),
+                 slice_bytes(*pr, piece * slices + k), &so);
     }
-    for (std::uint64_t w = 1; w <= wakes; ++w) wait_woken(so, base + w);
+    // One wake-up per piece, at its end.
+    wait_woken(so, std::uint64_t(piece) + 1);
     contention_ += so.wait_mem.to_seconds();
   }
   end_slices(so);
