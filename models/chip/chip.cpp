@@ -240,6 +240,8 @@ void Chip::run_rest(const OpProfile& rest, const sc_time& duration, int cores_us
   const auto& dma = p_.core.dma;
   const sc_time share = duration / double(kOpPieces);
   const int slices = op_slices(rest);
+  SliceOp op;
+  begin_slices(op);
   for (int piece = 0; piece < kOpPieces; ++piece) {
     const sc_time start = sc_core::sc_time_stamp();
     sc_time end = start + share;
@@ -264,15 +266,18 @@ void Chip::run_rest(const OpProfile& rest, const sc_time& duration, int cores_us
         end = std::max(end, core.engine(EngineId(e)).occupy(share, busy));
       }
     }
+    // Its slices are issued by the chip's slice method (chip_model.hpp), which wakes the op's
+    // thread at the piece's end.
     for (int k = 0; k < slices; ++k) {
-      const sc_time issue = start + share * (double(k) / double(slices));
-      if (issue > sc_core::sc_time_stamp()) wait_counted(activity(), issue - sc_core::sc_time_stamp());
-      const PieceBytes b = slice_bytes(rest, piece * slices + k);
-      if (b.read > 0) memory().access({operand_address(b.read), b.read, false});
-      if (b.write > 0) memory().access({operand_address(b.write), b.write, true});
+      post_slice(start + share * (double(k) / double(slices)), op,
+                 std::uint32_t(piece * slices + k), slice_bytes(rest, piece * slices + k));
     }
-    if (end > sc_core::sc_time_stamp()) wait_counted(activity(), end - sc_core::sc_time_stamp());
+    if (end > start) {
+      post_wake(end, op, std::uint32_t(kOpPieces * slices + piece));
+      wait_woken(op, woken(op) + 1);
+    }
   }
+  end_slices(op);
 }
 
 OpStats Chip::run_lowered(const ComputeOp& op, const std::string& name) {

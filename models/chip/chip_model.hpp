@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,7 +74,50 @@ class ChipModel : public Block {
   // fabric's buffers are in the upper half), one after another, wrapping.
   std::uint64_t operand_address(std::uint64_t bytes);
 
+  // The HBM slices of the ops whose traffic is issued in slices over their time (the op tier,
+  // fast-forward, the extrapolated rest of a tile op) are issued by one method per chip, not by
+  // the op's thread: a slice is posted ahead with its time, and at that time the chip issues it
+  // to memory() with every other slice due then, in a fixed order: by time, then by op (the
+  // order the ops began on the chip), then by the slice's index. Their order, and so every
+  // contention result, does not depend on the order SystemC resumes the ops' threads. The op's
+  // thread waits for wake-ups posted the same way, woken by that method in the same order.
+  struct Waker {
+    sc_core::sc_event ev;
+    std::uint64_t woken = 0;
+  };
+  struct SliceOp {
+    std::uint64_t seq = 0;  // the order the op began on this chip
+    Waker* waker = nullptr;
+    // A piece whose end waits for its slices (OpChip::execute): when its last slice has been
+    // issued, the op is woken at `end` plus the latest slice's finish beyond `memory_alone`.
+    int left = 0;
+    sc_core::sc_time end, memory_alone, wait_mem;
+  };
+  // Starts an op's slices (takes a waker); end_slices() returns it.
+  void begin_slices(SliceOp& op);
+  void end_slices(SliceOp& op);
+  // Slice `index` of the op, `b` issued at `at` (>= now). With `piece`, the slice counts towards
+  // that piece's end (SliceOp::left); without, nothing of the op need outlive the call.
+  void post_slice(const sc_core::sc_time& at, const SliceOp& op, std::uint32_t index,
+                  PieceBytes b, SliceOp* piece = nullptr);
+  // Wakes the op at `at` (>= now); wait_woken(op, n) returns once it has been woken n times.
+  void post_wake(const sc_core::sc_time& at, SliceOp& op, std::uint32_t index);
+  void wait_woken(SliceOp& op, std::uint64_t n);
+  std::uint64_t woken(const SliceOp& op) const;
+
  private:
+  struct SliceEntry {
+    sc_core::sc_time at;
+    std::uint64_t seq = 0;
+    std::uint32_t index = 0;
+    bool wake = false;
+    PieceBytes b;
+    SliceOp* op = nullptr;  // a wake's op, or a piece slice's piece
+  };
+  void schedule_slices(const sc_core::sc_time& at);
+  void push_slice(const SliceEntry& e);
+  void serve_slices();
+
   struct Accrual {
     std::uint64_t token = 0;
     sc_core::sc_time start, expected;
@@ -82,6 +126,13 @@ class ChipModel : public Block {
   std::uint64_t next_operand_addr_ = 0;
   std::vector<Accrual> accruing_;  // in the order the ops began
   std::uint64_t next_token_ = 0;
+  std::vector<SliceEntry> slices_;  // a heap, earliest (at, seq, index, wake) on top
+  sc_core::sc_event slices_due_;
+  bool slice_method_ = false;
+  bool serving_slices_ = false;
+  std::uint64_t next_slice_op_ = 0;
+  std::vector<std::unique_ptr<Waker>> wakers_;
+  std::vector<Waker*> idle_wakers_;
 };
 
 }  // namespace trnsim::model

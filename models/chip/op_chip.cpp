@@ -137,6 +137,8 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
   st.start_s = now().to_seconds();
   const std::uint64_t accrual = begin_accrual(pr->actions, now(), from_ps(pr->time_ps));
   const sc_time memory_alone = from_ps(pr->memory_ps);
+  SliceOp so;
+  begin_slices(so);
   // Each engine's share of a piece on each core, in whole picoseconds.
   std::array<sc_time, 4> engine_share{};
   for (std::size_t e = 0; e < engine_share.size() && used > 0; ++e) {
@@ -153,24 +155,24 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
         *core.busy[e] += engine_share[e].to_seconds();
       }
     }
-    // The piece's HBM traffic in slices spread over its share; it ends as much later as its
-    // latest slice finished later than alone.
+    // The piece's HBM traffic in slices spread over its share (issued by the chip's slice
+    // method, chip_model.hpp); it ends as much later as its latest slice finished later than
+    // alone: the slice method wakes it then.
     const int slices = op_slices(*pr);
     const sc_time start = now();
-    sc_time wait_mem = sc_core::SC_ZERO_TIME;
+    so.left = slices;
+    so.end = end;
+    so.memory_alone = memory_alone;
+    so.wait_mem = sc_core::SC_ZERO_TIME;
     for (int k = 0; k < slices; ++k) {
-      const sc_time issue = start + from_ps(share * k / slices);
-      if (issue > now()) wait_counted(activity(), issue - now());
-      const PieceBytes b = slice_bytes(*pr, piece * slices + k);
-      sc_time done = now();
-      if (b.read > 0) done = std::max(done, memory_->access({operand_address(b.read), b.read, false}));
-      if (b.write > 0) done = std::max(done, memory_->access({operand_address(b.write), b.write, true}));
-      if (done - now() > memory_alone) wait_mem = std::max(wait_mem, done - now() - memory_alone);
+      post_slice(start + from_ps(share * k / slices), so, std::uint32_t(piece * slices + k),
+                 slice_bytes(*pr, piece * slices + k), &so);
     }
-    end += wait_mem;
-    contention_ += wait_mem.to_seconds();
-    if (end > now()) wait_counted(activity(), end - now());
+    // One wake-up per piece, at its end.
+    wait_woken(so, std::uint64_t(piece) + 1);
+    contention_ += so.wait_mem.to_seconds();
   }
+  end_slices(so);
   release(*pr, used);
   end_accrual(accrual);
   for (const auto& [a, m] : pr->actions) meter(a, 0).count_priced(m.quantity, m.rated_j);

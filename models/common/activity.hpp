@@ -19,10 +19,12 @@
 namespace trnsim::model {
 
 // What ran: the DMA engines of a chip (one WakeCalendar activation), a compute engine, a link or
-// switch queue, or a thread (replay ops, core programs, transfers).
-enum class Activity { dma, engine, link, thread };
-inline constexpr int kActivityKinds = 4;
-inline constexpr const char* kActivityNames[kActivityKinds] = {"dma", "engine", "link", "thread"};
+// switch queue, a thread (replay ops, core programs, transfers), or a chip's op slices (the
+// method that issues the HBM slices of ops and wakes their threads, chip_model.hpp).
+enum class Activity { dma, engine, link, thread, slices };
+inline constexpr int kActivityKinds = 5;
+inline constexpr const char* kActivityNames[kActivityKinds] = {"dma", "engine", "link", "thread",
+                                                               "slices"};
 
 // What one simulation owns beyond the kernel: today its activation counts. Create it before the
 // models (a top-level sc_object, so it adds no prefix to their names).
