@@ -6,8 +6,8 @@
     tools/bench_fidelity.py [--trnsim build/release/src/cli/trnsim] [--quick] [--json]
                             [--racks trn2-instance,trn3-gen2-ultraserver] [--part network|step]
                             [--ops all-to-all,all-reduce] [--sizes 1MiB,16MiB]
-                            [--queueing voq|input_fifo] [--set PATH=VALUE ...]
-                            [--traces A.json,B.json] [--split]
+                            [--queueing voq|input_fifo] [--flow-calibration none|packet|both]
+                            [--set PATH=VALUE ...] [--traces A.json,B.json] [--split]
 
 Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter, all-to-all,
 1 MiB to 1 GiB), `bench traffic` (all-to-all of 1 MiB per pair, uniform at load 0.5) and
@@ -15,7 +15,11 @@ Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter
 (2 layers) and the golden 16-rank trace. The difference is (fast - detailed) / detailed of the
 time (completion time, step time, latency). `--queueing` sets the packet fabric's switch
 queueing (`rack.fabric.queueing`, docs/models/fabric.md#switch-queueing; the flow tier does not
-read it); `--set` is passed to both runs. `--split` (step part) runs every step at the four
+read it); `--flow-calibration` (`none`, `packet`, or `both`: packet, with a column of the fast tier
+without it) sets the flow network's calibration from the packet fabric
+(`rack.fabric.flow_calibration`, docs/models/fidelity.md#flow-calibration; the packet run does
+not read it; the first fast run of a rack calibrates, later ones read the calibration cache);
+`--set` is passed to both runs. `--split` (step part) runs every step at the four
 combinations of network (`rack.fabric.model=flow|packet`) and compute (`chip.compute.model=op|tile`),
 all with `sim.fast_forward=true`, and splits fast - detailed into its compute part (op against
 tile under each network) and its network part (flow against packet under each compute tier);
@@ -56,16 +60,26 @@ def trnsim_json(trnsim, args):
 EXTRA_SETS = []
 
 
+BOTH = []  # --flow-calibration both: the fast tier also without the calibration
+
+
 def pair(trnsim, args, metric):
-    """Runs `args` at both fidelities; returns (detailed, fast, diff, wall detailed, wall fast)."""
+    """Runs `args` at both fidelities; returns (detailed, fast, diff, wall detailed, wall fast),
+    and with --flow-calibration both the fast tier uncalibrated too (fast_none, diff_none)."""
     out = {}
+    sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
     for fid in ("detailed", "fast"):
-        sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
         j, wall = trnsim_json(trnsim, [*args, "--set", f"sim.fidelity={fid}", *sets])
         out[fid] = (metric(j), wall)
     d, f = out["detailed"][0], out["fast"][0]
-    return {"detailed": d, "fast": f, "diff": (f - d) / d if d else 0.0,
-            "wall_detailed_s": out["detailed"][1], "wall_fast_s": out["fast"][1]}
+    row = {"detailed": d, "fast": f, "diff": (f - d) / d if d else 0.0,
+           "wall_detailed_s": out["detailed"][1], "wall_fast_s": out["fast"][1]}
+    if BOTH:
+        j, _ = trnsim_json(trnsim, [*args, "--set", "sim.fidelity=fast", *sets, "--set",
+                                    "rack.fabric.flow_calibration=none"])
+        row["fast_none"] = metric(j)
+        row["diff_none"] = (row["fast_none"] - d) / d if d else 0.0
+    return row
 
 
 def network_rows(trnsim, racks, sizes, ops, extras=True):
@@ -150,6 +164,9 @@ def main():
                     help="network part without traffic and ping")
     ap.add_argument("--queueing", choices=["voq", "input_fifo"],
                     help="rack.fabric.queueing of the packet fabric (default: the config's)")
+    ap.add_argument("--flow-calibration", choices=["none", "packet", "both"],
+                    help="rack.fabric.flow_calibration of the flow network (default: the "
+                    "config's); both: packet, and a column without it")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="passed to every run")
     ap.add_argument("--traces", default=",".join(STEP_TRACES), help="traces of the step part")
@@ -164,6 +181,11 @@ def main():
     EXTRA_SETS.extend(a.set)
     if a.queueing:
         EXTRA_SETS.append(f"rack.fabric.queueing={a.queueing}")
+    if a.flow_calibration:
+        cal = "packet" if a.flow_calibration == "both" else a.flow_calibration
+        EXTRA_SETS.append(f"rack.fabric.flow_calibration={cal}")
+        if a.flow_calibration == "both":
+            BOTH.append(True)
     if not os.access(a.trnsim, os.X_OK):
         fail(f"--trnsim: {a.trnsim} is not an executable")
     racks = [r for r in a.racks.split(",") if r]
@@ -182,11 +204,15 @@ def main():
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0
+    extra = f" {'fast uncal':>14} {'diff':>8}" if BOTH else ""
     print(f"{'rack':24} {'case':38} {'detailed':>14} {'fast':>14} {'diff':>8} "
-          f"{'wall d/f (s)':>14}")
+          f"{'wall d/f (s)':>14}{extra}")
     for r in rows:
+        extra = (f" {r['fast_none']:14.1f} {100 * r['diff_none']:+7.2f}%"
+                 if "fast_none" in r else "")
         print(f"{r['rack']:24} {r['case']:38} {r['detailed']:14.1f} {r['fast']:14.1f} "
-              f"{100 * r['diff']:+7.2f}% {r['wall_detailed_s']:6.2f}/{r['wall_fast_s']:<6.2f}")
+              f"{100 * r['diff']:+7.2f}% {r['wall_detailed_s']:6.2f}/{r['wall_fast_s']:<6.2f}"
+              f"{extra}")
         if "times_ns" in r:
             t = r["times_ns"]
             print(f"{'':24} {'  flow+tile / packet+op':38} {t['flow_tile']:14.1f} "

@@ -24,6 +24,10 @@ struct TransferRequest {
   // The transfer stands for this many equal pieces of `bytes` sent together on one route: they
   // share links as that many flows would (Network::merges_pieces(); 1 elsewhere).
   std::uint32_t pieces = 1;
+  // The traffic pattern it belongs to (replay::traffic_pattern: the collective and its
+  // algorithm; 0 none: sends, point-to-point). The flow network scales its
+  // drain time by the pattern's calibrated efficiency (FabricPlan::flow_efficiency).
+  std::uint8_t pattern = 0;
 };
 
 // Where the time of one packet went, summed over its hops. `serialisation` is what remains of

@@ -34,7 +34,8 @@ struct FlowNetwork::Flow {
   std::vector<std::uint32_t> pos;   // index of this flow in each direction's list
   std::vector<topo::NodeId> via;    // nodes passed through (not the ends)
   double wire = 0;       // bytes on the wire: whole flits of every packet, headers included
-  double remaining = 0;  // wire bytes not yet sent
+  double remaining = 0;  // wire bytes not yet sent, over `efficiency`
+  double efficiency = 1;  // of the links for its pattern (FabricPlan::flow_efficiency)
   double rate = 0;       // wire bytes per second
   double since = 0;      // time (s) `remaining` was last brought up to date
   double bottleneck = 0;  // lowest capacity on the path, wire bytes per second
@@ -270,6 +271,14 @@ TransferHandle FlowNetwork::launch(std::uint32_t id) {
   s->packets_total = r.bytes / plan_.packet_bytes +
                      (r.bytes % plan_.packet_bytes > 0 || r.bytes < plan_.packet_bytes ? 1 : 0);
   f.pos.assign(f.path.size(), 0);
+  // A pattern the packet fabric was measured to carry at a fraction of the links' bandwidth
+  // (tree saturation, credit stalls) holds its links for its wire bytes over that fraction.
+  f.efficiency = r.pattern < plan_.flow_efficiency.size() ? plan_.flow_efficiency[r.pattern] : 1.0;
+  if (!(f.efficiency > 0)) {
+    throw InternalError(fmt::format("FlowNetwork: efficiency {} of pattern {}", f.efficiency,
+                                    int(r.pattern)));
+  }
+  f.remaining = f.wire / f.efficiency;
   ++started_;
   requested_ += r.bytes;
   schedule(sc_core::sc_time_stamp() + overhead_, Kind::activate, id);
@@ -304,7 +313,7 @@ Energy FlowNetwork::dynamic_unmetered(const PowerModel& power, const sc_core::sc
     const Flow& f = *fp;
     if (!f.active || !f.t) continue;
     const double left = std::max(0.0, f.remaining - f.rate * std::max(0.0, now - f.since));
-    const double sent = f.wire - left;
+    const double sent = f.wire - left * f.efficiency;
     if (!(sent > 0)) continue;
     for (const std::uint32_t d : f.path) {
       const FlowLinkDirection& b = *dirs_[d].block;
@@ -564,7 +573,7 @@ void FlowNetwork::recompute() {
 double FlowNetwork::rate_of(const TransferHandle& h) const {
   for (const auto& f : flows_) {
     if (f->t && f->active && &f->t->record == &h.record()) {
-      return f->rate * double(h.record().request.bytes) / f->wire;
+      return f->rate * f->efficiency * double(h.record().request.bytes) / f->wire;
     }
   }
   return 0;

@@ -16,6 +16,7 @@
 #include "trnsim/hash.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
+#include "trnsim/replay/pattern.hpp"
 
 namespace trnsim::replay {
 
@@ -971,11 +972,13 @@ struct Replay::Impl : Emitter {
       }
     };
     const std::uint64_t flow = mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(to));
+    machine.set_pattern(traffic_pattern(inst.rec.kind, inst.rec.algorithm));
     if (pieces > 1) {
       machine.start_pieces(src_chip, dst_chip, bytes, std::uint32_t(pieces), flow, std::move(done));
     } else {
       machine.start_transfer(src_chip, dst_chip, bytes, flow, std::move(done));
     }
+    machine.set_pattern(0);
   }
 
   static bool step_sends_to(const Step& step, int peer) {

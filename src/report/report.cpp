@@ -183,6 +183,9 @@ Json identity_json(const run::RunData& d, const Identity& id) {
   j["models"] = {{"memory", {{"model", d.memory_model}}},
                  {"compute", {{"model", d.compute_model}}},
                  {"network", {{"model", d.network_model}}}};
+  // The flow network's calibration from the packet fabric: each case's inputs and outputs (the
+  // same whether it came from the cache or the children; host.json says which).
+  if (!d.flow_calibration.is_null()) j["models"]["network"]["flow_calibration"] = d.flow_calibration;
   if (d.compute_calibrated) {
     const double ops = double(d.compute_ops);
     j["models"]["compute"]["shapes_simulated"] = d.compute_shapes_simulated;
@@ -1084,6 +1087,11 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
               {"process_activations_by_kind", by_kind},
               {"delta_cycles", d.delta_cycles},
               {"chip_models_elaborated", d.chip_models_built}};
+  if (!d.flow_calibration_from.empty()) {
+    out.host["flow_calibration"] = {{"from", d.flow_calibration_from},
+                                    {"wall_time_s", d.flow_calibration_seconds},
+                                    {"cache_file", d.flow_calibration_file}};
+  }
   if (!d.calibration_from.empty()) {
     out.host["calibration"] = {{"from", d.calibration_from},
                                {"wall_time_s", d.calibration_seconds},

@@ -281,6 +281,7 @@ model::TransferRequest Rack::request(int src, int dst, std::uint64_t bytes,
   r.dst = topo::ChipId{std::uint32_t(dst)};
   r.bytes = bytes;
   r.flow = flow;
+  r.pattern = pattern_;
   // Communication buffers live in the upper half of HBM, spread by flow so that concurrent
   // transfers do not all open the same rows.
   const std::uint64_t half = capacity_ / 2;

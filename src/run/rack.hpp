@@ -53,6 +53,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   replay::GroupLayout layout(const std::vector<int>& chips) const override;
   void account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) override;
   bool merges_pieces() const override { return network_->merges_pieces(); }
+  void set_pattern(std::uint8_t pattern) override { pattern_ = pattern; }
   void start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
                               std::uint32_t pieces, std::uint64_t flow,
                               std::function<void()> done) override;
@@ -91,6 +92,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
 
  private:
   model::TransferRequest request(int src, int dst, std::uint64_t bytes, std::uint64_t flow) const;
+  std::uint8_t pattern_ = 0;  // of the transfers started now (set_pattern)
   void record(const model::TransferRecord& rec, int src, int dst);
   // The network between two chips (global ids): their UltraServer's fabric, with the request's
   // ids made local to it, or the scale-out network between UltraServers.

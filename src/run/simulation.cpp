@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "calibrate.hpp"
+#include "flow_calibration.hpp"
 #include "chip/chip.hpp"
 #include "common/activity.hpp"
 #include "rack.hpp"
@@ -95,6 +96,8 @@ struct Simulation::State {
   std::shared_ptr<const model::OpTable> calibration;
   CacheSettings cache;
   CalibrationOrigin origin;
+  std::optional<std::array<double, 16>> flow_efficiency;  // set_flow_efficiency()
+  std::optional<FlowCalibrationResult> flow_calibration;
   std::unique_ptr<model::Simulation> sim;
   std::unique_ptr<Rack> rack;
   std::vector<model::Network*> nets;
@@ -124,6 +127,13 @@ Simulation::~Simulation() = default;
 void Simulation::set_cache(const CacheSettings& cache) {
   if (s_->phase != Phase::created) throw InternalError("Simulation::set_cache after plan()");
   s_->cache = cache;
+}
+
+void Simulation::set_flow_efficiency(const std::array<double, 16>& efficiency) {
+  if (s_->phase != Phase::created && s_->phase != Phase::planned) {
+    throw InternalError("Simulation::set_flow_efficiency after calibrate()");
+  }
+  s_->flow_efficiency = efficiency;
 }
 
 const resolve::RackPlan& Simulation::rack_plan() const { return *s_->plan; }
@@ -168,6 +178,17 @@ void Simulation::calibrate() {
                                        compute.times_op_heads, &s.cache, &s.origin);
   }
   s.tc = Clock::now();
+  // The flow network's efficiency per traffic pattern, from the packet fabric of the same rack
+  // (child processes too, so before the rack). Its cache lives with the op-level one's; a
+  // library caller without one still keeps it (it costs seconds of packet simulation).
+  if (s.flow_efficiency) {
+    s.plan->fabric.flow_efficiency = *s.flow_efficiency;
+  } else if (s.plan->fabric.model == "flow" &&
+             s.plan->fabric.params.flow_calibration == config::FlowCalibration::packet) {
+    const CacheSettings cache = s.cache.enabled ? s.cache : cache_settings_from_env(false);
+    s.flow_calibration = calibrate_flow(s.loaded, *s.plan, cache, kCalibrationJobs);
+    s.plan->fabric.flow_efficiency = s.flow_calibration->efficiency;
+  }
 }
 
 void Simulation::elaborate() {
@@ -311,6 +332,12 @@ RunData Simulation::collect() {
     d.calibration_from = s.origin.from_cache ? "cache" : "simulated";
     d.calibration_cache_key = s.origin.key;
     d.calibration_cache_file = s.origin.file;
+  }
+  if (s.flow_calibration) {
+    d.flow_calibration = s.flow_calibration->provenance;
+    d.flow_calibration_from = s.flow_calibration->from;
+    d.flow_calibration_file = s.flow_calibration->cache_file;
+    d.flow_calibration_seconds = s.flow_calibration->wall_time_s;
   }
   d.transfers = rack.transfer_samples();
   d.messages_fast_forwarded = rack.messages_accounted();

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "../common/run_trnsim.hpp"
 #include "../common/topologies.hpp"
 #include "flow/flow_network.hpp"
@@ -117,6 +119,25 @@ TEST(FlowNetwork, AFlowOfTwoPiecesTakesTwoShares) {
   EXPECT_NEAR(p.end1, 500 + 8355.84 + 100 + 500, 1e-3);
   EXPECT_NEAR(p.end2, 500 + 8355.84 + 100 + 500, 1e-3);
   EXPECT_TRUE(f.merges_pieces());
+}
+
+// A flow of a pattern the calibration measured at efficiency 0.5 (FabricPlan::flow_efficiency)
+// holds its share of the link for twice its wire bytes. Against an uncalibrated flow (pattern 0)
+// both get 50 GB/s; the uncalibrated one drains its 278,528 wire bytes at 5,570.56 ns, by when
+// the other has done half of its 557,056; the rest at the whole link: 2,785.28 ns more.
+TEST(FlowNetwork, APatternsEfficiencyStretchesItsDrain) {
+  const auto topo = two_chips();
+  auto plan = resolve::plan_fabric(params(), topo);
+  plan.flow_efficiency[3] = 0.5;
+  FlowNetwork f("fabric", topo, plan);
+  TransferRequest slow{ChipId{0}, ChipId{1}, 64 * 4096, 1, 0, 0};
+  slow.pattern = 3;
+  const Pair p = run_pair(f, slow, {ChipId{0}, ChipId{1}, 64 * 4096, 2, 0, 0});
+  // Its payload moves at half its share: 25 GB/s x 4096 / 4352.
+  EXPECT_NEAR(p.r1, 25e9 * 4096 / 4352, 1);
+  EXPECT_NEAR(p.r2, 50e9 * 4096 / 4352, 1);
+  EXPECT_NEAR(p.end1, 500 + 5570.56 + 2785.28 + 100 + 500, 1e-3);
+  EXPECT_NEAR(p.end2, 500 + 5570.56 + 100 + 500, 1e-3);
 }
 
 // A flow of 32 packets (139,264 wire bytes) and one of 96 (417,792) start together. Both run at
@@ -248,6 +269,53 @@ TEST(FlowNetwork, RunsAreDeterministic) {
   EXPECT_NE(a.out.find("network flow"), std::string::npos) << a.out;
   std::filesystem::remove_all(da);
   std::filesystem::remove_all(db);
+}
+
+// rack.fabric.flow_calibration packet: the flow network's efficiency per pattern measured on
+// the packet fabric of the rack before the run, recorded in report.json with every case's inputs
+// and outputs; the same whether simulated or read back from the cache (host.json says which).
+TEST(FlowCalibration, IsDeterministicAndInTheReport) {
+  const std::string tag = std::to_string(::getpid());
+  const std::string cache = testing::TempDir() + "flow-cal-cache-" + tag;
+  const std::string da = testing::TempDir() + "flow-cal-a-" + tag,
+                    db = testing::TempDir() + "flow-cal-b-" + tag;
+  for (const auto& d : {cache, da, db}) std::filesystem::remove_all(d);
+  ::setenv("TRNSIM_CACHE_DIR", cache.c_str(), 1);
+  ::unsetenv("TRNSIM_NO_CACHE");
+  const std::string base = std::string("run --config ") + TRNSIM_SOURCE_DIR +
+                           "/configs/racks/trn2-instance.json --trace " + TRNSIM_SOURCE_DIR +
+                           "/tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast "
+                           "--set rack.fabric.flow_calibration=packet";
+  const auto a = test::run_trnsim(base + " --out " + da, false);
+  const auto b = test::run_trnsim(base + " --out " + db, false);
+  ASSERT_EQ(a.code, 0) << a.out;
+  ASSERT_EQ(b.code, 0) << b.out;
+  auto read = [](const std::string& p) {
+    std::ifstream in(p);
+    return nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  };
+  const auto ra = read(da + "/report.json"), rb = read(db + "/report.json");
+  const auto cal = ra["identity"]["models"]["network"]["flow_calibration"];
+  ASSERT_TRUE(cal.is_object()) << ra["identity"].dump();
+  EXPECT_EQ(cal, rb["identity"]["models"]["network"]["flow_calibration"]);
+  EXPECT_EQ(cal["method"], "packet");
+  ASSERT_EQ(cal["cases"].size(), 14u);
+  for (const auto& c : cal["cases"]) {
+    EXPECT_GT(c["packet_ns"].get<double>(), 0) << c.dump();
+    // The flow time is its fixed part plus its data part, which doubles at half efficiency.
+    EXPECT_NEAR(c["flow_ns"].get<double>(),
+                c["fixed_ns"].get<double>() + c["data_ns"].get<double>(), 1e-6);
+    EXPECT_GT(c["efficiency"].get<double>(), 0);
+    EXPECT_LE(c["efficiency"].get<double>(), 1);
+  }
+  EXPECT_EQ(ra["performance"]["step_time_ns"], rb["performance"]["step_time_ns"]);
+  EXPECT_EQ(read(da + "/host.json")["flow_calibration"]["from"], "simulated");
+  EXPECT_EQ(read(db + "/host.json")["flow_calibration"]["from"], "cache");
+  // A value it does not know is refused with the key the user wrote.
+  const auto bad = test::run_trnsim(base + " --set rack.fabric.flow_calibration=tiles");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("flow_calibration"), std::string::npos) << bad.out;
+  for (const auto& d : {cache, da, db}) std::filesystem::remove_all(d);
 }
 
 }  // namespace

@@ -31,6 +31,17 @@ constexpr auto enum_names(FabricQueueing) {
                     std::pair{FabricQueueing::input_fifo, std::string_view("input_fifo")}};
 }
 
+// Where the flow network's per-pattern link efficiency comes from (docs/models/fidelity.md,
+// "Flow calibration"). none: every link direction carries its nominal bandwidth. packet: before
+// the run, the packet fabric of the same rack runs each collective algorithm once on every chip
+// (a canonical case), and a flow of that algorithm's transfers takes as long to drain as the
+// packet fabric's measured efficiency says (its wire bytes over that efficiency).
+enum class FlowCalibration { none, packet };
+constexpr auto enum_names(FlowCalibration) {
+  return std::array{std::pair{FlowCalibration::none, std::string_view("none")},
+                    std::pair{FlowCalibration::packet, std::string_view("packet")}};
+}
+
 // How traffic is spread over equal-cost next hops.
 enum class FabricSpreading { per_flow, per_packet };
 constexpr auto enum_names(FabricSpreading) {
@@ -55,6 +66,7 @@ struct FabricParams {
   FabricArbiter arbiter = FabricArbiter::round_robin;
   FabricSpreading spreading = FabricSpreading::per_flow;
   FabricQueueing queueing = FabricQueueing::voq;
+  FlowCalibration flow_calibration = FlowCalibration::none;
   std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
   template <class V>
   void visit(V& v) {
@@ -85,6 +97,9 @@ struct FabricParams {
     v.field("queueing", queueing,
             "switch input buffering: voq (a queue per output at each input) or input_fifo "
             "(one FIFO per input and VC: head-of-line blocking)");
+    v.field("flow_calibration", flow_calibration,
+            "flow network: none (nominal link bandwidth) or packet (each collective algorithm's "
+            "link efficiency measured on the packet fabric of the same rack before the run)");
     v.field("link_idle_fraction", link_idle_fraction,
             "link idle power as a fraction of full-rate power (default: chip.link.idle_fraction)",
             InRange{0, 1});

@@ -53,6 +53,9 @@ class Machine {
   // and every SystemC thread costs a stack.
   virtual void start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                               std::function<void()> done);
+  // The traffic pattern of the transfers started from now on (model::TransferRequest::pattern:
+  // replay::traffic_pattern), until set again. The default ignores it.
+  virtual void set_pattern(std::uint8_t pattern) { (void)pattern; }
   // Whether start_pieces() sends several pieces to one destination as one transfer (a
   // flow-level network, where pieces started together share links alike anyway).
   virtual bool merges_pieces() const { return false; }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -65,6 +66,11 @@ struct FabricPlan {
   int diameter = 0;                  // links on the longest chip-to-chip route
   double link_idle_fraction = 0;     // SerDes idle power as a fraction of active
   std::uint64_t seed = 1;            // sim.seed: perturbs route hashing and tie-breaks
+  // Flow network: the efficiency of the links for the transfers of each traffic pattern
+  // (model::TransferRequest::pattern, indexed by it), from the packet fabric
+  // (params.flow_calibration packet; run/flow_calibration.cpp); 1 means nominal bandwidth. A
+  // flow of pattern p drains wire bytes / flow_efficiency[p] at its max-min rate.
+  std::array<double, 16> flow_efficiency{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1};
 };
 
 // Where ranks run (/replay/placement), checked against the chips it places ranks on.

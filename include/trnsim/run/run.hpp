@@ -122,6 +122,12 @@ struct RunData {
   // Host figures: not part of any report file (they would break byte-identical reports).
   double wall_seconds = 0;        // calibration + elaboration + simulation
   double calibration_seconds = 0;  // the op-level model's calibration (child processes)
+  // The flow network's calibration from the packet fabric (rack.fabric.flow_calibration
+  // packet; run/flow_calibration.hpp): what was calibrated, from what, the efficiencies; null
+  // when the run has none. Where it came from and what it cost, for host.json.
+  nlohmann::json flow_calibration;
+  std::string flow_calibration_from, flow_calibration_file;
+  double flow_calibration_seconds = 0;
   // Where the calibration's profiles came from: "simulated" (tile-model children) or "cache"
   // (the calibration cache, docs/performance.md); "" without a calibration. The key is the
   // entry's (identical whether it was found or written), "" with the cache off.

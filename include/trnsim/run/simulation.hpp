@@ -9,6 +9,7 @@
 
 #include <systemc>
 
+#include <array>
 #include <memory>
 #include <string>
 #include <vector>
@@ -72,6 +73,10 @@ class Simulation {
   Simulation(const config::LoadedConfig& loaded, Driver& driver,
              resolve::Purpose purpose = resolve::Purpose::run);
   ~Simulation();
+
+  // The flow network's link efficiency per traffic pattern (resolve::FabricPlan::flow_efficiency)
+  // instead of what the config says (the flow calibration's own runs); before calibrate().
+  void set_flow_efficiency(const std::array<double, 16>& efficiency);
 
   // The calibration cache the calibrate phase reads and writes (default: none). Before run().
   void set_cache(const CacheSettings& cache);
