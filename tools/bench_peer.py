@@ -225,7 +225,8 @@ def main():
               f" {cold['cpu_s']:>16.2f} {warm['cpu_s']:>7.2f}")
         if "astra" in r:
             print(f"{'':<12} step simulated: ASTRA-sim {r['astra_step_ms']:.3f} ms "
-                  f"({r['astra_ranks_finished']} ranks finished), trnsim fast {r['trnsim_step_ms']:.3f} ms")
+                  f"({r['astra_ranks_finished']} ranks finished), trnsim fast {r['trnsim_step_ms']:.3f} ms; "
+                  f"CPU s: ASTRA-sim {r['astra']['cpu_s']:.2f}")
             ast = r["astra"]
             print(f"{'':<12} start-up s: ASTRA-sim {ast.get('startup_s', float('nan')):.3f}, "
                   f"no cache {cold.get('startup_s', float('nan')):.3f} "
