@@ -63,6 +63,14 @@ def timed(cmd, env=None, cwd=ROOT, finished_ranks=None):
 
 
 SIM_RE = re.compile(r"wall time ([\d.]+) s \(simulation ([\d.]+) s\)")
+ASTRA_FINISHED_RE = re.compile(r"sys\[(\d+)\] finished, (\d+) cycles")
+
+
+def astra_step_ms(run):
+    """ASTRA-sim's simulated step: the last rank's finish (cycles of its 1 GHz clock, so ns), and
+    how many ranks printed theirs."""
+    fin = {int(r): int(c) for r, c in ASTRA_FINISHED_RE.findall(run["stdout"] + run["stderr"])}
+    return (max(fin.values()) / 1e6 if fin else None), len(fin)
 
 
 def trnsim_startup(run):
@@ -172,6 +180,10 @@ def main():
         for k, v in runs.items():
             if v:
                 row[k] = median_row(v)
+        # What each simulated: the step (the same in every repetition; deterministic both).
+        row["trnsim_step_ms"] = json.loads(runs["fast_warm"][0]["stdout"])["performance"]["step_time_ns"] / 1e6
+        if runs["astra"]:
+            row["astra_step_ms"], row["astra_ranks_finished"] = astra_step_ms(runs["astra"][0])
         astra_s = row["astra"]["wall_s"] if "astra" in row else RECORDED_ASTRA_S.get(name)
         row["astra_source"] = "measured" if "astra" in row else ("recorded" if astra_s else None)
         if astra_s:
@@ -212,6 +224,9 @@ def main():
               f" {warm['wall_s']:>16.2f} {warm.get('x_astra', float('nan')):>6.2f}"
               f" {cold['cpu_s']:>16.2f} {warm['cpu_s']:>7.2f}")
         if "astra" in r:
+            print(f"{'':<12} step simulated: ASTRA-sim {r['astra_step_ms']:.3f} ms "
+                  f"({r['astra_ranks_finished']} ranks finished), trnsim fast {r['trnsim_step_ms']:.3f} ms; "
+                  f"CPU s: ASTRA-sim {r['astra']['cpu_s']:.2f}")
             ast = r["astra"]
             print(f"{'':<12} start-up s: ASTRA-sim {ast.get('startup_s', float('nan')):.3f}, "
                   f"no cache {cold.get('startup_s', float('nan')):.3f} "

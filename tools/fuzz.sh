@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-600}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -eq 0 ] && targets=(config topology native chakra)
+[ ${#targets[@]} -eq 0 ] && targets=(config topology native native_binary chakra)
 cmake --preset fuzz >/dev/null
 cmake --build --preset fuzz -j2
 out=build/fuzz/tests/fuzz
@@ -21,11 +21,14 @@ for t in "${targets[@]}"; do
     topology) seeds=("$PWD/configs/racks") ;;
     native) python3 tools/fuzz_seeds.py "$out/seeds_native" traces/*.json tests/golden/inputs/*.json
       seeds=("$PWD/$out/seeds_native") ;;
+    native_binary) python3 tools/fuzz_seeds.py --binary "$out/seeds_native_binary" "$out/seeds_native" \
+        traces/*.json tests/golden/inputs/*.json
+      seeds=("$PWD/$out/seeds_native_binary") ;;
     chakra) seeds=()
       for d in chakra astra-sim/microbenchmarks/all_reduce/4npus_1MB; do
         [ -d "$shared/$d" ] && seeds+=("$shared/$d")
       done ;;
-    *) echo "unknown target $t (config, topology, native, chakra)" >&2; exit 2 ;;
+    *) echo "unknown target $t (config, topology, native, native_binary, chakra)" >&2; exit 2 ;;
   esac
   mkdir -p "$out/corpus_$t"
   echo "== fuzz_$t for ${seconds}s" >&2

@@ -35,6 +35,10 @@ std::string write_trace(const trace::Workload& w, const TraceOpts& o) {
     write_file_atomic(o.out, trace::write_native(w));
     return o.out;
   }
+  if (o.to == "binary") {
+    write_file_atomic(o.out, trace::write_native_binary(w));
+    return o.out;
+  }
   if (o.to == "chakra-json") {
     trace::export_chakra_json(w, o.out, c);
     return fmt::format("{}.0.json .. {}.{}.json and {}.json", o.out, o.out, w.num_ranks() - 1, o.out);
@@ -52,10 +56,12 @@ void add_input(CLI::App* sub, TraceOpts& o) {
 }
 
 void add_output(CLI::App* sub, TraceOpts& o, bool choose_form) {
-  sub->add_option("--out", o.out, "output: a file (native) or a prefix (Chakra)")->required();
+  sub->add_option("--out", o.out, "output: a file (native, binary) or a prefix (Chakra)")->required();
   if (choose_form) {
-    sub->add_option("--to", o.to, "native, chakra (protobuf .et) or chakra-json")
-        ->check(CLI::IsMember({"native", "chakra", "chakra-json"}))
+    sub->add_option("--to", o.to,
+                    "native (JSON), binary (the native format in compact binary, read back by "
+                    "every command that takes a native trace), chakra (protobuf .et) or chakra-json")
+        ->check(CLI::IsMember({"native", "binary", "chakra", "chakra-json"}))
         ->capture_default_str();
   }
   sub->add_flag("--no-embed", o.no_embed,
@@ -78,8 +84,9 @@ void register_trace_command(CLI::App& app, Registry& reg) {
                                      "format, files, bytes and sha256)");
   reg.add(info, [oi] {
     const LoadedTrace t = load_trace(oi->in, "");
-    const char* format = t.chakra ? "Chakra"
+    const char* format = t.chakra                                                   ? "Chakra"
                          : t.workload.metadata.value("source", "") == "pytorch-et" ? "PyTorch ET"
+                         : t.native_binary                                         ? "native binary"
                                                                                    : "native";
     if (oi->json) {
       trace::Json j = trace::describe_json(t.workload);

@@ -16,6 +16,7 @@
 #include "trnsim/report/report.hpp"
 #include "trnsim/dtype.hpp"
 #include "trnsim/trace/chakra.hpp"
+#include "trnsim/trace/gzip.hpp"
 #include "trnsim/trace/native.hpp"
 #include "trnsim/trace/pytorch_et.hpp"
 
@@ -159,6 +160,7 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
   const std::string path = resolve_trace(in.path.empty() ? fallback : in.path);
   if (path.empty()) throw TraceError("--trace: an empty file name");
   LoadedTrace out;
+  std::string raw;  // a single trace file's bytes as stored, when read here
   std::error_code ec;
   // A rank file of a Chakra set stands for its prefix: PREFIX.0.et, or PREFIX.0.json in
   // Chakra's JSON form.
@@ -237,10 +239,13 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
     et.keep_durations = in.keep_durations;
     et.unmapped_scale = in.unmapped_scale;
     std::optional<trace::Workload> loaded;
+    std::string text;  // one file: read (and inflated) once for both readers and the hash
     if (!et_files.empty()) {
       loaded = trace::load_pytorch_et_ranks(et_files, et);
     } else {
-      loaded = trace::load_pytorch_et(path, et);
+      raw = trace::read_trace_bytes(path, kMaxTraceFileBytes);
+      text = trace::is_gzip(raw) ? trace::gunzip(raw, path, kMaxTraceFileBytes) : raw;
+      loaded = trace::load_pytorch_et_text(text, path, et);
     }
     if (loaded) {
       out.workload = std::move(*loaded);
@@ -259,8 +264,10 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
                               "options apply only to Chakra traces and are ignored",
                               path);
       }
-      out.workload = trace::load_native(path);
+      out.workload = trace::parse_native_any(text, path);
+      out.native_binary = trace::is_native_binary(text);
     }
+    std::string().swap(text);
     if (et_files.empty()) {
       out.files.push_back(path);
     } else {
@@ -286,6 +293,11 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
   }
   report::Sha256 h;
   for (const auto& f : out.files) {
+    if (out.files.size() == 1 && !raw.empty()) {  // the one file, read above
+      out.bytes += raw.size();
+      h.update(raw);
+      continue;
+    }
     const std::string bytes = read_input_file(f, kMaxTraceFileBytes);
     out.bytes += bytes.size();
     h.update(bytes);

@@ -35,6 +35,7 @@ void add_chakra_options(CLI::App* sub, TraceInput& in);
 struct LoadedTrace {
   trace::Workload workload;
   bool chakra = false;
+  bool native_binary = false;        // a native trace in the binary form
   std::string prefix;                // Chakra: the prefix the rank files share
   std::vector<std::string> files;    // in the order read
   std::string sha256;                // of their bytes, concatenated

@@ -254,8 +254,15 @@ Workload parse_native(const std::string& text, const std::string& origin) {
   return w;
 }
 
+Workload parse_native_any(const std::string& text, const std::string& origin) {
+  // 0x89 starts no JSON text and no UTF-8 character: a binary trace, or a damaged one, which
+  // parse_native_binary() names as such.
+  if (!text.empty() && text[0] == kNativeBinaryMagic[0]) return parse_native_binary(text, origin);
+  return parse_native(text, origin);
+}
+
 Workload load_native(const std::string& path) {
-  return parse_native(read_trace_text(path, kMaxTraceFileBytes), path);
+  return parse_native_any(read_trace_text(path, kMaxTraceFileBytes), path);
 }
 
 std::string write_native(const Workload& w) {

@@ -514,8 +514,11 @@ EtKinetoLink kineto_link(const std::string& path, const Json& j, const Json& nod
 // Reads one ET file; none when it is not a PyTorch ET. `kineto`: its Kineto profile, or empty.
 std::optional<EtRankRead> et_read_rank(const std::string& path, const PytorchEtOptions& options,
                                        const std::string& kineto = {},
-                                       std::int64_t expect_rank = -1) {
-  const std::string data = read_trace_text(path, options.max_file_bytes);
+                                       std::int64_t expect_rank = -1,
+                                       const std::string* text = nullptr) {
+  std::string read;
+  if (!text) read = read_trace_text(path, options.max_file_bytes);
+  const std::string& data = text ? *text : read;
   const auto first = data.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || data[first] != '{') return {};
   // PyTorch writes "schema" first; a native trace starts with "format".
@@ -1065,6 +1068,15 @@ std::vector<std::string> kineto_files(const std::string& kineto, int n) {
 
 std::optional<Workload> load_pytorch_et(const std::string& path, const PytorchEtOptions& options) {
   auto rd = et_read_rank(path, options, kineto_files(options.kineto, 1)[0]);
+  if (!rd) return {};
+  std::vector<EtRankRead> reads;
+  reads.push_back(std::move(*rd));
+  return et_assemble({path}, std::move(reads));
+}
+
+std::optional<Workload> load_pytorch_et_text(const std::string& text, const std::string& path,
+                                             const PytorchEtOptions& options) {
+  auto rd = et_read_rank(path, options, kineto_files(options.kineto, 1)[0], -1, &text);
   if (!rd) return {};
   std::vector<EtRankRead> reads;
   reads.push_back(std::move(*rd));

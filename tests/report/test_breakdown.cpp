@@ -182,6 +182,34 @@ TEST(Sha256, FipsExamples) {
   EXPECT_EQ(split.hex(), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
+// Lengths around the block and padding boundaries, and a long input, whole and in uneven pieces
+// (whole blocks are hashed straight from the input, with the SHA extensions where the CPU has
+// them); the digests are Python's hashlib.sha256 of bytes((i * 7 + 3) % 251 for i in range(n)).
+TEST(Sha256, BlockBoundariesAndPieces) {
+  const std::pair<std::size_t, const char*> cases[] = {
+      {55, "1deace58c745f3ecadde68a5923f494c3703fa73f0306483ccb898a5826e8d70"},
+      {56, "06dbe23685750e4d3881ded95047abaf93fa8f9c5d3501dc57c717a72ff1398e"},
+      {63, "47fb38b12335c9298d09280515c0666489a189d1554bb0ac1a0740806ce9d8b6"},
+      {64, "dfa798724b1a8014994f363e5da7474ed26ce3757fb29e07aa47ad5a9352d37b"},
+      {65, "dd2eab5a5507d7717c63ce953d9ac61752c21e664425ad1227054722a0d97f69"},
+      {127, "2409a159329f4e770a7d8128130497abb1de01ffb6ad389d97d89ebbeeb7f02c"},
+      {128, "3a9c1e22e20578eebe442238f431befd688bd56698eb7c77d95d3f97d8f58207"},
+      {129, "956f5da998f608be52587f28902b608909b661f99a1b300e3d3046b4f69f6fb5"},
+      {1000, "a9425c416f534025a4e2422bd14adba4ec3d4a68d10c3329be8df612964d2b6e"},
+      {100003, "3b1d6731138fc44f6de1267ee21c50c8320d23d75fa6515f63e9588cb262ba7a"}};
+  for (const auto& [n, want] : cases) {
+    SCOPED_TRACE(n);
+    std::string data(n, '\0');
+    for (std::size_t i = 0; i < n; ++i) data[i] = static_cast<char>((i * 7 + 3) % 251);
+    EXPECT_EQ(Sha256().update(data).hex(), want);
+    Sha256 pieces;
+    for (std::size_t at = 0, step = 1; at < n; at += step, step = step * 3 % 97 + 1) {
+      pieces.update(std::string_view(data).substr(at, step));
+    }
+    EXPECT_EQ(pieces.hex(), want);
+  }
+}
+
 TEST(NsOf, NoFloatNoise) {
   EXPECT_EQ(fmt::format("{}", ns_of(sc_time(8925366, sc_core::SC_PS))), "8925.366");
 }

@@ -172,6 +172,44 @@ def bench_peer():
                           "--json", "--trace", f"mixtral={prefix}:16"))
     t = out["traces"][0]
     check(t["astra_source"] == "measured" and t["astra"]["wall_s"] > 0, "ASTRA-sim measured")
+    check(t["astra_wall_s"] == t["astra"]["wall_s"], "the ratio's base is the measured wall time")
+    for k in ("fast_cold", "fast_warm"):
+        check(close(t[k]["x_astra"], t[k]["wall_s"] / t["astra"]["wall_s"]), f"{k}: x_astra is the wall ratio")
+        check(close(t[k]["x_astra_rss"], t[k]["rss_mib"] / t["astra"]["rss_mib"]), f"{k}: x_astra_rss")
+    # Every rank of ASTRA-sim finished, and trnsim's step is the one a direct run prints.
+    check(t["astra_ranks_finished"] == 16 and t["astra_step_ms"] > 0,
+          f"ASTRA-sim: 16 ranks finished with a step > 0, got {t['astra_ranks_finished']}, {t['astra_step_ms']}")
+    direct = trnsim_json("run", "--config", "configs/racks/trn3-gen2-ultraserver.json", "--trace", prefix,
+                         "--chakra-size-unit", "elements", "--chakra-element-bytes", "2",
+                         "--chakra-num-ops", "macs", "--json", "--no-progress")
+    check(close(t["trnsim_step_ms"], direct["performance"]["step_time_ns"] / 1e6),
+          f"trnsim's step {t['trnsim_step_ms']} ms is a direct run's")
+
+
+def fuzz_seeds():
+    """The seeds' binary form, written by Python, is the C++ writer's byte for byte (an independent
+    check of docs/trace-format.md's "Binary form"), and reads back as the JSON seed does."""
+    with tempfile.TemporaryDirectory() as d:
+        js, bins = os.path.join(d, "json"), os.path.join(d, "bin")
+        tool("--binary", bins, js, "traces/mixtral-moe-16.json", "tests/golden/inputs/golden-moe-16.json")
+        names = sorted(f[:-5] for f in os.listdir(js))
+        check(len(names) == 6 and sorted(f[:-5] for f in os.listdir(bins)) == names,
+              f"6 seeds in each form, got {names}")
+        compared = 0
+        for n in names:
+            out = os.path.join(d, n + ".trnb")
+            p = subprocess.run([TRNSIM, "trace", "convert", os.path.join(js, n + ".json"), "--to", "binary",
+                                "--out", out], cwd=ROOT, env=ENV, capture_output=True, text=True)
+            if p.returncode == 2:  # a cut seed whose collectives no longer match: invalid, as seeds may be
+                continue
+            check(p.returncode == 0, f"trace convert {n}: exit {p.returncode}: {p.stderr[-500:]}")
+            with open(out, "rb") as a, open(os.path.join(bins, n + ".trnb"), "rb") as b:
+                check(a.read() == b.read(), f"{n}: Python's binary form differs from trnsim's")
+            check(trnsim_json("trace", "info", "--json", os.path.join(bins, n + ".trnb"))["ops"] ==
+                  trnsim_json("trace", "info", "--json", os.path.join(js, n + ".json"))["ops"],
+                  f"{n}: the binary seed holds the JSON seed's ops")
+            compared += 1
+        check(compared >= 4, f"at least 4 valid seeds compared, got {compared}")
 
 
 def bench_run():
@@ -283,7 +321,7 @@ def infer_table():
 def main():
     cases = {f.__name__: f for f in (bench_cluster, bench_compute, bench_fidelity, bench_peer, bench_run,
                                      bench_sweep, collective_tables, estimate_accuracy, estimate_terms,
-                                     infer_table)}
+                                     fuzz_seeds, infer_table)}
     if SCRIPT not in cases:
         print(f"tools_scripts_test.py: no case for '{SCRIPT}'", file=sys.stderr)
         return 2

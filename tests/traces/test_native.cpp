@@ -2,6 +2,8 @@
 // Native trace format: round trip and one test per class of error, each checking its message.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
@@ -381,3 +383,146 @@ TEST(NativeErrors, FormatBeforeStreamedOps) {
   expect_error(two_ranks(R"({"id": 0, "op": "gemm", "m": 1, "k": 1, "n": "x", "dtype": "bf16"})"),
                {"t.json:/rank_ops/0/ops/0/n"});
 }
+
+// ---- the binary form ----------------------------------------------------------------------------
+
+// The binary form holds the same workload: the JSON written from it is the JSON written from the
+// original, and its own bytes are reproduced (they carry every double's bits: durations, flops).
+static void expect_binary_round_trip(const Workload& w) {
+  const std::string bin = write_native_binary(w);
+  ASSERT_TRUE(is_native_binary(bin));
+  const Workload back = parse_native_binary(bin, "written.trnb");
+  EXPECT_EQ(write_native(back), write_native(w));
+  EXPECT_EQ(write_native_binary(back), bin);
+  EXPECT_EQ(back.metadata, w.metadata);
+  EXPECT_EQ(back.groups, w.groups);
+  EXPECT_EQ(back.name, w.name);
+}
+
+TEST(NativeBinary, RoundTripIsExactAndDeterministic) {
+  const Workload w = parse_native(kSample, "sample.json");
+  expect_binary_round_trip(w);
+  const std::string bin = write_native_binary(w);
+  EXPECT_EQ(bin.substr(0, 8), std::string("\x89TRNSIM\n", 8));
+  EXPECT_EQ(bin[8], '\x01');  // version 1
+  const Workload back = parse_native_binary(bin, "s.trnb");
+  EXPECT_EQ(back.ranks[0].ops[9].duration.si, w.ranks[0].ops[9].duration.si);  // every bit
+  EXPECT_EQ(back.ranks[0].ops[18].flops, 2.5e11);
+  EXPECT_EQ(back.ranks[0].ops[8].deps, (std::vector<OpId>{17, 10}));
+  // Smaller than the JSON it came from.
+  EXPECT_LT(bin.size(), write_native(w).size() / 2);
+}
+
+// Ids far apart, dependencies on later-listed and distant ops, and the largest id: the deltas
+// wrap and come back exact.
+TEST(NativeBinary, ExtremeIdsAndDependencies) {
+  Workload w = parse_native(two_ranks(R"({"id": 18446744073709551615, "op": "delay", "duration": "1ns"},
+    {"id": 0, "op": "delay", "duration": "2ns", "deps": [18446744073709551615]},
+    {"id": 7, "op": "delay", "duration": "3ns", "deps": [0, 18446744073709551615]})"),
+                            "ids.json");
+  expect_binary_round_trip(w);
+}
+
+TEST(NativeBinary, LoadNativeReadsItPlainAndGzipped) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_native_bin";
+  std::filesystem::create_directories(dir);
+  const Workload w = parse_native(kSample, "sample.json");
+  const std::string bin = write_native_binary(w);
+  const auto plain = (dir / "sample.trnb").string(), gz = (dir / "sample.trnb.gz").string();
+  std::ofstream(plain, std::ios::binary) << bin;
+  std::ofstream(gz, std::ios::binary) << gzip(bin);
+  EXPECT_EQ(write_native(load_native(plain)), write_native(w));
+  EXPECT_EQ(write_native(load_native(gz)), write_native(w));
+  // Errors name the file, the byte offset and where in the trace it was.
+  const auto cut = (dir / "cut.trnb").string();
+  std::ofstream(cut, std::ios::binary) << bin.substr(0, bin.size() / 2);
+  try {
+    load_native(cut);
+    FAIL();
+  } catch (const TraceError& e) {
+    const std::string m = e.what();
+    EXPECT_EQ(m.rfind(cut + ": offset ", 0), 0u) << m;
+    EXPECT_NE(m.find("(/rank_ops/"), std::string::npos) << m;
+    // A count the bytes left cannot hold, or the end of the file in the middle of a field.
+    EXPECT_NE(m.find("truncated"), std::string::npos) << m;
+  }
+}
+
+// Every prefix of a binary trace, and every one-byte corruption, is a TraceError naming the
+// origin and an offset, never a crash or a workload.
+TEST(NativeBinary, EveryTruncationAndCorruptionIsAnError) {
+  const std::string bin = write_native_binary(parse_native(kSample, "sample.json"));
+  for (std::size_t n = 0; n < bin.size(); ++n) {
+    SCOPED_TRACE(n);
+    try {
+      parse_native_binary(std::string_view(bin).substr(0, n), "t.trnb");
+      ADD_FAILURE() << "a prefix of " << n << " bytes was accepted";
+    } catch (const TraceError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("t.trnb: offset ", 0), 0u) << e.what();
+    }
+  }
+  for (std::size_t i = 0; i < bin.size(); ++i) {
+    SCOPED_TRACE(i);
+    std::string bad = bin;
+    bad[i] = static_cast<char>(bad[i] ^ 0x5a);
+    try {
+      parse_native_binary(bad, "t.trnb");
+      ADD_FAILURE() << "a corrupt byte at " << i << " was accepted";
+    } catch (const TraceError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("t.trnb: offset ", 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(NativeBinary, VersionMagicAndChecksum) {
+  const std::string bin = write_native_binary(parse_native(kSample, "sample.json"));
+  std::string v2 = bin;
+  v2[8] = '\x02';
+  EXPECT_THROW(
+      {
+        try {
+          parse_native_binary(v2, "t.trnb");
+        } catch (const TraceError& e) {
+          EXPECT_EQ(std::string(e.what()),
+                    "t.trnb: offset 8 (version): unsupported binary trace version 2 (this reader "
+                    "supports 1)");
+          throw;
+        }
+      },
+      TraceError);
+  try {
+    parse_native_any(std::string("\x89PNG\r\n\x1a\n", 8), "image.png");
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "image.png: offset 0 (magic): not a binary trnsim trace (expected the magic bytes "
+              "\\x89TRNSIM\\n)");
+  }
+  // The last byte is the checksum's: the structure reads, the sum does not match.
+  std::string sum = bin;
+  sum.back() = static_cast<char>(sum.back() ^ 1);
+  try {
+    parse_native_binary(sum, "t.trnb");
+    FAIL();
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find(fmt::format("t.trnb: offset {} (end): checksum mismatch",
+                                                     bin.size() - 4)),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+class BundledBinaryRoundTrip : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(BundledBinaryRoundTrip, ReadsBackExactly) {
+  expect_binary_round_trip(load_native(std::string(TRNSIM_SOURCE_DIR) + "/" + GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Native, BundledBinaryRoundTrip, ::testing::ValuesIn(bundled_trace_files()),
+                         [](const ::testing::TestParamInfo<std::string>& param_info) {
+                           std::string name = param_info.param;
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });

@@ -7,6 +7,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "../common/run_trnsim.hpp"
@@ -129,4 +131,70 @@ TEST(TraceCli, PytorchEtRanksThatDoNotAgreeExitTwo) {
                        "file is rank 0 of the set"),
             std::string::npos)
       << r.out;
+}
+
+namespace {
+
+std::string read_bytes(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+}  // namespace
+
+// `trace convert --to binary`: the golden MoE trace in the binary form runs to the same outputs
+// as its JSON, byte for byte, but for where the report says the trace came from (the files, their
+// bytes and hash) and the command line; `trace info` names the form; a damaged file exits 2
+// naming the file and the offset.
+TEST(TraceCli, BinaryFormRunsAsItsJson) {
+  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_binary_form";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string json = std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/inputs/golden-moe-16.json";
+  const auto bin = dir / "golden.trnb";
+  auto r = trnsim::test::run_trnsim("trace convert " + json + " --to binary --out " + bin.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(r.out, "wrote " + bin.string() + "\n");
+  r = trnsim::test::run_trnsim("trace info " + bin.string(), false);
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("format native binary; 1 file, " + std::to_string(std::filesystem::file_size(bin)) +
+                       " bytes"),
+            std::string::npos)
+      << r.out;
+  const auto info_json = trnsim::test::run_trnsim("trace info " + json, false).out;
+  EXPECT_EQ(r.out.substr(0, r.out.find("format ")), info_json.substr(0, info_json.find("format ")));
+
+  const std::string run = "run --config " + std::string(TRNSIM_SOURCE_DIR) +
+                          "/configs/racks/trn2-ultraserver.json --set sim.fidelity=fast --no-progress --trace ";
+  r = trnsim::test::run_trnsim(run + json + " --out " + (dir / "from-json").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = trnsim::test::run_trnsim(run + bin.string() + " --out " + (dir / "from-binary").string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::size_t compared = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir / "from-json")) {
+    const std::string name = e.path().filename().string();
+    SCOPED_TRACE(name);
+    const std::string a = read_bytes(e.path()), b = read_bytes(dir / "from-binary" / name);
+    if (name == "report.json") {
+      auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+      for (auto* j : {&ja, &jb}) {
+        (*j)["identity"].erase("command_line");
+        for (const char* k : {"given", "files", "bytes", "sha256"}) (*j)["identity"]["trace"].erase(k);
+      }
+      EXPECT_EQ(ja.dump(1), jb.dump(1));
+    } else if (name != "host.json") {  // wall times, the process's own
+      EXPECT_EQ(a, b);
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 4u);
+
+  // Cut in the middle: exit 2, the file and the offset named.
+  const std::string whole = read_bytes(bin);
+  const auto cut = dir / "cut.trnb";
+  std::ofstream(cut, std::ios::binary) << whole.substr(0, whole.size() / 2);
+  r = trnsim::test::run_trnsim("trace info " + cut.string());
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(cut.string() + ": offset "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("truncated"), std::string::npos) << r.out;
 }

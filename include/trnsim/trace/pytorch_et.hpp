@@ -37,6 +37,10 @@ struct PytorchEtOptions {
 // Workload::coverage. A collective of a group larger than the one rank read runs on that rank
 // alone (counted in a warning). Throws TraceError for a malformed ET.
 std::optional<Workload> load_pytorch_et(const std::string& path, const PytorchEtOptions& options = {});
+// The same on the file's text already read (inflated if it was gzip): a caller that reads a file
+// once for every reader it tries.
+std::optional<Workload> load_pytorch_et_text(const std::string& text, const std::string& path,
+                                             const PytorchEtOptions& options = {});
 
 // The ET files of several ranks as one workload: files[r] is rank r. The collectives' process
 // groups come from the files' process-group records (pg_name, "## process_group:init ##", global
