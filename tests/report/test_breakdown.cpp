@@ -182,9 +182,8 @@ TEST(Sha256, FipsExamples) {
   EXPECT_EQ(split.hex(), "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
 }
 
-// Lengths around the block and padding boundaries, and a long input, whole and in uneven pieces
-// (whole blocks are hashed straight from the input, with the SHA extensions where the CPU has
-// them); the digests are Python's hashlib.sha256 of bytes((i * 7 + 3) % 251 for i in range(n)).
+// Lengths around the block and padding boundaries, and a long input, whole and in uneven pieces;
+// the digests are Python's hashlib.sha256 of bytes((i * 7 + 3) % 251 for i in range(n)).
 TEST(Sha256, BlockBoundariesAndPieces) {
   const std::pair<std::size_t, const char*> cases[] = {
       {55, "1deace58c745f3ecadde68a5923f494c3703fa73f0306483ccb898a5826e8d70"},
