@@ -17,6 +17,7 @@
 #include "trnsim/infer/memory.hpp"
 #include "trnsim/infer/model.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/log.hpp"
 #include "trnsim/report/version.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/serve/arrivals.hpp"
@@ -380,7 +381,8 @@ ServeResult serve(const ServeOptions& o) {
   const Workload w = o.solve_users_target > 0 ? Workload{}
                                               : make_workload(spec.arrivals, count, o.spec_path);
   RackTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel),
-                  int(spec.timing.grid_per_octave));
+                  int(spec.timing.grid_per_octave), run::cache_settings_from_env(o.no_cache));
+  timer.remember_lookups(o.held_back > 0);
   const double chips_used = double(ranks) / per_chip;
   EngineResult r;
   Json solve_json;
@@ -473,7 +475,28 @@ ServeResult serve(const ServeOptions& o) {
                    {"reuse_rate", timer.lookups() ? 1.0 - double(timer.shapes_simulated()) /
                                                               double(timer.lookups())
                                                   : 0.0},
-                   {"static_w_per_replica", timer.static_w()}};
+                   {"static_w_per_replica", timer.static_w()},
+                   {"context_key_tile", timer.key_tile()}};
+  if (o.held_back > 0) {
+    // Interpolated shapes of the run simulated exactly (RackTimer::held_back).
+    Json rows = Json::array();
+    double worst = 0;
+    for (const auto& h : timer.held_back(o.held_back)) {
+      const double err = (h.interpolated_s - h.exact_s) / h.exact_s;
+      worst = std::max(worst, std::abs(err));
+      rows.push_back({h.shape.decode, h.shape.context, h.shape.prefill, h.shape.prefill_context,
+                      h.exact_s, h.interpolated_s, err});
+    }
+    rep["timing"]["held_back"] = {
+        {"columns", {"decode", "context", "prefill", "prefill_context", "exact_s",
+                     "interpolated_s", "error"}},
+        {"rows", rows},
+        {"max_abs_error", worst}};
+    logger("serve")->info("held back: {} shapes, max |error| {:.3f} %", rows.size(), 100 * worst);
+  }
+  logger("serve")->info("{} shapes: {} simulated, {} from the shape cache; {:.1f} s in simulations",
+                        timer.shapes_simulated(), timer.shapes_simulated() - timer.shapes_from_disk(),
+                        timer.shapes_from_disk(), timer.simulation_wall_s());
   Json shapes = Json::array();
   for (const auto& [s, c] : timer.table()) {
     shapes.push_back({s.decode, s.context, s.prefill, s.prefill_context, c.time_s, c.dynamic_j});
