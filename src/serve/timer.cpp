@@ -298,7 +298,9 @@ std::vector<RackTimer::HeldBack> RackTimer::held_back(std::size_t k) {
     if (picked.empty() || picked.back() != s) picked.push_back(s);
   }
   const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t from_disk = from_disk_;  // shapes_from_disk() counts the run's shapes only
   const std::vector<std::string> exact = cost_lines(picked);
+  from_disk_ = from_disk;
   wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   for (std::size_t i = 0; i < picked.size(); ++i) {
     HeldBack h;
