@@ -24,7 +24,8 @@ struct ServeOpts {
   std::vector<std::string> sets, rack_sets;
   std::string rack, out;
   std::vector<std::string> out_files;  // --out-files: some of kFiles
-  bool json = false, estimate = false;
+  bool json = false, estimate = false, no_cache = false;
+  std::uint64_t held_back = 0;
   double solve_users = 0;
   std::uint64_t solve_max_users = 65536, solve_requests_per_user = 4;
 };
@@ -73,6 +74,13 @@ void register_serve_command(CLI::App& app, Registry& reg) {
                   "--solve-users: measured requests per user at each point (4), after one warm-up "
                   "request per user")
       ->check(CLI::Range(std::uint64_t(1), std::uint64_t(1000)));
+  sub->add_flag("--no-cache", o->no_cache,
+                "simulate every shape, neither reading nor keeping shape costs on disk (also "
+                "TRNSIM_NO_CACHE=1; docs/serving.md#shape-cache)");
+  sub->add_option("--held-back", o->held_back,
+                  "grid timing: after the run, simulate this many of the shapes it interpolated "
+                  "exactly and report each one's interpolation error (report.json timing.held_back)")
+      ->check(CLI::Range(std::uint64_t(0), std::uint64_t(1000)));
   reg.add(sub, [o, out_opt, &reg]() {
     for (const auto& f : o->out_files) {
       if (std::find(kFiles.begin(), kFiles.end(), f) == kFiles.end()) {
@@ -100,6 +108,8 @@ void register_serve_command(CLI::App& app, Registry& reg) {
     so.solve_max_users = o->solve_max_users;
     so.solve_requests_per_user = o->solve_requests_per_user;
     so.timeline = out_opt->count() > 0 && wanted("timeline.json");
+    so.no_cache = o->no_cache;
+    so.held_back = o->held_back;
     if (o->estimate) {
       fmt::print("{}", serve::estimate(so).text);
       return 0;

@@ -172,6 +172,13 @@ CacheKey calibration_key(const resolve::ChipPlan& plan, const std::vector<std::s
   return out;
 }
 
+CacheKey cache_key(const json& k) {
+  CacheKey out;
+  out.canonical = k.dump();
+  out.hex = hash128(out.canonical);
+  return out;
+}
+
 ProfileCache::ProfileCache(CacheSettings settings) : s_(std::move(settings)) {}
 
 std::string ProfileCache::path_of(const CacheKey& key) const {

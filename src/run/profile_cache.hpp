@@ -40,6 +40,9 @@ struct CacheKey {
 // heads (`op_heads`), by this build of trnsim (build_identity()).
 CacheKey calibration_key(const resolve::ChipPlan& plan, const std::vector<std::string>& op_keys,
                          bool op_heads);
+// Any other cache's key (serve's iteration costs, serve/timer.cpp): `k` dumped canonically (object
+// keys sorted) and its hash, as calibration_key hashes its own.
+CacheKey cache_key(const nlohmann::json& k);
 
 // This executable's GNU build id (hex), which changes with any change of its code; when the
 // linker wrote none, a hash of the executable's bytes.

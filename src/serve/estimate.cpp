@@ -31,6 +31,20 @@ std::uint64_t grid_points_to(std::uint64_t max, int per_octave) {
   return n;
 }
 
+// The decode context's points from 1 to the top of the cell that holds `max` (context_cell's
+// cells: [1, tile], then (a x tile, b x tile] for neighbouring grid points a, b, both ends points).
+std::uint64_t context_points_to(std::uint64_t max, std::uint64_t tile, int per_octave) {
+  const std::uint64_t top = context_cell(max, tile, per_octave).second;
+  std::uint64_t n = 0;
+  for (std::uint64_t v = 1; v <= top;) {
+    ++n;  // v, the low end of its cell (or 1)
+    const std::uint64_t hi = context_cell(v + 1, tile, per_octave).second;
+    if (hi > v && hi <= top) ++n;
+    v = hi + 1;
+  }
+  return n;
+}
+
 }  // namespace
 
 ServeEstimate estimate(const ServeOptions& o) {
@@ -67,13 +81,17 @@ ServeEstimate estimate(const ServeOptions& o) {
   const int per_octave = int(spec.timing.grid_per_octave);
   const bool grid = spec.timing.mode == TimingMode::grid;
   const auto top = [&](std::uint64_t v) { return grid ? grid_cell(v, per_octave).second : v; };
-  e.largest_shape = {top(decode), top(context), top(prefill), top(prefill_context)};
+  const std::uint64_t tile = std::max<std::uint64_t>(1, std::uint64_t(su.plan->chip.params.core.tensor.rows));
+  e.largest_shape = {top(decode), grid ? context_cell(context, tile, per_octave).second : context,
+                     top(prefill), top(prefill_context)};
   e.smallest_shape = {1, 1, 0, 0};
   if (grid) {
-    const double d = double(grid_points_to(decode, per_octave)), c = double(grid_points_to(context, per_octave));
+    const double d = double(grid_points_to(decode, per_octave));
+    const double c = double(context_points_to(context, tile, per_octave));
     const double p = double(grid_points_to(prefill, per_octave));
     const double pc = double(grid_points_to(prefill_context, per_octave));
-    // decode 0 has no context; prefill 0 no prefill context (the timer's normalized shapes)
+    // decode 0 has no context (and a decode has at least 1); prefill 0 no prefill context (the
+    // timer's normalized shapes)
     const double box = (1 + (d - 1) * c) * (1 + (p - 1) * pc);
     e.grid_box = std::uint64_t(std::min(box, 1e18));
     e.shapes_max = std::min<std::uint64_t>(e.grid_box, 16 * e.iterations_max);

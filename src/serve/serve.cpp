@@ -17,6 +17,7 @@
 #include "trnsim/infer/memory.hpp"
 #include "trnsim/infer/model.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/log.hpp"
 #include "trnsim/report/version.hpp"
 #include "trnsim/resolve/resolve.hpp"
 #include "trnsim/serve/arrivals.hpp"
@@ -475,13 +476,15 @@ ServeResult serve(const ServeOptions& o) {
     kvt.emplace(*su.transfer, it, su.decode_it, spec.timing.mode, int(spec.timing.parallel),
                 int(spec.timing.grid_per_octave));
   }
+  const run::CacheSettings shape_cache = run::cache_settings_from_env(o.no_cache);
   PoolTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel),
-                  int(spec.timing.grid_per_octave), kvt ? &*kvt : nullptr);
+                  int(spec.timing.grid_per_octave), kvt ? &*kvt : nullptr, shape_cache);
+  timer.remember_lookups(o.held_back > 0);
   const bool two_layouts = dis && su.decode_it.layout.text() != it.layout.text();
   std::optional<RackTimer> dtimer;
   if (two_layouts) {
     dtimer.emplace(cfg, su.decode_it, spec.timing.mode, int(spec.timing.parallel),
-                   int(spec.timing.grid_per_octave));
+                   int(spec.timing.grid_per_octave), shape_cache);
   }
   IterationTimer* decode_timer = dtimer ? &*dtimer : nullptr;
   // Static power per replica: the pools' mean when their layouts differ.
@@ -612,7 +615,31 @@ ServeResult serve(const ServeOptions& o) {
                    {"iterations", lookups()},
                    {"reuse_rate", lookups() ? 1.0 - double(shapes_simulated()) / double(lookups())
                                             : 0.0},
-                   {"static_w_per_replica", static_w()}};
+                   {"static_w_per_replica", static_w()},
+                   {"context_key_tile", timer.key_tile()}};
+  if (o.held_back > 0) {
+    // Interpolated shapes of the run simulated exactly (RackTimer::held_back).
+    Json rows = Json::array();
+    double worst = 0;
+    for (const auto& h : timer.held_back(o.held_back)) {
+      const double err = (h.interpolated_s - h.exact_s) / h.exact_s;
+      worst = std::max(worst, std::abs(err));
+      rows.push_back({h.shape.decode, h.shape.context, h.shape.prefill, h.shape.prefill_context,
+                      h.exact_s, h.interpolated_s, err});
+    }
+    rep["timing"]["held_back"] = {
+        {"columns", {"decode", "context", "prefill", "prefill_context", "exact_s",
+                     "interpolated_s", "error"}},
+        {"rows", rows},
+        {"max_abs_error", worst}};
+    logger("serve")->info("held back: {} shapes, max |error| {:.3f} %", rows.size(), 100 * worst);
+  }
+  {
+    const std::size_t disk = timer.shapes_from_disk() + (dtimer ? dtimer->shapes_from_disk() : 0);
+    const double wall = timer.simulation_wall_s() + (dtimer ? dtimer->simulation_wall_s() : 0.0);
+    logger("serve")->info("{} shapes: {} simulated, {} from the shape cache; {:.1f} s in simulations",
+                          shapes_simulated(), shapes_simulated() - disk, disk, wall);
+  }
   Json shapes = Json::array();
   for (const auto& [s, c] : timer.table()) {
     shapes.push_back({s.decode, s.context, s.prefill, s.prefill_context, c.time_s, c.dynamic_j});

@@ -3,13 +3,22 @@
 
 #include <fmt/format.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
+#include "../run/profile_cache.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/isolate.hpp"
+#include "trnsim/log.hpp"
+#include "trnsim/resolve/plan.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/run/simulation.hpp"
 
@@ -25,6 +34,19 @@ std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v, int per_octav
       lo = q;
     }
   }
+}
+
+std::pair<std::uint64_t, std::uint64_t> context_cell(std::uint64_t c, std::uint64_t tile,
+                                                     int per_octave) {
+  if (c <= 1 || c == tile) return {c, c};
+  if (c < tile) return {1, tile};
+  const std::uint64_t tiles = (c + tile - 1) / tile;
+  // The grid's points a < tiles <= b (tiles >= 2).
+  auto [a, b] = grid_cell(tiles, per_octave);
+  if (a == b) a = grid_cell(tiles - 1, per_octave).first;
+  const std::uint64_t lo = a * tile + 1, hi = b * tile;
+  if (c == lo || c == hi) return {c, c};
+  return {lo, hi};
 }
 
 namespace {
@@ -101,15 +123,104 @@ trace::Workload kv_transfer_workload(const infer::IterationSpec& base, std::uint
 }
 
 RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
-                     TimingMode mode, int parallel, int per_octave)
+                     TimingMode mode, int parallel, int per_octave,
+                     const run::CacheSettings& cache)
     : cfg_(cfg), base_(base), mode_(mode), parallel_(std::max(1, parallel)),
-      per_octave_(per_octave) {}
+      per_octave_(per_octave) {
+  tile_ = std::max<std::uint64_t>(
+      1, std::uint64_t(resolve::plan(cfg_, resolve::Purpose::run).rack->chip.params.core.tensor.rows));
+  if (!cache.enabled) return;
+  // Everything a shape's cost is simulated from besides the shape: the rack configuration (its
+  // fidelity and overrides), the iteration's model, layout, dtypes, runtime costs, routing seed,
+  // buckets, and the build of trnsim (any change of code is a new file).
+  config::Json k = config::Json::object();
+  k["format"] = "serve iteration costs 1";
+  k["build"] = run::build_identity();
+  k["config"] = config::to_json(cfg.config);
+  k["model"] = config::JsonWriter::to_json(base.model);
+  k["layout"] = base.layout.text();
+  k["weights_dtype"] = std::string(to_string(base.dtypes.weights));
+  k["kv_dtype"] = std::string(to_string(base.dtypes.kv));
+  k["sample_top_k"] = base.sample_top_k;
+  k["seed"] = base.seed;
+  k["runtime"] = fmt::format("{:.17g} {:.17g} {:.17g}", base.runtime.launch_s, base.runtime.sync_s,
+                             base.runtime.schedule_s);
+  k["batch_buckets"] = base.batch_buckets;
+  k["seq_buckets"] = base.seq_buckets;
+  k["disaggregated"] = base.disaggregated;
+  const run::CacheKey key = run::cache_key(k);
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(cache.dir) / "serve-shapes";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const fs::path key_file = dir / (key.hex + ".key");
+  std::ifstream in(key_file);
+  if (in) {
+    std::stringstream ss;
+    ss << in.rdbuf();
+    if (ss.str() != key.canonical) {
+      logger("serve")->warn("shape cache: {} holds another key (a hash collision or a foreign "
+                            "file); shapes are not cached", key_file.string());
+      return;
+    }
+  } else {
+    // Through a temporary file and a rename: concurrent writers leave one whole file.
+    const fs::path tmp = dir / fmt::format("{}.key.{}", key.hex, ::getpid());
+    std::ofstream out(tmp);
+    out << key.canonical;
+    out.close();
+    if (!out || (fs::rename(tmp, key_file, ec), ec)) {
+      fs::remove(tmp, ec);
+      logger("serve")->warn("shape cache: cannot write {}; shapes are not cached",
+                            key_file.string());
+      return;
+    }
+  }
+  disk_file_ = (dir / (key.hex + ".costs")).string();
+}
 
-void RackTimer::simulate(const std::vector<Shape>& shapes) {
-  if (shapes.empty()) return;
-  const auto t0 = std::chrono::steady_clock::now();
+void RackTimer::load_disk() {
+  if (disk_file_.empty()) return;
+  std::error_code ec;
+  const std::uintmax_t size = std::filesystem::file_size(disk_file_, ec);
+  if (ec || size <= disk_read_) return;
+  std::ifstream in(disk_file_, std::ios::binary);
+  in.seekg(std::streamoff(disk_read_));
+  std::string text(size - disk_read_, '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(std::size_t(in.gcount()));
+  // Whole lines only (another process may be appending one): "decode context prefill
+  // prefill_context time dynamic_j static_w".
+  const std::size_t end = text.rfind('\n');
+  if (end == std::string::npos) return;
+  std::istringstream lines(text.substr(0, end + 1));
+  std::string line;
+  while (std::getline(lines, line)) {
+    double t = 0, dyn = 0, sw = 0;
+    unsigned long long d = 0, c = 0, p = 0, pc = 0;
+    int at = 0;
+    if (std::sscanf(line.c_str(), "%llu %llu %llu %llu %n%lf %lf %lf", &d, &c, &p, &pc, &at, &t,
+                    &dyn, &sw) != 7) {
+      continue;  // not a line this format wrote: ignored (the shape is simulated)
+    }
+    disk_[Shape{d, c, p, pc}] = line.substr(std::size_t(at));
+  }
+  disk_read_ += end + 1;
+}
+
+std::vector<std::string> RackTimer::cost_lines(const std::vector<Shape>& shapes) {
+  load_disk();
+  std::vector<std::string> out(shapes.size());
+  std::vector<std::size_t> todo;
   std::vector<std::function<std::string()>> jobs;
-  for (const Shape& sh : shapes) {
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    if (const auto it = disk_.find(shapes[i]); it != disk_.end()) {
+      out[i] = it->second;
+      ++from_disk_;
+      continue;
+    }
+    todo.push_back(i);
+    const Shape sh = shapes[i];
     jobs.push_back([this, sh]() -> std::string {
       infer::IterationSpec spec = base_;
       spec.decode_seqs = sh.decode;
@@ -122,7 +233,32 @@ void RackTimer::simulate(const std::vector<Shape>& shapes) {
       return cost_line(sim.run());
     });
   }
+  if (jobs.empty()) return out;
   const std::vector<std::string> results = run_forked(jobs, parallel_);
+  std::string lines;
+  for (std::size_t j = 0; j < todo.size(); ++j) {
+    out[todo[j]] = results[j];
+    const Shape& s = shapes[todo[j]];
+    lines += fmt::format("{} {} {} {} {}\n", s.decode, s.context, s.prefill, s.prefill_context,
+                         results[j]);
+  }
+  if (!disk_file_.empty()) {
+    // One append of whole lines (O_APPEND: concurrent runs' lines do not interleave); a failure
+    // leaves the run uncached, not wrong.
+    const int fd = ::open(disk_file_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0 || ::write(fd, lines.data(), lines.size()) != ssize_t(lines.size())) {
+      logger("serve")->warn("shape cache: cannot append to {}; shapes are not cached", disk_file_);
+      disk_file_.clear();
+    }
+    if (fd >= 0) ::close(fd);
+  }
+  return out;
+}
+
+void RackTimer::simulate(const std::vector<Shape>& shapes) {
+  if (shapes.empty()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<std::string> results = cost_lines(shapes);
   for (std::size_t i = 0; i < shapes.size(); ++i) {
     IterationCost c;
     double sw = 0;
@@ -143,12 +279,50 @@ IterationCost RackTimer::cost(const Shape& raw) {
     if (!cache_.count(shape)) simulate({shape});
     return cache_.at(shape);
   }
-  // The cell's corners, each dimension on the grid; a corner's weight is the product of its
-  // dimensions' weights (multilinear interpolation).
+  if (remember_ && !cache_.count(shape)) interpolated_.insert(shape);
+  return interpolate(shape);
+}
+
+std::vector<RackTimer::HeldBack> RackTimer::held_back(std::size_t k) {
+  std::vector<HeldBack> out;
+  // Shapes that became grid points later (a corner of another cell) are not interpolated.
+  std::vector<Shape> off;
+  for (const Shape& s : interpolated_) {
+    if (!cache_.count(s)) off.push_back(s);
+  }
+  if (off.empty() || k == 0) return out;
+  std::vector<Shape> picked;
+  const std::size_t n = off.size();
+  for (std::size_t j = 0; j < std::min(k, n); ++j) {
+    const Shape& s = off[(2 * j + 1) * n / (2 * std::min(k, n))];
+    if (picked.empty() || picked.back() != s) picked.push_back(s);
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::size_t from_disk = from_disk_;  // shapes_from_disk() counts the run's shapes only
+  const std::vector<std::string> exact = cost_lines(picked);
+  from_disk_ = from_disk;
+  wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (std::size_t i = 0; i < picked.size(); ++i) {
+    HeldBack h;
+    h.shape = picked[i];
+    h.interpolated_s = interpolate(picked[i]).time_s;
+    if (std::sscanf(exact[i].c_str(), "%lf", &h.exact_s) != 1) {
+      throw InternalError("serving: a held-back shape's child process returned no cost");
+    }
+    out.push_back(h);
+  }
+  return out;
+}
+
+IterationCost RackTimer::interpolate(const Shape& shape) {
+  // The cell's corners, each dimension on the grid (the decode context's in whole key tiles); a
+  // corner's weight is the product of its dimensions' weights (multilinear interpolation).
   const std::array<std::uint64_t, 4> v{shape.decode, shape.context, shape.prefill,
                                        shape.prefill_context};
   std::array<std::pair<std::uint64_t, std::uint64_t>, 4> cell;
-  for (std::size_t d = 0; d < 4; ++d) cell[d] = grid_cell(v[d], per_octave_);
+  for (std::size_t d = 0; d < 4; ++d) {
+    cell[d] = d == 1 ? context_cell(v[d], tile_, per_octave_) : grid_cell(v[d], per_octave_);
+  }
   std::vector<std::pair<Shape, double>> corners;
   for (unsigned m = 0; m < 16; ++m) {
     std::array<std::uint64_t, 4> c{};

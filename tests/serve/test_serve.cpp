@@ -554,6 +554,30 @@ TEST(Grid, CellsAreOnPowersOfTwoAndHalves) {
   EXPECT_EQ(grid_cell(5, 1), (std::pair<std::uint64_t, std::uint64_t>{4, 8}));
 }
 
+// The decode context's cells in whole key tiles: the time steps up between the last context of a
+// tile count and the first of the next, so a cell ends on both sides of such a step.
+TEST(Grid, ContextCellsAreWholeKeyTiles) {
+  using P = std::pair<std::uint64_t, std::uint64_t>;
+  EXPECT_EQ(context_cell(0, 128), (P{0, 0}));
+  EXPECT_EQ(context_cell(1, 128), (P{1, 1}));
+  EXPECT_EQ(context_cell(50, 128), (P{1, 128}));  // one tile
+  EXPECT_EQ(context_cell(128, 128), (P{128, 128}));
+  EXPECT_EQ(context_cell(129, 128), (P{129, 129}));  // the first context of tile 2
+  EXPECT_EQ(context_cell(200, 128), (P{129, 256}));  // tile counts (1, 2]
+  // 1,100 keys: 9 tiles, between the grid's 8 and 12: from 8 x 128 + 1 to 12 x 128.
+  EXPECT_EQ(context_cell(1100, 128), (P{1025, 1536}));
+  // 1,536 = 12 tiles, a grid point: the end of the cell (8, 12]; 1,537 the start of (12, 16].
+  EXPECT_EQ(context_cell(1536, 128), (P{1536, 1536}));
+  EXPECT_EQ(context_cell(1537, 128), (P{1537, 1537}));
+  EXPECT_EQ(context_cell(1600, 128), (P{1537, 2048}));
+  // 4,097 keys (the step bench iteration measured, docs/inference.md): on a cell's low end.
+  EXPECT_EQ(context_cell(4096, 128), (P{4096, 4096}));
+  EXPECT_EQ(context_cell(4097, 128), (P{4097, 4097}));
+  EXPECT_EQ(context_cell(5000, 128), (P{4097, 6144}));
+  // One point per octave: tile counts 4, 8, 16, ...
+  EXPECT_EQ(context_cell(1600, 128, 1), (P{1025, 2048}));
+}
+
 TEST(Stats, NearestRankPercentile) {
   EXPECT_DOUBLE_EQ(percentile({5, 1, 4, 2, 3}, 0.5), 3);
   EXPECT_DOUBLE_EQ(percentile({5, 1, 4, 2, 3}, 0.99), 5);
@@ -802,6 +826,78 @@ TEST(ServeCli, SameSeedGivesAByteIdenticalReport) {
   EXPECT_NE(read(a + "/requests.csv"), read(c + "/requests.csv"));
 }
 
+// Shape costs are kept on disk (docs/serving.md#shape-cache): a rerun reads every shape back
+// and reports the same figures; --no-cache simulates them again.
+TEST(ServeCli, ShapeCacheServesARerunWithTheSameReport) {
+  SpecDir d("shapecache");
+  ::setenv("TRNSIM_CACHE_DIR", (d.dir / "cache").c_str(), 1);
+  const std::string spec = d.write("one.json", R"({
+    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
+    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+  const std::string a = (d.dir / "a").string(), b = (d.dir / "b").string(), c = (d.dir / "c").string();
+  const auto ra = test::run_trnsim(fmt::format("serve {} --out {} --log-level info", spec, a));
+  ASSERT_EQ(ra.code, 0) << ra.out;
+  // The prefill of 128 and the decodes at 129 and 130 (OneRequestIsItsSimulatedPrefillIteration).
+  EXPECT_NE(ra.out.find("3 shapes: 3 simulated, 0 from the shape cache"), std::string::npos) << ra.out;
+  const auto rb = test::run_trnsim(fmt::format("serve {} --out {} --log-level info", spec, b));
+  ASSERT_EQ(rb.code, 0) << rb.out;
+  EXPECT_NE(rb.out.find("3 shapes: 0 simulated, 3 from the shape cache"), std::string::npos) << rb.out;
+  const auto rc = test::run_trnsim(fmt::format("serve {} --out {} --log-level info --no-cache", spec, c));
+  ASSERT_EQ(rc.code, 0) << rc.out;
+  EXPECT_NE(rc.out.find("3 shapes: 3 simulated, 0 from the shape cache"), std::string::npos) << rc.out;
+  auto body = [](const std::string& dir) {
+    std::ifstream in(dir + "/report.json");
+    Json j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+    j["identity"].erase("command_line");
+    return j.dump();
+  };
+  EXPECT_EQ(body(a), body(b));
+  EXPECT_EQ(body(a), body(c));
+  // One file of costs for this rack, model and layout: a line a shape.
+  std::size_t files = 0, lines = 0;
+  for (const auto& e : fs::directory_iterator(d.dir / "cache" / "serve-shapes")) {
+    if (e.path().extension() != ".costs") continue;
+    ++files;
+    std::ifstream in(e.path());
+    for (std::string l; std::getline(in, l);) ++lines;
+  }
+  EXPECT_EQ(files, 1u);
+  EXPECT_EQ(lines, 3u);
+}
+
+// --held-back: the interpolated shapes of a grid run simulated exactly after it. One request of
+// 128 + 3 tokens: the prefill of 128 and the decode at KV 129 are grid points (128 a grid point;
+// 129 the first context of the second key tile), the decode at KV 130 is interpolated between
+// 129 and 256 (ContextCellsAreWholeKeyTiles): the one shape held back.
+TEST(ServeCli, HeldBackShapesAreSimulatedAgainstTheirInterpolation) {
+  SpecDir d("heldback");
+  const std::string spec = d.write("one.json", R"({
+    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
+    "run": {"requests": 1}, "timing": {"mode": "grid"}})");
+  const auto r = test::run_trnsim(fmt::format("serve {} --json --held-back 4", spec), false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json j = Json::parse(r.out);
+  const Json& t = j["timing"];
+  EXPECT_EQ(t["context_key_tile"], 128);
+  // The shapes simulated: (0, 0, 128, 0), (1, 129, 0, 0), (1, 256, 0, 0); the held-back one not.
+  ASSERT_EQ(t["shapes"]["rows"].size(), 3u) << t.dump();
+  EXPECT_EQ(t["shapes"]["rows"][1][1], 129);
+  EXPECT_EQ(t["shapes"]["rows"][2][1], 256);
+  const Json& rows = t["held_back"]["rows"];
+  ASSERT_EQ(rows.size(), 1u) << t.dump();
+  EXPECT_EQ(rows[0][0], 1);
+  EXPECT_EQ(rows[0][1], 130);
+  const double t129 = t["shapes"]["rows"][1][4], t256 = t["shapes"]["rows"][2][4];
+  const double interp = t129 + (t256 - t129) * (130.0 - 129.0) / (256.0 - 129.0);
+  EXPECT_NEAR(rows[0][5].get<double>(), interp, 1e-15);
+  const double exact = rows[0][4];
+  EXPECT_GT(exact, 0);
+  EXPECT_NEAR(rows[0][6].get<double>(), (interp - exact) / exact, 1e-12);
+  EXPECT_NEAR(t["held_back"]["max_abs_error"].get<double>(), std::abs((interp - exact) / exact), 1e-12);
+}
+
 TEST(ServeCli, SolveUsersReportsItsPointsAndTheSolvedRun) {
   SpecDir d("solve");
   const std::string spec = d.write("small.json", kSmall);
@@ -854,15 +950,16 @@ TEST(ServeCli, EstimatePrintsWhatTheSpecBoundsWithoutSimulating) {
   EXPECT_NE(r.out.find("the largest, decode 1 at KV 131, prefill 128 after 127)"), std::string::npos) << r.out;
 
   // Grid, kSmall: decode up to min(max_batch 8, 6 requests) = 6, KV up to 132, chunks up to 128
-  // after up to 127. Grid points to each one's cell top: 0-4 and 6 (6); 0-4, 6, 8, 12, ..., 128,
-  // 192 (16); to 128 (15); to 128 (15): (1 + 5 x 16) x (1 + 14 x 15) = 81 x 211 = 17091. The
-  // iterations: at most 6 x 132 = 792, 16 corners each = 12672, the smaller.
+  // after up to 127. Grid points to each one's cell top: 0-4 and 6 (6); the KV in whole tiles of
+  // 128 keys (trn2's /chip/core/tensor/rows), cells [1, 128] and [129, 256]: 1, 128, 129, 256 (4);
+  // to 128 (15); to 128 (15): (1 + 5 x 4) x (1 + 14 x 15) = 21 x 211 = 4431. The iterations: at
+  // most 6 x 132 = 792, 16 corners each = 12672; the smaller, 4431.
   const std::string small = d.write("small.json", kSmall);
   const auto g = test::run_trnsim(fmt::format("serve {} --estimate --set timing.mode=grid", small));
   ASSERT_EQ(g.code, 0) << g.out;
   EXPECT_NE(g.out.find("iterations   4 to 792 "), std::string::npos) << g.out;
-  EXPECT_NE(g.out.find("at most 12672 (grid: 17091 grid points the requests reach"), std::string::npos) << g.out;
-  EXPECT_NE(g.out.find("decode 6 at KV 192, prefill 128 after 128)"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("at most 4431 (grid: 4431 grid points the requests reach"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("decode 6 at KV 256, prefill 128 after 128)"), std::string::npos) << g.out;
 
   // Options it does not take: exit 2.
   for (const char* bad : {"--out x", "--json", "--solve-users 10"}) {

@@ -283,7 +283,8 @@ TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
                                                      {"stability-sbuf-size-fast.json", 20},
                                                      {"stability-switch-latency.json", 25},
                                                      // two racks x 12 concurrencies (docs/serving.md)
-                                                     {"serving-llama-3.1-70b-curve.json", 24}};
+                                                     {"serving-llama-3.1-70b-curve.json", 24},
+                                                     {"serving-deepseek-v3-curve.json", 24}};
   std::size_t seen = 0;
   for (const auto& e : fs::directory_iterator(kSrc + "/configs/sweeps")) {
     if (e.path().extension() != ".json") continue;
@@ -294,7 +295,9 @@ TEST(SweepFile, ShippedSweepsLoadAndEveryPointValidates) {
     EXPECT_EQ(all.size(), points.at(e.path().filename().string())) << e.path();
     if (s.kind() == RunKind::serve) {
       // Its points are checked as `trnsim serve` loads them in ServeSweepCli.ShippedCurveValidates.
-      EXPECT_EQ(s.serving, kSrc + "/configs/serving/llama-3.1-70b-ultraserver.json");
+      EXPECT_EQ(s.serving, kSrc + (e.path().filename() == "serving-deepseek-v3-curve.json"
+                                        ? "/configs/serving/deepseek-v3-trn3-azure-conv.json"
+                                        : "/configs/serving/llama-3.1-70b-ultraserver.json"));
       continue;
     }
     EXPECT_NO_THROW(validate(s, all)) << e.path();

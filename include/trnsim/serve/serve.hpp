@@ -29,6 +29,9 @@ struct ServeOptions {
   std::uint64_t solve_max_users = 65536;     // --solve-max-users: the search's upper end
   std::uint64_t solve_requests_per_user = 4;  // --solve-requests-per-user: measured requests a point
   bool timeline = false;                      // build ServeResult::timeline (serve/timeline.hpp)
+  bool no_cache = false;  // --no-cache: shape costs neither read from nor kept on disk
+  // --held-back: grid shapes of the run simulated exactly after it, against their interpolation
+  std::uint64_t held_back = 0;
 };
 
 // One concurrency tried by solve_users.

@@ -4,16 +4,20 @@
 // run::Simulation in a forked child (SystemC elaborates once per process; the calibration and
 // `bench iteration` fork the same way), simulated once and cached. `exact`: every distinct shape;
 // `grid`: the corners of the shape's cell on a grid of batch, context, prefill tokens and prefill
-// context, interpolated multilinearly (the op tier's way with op sizes).
+// context, interpolated multilinearly (the op tier's way with op sizes); the decode context's grid
+// is in whole key tiles (context_cell). A shape's cost is kept on disk beside the calibration
+// cache (docs/serving.md#shape-cache), so a rerun or another point of a sweep reads it back.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "trnsim/config/config.hpp"
 #include "trnsim/infer/iteration.hpp"
+#include "trnsim/run/run.hpp"
 #include "trnsim/serve/engine.hpp"
 
 namespace trnsim::serve {
@@ -21,6 +25,15 @@ namespace trnsim::serve {
 // The grid's points along one dimension around `v`: {lo, hi} (lo == hi on a point). Points: 0,
 // then 1, 2, 3, 4, 6, 8, 12, 16, ... (2^k and 1.5 x 2^k); with `per_octave` 1: 0 to 4, then 2^k.
 std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v, int per_octave = 2);
+
+// The decode context's cell around `c`, in whole tiles of `tile` keys (the attention GEMMs run keys
+// in tiles, /chip/core/tensor/rows, so the time steps up between the last context of a tile count
+// and the first of the next; bench iteration --interpolate's context_grid, docs/inference.md). A
+// cell covers the tile counts (a, b] of two neighbouring points of grid_cell's grid and ends on
+// both sides of such a step: from a x tile + 1 to b x tile. Up to one tile: from 1 to `tile`.
+// {c, c} at a cell's end (and for 0 and 1).
+std::pair<std::uint64_t, std::uint64_t> context_cell(std::uint64_t c, std::uint64_t tile,
+                                                     int per_octave = 2);
 
 // Disaggregated: the KV cache of a `tokens`-token prompt moved from a prefill replica of
 // `base.layout` (ranks [0, n), rank r on chip r as an iteration places them) to a decode replica
@@ -34,8 +47,9 @@ class RackTimer : public IterationTimer {
  public:
   // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
   // shape fields are replaced per shape). Both must outlive the timer.
+  // `cache`: where shape costs are kept on disk (disabled: not kept).
   RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
-            int parallel, int per_octave = 2);
+            int parallel, int per_octave = 2, const run::CacheSettings& cache = {});
   IterationCost cost(const Shape& shape) override;
   double static_w() const override;
   // The transfer simulated once per distinct prompt length (`exact`) or at the grid points
@@ -49,14 +63,38 @@ class RackTimer : public IterationTimer {
   double simulation_wall_s() const { return wall_s_; }
   // Every shape simulated, with its cost (for the report).
   const std::map<Shape, IterationCost>& table() const { return cache_; }
+  // Of shapes_simulated(), those read from the disk cache instead of simulated in this run.
+  std::size_t shapes_from_disk() const { return from_disk_; }
+  std::uint64_t key_tile() const { return tile_; }
+
+  // Held-back shapes (grid mode): cost() remembers the distinct shapes it interpolated once
+  // this is on; held_back(k) simulates k of them exactly (evenly spread over their order) and
+  // gives each one's interpolated and exact time. The held-back shapes stay out of table().
+  void remember_lookups(bool on) { remember_ = on; }
+  struct HeldBack {
+    Shape shape;
+    double interpolated_s = 0, exact_s = 0;
+  };
+  std::vector<HeldBack> held_back(std::size_t k);
 
  private:
   void simulate(const std::vector<Shape>& shapes);
+  // Costs of `shapes`: from the disk cache where it has them, the rest simulated (and stored).
+  std::vector<std::string> cost_lines(const std::vector<Shape>& shapes);
+  void load_disk();
+  IterationCost interpolate(const Shape& shape);
   const config::LoadedConfig& cfg_;
   infer::IterationSpec base_;
   TimingMode mode_;
   int parallel_, per_octave_;
+  std::uint64_t tile_ = 128;
   std::map<Shape, IterationCost> cache_;
+  std::string disk_file_;  // the shape costs of this rack, model, layout and build; empty: off
+  std::map<Shape, std::string> disk_;
+  std::uintmax_t disk_read_ = 0;  // bytes of disk_file_ read into disk_
+  std::size_t from_disk_ = 0;
+  bool remember_ = false;
+  std::set<Shape> interpolated_;
   std::map<Shape, double> static_w_;
   std::map<std::uint64_t, TransferCost> transfers_;  // simulated, by prompt tokens
   std::map<std::uint64_t, double> transfer_bytes_;

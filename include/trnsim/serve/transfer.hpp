@@ -109,8 +109,9 @@ class KvTransferTimer {
 class PoolTimer : public RackTimer {
  public:
   PoolTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
-            int parallel, int per_octave, KvTransferTimer* transfers)
-      : RackTimer(cfg, base, mode, parallel, per_octave), transfers_(transfers) {}
+            int parallel, int per_octave, KvTransferTimer* transfers,
+            const run::CacheSettings& cache = {})
+      : RackTimer(cfg, base, mode, parallel, per_octave, cache), transfers_(transfers) {}
   TransferCost kv_transfer(std::uint64_t tokens) override;
 
  private:
