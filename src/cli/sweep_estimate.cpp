@@ -7,10 +7,88 @@
 
 #include "bench_common.hpp"
 #include "trace_input.hpp"
+#include "trnsim/serve/estimate.hpp"
 
 namespace trnsim::cli {
+namespace {
+
+// The table of points: a header row, then one row per point; columns padded to their widest.
+std::string aligned(std::vector<std::vector<std::string>> table) {
+  std::vector<std::size_t> w;
+  for (const auto& r : table) {
+    w.resize(std::max(w.size(), r.size()), 0);
+    for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
+  }
+  std::string text;
+  for (const auto& r : table) {
+    std::string line;
+    for (std::size_t i = 0; i < r.size(); ++i) line += fmt::format("{:<{}}  ", r[i], w[i]);
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    text += line + "\n";
+  }
+  return text;
+}
+
+std::vector<std::string> point_row(const sweep::Point& p) {
+  std::vector<std::string> r{p.id};
+  for (const auto& v : p.values) r.push_back(sweep::value_text(v));
+  return r;
+}
+
+// A serving sweep: each point's `serve --estimate` (serve::estimate on the point's spec and rack
+// sets, as the point's `trnsim serve` would read them) and their total at -j.
+SweepEstimate estimate_serve_sweep(const sweep::Sweep& s, const std::vector<sweep::Point>& points,
+                                   int jobs) {
+  SweepEstimate out;
+  std::vector<std::string> head{"point"};
+  for (const auto& a : s.axes) head.push_back(a.name);
+  head.insert(head.end(), {"requests", "shapes (at most)", "memory", "wall time", ""});
+  std::vector<std::vector<std::string>> table{head};
+  double shapes = 0;
+  for (const auto& p : points) {
+    const sweep::ServeArgs a = sweep::serve_args(s.config, sweep::point_sets(s, p));
+    serve::ServeOptions so;
+    so.spec_path = s.serving;
+    so.spec_sets = a.spec_sets;
+    so.rack = a.rack;
+    so.rack_sets = a.rack_sets;
+    const serve::ServeEstimate e = serve::estimate(so);
+    // What the pool needs of a point: its wall range, its memory and whether it would start.
+    run::EstimateReport r;
+    r.memory_bytes = e.memory_bytes;
+    r.memory_budget = e.largest.memory_budget;
+    r.wall_s_short = e.wall_s_short;
+    r.wall_s = e.wall_s;
+    r.fits = e.smallest.fits && e.largest.fits;
+    shapes += double(e.shapes_max);
+    std::vector<std::string> row = point_row(p);
+    row.push_back(fmt::format("{}", e.requests));
+    row.push_back(fmt::format("{}", e.shapes_max));
+    row.push_back(fmt::format("{:.3g} GB", e.memory_bytes / 1e9));
+    row.push_back(fmt::format("{:.3g} to {:.3g} s", e.wall_s_short, e.wall_s));
+    row.push_back(r.fits ? "" : "beyond the budgets: refused");
+    table.push_back(std::move(row));
+    out.points.push_back(std::move(r));
+  }
+  out.text = aligned(std::move(table));
+  out.total = run::estimate_pool(out.points, jobs);
+  const run::PoolEstimate& t = out.total;
+  out.text += fmt::format(
+      "estimate of serving sweep {} ({} points of {}, -j {}):\n"
+      "  shapes       {:.3g} at most, all points together (each point simulates its own)\n"
+      "  CPU time     about {:.3g} to {:.3g} s, the points' wall times summed\n"
+      "  wall time    about {:.3g} to {:.3g} s: the points in order, each on the first of the {} "
+      "workers free (each point's `serve --estimate` range; a guide, not a bound)\n"
+      "  memory       {:.3g} GB at most at once\n",
+      s.name, points.size(), s.serving, t.jobs, shapes, t.cpu_s_short, t.cpu_s, t.wall_s_short,
+      t.wall_s, t.jobs, t.memory_peak_bytes / 1e9);
+  return out;
+}
+
+}  // namespace
 
 SweepEstimate estimate_sweep(const sweep::Sweep& s, const std::vector<sweep::Point>& points, int jobs) {
+  if (s.kind() == sweep::RunKind::serve) return estimate_serve_sweep(s, points, jobs);
   // The workload of every point: read once, as each point's `trnsim run` reads it.
   TraceInput in;
   in.path = s.trace;
@@ -23,8 +101,7 @@ SweepEstimate estimate_sweep(const sweep::Sweep& s, const std::vector<sweep::Poi
   for (const auto& p : points) {
     const config::LoadedConfig cfg = config::load_config(s.config, sweep::point_sets(s, p));
     run::EstimateReport e = run::estimate_workload(cfg, trace.workload);
-    std::vector<std::string> r{p.id};
-    for (const auto& v : p.values) r.push_back(sweep::value_text(v));
+    std::vector<std::string> r = point_row(p);
     r.push_back(fmt::format("{:.3g}", e.events));
     r.push_back(fmt::format("{:.3g} GB", e.memory_bytes / 1e9));
     r.push_back(fmt::format("{:.3g} to {:.3g} s", e.wall_s_short, e.wall_s));
@@ -35,16 +112,7 @@ SweepEstimate estimate_sweep(const sweep::Sweep& s, const std::vector<sweep::Poi
   }
   head.insert(head.end(), {"events", "memory", "wall time", ""});
   table.insert(table.begin(), head);
-  std::vector<std::size_t> w(head.size(), 0);
-  for (const auto& r : table) {
-    for (std::size_t i = 0; i < r.size(); ++i) w[i] = std::max(w[i], r[i].size());
-  }
-  for (const auto& r : table) {
-    std::string line;
-    for (std::size_t i = 0; i < r.size(); ++i) line += fmt::format("{:<{}}  ", r[i], w[i]);
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out.text += line + "\n";
-  }
+  out.text = aligned(std::move(table));
   out.total = run::estimate_pool(out.points, jobs);
   const run::PoolEstimate& t = out.total;
   out.text += fmt::format(

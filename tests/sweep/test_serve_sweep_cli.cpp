@@ -240,6 +240,42 @@ TEST(ServeSweepCli, BadAxesFailBeforeAnythingRuns) {
   fs::remove_all(d);
 }
 
+// sweep --estimate of a serving sweep: each point's row holds the shape bound `serve --estimate`
+// gives that point (its spec with the point's sets), and nothing runs.
+TEST(ServeSweepCli, EstimateRowsAreEachPointsServeEstimate) {
+  const fs::path d = fresh_dir("estimate");
+  const fs::path f = write_files(d, Json::parse(R"([{"path": "arrivals.users", "values": [1, 4]}])"));
+  const auto s = trnsim::test::run_trnsim("sweep " + f.string() + " --estimate -j 1 --out " +
+                                          (d / "out").string());
+  ASSERT_EQ(s.code, 0) << s.out;
+  EXPECT_NE(s.out.find("estimate of serving sweep users (2 points of"), std::string::npos) << s.out;
+  EXPECT_FALSE(fs::exists(d / "out"));
+  for (const char* users : {"1", "4"}) {
+    const auto e = trnsim::test::run_trnsim("serve " + (d / "small.json").string() +
+                                            " --set arrivals.users=" + users + " --estimate");
+    ASSERT_EQ(e.code, 0) << e.out;
+    const std::string key = "shapes       at least 1, at most ";
+    const std::size_t at = e.out.find(key);
+    ASSERT_NE(at, std::string::npos) << e.out;
+    const std::string shapes = e.out.substr(at + key.size(), e.out.find(' ', at + key.size()) - at - key.size());
+    // The point's row: its id, the axis value, the requests, then the shapes.
+    std::istringstream rows(s.out);
+    std::string line;
+    bool found = false;
+    while (std::getline(rows, line)) {
+      std::istringstream cells(line);
+      std::string id, value, requests, bound;
+      cells >> id >> value >> requests >> bound;
+      if (value == users && id != "point") {
+        EXPECT_EQ(bound, shapes) << line << "\n" << e.out;
+        found = true;
+      }
+    }
+    EXPECT_TRUE(found) << s.out;
+  }
+  fs::remove_all(d);
+}
+
 // The Slurm array of a serving sweep: its plan is written as the tasks read it, each task a
 // `trnsim sweep resume --shard` of the same directory (no cluster needed to check the script).
 TEST(ServeSweepCli, SlurmDryRunPrintsTheArray) {
