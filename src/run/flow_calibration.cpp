@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,7 +15,6 @@
 #include "profile_cache.hpp"
 #include "trace_replay.hpp"
 #include "trnsim/error.hpp"
-#include "trnsim/hash.hpp"
 #include "trnsim/isolate.hpp"
 #include "trnsim/log.hpp"
 #include "trnsim/replay/collectives.hpp"
@@ -70,22 +68,6 @@ std::string_view op_name(trace::OpKind k) {
     case trace::OpKind::reduce_scatter: return "reduce-scatter";
     default: return "all-reduce";
   }
-}
-
-std::string flow_cal_hex(std::string_view text) {
-  std::uint64_t a = 0x452821e638d01377ULL ^ text.size(), b = 0xbe5466cf34e90c6cULL ^ text.size();
-  std::size_t i = 0;
-  for (; i + 8 <= text.size(); i += 8) {
-    std::uint64_t w;
-    std::memcpy(&w, text.data() + i, 8);
-    a = splitmix64(a ^ w);
-    b = splitmix64(b + (w * 0x9e3779b97f4a7c15ULL));
-  }
-  std::uint64_t w = 0;
-  std::memcpy(&w, text.data() + i, text.size() - i);
-  a = splitmix64(a ^ w ^ 0xff);
-  b = splitmix64(b + w + 0xff);
-  return fmt::format("{:016x}{:016x}", a, b);
 }
 
 // One collective on every chip of the rack, as `trnsim bench collective` runs it.
@@ -143,7 +125,7 @@ std::string run_case(const config::LoadedConfig& loaded, const CalCase& c, int n
 
 // The canonical key: everything the packet runs depend on (the whole config but the settings
 // that only choose models or budgets), the method and this build.
-std::string canonical_key(const config::LoadedConfig& loaded) {
+json canonical_key(const config::LoadedConfig& loaded) {
   json cfg = config::to_json(loaded.config);
   if (cfg.contains("sim")) {
     const json seed = cfg["sim"].value("seed", json(1));
@@ -158,8 +140,7 @@ std::string canonical_key(const config::LoadedConfig& loaded) {
   return json{{"format", kFlowCalibrationFormat},
               {"build", build_identity()},
               {"bytes_per_rank", kFlowCalibrationBytes},
-              {"config", cfg}}
-      .dump();
+              {"config", cfg}};
 }
 
 std::optional<FlowCalibrationResult> read_entry(const std::string& path,
@@ -217,8 +198,11 @@ FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
                                      int parallel) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!loaded.config.rack) throw InternalError("flow calibration without a rack");
-  const std::string canonical = canonical_key(loaded);
-  const std::string hex = flow_cal_hex(canonical);
+  // Hashed as every other cache's key (profile_cache.hpp): the file name; the entry's key is
+  // compared in full before it is trusted.
+  const CacheKey key = cache_key(canonical_key(loaded));
+  const std::string& canonical = key.canonical;
+  const std::string& hex = key.hex;
   const std::string path =
       cache.enabled ? (fs::path(cache.dir) / "flow_calibration" / (hex + ".json")).string() : "";
   auto finish = [&](FlowCalibrationResult r, const char* from) {
