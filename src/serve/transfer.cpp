@@ -247,10 +247,7 @@ TransferCost KvTransferTimer::cost(std::uint64_t tokens) {
   if (lo == hi) {
     out = at(lo);
   } else {
-    const double f = double(tokens - lo) / double(hi - lo);
-    const TransferCost a = at(lo), b = at(hi);
-    out.time_s = (1 - f) * a.time_s + f * b.time_s;
-    out.dynamic_j = (1 - f) * a.dynamic_j + f * b.dynamic_j;
+    out = interpolate_transfer(at(lo), at(hi), double(tokens - lo) / double(hi - lo));
   }
   auto it = bytes_.find(tokens);
   if (it == bytes_.end()) {

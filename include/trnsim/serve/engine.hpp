@@ -44,6 +44,15 @@ struct TransferCost {
   // which transfers sharing the path do not stretch. 0: all of time_s is time on the wire.
   double bandwidth = 0;
 };
+// The time and energy of a transfer between two simulated prompt lengths, `f` of the way from
+// `a` to `b` (linear: a transfer's terms are its bytes' and a fixed part); bytes and bandwidth
+// are the caller's, which knows them exactly.
+inline TransferCost interpolate_transfer(const TransferCost& a, const TransferCost& b, double f) {
+  TransferCost out;
+  out.time_s = (1 - f) * a.time_s + f * b.time_s;
+  out.dynamic_j = (1 - f) * a.dynamic_j + f * b.dynamic_j;
+  return out;
+}
 
 class IterationTimer {
  public:
