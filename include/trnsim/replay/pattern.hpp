@@ -17,18 +17,18 @@ namespace trnsim::replay {
 inline constexpr int kTrafficPatterns = 15;  // 0 to 14
 
 constexpr std::uint8_t traffic_pattern(trace::OpKind op, config::CollectiveAlgorithm a) {
-  using A = config::CollectiveAlgorithm;
+  using Alg = config::CollectiveAlgorithm;
   using K = trace::OpKind;
-  if (op == K::all_to_all) return a == A::mesh ? 1 : 0;
+  if (op == K::all_to_all) return a == Alg::mesh ? 1 : 0;
   // A reduction-free and two reducing collectives: each combination its own pattern.
   const int base = op == K::all_gather ? 2 : op == K::reduce_scatter ? 6 : op == K::all_reduce ? 10 : -1;
   if (base < 0) return 0;
   switch (a) {
-    case A::ring: return std::uint8_t(base);
-    case A::multi_ring: return std::uint8_t(base + 1);
-    case A::rdh: return std::uint8_t(base + 2);
-    case A::hierarchical: return std::uint8_t(base + 3);
-    case A::mesh: return 14;  // any collective below mesh_max_bytes: one pattern
+    case Alg::ring: return std::uint8_t(base);
+    case Alg::multi_ring: return std::uint8_t(base + 1);
+    case Alg::rdh: return std::uint8_t(base + 2);
+    case Alg::hierarchical: return std::uint8_t(base + 3);
+    case Alg::mesh: return 14;  // any collective below mesh_max_bytes: one pattern
     default: return 0;
   }
 }
