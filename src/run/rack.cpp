@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_set>
 
 #include "common/activity.hpp"
 #include "compute_ops.hpp"
@@ -133,8 +134,9 @@ std::vector<model::NamedBlock> Rack::all_blocks() const {
   // The chips are the rack's first children (built first); the rest follow them.
   std::vector<const sc_core::sc_object*> kids;
   for (std::size_t c = 0; c < chips_.size(); ++c) kids.push_back(&chip_or_stand_in(int(c)));
+  const std::unordered_set<const sc_core::sc_object*> chip_kids(kids.begin(), kids.end());
   for (const sc_core::sc_object* o : get_child_objects()) {
-    if (std::find(kids.begin(), kids.end(), o) == kids.end()) kids.push_back(o);
+    if (!chip_kids.count(o)) kids.push_back(o);
   }
   const auto& tops = sc_core::sc_get_top_level_objects();
   if (std::find(tops.begin(), tops.end(), this) == tops.end()) {
