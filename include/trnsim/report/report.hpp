@@ -57,12 +57,17 @@ struct Report {
   std::string text;          // the human-readable summary
 };
 
-// What make_report builds: every part, or only what a run without --out prints (ops.csv and
-// timeline.json, which take seconds for a large trace, are left empty).
-enum class ReportParts { all, printed };
+// What make_report builds beyond report.json, summary.csv, host.json and the text, each only
+// when it is written: ops.csv and timeline.json (seconds for a large trace; report.json says what
+// the timeline holds when there is one), stats.json (every block of the rack: a sixth of the
+// report's work on a small trace). Left out, a part is empty. By default, everything.
+struct ReportParts {
+  bool ops_and_timeline = true;
+  bool stats = true;
+};
 
 Report make_report(const run::RunData& run, const Identity& identity = {},
-                   const TimelineOptions& timeline = {}, ReportParts parts = ReportParts::all);
+                   const TimelineOptions& timeline = {}, ReportParts parts = {});
 
 // The Chrome/Perfetto trace of a run (timeline.cpp). Its "otherData" says how many ops the run
 // had, how many the ranks and window select, how many were drawn and how many dropped by the cap.
