@@ -287,10 +287,11 @@ void register_run_command(CLI::App& app, Registry& reg) {
         cfg, trace.workload, progress.fn(), resolve::Purpose::run, run::cache_settings_from_env(o->no_cache)));
     const run::RunData& out = *out_ptr;
     progress.clear();
-    // ops.csv and timeline.json take seconds for a large trace: built only when written.
-    const auto parts = out_opt->count() > 0 && (writes("ops.csv") || writes("timeline.json"))
-                           ? report::ReportParts::all
-                           : report::ReportParts::printed;
+    // ops.csv and timeline.json take seconds for a large trace, stats.json names every block of
+    // the rack: built only when written.
+    const bool to_files = out_opt->count() > 0;
+    const report::ReportParts parts{to_files && (writes("ops.csv") || writes("timeline.json")),
+                                    to_files && writes("stats.json")};
     const auto t_report = Clock::now();
     PhaseLine reporting(!o->no_progress,
                         out_opt->count() > 0 ? fmt::format("writing the report to {}", o->out)

@@ -63,6 +63,7 @@ constexpr std::array<std::string_view, 4> kReportEngines{"tensor", "vector", "sc
 struct ResourceLevels {
   std::vector<std::pair<std::string, double>> engines, cores, resources;
 };
+constexpr std::size_t kListed = 8;  // entries of report.json's busiest lists
 
 ResourceLevels resource_levels(const std::vector<model::BlockStats>& blocks, double T) {
   ResourceLevels r;
@@ -94,10 +95,21 @@ ResourceLevels resource_levels(const std::vector<model::BlockStats>& blocks, dou
   }
   for (const auto& [k, v] : core_most) r.cores.emplace_back(k, v);
   r.resources.insert(r.resources.end(), r.engines.begin(), r.engines.end());
+  // Busiest first, ties by name: the order a full sort gives, for every busy entry and at least
+  // the first `kListed` (what the report's lists show; the summary's busiest_text stops at the
+  // first idle one). The idle rest, most of a rack that runs on a few of its chips, stays unsorted.
   auto busiest_first = [](auto& v) {
-    std::sort(v.begin(), v.end(), [](const auto& a, const auto& c) {
+    const auto before = [](const auto& a, const auto& c) {
       return a.second != c.second ? a.second > c.second : a.first < c.first;
-    });
+    };
+    const auto idle =
+        std::partition(v.begin(), v.end(), [](const auto& a) { return a.second > 0; });
+    std::sort(v.begin(), idle, before);
+    const auto busy = std::size_t(idle - v.begin());
+    if (busy < kListed) {
+      const auto more = std::min(kListed - busy, std::size_t(v.end() - idle));
+      std::partial_sort(idle, idle + std::ptrdiff_t(more), v.end(), before);
+    }
   };
   busiest_first(r.engines);
   busiest_first(r.cores);
@@ -778,7 +790,7 @@ std::string busiest_text(const std::vector<std::pair<std::string, double>>& util
 }
 
 // The terminal summary, from report.json `s`: the breakdown first.
-std::string summary_text(const Json& s, const run::RunData& d) {
+std::string summary_text(const Json& s, const run::RunData& d, const ResourceLevels& levels) {
   const config::Config& cfg = *d.config;
   const trace::Workload& w = *d.workload;
   const Json& id = s["identity"];
@@ -947,7 +959,7 @@ std::string summary_text(const Json& s, const run::RunData& d) {
                                      e["tflops_per_w"].get<double>())
                        : "",
                    joules(idle_j));
-  const std::string busy = busiest_text(resource_levels(d.stats, d.end.to_seconds()).resources, 5);
+  const std::string busy = busiest_text(levels.resources, 5);
   if (!busy.empty()) t += fmt::format("  busiest resources   {}\n", busy);
   if (s.contains("timeline")) t += timeline_line(s["timeline"]);
   for (const auto& n : d.notes) t += fmt::format("  note: {}\n", n);
@@ -1011,7 +1023,7 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   if (!cfg.chip || !cfg.rack) throw InternalError("make_report: a run without chip or rack");
   const double T = d.end.to_seconds();
   Report out;
-  out.stats = stats_json(d.stats);
+  if (parts.stats) out.stats = stats_json(d.stats);
   const std::vector<int> used = used_chips(d);
   Json& s = out.report;
   s["schema"] = "trnsim-report";
@@ -1043,9 +1055,9 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
     }
     return list;
   };
-  s["busiest"] = top(levels.resources, 8);
-  s["busiest_engines"] = top(levels.engines, 8);
-  s["busiest_cores"] = top(levels.cores, 8);
+  s["busiest"] = top(levels.resources, kListed);
+  s["busiest_engines"] = top(levels.engines, kListed);
+  s["busiest_cores"] = top(levels.cores, kListed);
   Json notes = Json::array();
   for (const auto& n : d.notes) notes.push_back(n);
   if (!e.within_bound) notes.push_back(peak_power_violation(s["energy"], d.chip_tdp_w));
@@ -1072,13 +1084,13 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
     line += fmt::format("{}{}", i ? "," : "", s.contains(at) ? number(s.at(at)) : "");
   }
   out.summary_csv = header + "\n" + line + "\n";
-  if (parts == ReportParts::all) {
+  if (parts.ops_and_timeline) {
     out.ops_csv = ops_csv(d);
     out.timeline = make_timeline(d, tl);
     // What timeline.json holds of the run, so a cap that dropped ops is said where it is read.
     s["timeline"] = out.timeline["otherData"];
   }
-  out.text = summary_text(s, d);
+  out.text = summary_text(s, d, levels);
   Json by_kind = Json::object();
   for (const auto& [k, n] : d.activations_by_kind) by_kind[k] = n;
   out.host = {{"wall_time_s", d.wall_seconds},

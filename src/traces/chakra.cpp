@@ -10,9 +10,12 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
+#include <string_view>
 
+#include <google/protobuf/arena.h>
 #include <google/protobuf/util/json_util.h>
 
 #include "chakra_et.pb.h"
@@ -40,6 +43,24 @@ bool file_exists(const std::string& path) {
 namespace pb = ChakraProtoMsg;
 
 namespace {
+
+// The nodes of one rank file, in file order, parsed into one arena: allocated in blocks and
+// freed together (a rank's thousands of small attribute messages and strings cost a malloc and a
+// destructor each otherwise).
+class RankNodes {
+ public:
+  pb::Node& add() {
+    list_.push_back(google::protobuf::Arena::CreateMessage<pb::Node>(arena_.get()));
+    return *list_.back();
+  }
+  void reserve(std::size_t n) { list_.reserve(n); }
+  std::size_t size() const { return list_.size(); }
+  const pb::Node& operator[](std::size_t i) const { return *list_[i]; }
+
+ private:
+  std::unique_ptr<google::protobuf::Arena> arena_ = std::make_unique<google::protobuf::Arena>();
+  std::vector<pb::Node*> list_;
+};
 
 // ---- bytes on disk ------------------------------------------------------------------------------
 
@@ -176,15 +197,15 @@ const char* value_kind(const Attr& a) {
 }
 
 // A node's attributes by name, with typed accessors whose errors name file, node and attribute.
+// Of two attributes of one name, the later counts. A node has a handful: they are looked up in
+// place, and the node's description is built only for a message.
 class Attrs {
  public:
-  Attrs(const pb::Node& node, std::string where) : where_(std::move(where)) {
-    for (const auto& a : node.attr()) by_name_[a.name()] = &a;
-  }
+  Attrs(const pb::Node& node, const std::string& file) : node_(node), file_(file) {}
 
-  bool has(const std::string& name) const { return by_name_.contains(name); }
+  bool has(std::string_view name) const { return named(name) != nullptr; }
 
-  std::optional<std::int64_t> get_int(const std::string& name) const {
+  std::optional<std::int64_t> get_int(std::string_view name) const {
     const Attr* a = find(name);
     if (!a) return {};
     if (auto v = int_value(*a)) return v;
@@ -192,45 +213,55 @@ class Attrs {
     if (a->value_case() == Attr::kDoubleVal && std::floor(a->double_val()) == a->double_val()) {
       return static_cast<std::int64_t>(a->double_val());
     }
-    throw TraceError(fmt::format("{}: attribute \"{}\" should be an integer, got {}", where_, name,
+    throw TraceError(fmt::format("{}: attribute \"{}\" should be an integer, got {}", where(), name,
                                  value_kind(*a)));
   }
 
-  std::int64_t need_int(const std::string& name) const {
+  std::int64_t need_int(std::string_view name) const {
     auto v = get_int(name);
-    if (!v) throw TraceError(fmt::format("{}: missing integer attribute \"{}\"", where_, name));
+    if (!v) throw TraceError(fmt::format("{}: missing integer attribute \"{}\"", where(), name));
     return *v;
   }
 
-  std::optional<std::vector<std::int64_t>> get_int_list(const std::string& name) const {
+  std::optional<std::vector<std::int64_t>> get_int_list(std::string_view name) const {
     const Attr* a = find(name);
     if (!a) return {};
     if (auto v = int_list(*a)) return v;
-    throw TraceError(fmt::format("{}: attribute \"{}\" should be an integer list, got {}", where_,
+    throw TraceError(fmt::format("{}: attribute \"{}\" should be an integer list, got {}", where(),
                                  name, value_kind(*a)));
   }
 
-  std::optional<std::string> get_string(const std::string& name) const {
+  std::optional<std::string> get_string(std::string_view name) const {
     const Attr* a = find(name);
     if (!a) return {};
     if (a->value_case() == Attr::kStringVal) return a->string_val();
     if (a->value_case() == Attr::kBytesVal) return a->bytes_val();
-    throw TraceError(fmt::format("{}: attribute \"{}\" should be a string, got {}", where_, name,
+    throw TraceError(fmt::format("{}: attribute \"{}\" should be a string, got {}", where(), name,
                                  value_kind(*a)));
   }
 
-  const std::string& where() const { return where_; }
-
- private:
-  // Attributes without a value (seen in generated traces: `outputs` with nothing set) are absent.
-  const Attr* find(const std::string& name) const {
-    auto it = by_name_.find(name);
-    if (it == by_name_.end() || it->second->value_case() == Attr::VALUE_NOT_SET) return nullptr;
-    return it->second;
+  // "<file>: node <id> (<name>)": where a message says the problem is.
+  std::string where() const {
+    return fmt::format("{}: node {} ({})", file_, node_.id(), node_.name());
   }
 
-  std::string where_;
-  std::map<std::string, const Attr*> by_name_;
+ private:
+  // The last attribute of that name, with or without a value.
+  const Attr* named(std::string_view name) const {
+    const auto& attrs = node_.attr();
+    for (int i = attrs.size(); i-- > 0;) {
+      if (attrs[i].name() == name) return &attrs[i];
+    }
+    return nullptr;
+  }
+  // Attributes without a value (seen in generated traces: `outputs` with nothing set) are absent.
+  const Attr* find(std::string_view name) const {
+    const Attr* a = named(name);
+    return a && a->value_case() != Attr::VALUE_NOT_SET ? a : nullptr;
+  }
+
+  const pb::Node& node_;
+  const std::string& file_;
 };
 
 // ---- node -> op ---------------------------------------------------------------------------------
@@ -250,7 +281,7 @@ struct RankContext {
   OperatorCoverage* coverage;  // recorded GPU kernels, mapped or kept
 };
 
-std::uint64_t size_of(const Attrs& at, const std::string& name, std::int64_t v,
+std::uint64_t size_of(const Attrs& at, std::string_view name, std::int64_t v,
                       const ChakraOptions& o) {
   if (v < 0) throw TraceError(fmt::format("{}: \"{}\" is negative ({})", at.where(), name, v));
   const auto u = static_cast<std::uint64_t>(v);
@@ -448,14 +479,14 @@ std::string rank_file(const std::string& prefix, int rank) {
 // Chakra's JSON form: {"workload_graph": [{"Id", "Name", "NodeType", "ctrlDeps", "data_deps",
 // "runtime" (us), "is_cpu_op"}, ...]}, as in Chakra's own test data. Becomes the same nodes as the
 // protobuf form; keys it does not know are ignored, as the protobuf reader ignores attributes.
-std::vector<pb::Node> json_nodes(const std::string& file) {
+RankNodes json_nodes(const std::string& file) {
   const Json j = config::parse_json<TraceError>(read_bytes(file), file);
   if (!j.is_object() || !j.contains("workload_graph") || !j["workload_graph"].is_array()) {
     throw TraceError(fmt::format("{}:/workload_graph: missing: expected Chakra's JSON form, an "
                                  "array of nodes",
                                  file));
   }
-  std::vector<pb::Node> nodes;
+  RankNodes nodes;
   const auto& graph = j["workload_graph"];
   for (std::size_t i = 0; i < graph.size(); ++i) {
     const auto& n = graph[i];
@@ -484,7 +515,7 @@ std::vector<pb::Node> json_nodes(const std::string& file) {
       }
     };
     if (!n.is_object()) throw TraceError(fmt::format("{}: expected a node object", where));
-    pb::Node node;
+    pb::Node& node = nodes.add();
     node.set_id(std::uint64_t(integer("Id", true)));
     if (n.contains("Name") && n["Name"].is_string()) node.set_name(n["Name"].get<std::string>());
     const auto type = integer("NodeType", true);
@@ -521,7 +552,6 @@ std::vector<pb::Node> json_nodes(const std::string& file) {
       a->set_name("is_cpu_op");
       a->set_bool_val(n["is_cpu_op"].get<bool>());
     }
-    nodes.push_back(std::move(node));
   }
   return nodes;
 }
@@ -619,7 +649,7 @@ bool has_attr(const pb::Node& n, std::string_view name) {
 // dependencies, as Chakra's converter links them). An operator launching several kernels runs
 // once, at its first kernel; the others take no time. Kernels of other operators keep their
 // recorded duration (times options.unmapped_scale) and are counted by operator.
-void map_kernels(const std::vector<pb::Node>& nodes,
+void map_kernels(const RankNodes& nodes,
                  const std::unordered_map<OpId, std::size_t>& index, RankTrace& rank,
                  const RankContext& ctx) {
   const ChakraOptions& o = ctx.options;
@@ -713,7 +743,7 @@ void map_kernels(const std::vector<pb::Node>& nodes,
 //   as "1.0.1" or "1.1.0-chakra.0.0.4", or pid/start_ts): bytes and FLOPs;
 // - nothing that carries a size or num_ops: nothing to tell, bytes and FLOPs.
 // Otherwise the units cannot be told: `detected` is false.
-ChakraUnits detect_units(const pb::GlobalMetadata& meta, const std::vector<pb::Node>& nodes) {
+ChakraUnits detect_units(const pb::GlobalMetadata& meta, const RankNodes& nodes) {
   ChakraUnits u;
   const auto elements = [&](std::string why) {
     u.size_unit = ChakraOptions::SizeUnit::elements;
@@ -745,7 +775,8 @@ ChakraUnits detect_units(const pb::GlobalMetadata& meta, const std::vector<pb::N
                              schema, pytorch_meta ? " and pid/start_ts" : ""));
   }
   bool sized = false;
-  for (const auto& n : nodes) {
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    const pb::Node& n = nodes[i];
     std::optional<std::int64_t> ts;
     const Attr* outputs = nullptr;
     for (const auto& a : n.attr()) {
@@ -784,7 +815,7 @@ ChakraUnits detect_units(const pb::GlobalMetadata& meta, const std::vector<pb::N
 
 // The ops of one rank from its nodes: map each node, then its dependencies (dropping, with a
 // warning, edges to absent nodes, self-edges and the edges that close cycles).
-RankTrace build_rank(int r, const std::vector<pb::Node>& nodes, const std::string& file,
+RankTrace build_rank(int r, const RankNodes& nodes, const std::string& file,
                      const RankContext& ctx, std::vector<std::string>& warnings) {
   RankTrace rank;
   rank.rank = r;
@@ -792,7 +823,7 @@ RankTrace build_rank(int r, const std::vector<pb::Node>& nodes, const std::strin
   std::unordered_map<OpId, std::size_t> index;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     const pb::Node& node = nodes[i];
-    const Attrs at(node, fmt::format("{}: node {} ({})", file, node.id(), node.name()));
+    const Attrs at(node, file);
     rank.ops.push_back(map_node(node, at, ctx));
     if (auto [it, fresh] = index.emplace(node.id(), i); !fresh) {
       throw TraceError(fmt::format("{}: node id {} is used twice", file, node.id()));
@@ -952,9 +983,10 @@ Workload load_chakra(const std::string& prefix, const ChakraOptions& options) {
       w.metadata = std::move(m);
     }
 
-    std::vector<pb::Node> nodes(msgs.size() - 1);
+    RankNodes nodes;
+    nodes.reserve(msgs.size() - 1);
     for (std::size_t i = 1; i < msgs.size(); ++i) {
-      if (!nodes[i - 1].ParseFromArray(msgs[i].data(), static_cast<int>(msgs[i].size()))) {
+      if (!nodes.add().ParseFromArray(msgs[i].data(), static_cast<int>(msgs[i].size()))) {
         throw TraceError(fmt::format("{}: message #{} is not a Chakra Node", file, i));
       }
     }

@@ -5,7 +5,9 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
+#include <optional>
 #include <queue>
 #include <set>
 
@@ -89,29 +91,53 @@ std::unordered_map<OpId, std::size_t> index_by_id(const RankTrace& rank) {
 namespace {
 
 // Dependency edges as Kahn's algorithm needs them: per op, how many dependencies have not run
-// yet, and which ops use it.
+// yet, and which ops use it. Built for every rank several times per run (reading, checking,
+// estimating, replaying, reporting), so in a few flat arrays: ids sorted for lookup, and the
+// users of op i at users[first[i]] .. users[first[i + 1]] in the order the edges are met.
 struct DepGraph {
-  std::unordered_map<OpId, std::size_t> index;
+  std::vector<std::pair<OpId, std::size_t>> by_id;  // (id, position), by id
   std::vector<std::size_t> missing;
-  std::vector<std::vector<std::size_t>> users;
+  std::vector<std::size_t> first, users;
+  static constexpr std::size_t kDropped = std::numeric_limits<std::size_t>::max();
+
+  std::optional<std::size_t> position(OpId id) const {
+    const auto it = std::lower_bound(by_id.begin(), by_id.end(), id,
+                                     [](const auto& e, OpId v) { return e.first < v; });
+    if (it == by_id.end() || it->first != id) return std::nullopt;
+    return it->second;
+  }
 };
 
 DepGraph build_graph(const RankTrace& rank) {
   DepGraph g;
-  g.index = index_by_id(rank);
   const std::size_t n = rank.ops.size();
+  g.by_id.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) g.by_id.emplace_back(rank.ops[i].id, i);
+  std::sort(g.by_id.begin(), g.by_id.end());
+  for (std::size_t i = 1; i < n; ++i) {
+    if (g.by_id[i - 1].first == g.by_id[i].first) index_by_id(rank);  // throws, naming the first
+  }
   g.missing.assign(n, 0);
-  g.users.resize(n);
+  std::vector<std::size_t> dep_pos;  // position of each edge's dependency, edges in op order
   for (std::size_t i = 0; i < n; ++i) {
     for (OpId d : rank.ops[i].deps) {
-      auto it = g.index.find(d);
-      if (it == g.index.end()) {
+      const auto at = g.position(d);
+      if (!at) {
         throw TraceError(fmt::format("rank {}: op {} depends on op {}, which the rank does not have",
                                      rank.rank, op_label(rank.ops[i]), d));
       }
-      g.users[it->second].push_back(i);
+      dep_pos.push_back(*at);
       ++g.missing[i];
     }
+  }
+  g.first.assign(n + 1, 0);
+  for (std::size_t p : dep_pos) ++g.first[p + 1];
+  for (std::size_t i = 0; i < n; ++i) g.first[i + 1] += g.first[i];
+  g.users.resize(dep_pos.size());
+  std::vector<std::size_t> fill(g.first.begin(), g.first.end() - 1);
+  std::size_t e = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    for (std::size_t k = 0; k < rank.ops[i].deps.size(); ++k) g.users[fill[dep_pos[e++]]++] = i;
   }
   return g;
 }
@@ -125,8 +151,9 @@ void run_ready(const DepGraph& g, std::vector<std::size_t>& missing,
     const std::size_t i = ready.top();
     ready.pop();
     order.push_back(i);
-    for (std::size_t u : g.users[i]) {
-      if (--missing[u] == 0) ready.push(u);
+    for (std::size_t k = g.first[i]; k < g.first[i + 1]; ++k) {
+      const std::size_t u = g.users[k];
+      if (u != DepGraph::kDropped && --missing[u] == 0) ready.push(u);
     }
   }
 }
@@ -143,7 +170,7 @@ std::vector<std::size_t> walk_cycle(const RankTrace& rank, const DepGraph& g,
     seen_at[cur] = path.size();
     path.push_back(cur);
     for (OpId d : rank.ops[cur].deps) {
-      const std::size_t j = g.index.at(d);
+      const std::size_t j = *g.position(d);
       if (missing[j] != 0) {
         cur = j;
         break;
@@ -161,7 +188,30 @@ struct Sorted {
   std::vector<std::size_t> cycle;  // set when order is incomplete
 };
 
+// The common case without the graph: ids rising with file position and every dependency naming
+// an earlier op of the rank. Kahn's algorithm below then returns the file's order (op i is ready
+// once 0..i-1 have run, and is the least ready position), so that is the order; otherwise none,
+// and the graph decides (and names what is wrong).
+std::optional<std::vector<std::size_t>> file_order(const RankTrace& rank) {
+  const auto& ops = rank.ops;
+  for (std::size_t i = 1; i < ops.size(); ++i) {
+    if (!(ops[i - 1].id < ops[i].id)) return std::nullopt;
+  }
+  for (const Op& op : ops) {
+    for (OpId d : op.deps) {
+      if (!(d < op.id)) return std::nullopt;
+      const auto it = std::lower_bound(ops.begin(), ops.end(), d,
+                                       [](const Op& o, OpId id) { return o.id < id; });
+      if (it == ops.end() || it->id != d) return std::nullopt;
+    }
+  }
+  std::vector<std::size_t> order(ops.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  return order;
+}
+
 Sorted sort_ops(const RankTrace& rank) {
+  if (auto order = file_order(rank)) return {std::move(*order), {}};
   const DepGraph g = build_graph(rank);
   std::vector<std::size_t> missing = g.missing;
   std::priority_queue<std::size_t, std::vector<std::size_t>, std::greater<>> ready;
@@ -205,8 +255,10 @@ std::vector<std::pair<std::size_t, OpId>> break_cycles(RankTrace& rank,
       throw InternalError("break_cycles: the chosen edge is not in the cycle");
     }
     deps.erase(it);
-    auto& users = g.users[g.index.at(dep)];
-    users.erase(std::find(users.begin(), users.end(), user));
+    const std::size_t at = *g.position(dep);
+    const auto from = g.users.begin() + std::ptrdiff_t(g.first[at]);
+    const auto to = g.users.begin() + std::ptrdiff_t(g.first[at + 1]);
+    *std::find(from, to, user) = DepGraph::kDropped;
     if (--missing[user] == 0) ready.push(user);
     dropped.emplace_back(user, dep);
   }

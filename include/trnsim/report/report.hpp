@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,12 +57,17 @@ struct Report {
   std::string text;          // the human-readable summary
 };
 
-// What make_report builds: every part, or only what a run without --out prints (ops.csv and
-// timeline.json, which take seconds for a large trace, are left empty).
-enum class ReportParts { all, printed };
+// What make_report builds beyond report.json, summary.csv, host.json and the text, each only
+// when it is written: ops.csv and timeline.json (seconds for a large trace; report.json says what
+// the timeline holds when there is one), stats.json (every block of the rack: a sixth of the
+// report's work on a small trace). Left out, a part is empty. By default, everything.
+struct ReportParts {
+  bool ops_and_timeline = true;
+  bool stats = true;
+};
 
 Report make_report(const run::RunData& run, const Identity& identity = {},
-                   const TimelineOptions& timeline = {}, ReportParts parts = ReportParts::all);
+                   const TimelineOptions& timeline = {}, ReportParts parts = {});
 
 // The Chrome/Perfetto trace of a run (timeline.cpp). Its "otherData" says how many ops the run
 // had, how many the ranks and window select, how many were drawn and how many dropped by the cap.
@@ -111,17 +117,21 @@ std::vector<std::string> output_file_names();
 // such and not as 8925.366000000002.
 double ns_of(const sc_core::sc_time& t);
 
+// SHA-256 of the trace bytes for report.json's identity: nettle's (which uses the x86 SHA
+// extensions where the CPU has them), behind this interface so that nettle's header and macros stay
+// in sha256.cpp.
 class Sha256 {
  public:
+  Sha256();
+  Sha256(const Sha256& o);
+  Sha256& operator=(const Sha256& o);
+  ~Sha256();
   Sha256& update(std::string_view data);
   std::string hex() const;  // of everything given so far
 
  private:
-  std::array<std::uint32_t, 8> h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
-                                  0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
-  std::array<unsigned char, 64> buf_{};
-  std::size_t fill_ = 0;
-  std::uint64_t length_ = 0;
+  struct Ctx;
+  std::unique_ptr<Ctx> ctx_;
 };
 
 }  // namespace trnsim::report
