@@ -224,21 +224,22 @@ TransferCost KvTransferTimer::cost(std::uint64_t tokens) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::function<std::string()>> jobs;
     for (std::uint64_t t : missing) {
+      // The child builds the workload once and returns its bytes and bandwidth with its cost.
       jobs.push_back([this, t, first]() -> std::string {
         const trace::Workload w = kv_handoff_workload(prefill_, decode_, t, first);
-        return handoff_cost_line(run::run_workload(path_.cfg, w));
+        return fmt::format("{} {:.17g} {:.17g}", handoff_cost_line(run::run_workload(path_.cfg, w)),
+                           handoff_bytes(w), bandwidth(w));
       });
     }
     const std::vector<std::string> results = run_forked(jobs, parallel_);
     for (std::size_t i = 0; i < missing.size(); ++i) {
       TransferCost c;
-      if (std::sscanf(results[i].c_str(), "%lf %lf", &c.time_s, &c.dynamic_j) != 2) {
+      if (std::sscanf(results[i].c_str(), "%lf %lf %lf %lf", &c.time_s, &c.dynamic_j, &c.bytes,
+                      &c.bandwidth) != 4) {
         throw InternalError("serving: a KV transfer's child process returned no cost");
       }
-      const trace::Workload w = kv_handoff_workload(prefill_, decode_, missing[i], first);
-      c.bytes = handoff_bytes(w);
-      c.bandwidth = bandwidth(w);
       simulated_[missing[i]] = c;
+      bytes_[missing[i]] = {c.bytes, c.bandwidth};
     }
     wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -249,6 +250,8 @@ TransferCost KvTransferTimer::cost(std::uint64_t tokens) {
   } else {
     out = interpolate_transfer(at(lo), at(hi), double(tokens - lo) / double(hi - lo));
   }
+  // A prompt length between simulated ones: its bytes and bandwidth from its own workload (built
+  // once, here; a simulated length's came from its child).
   auto it = bytes_.find(tokens);
   if (it == bytes_.end()) {
     const trace::Workload w = kv_handoff_workload(prefill_, decode_, tokens, first);
@@ -260,7 +263,7 @@ TransferCost KvTransferTimer::cost(std::uint64_t tokens) {
 }
 
 TransferCost PoolTimer::kv_transfer(std::uint64_t tokens) {
-  if (!transfers_) return RackTimer::kv_transfer(tokens);
+  if (!transfers_) return IterationTimer::kv_transfer(tokens);
   return transfers_->cost(tokens);
 }
 

@@ -786,6 +786,44 @@ TEST(KvHandoff, PoolsOfDifferentTpSplitTheHeads) {
   EXPECT_EQ(ops[0].bytes, 20480u);
 }
 
+TEST(KvHandoff, OneLayoutIsEachRankOfTheFirstGroupSendingItsLayersToItsCounterpart) {
+  // One layout for both pools, decode_first = n (what the rack timer's own transfer workload
+  // was before KvTransferTimer took all of them): prefill rank r of the first data-parallel
+  // group sends each layer of its stage, tokens x kv_bytes_per_token_layer_rank, to rank r + n.
+  infer::IterationSpec p;
+  p.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
+  // TP 2 x DP 2 (n = 4): ranks 0 and 1 (group 0) send 32 layers x 10 x 2,048 B (4 of 8 KV
+  // heads x 128 x K and V x 2 B) to ranks 4 and 5; group 1's ranks (2, 3) send nothing.
+  p.layout = infer::parse_layout("tp=2,dp=2");
+  const trace::Workload w = kv_handoff_workload(p, p, 10, 4);
+  ASSERT_EQ(w.ranks.size(), 8u);
+  for (int r : {0, 1}) {
+    const auto& ops = w.ranks[std::size_t(r)].ops;
+    ASSERT_EQ(ops.size(), 32u);
+    for (std::size_t l = 0; l < 32; ++l) {
+      EXPECT_EQ(ops[l].kind, trace::OpKind::send);
+      EXPECT_EQ(ops[l].peer, r + 4);
+      EXPECT_EQ(ops[l].bytes, 20480u);
+      EXPECT_EQ(ops[l].tag, std::int64_t(l));
+    }
+    const auto& in = w.ranks[std::size_t(r + 4)].ops;
+    ASSERT_EQ(in.size(), 32u);
+    EXPECT_EQ(in[0].kind, trace::OpKind::recv);
+    EXPECT_EQ(in[0].peer, r);
+  }
+  for (int r : {2, 3, 6, 7}) EXPECT_TRUE(w.ranks[std::size_t(r)].ops.empty()) << r;
+  // PP 2 (n = 2): rank 0 sends layers 0 to 15 to rank 2, rank 1 layers 16 to 31 to rank 3,
+  // 10 x 4,096 B each.
+  p.layout = infer::parse_layout("tp=1,pp=2");
+  const trace::Workload pp = kv_handoff_workload(p, p, 10, 2);
+  ASSERT_EQ(pp.ranks[0].ops.size(), 16u);
+  ASSERT_EQ(pp.ranks[1].ops.size(), 16u);
+  EXPECT_EQ(pp.ranks[0].ops[0].peer, 2);
+  EXPECT_EQ(pp.ranks[1].ops[0].peer, 3);
+  EXPECT_EQ(pp.ranks[1].ops[0].tag, 16);
+  EXPECT_EQ(pp.ranks[1].ops[0].bytes, 40960u);
+}
+
 TEST(ServeCli, DisaggregatedSameSeedGivesAByteIdenticalReport) {
   SpecDir d("disseed");
   const std::string spec = d.write("small.json", disaggregated_small());
