@@ -313,14 +313,31 @@ BesideWorkload beside_workload(const trace::Workload& iteration, int first,
     }
     b.iteration_ops[std::size_t(first + r)] = ops.size();
   }
+  // Each copy's sends (receives) between one pair of ranks as one op of their bytes: the same
+  // bytes on the same path, and few ops (the replay runs at most 4,096 op processes at once:
+  // thousands of per-layer sends started together would hold the iteration's ops back).
   for (int c = 0; c < copies; ++c) {
     for (std::size_t r = 0; r < w.ranks.size(); ++r) {
       auto& ops = w.ranks[r].ops;
-      for (trace::Op op : handoff.ranks[r].ops) {
+      std::map<std::pair<trace::OpKind, int>, std::size_t> merged;  // kind, peer -> op index
+      for (const trace::Op& h : handoff.ranks[r].ops) {
+        if (h.kind != trace::OpKind::send && h.kind != trace::OpKind::recv) {
+          throw InternalError("beside_workload: a transfer op that is not a send or a receive");
+        }
+        const auto key = std::pair{h.kind, h.peer};
+        if (const auto it = merged.find(key); it != merged.end()) {
+          ops[it->second].bytes += h.bytes;
+          continue;
+        }
+        trace::Op op;
         op.id = ops.size();
-        op.deps.clear();
-        op.tag += kApart * (c + 1);
-        op.name = fmt::format("x{}.{}", c, op.name);
+        op.kind = h.kind;
+        op.peer = h.peer;
+        op.bytes = h.bytes;
+        // Matched by (pair, tag): each copy's one op per pair has its own tag.
+        op.tag = kApart * (c + 1);
+        op.name = fmt::format("x{}.kv_{}", c, h.kind == trace::OpKind::send ? "send" : "recv");
+        merged[key] = ops.size();
         ops.push_back(std::move(op));
       }
     }

@@ -917,10 +917,20 @@ TEST(Contention, BesideWorkloadPlacesTheIterationAndAppendsTheCopies) {
   EXPECT_EQ(b.w.ranks[0].ops[0].tag, r2[2].tag);
   EXPECT_EQ(b.w.ranks[0].ops[1].tag, r2[3].tag);
   EXPECT_EQ(b.w.ranks[0].ops[1].id, 1u);
-  // The transfers alone: no iteration.
-  const BesideWorkload alone = beside_workload(trace::Workload{}, 0, h, 1);
+  // The transfers alone: no iteration. A copy's sends between one pair are one op of their
+  // bytes (two layers' 5 B from rank 0 to rank 2: one send of 10 B).
+  trace::Workload h2 = h;
+  h2.ranks[0].ops.push_back(h.ranks[0].ops[0]);
+  h2.ranks[0].ops[1].tag = 2;
+  h2.ranks[2].ops.push_back(h.ranks[2].ops[0]);
+  h2.ranks[2].ops[1].tag = 2;
+  const BesideWorkload alone = beside_workload(trace::Workload{}, 0, h2, 1);
   EXPECT_EQ(alone.iteration_ops, (std::vector<std::size_t>{0, 0, 0, 0}));
-  EXPECT_EQ(alone.w.ranks[2].ops.size(), 1u);
+  ASSERT_EQ(alone.w.ranks[0].ops.size(), 1u);
+  ASSERT_EQ(alone.w.ranks[2].ops.size(), 1u);
+  EXPECT_EQ(alone.w.ranks[0].ops[0].bytes, 10u);
+  EXPECT_EQ(alone.w.ranks[2].ops[0].bytes, 10u);
+  EXPECT_EQ(alone.w.ranks[1].ops[0].bytes, 5u);
 }
 
 TEST(Contention, ATransferAndAnAllToAllOnOneLinkShareIt) {

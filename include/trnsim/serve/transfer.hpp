@@ -119,7 +119,8 @@ class KvTransferTimer {
 // ranks [0, n)) placed at ranks [first, first + n) of `handoff`'s ranks (peers, broadcast roots
 // and groups moved with it), and `copies` copies of `handoff`'s sends and receives after the
 // iteration's ops on each rank, all starting at once (no dependencies; each copy's tags apart
-// from the others' and the iteration's). `iteration` may have no ranks (the transfers alone).
+// from the others' and the iteration's), a copy's sends (receives) between one pair of ranks
+// as one op of their bytes. `iteration` may have no ranks (the transfers alone).
 // iteration_ops[rank]: the rank's first ops, the iteration's (the rest: the transfers').
 struct BesideWorkload {
   trace::Workload w;
