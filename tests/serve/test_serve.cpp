@@ -939,8 +939,8 @@ TEST(Contention, ATransferAndAnAllToAllOnOneLinkShareIt) {
   // other). Alone each puts B on the path 0 -> 1 and takes the same time t (B / W and the
   // latency); together the path carries 2 B: the later of them ends at 2 t (within 5 %: the
   // latency is not doubled), neither before t. The fabric does not split it evenly: the
-  // all-to-all, first in the rank's ops, keeps nearly its whole rate, and the send takes what is
-  // left, so the share the send got while the all-to-all ran is small.
+  // all-to-all keeps nearly its whole rate, and the send takes what is left, so the share the
+  // send got while the all-to-all ran is small.
   const std::uint64_t B = 64ull << 20;
   trace::Workload a2a;
   a2a.ranks.resize(2);
