@@ -827,6 +827,32 @@ TEST(KvHandoff, OneLayoutIsEachRankOfTheFirstGroupSendingItsLayersToItsCounterpa
   EXPECT_EQ(pp.ranks[1].ops[0].bytes, 40960u);
 }
 
+TEST(KvTransferTimer, SimulatesEachGridPointOnceWithItsBytesAndInterpolatesBetween) {
+  // Llama 3.1 8B, TP 1 pools on the Trn2 UltraServer's fabric (decode replica from rank 1): a
+  // prompt of 128 tokens moves 32 layers x 128 x 4,096 B = 16,777,216 B, simulated once (its
+  // child returns the bytes with the time). 112 tokens lies between the grid points 96 and 128:
+  // its time half way from 96's to 128's (16 of 32 tokens), its bytes its own.
+  infer::IterationSpec p;
+  p.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
+  p.layout = infer::parse_layout("tp=1");
+  TransferPath path;
+  path.cfg = bench::ConfigSource{bench::data_path("configs/racks/trn2-ultraserver.json"), {}}.load();
+  path.decode_first = 1;
+  KvTransferTimer t(path, p, p, TimingMode::grid, 2, 2);
+  const TransferCost c128 = t.cost(128);
+  EXPECT_DOUBLE_EQ(c128.bytes, 16777216.0);
+  EXPECT_DOUBLE_EQ(c128.bandwidth, 0.0);  // the fabric: not stated
+  EXPECT_GT(c128.time_s, 16777216.0 / 1e12);
+  EXPECT_EQ(t.table().size(), 1u);
+  const TransferCost c112 = t.cost(112);
+  ASSERT_EQ(t.table().size(), 2u);  // 96 simulated too, 128 reused
+  const TransferCost& c96 = t.table().at(96);
+  EXPECT_DOUBLE_EQ(c96.bytes, 96 * 32 * 4096.0);
+  EXPECT_NEAR(c112.time_s, (c96.time_s + c128.time_s) / 2, 1e-15);
+  EXPECT_DOUBLE_EQ(c112.bytes, 112 * 32 * 4096.0);
+  EXPECT_EQ(t.lookups(), 2u);
+}
+
 // Contention (docs/serving.md#contention).
 TEST(TransferNet, ALowerCapacitySlowsTheTransfersOnTheLinkFromThen) {
   // 100 MB at 25 GB/s from 0; at 2 ms (50 MB left) the link drops to 12.5 GB/s: done at
