@@ -83,6 +83,10 @@ class Engine {
       replicas_.emplace_back(role, role == Role::decode ? o.decode_kv_blocks : o.kv_blocks,
                              o.scheduler.block_tokens);
     }
+    // Disaggregated: each replica's end of the transfer network, in replica order.
+    if (p > 0) {
+      for (auto& r : replicas_) r.link = net_.add_link(1.0);
+    }
     out_.prefill_replicas = p;
     out_.kv_blocks = o.kv_blocks;
     out_.decode_kv_blocks = p > 0 ? o.decode_kv_blocks : 0;
@@ -217,8 +221,6 @@ class Engine {
         events_.push({now_ + latency, Ev::transfer_end, s->rec});
         continue;
       }
-      if (p.link < 0) p.link = net_.add_link(1.0);
-      if (d.link < 0) d.link = net_.add_link(1.0);
       settle(net_.advance(now_));
       net_.start(s->rec, wire, {p.link, d.link}, now_);
       reschedule();
@@ -237,6 +239,14 @@ class Engine {
 
   void network_changed() {
     settle(net_.advance(now_));
+    reschedule();
+  }
+
+  // Disaggregated: replica `r`'s link carries the transfers at `share` of their alone rate from
+  // now (its iteration beside them: docs/serving.md#contention; idle: 1).
+  void set_share(const Replica& r, double share) {
+    if (r.link < 0 || net_.capacity(r.link) == share) return;
+    settle(net_.set_capacity(r.link, share, now_));
     reschedule();
   }
 
@@ -354,6 +364,7 @@ class Engine {
                                         index, r.waiting.size(), r.running.size()));
       }
       r.busy = false;
+      set_share(r, 1.0);
       return;
     }
     Shape sh;
@@ -367,7 +378,11 @@ class Engine {
       pctx += k * s->computed;
     }
     sh.prefill_context = sh.prefill ? (pctx + sh.prefill - 1) / sh.prefill : 0;
-    const IterationCost c = (r.role == Role::decode ? decode_timer_ : timer_).cost(sh);
+    // Disaggregated: timed beside the KV transfers in flight on the replica's link, which get
+    // the share of their rate the iteration leaves them while it runs.
+    IterationTimer& t = r.role == Role::decode ? decode_timer_ : timer_;
+    const IterationCost c = r.link < 0 ? t.cost(sh) : t.cost_beside(sh, net_.on_link(r.link), r.role == Role::decode);
+    set_share(r, c.transfer_share);
     r.busy = true;
     ++out_.iterations_total;
     if (r.role == Role::prefill) ++out_.prefill_iterations;

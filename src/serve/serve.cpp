@@ -481,11 +481,23 @@ ServeResult serve(const ServeOptions& o) {
                   int(spec.timing.grid_per_octave), kvt ? &*kvt : nullptr, shape_cache);
   timer.remember_lookups(o.held_back > 0);
   const bool two_layouts = dis && su.decode_it.layout.text() != it.layout.text();
-  std::optional<RackTimer> dtimer;
+  std::optional<PoolTimer> dtimer;
   if (two_layouts) {
     dtimer.emplace(cfg, su.decode_it, spec.timing.mode, int(spec.timing.parallel),
-                   int(spec.timing.grid_per_octave), shape_cache);
+                   int(spec.timing.grid_per_octave), &*kvt, shape_cache);
   }
+  // Contention (docs/serving.md#contention): the transfers beside an iteration are hand-offs of
+  // the run's mean prompt (rounded).
+  auto contend = [&](const Workload& wl) {
+    if (!dis || !dis->transfer.contention) return;
+    const std::vector<Request>& reqs = wl.users > 0 ? wl.lengths : wl.open;
+    double sum = 0;
+    for (const Request& q : reqs) sum += double(q.input_tokens);
+    const auto mean = reqs.empty() ? std::uint64_t(0) : std::uint64_t(std::llround(sum / double(reqs.size())));
+    timer.contend(mean);
+    if (dtimer) dtimer->contend(mean);
+  };
+  contend(w);
   IterationTimer* decode_timer = dtimer ? &*dtimer : nullptr;
   // Static power per replica: the pools' mean when their layouts differ.
   auto static_w = [&]() {
@@ -512,6 +524,7 @@ ServeResult serve(const ServeOptions& o) {
       a.kind = ArrivalKind::closed;
       a.users = n;
       const Workload wn = make_workload(a, n * (o.solve_requests_per_user + 1), o.spec_path);
+      contend(wn);
       EngineResult rn = simulate(wn, eo, timer, n, decode_timer);
       const Json f = figures(rn, spec.slo, eo.replicas, chips_used, static_w());
       const double v = f["throughput"]["tokens_per_s_per_user"]["p50"].get<double>();
@@ -590,9 +603,16 @@ ServeResult serve(const ServeOptions& o) {
                "transfer between a prefill replica on ranks [0, n) and a decode replica on ranks "
                "[n, n + m)"},
         {"contention",
-         "KV transfers in flight share each prefill replica's egress and each decode replica's "
-         "ingress max-min fairly (a transfer alone: its simulated time); not with the pools' "
-         "own collectives or iterations, nor in the network beyond those ends"}};
+         dis->transfer.contention
+             ? "KV transfers in flight share each prefill replica's egress and each decode "
+               "replica's ingress max-min fairly (a transfer alone: its simulated time); an "
+               "iteration that starts with transfers in flight on its replica's link is timed "
+               "beside them (1, 2, 4 or 8 hand-offs of the run's mean prompt, simulated together "
+               "on the transfer path), and the transfers get the share of their rate it leaves "
+               "them while it runs (timing.contention)"
+             : "KV transfers in flight share each prefill replica's egress and each decode "
+               "replica's ingress max-min fairly (a transfer alone: its simulated time); not "
+               "with the pools' own collectives or iterations (contention off)"}};
   }
   rep["kv_cache"] = {{"kv_bytes_per_token_rank", cap.kv_bytes_per_token},
                      {"block_tokens", cap.block_tokens},
@@ -639,6 +659,11 @@ ServeResult serve(const ServeOptions& o) {
     const double wall = timer.simulation_wall_s() + (dtimer ? dtimer->simulation_wall_s() : 0.0);
     logger("serve")->info("{} shapes: {} simulated, {} from the shape cache; {:.1f} s in simulations",
                           shapes_simulated(), shapes_simulated() - disk, disk, wall);
+    const std::size_t beside = timer.contended().size() + (dtimer ? dtimer->contended().size() : 0);
+    if (beside > 0) {
+      logger("serve")->info("{} iteration shapes simulated beside KV transfers; {:.1f} s",
+                            beside, timer.contention_wall_s() + (dtimer ? dtimer->contention_wall_s() : 0.0));
+    }
   }
   Json shapes = Json::array();
   for (const auto& [s, c] : timer.table()) {
@@ -668,6 +693,29 @@ ServeResult serve(const ServeOptions& o) {
         {"path", su.transfer->where},
         {"columns", {"prompt_tokens", "bytes", "time_s", "dynamic_j", "bandwidth_bytes_per_s"}},
         {"rows", rows}};
+    // Each iteration shape simulated beside transfers: the pool, the shape, the transfers and
+    // their prompt, the iteration alone and beside them at its place on the path, the transfers
+    // alone and beside it, the share of their rate they got, and how often it was used.
+    Json crows = Json::array();
+    std::uint64_t used = 0;
+    for (const PoolTimer* pt : {&timer, dtimer ? &*dtimer : nullptr}) {
+      if (!pt) continue;
+      for (const auto& e : pt->contended()) {
+        crows.push_back({e.decode_pool ? "decode" : "prefill", e.shape.decode, e.shape.context,
+                         e.shape.prefill, e.shape.prefill_context, e.transfers, e.tokens,
+                         e.alone_s, e.beside_s, e.transfers_alone_s, e.transfers_beside_s,
+                         e.share, e.lookups});
+        used += e.lookups;
+      }
+    }
+    rep["timing"]["contention"] = {
+        {"on", dis->transfer.contention},
+        {"simulated", crows.size()},
+        {"iterations_beside_transfers", used},
+        {"columns", {"pool", "decode", "context", "prefill", "prefill_context", "transfers",
+                     "prompt_tokens", "iteration_alone_s", "iteration_beside_s",
+                     "transfers_alone_s", "transfers_beside_s", "share", "iterations"}},
+        {"rows", crows}};
   }
   rep["results"] = figures(r, spec.slo, eo.replicas, chips_used, static_w());
   if (!solve_json.is_null()) {

@@ -74,53 +74,7 @@ std::string cost_line(const run::RunData& out) {
   return fmt::format("{:.17g} {:.17g} {:.17g}", t, dyn, t > 0 ? stat / t : 0.0);
 }
 
-double sent_bytes(const trace::Workload& w) {
-  double b = 0;
-  for (const auto& r : w.ranks) {
-    for (const auto& op : r.ops) {
-      if (op.kind == trace::OpKind::send) b += double(op.bytes);
-    }
-  }
-  return b;
-}
-
 }  // namespace
-
-trace::Workload kv_transfer_workload(const infer::IterationSpec& base, std::uint64_t tokens) {
-  const infer::Layout& l = base.layout;
-  const int n = l.ranks();
-  trace::Workload w;
-  w.name = fmt::format("{} {} KV transfer of {} tokens", base.model.name, l.text(), tokens);
-  w.ranks.resize(std::size_t(2 * n));
-  for (int r = 0; r < 2 * n; ++r) w.ranks[std::size_t(r)].rank = r;
-  const double kv_tok = infer::kv_bytes_per_token_layer_rank(base.model, l, base.dtypes.kv);
-  for (int r = 0; r < n; ++r) {
-    // rank = (stage x dp + group) x tp + t: a sequence's KV is on its group's ranks (group 0,
-    // as the iteration places a prefill chunk).
-    const int stage = r / l.stage_ranks(), group = (r % l.stage_ranks()) / l.tp;
-    if (group != 0) continue;
-    const auto [first, last] = infer::stage_layers(base.model, l, stage);
-    auto& src = w.ranks[std::size_t(r)].ops;
-    auto& dst = w.ranks[std::size_t(r + n)].ops;
-    for (std::uint64_t layer = first; layer < last; ++layer) {
-      trace::Op op;
-      op.name = fmt::format("l{}.kv_send", layer);
-      op.kind = trace::OpKind::send;
-      op.peer = r + n;
-      op.bytes = std::uint64_t(double(tokens) * kv_tok);
-      op.tag = std::int64_t(layer);
-      op.layer = int(layer);
-      op.id = src.size();
-      src.push_back(op);
-      op.name = fmt::format("l{}.kv_recv", layer);
-      op.kind = trace::OpKind::recv;
-      op.peer = r;
-      op.id = dst.size();
-      dst.push_back(std::move(op));
-    }
-  }
-  return w;
-}
 
 RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
                      TimingMode mode, int parallel, int per_octave,
@@ -356,54 +310,6 @@ IterationCost RackTimer::interpolate(const Shape& shape) {
     out.time_s += w * c.time_s;
     out.dynamic_j += w * c.dynamic_j;
   }
-  return out;
-}
-
-TransferCost RackTimer::kv_transfer(std::uint64_t tokens) {
-  ++transfer_lookups_;
-  // The grid's points around the prompt length (exact: the length itself), simulated once each.
-  auto [lo, hi] = mode_ == TimingMode::exact ? std::pair{tokens, tokens} : grid_cell(tokens, per_octave_);
-  std::vector<std::uint64_t> missing;
-  for (std::uint64_t t : {lo, hi}) {
-    if (t > 0 && !transfers_.count(t) &&
-        std::find(missing.begin(), missing.end(), t) == missing.end()) {
-      missing.push_back(t);
-    }
-  }
-  if (!missing.empty()) {
-    const auto t0 = std::chrono::steady_clock::now();
-    std::vector<std::function<std::string()>> jobs;
-    for (std::uint64_t t : missing) {
-      jobs.push_back([this, t]() -> std::string {
-        const trace::Workload w = kv_transfer_workload(base_, t);
-        return cost_line(run::run_workload(cfg_, w));
-      });
-    }
-    const std::vector<std::string> results = run_forked(jobs, parallel_);
-    for (std::size_t i = 0; i < missing.size(); ++i) {
-      TransferCost c;
-      double sw = 0;
-      if (std::sscanf(results[i].c_str(), "%lf %lf %lf", &c.time_s, &c.dynamic_j, &sw) != 3) {
-        throw InternalError("serving: a KV transfer's child process returned no cost");
-      }
-      c.bytes = sent_bytes(kv_transfer_workload(base_, missing[i]));
-      transfers_[missing[i]] = c;
-    }
-    wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  }
-  // No tokens: nothing moves (grid 0 is such a point).
-  auto at = [&](std::uint64_t t) { return t == 0 ? TransferCost{} : transfers_.at(t); };
-  TransferCost out;
-  if (lo == hi) {
-    out = at(lo);
-  } else {
-    out = interpolate_transfer(at(lo), at(hi), double(tokens - lo) / double(hi - lo));
-  }
-  auto it = transfer_bytes_.find(tokens);
-  if (it == transfer_bytes_.end()) {
-    it = transfer_bytes_.emplace(tokens, sent_bytes(kv_transfer_workload(base_, tokens))).first;
-  }
-  out.bytes = it->second;
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 
 #include "trnsim/error.hpp"
@@ -20,6 +21,21 @@ int TransferNet::add_link(double capacity) {
   if (!(capacity > 0)) throw InternalError("TransferNet: a link's capacity must be positive");
   capacity_.push_back(capacity);
   return int(capacity_.size()) - 1;
+}
+
+std::vector<std::uint64_t> TransferNet::set_capacity(int link, double capacity, double now) {
+  if (link < 0 || std::size_t(link) >= capacity_.size()) throw InternalError("TransferNet: no such link");
+  if (!(capacity > 0)) throw InternalError("TransferNet: a link's capacity must be positive");
+  std::vector<std::uint64_t> done = advance(now);
+  capacity_[std::size_t(link)] = capacity;
+  share();
+  return done;
+}
+
+int TransferNet::on_link(int link) const {
+  int n = 0;
+  for (const Flow& f : flows_) n += std::find(f.links.begin(), f.links.end(), link) != f.links.end();
+  return n;
 }
 
 void TransferNet::start(std::uint64_t key, double size, const std::vector<int>& links, double now) {
@@ -224,21 +240,22 @@ TransferCost KvTransferTimer::cost(std::uint64_t tokens) {
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::function<std::string()>> jobs;
     for (std::uint64_t t : missing) {
+      // The child builds the workload once and returns its bytes and bandwidth with its cost.
       jobs.push_back([this, t, first]() -> std::string {
         const trace::Workload w = kv_handoff_workload(prefill_, decode_, t, first);
-        return handoff_cost_line(run::run_workload(path_.cfg, w));
+        return fmt::format("{} {:.17g} {:.17g}", handoff_cost_line(run::run_workload(path_.cfg, w)),
+                           handoff_bytes(w), bandwidth(w));
       });
     }
     const std::vector<std::string> results = run_forked(jobs, parallel_);
     for (std::size_t i = 0; i < missing.size(); ++i) {
       TransferCost c;
-      if (std::sscanf(results[i].c_str(), "%lf %lf", &c.time_s, &c.dynamic_j) != 2) {
+      if (std::sscanf(results[i].c_str(), "%lf %lf %lf %lf", &c.time_s, &c.dynamic_j, &c.bytes,
+                      &c.bandwidth) != 4) {
         throw InternalError("serving: a KV transfer's child process returned no cost");
       }
-      const trace::Workload w = kv_handoff_workload(prefill_, decode_, missing[i], first);
-      c.bytes = handoff_bytes(w);
-      c.bandwidth = bandwidth(w);
       simulated_[missing[i]] = c;
+      bytes_[missing[i]] = {c.bytes, c.bandwidth};
     }
     wall_s_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
@@ -249,6 +266,8 @@ TransferCost KvTransferTimer::cost(std::uint64_t tokens) {
   } else {
     out = interpolate_transfer(at(lo), at(hi), double(tokens - lo) / double(hi - lo));
   }
+  // A prompt length between simulated ones: its bytes and bandwidth from its own workload (built
+  // once, here; a simulated length's came from its child).
   auto it = bytes_.find(tokens);
   if (it == bytes_.end()) {
     const trace::Workload w = kv_handoff_workload(prefill_, decode_, tokens, first);
@@ -260,8 +279,195 @@ TransferCost KvTransferTimer::cost(std::uint64_t tokens) {
 }
 
 TransferCost PoolTimer::kv_transfer(std::uint64_t tokens) {
-  if (!transfers_) return RackTimer::kv_transfer(tokens);
+  if (!transfers_) return IterationTimer::kv_transfer(tokens);
   return transfers_->cost(tokens);
+}
+
+BesideWorkload beside_workload(const trace::Workload& iteration, int first,
+                               const trace::Workload& handoff, int copies) {
+  const int n = iteration.num_ranks();
+  if (first < 0 || std::size_t(first + n) > handoff.ranks.size()) {
+    throw InternalError("beside_workload: the iteration's ranks are outside the transfer's");
+  }
+  BesideWorkload b;
+  trace::Workload& w = b.w;
+  w.name = fmt::format("{} beside {} x {}", iteration.name.empty() ? "nothing" : iteration.name,
+                       copies, handoff.name);
+  w.ranks.resize(handoff.ranks.size());
+  b.iteration_ops.assign(handoff.ranks.size(), 0);
+  for (std::size_t r = 0; r < w.ranks.size(); ++r) w.ranks[r].rank = int(r);
+  for (const auto& [name, members] : iteration.groups) {
+    std::vector<int> moved = members;
+    for (int& m : moved) m += first;
+    w.groups[name] = std::move(moved);
+  }
+  // The iteration's tags are below kApart; each copy's above all of them.
+  constexpr std::int64_t kApart = std::int64_t(1) << 32;
+  for (int r = 0; r < n; ++r) {
+    auto& ops = w.ranks[std::size_t(first + r)].ops;
+    ops = iteration.ranks[std::size_t(r)].ops;
+    for (trace::Op& op : ops) {
+      if (op.kind == trace::OpKind::send || op.kind == trace::OpKind::recv) op.peer += first;
+      if (op.kind == trace::OpKind::broadcast) op.root += first;
+      if (op.tag >= kApart) throw InternalError("beside_workload: an iteration's tag is too large");
+    }
+    b.iteration_ops[std::size_t(first + r)] = ops.size();
+  }
+  // Each copy's sends (receives) between one pair of ranks as one op of their bytes: the same
+  // bytes on the same path, and few ops (the replay runs at most 4,096 op processes at once:
+  // thousands of per-layer sends started together would hold the iteration's ops back).
+  for (int c = 0; c < copies; ++c) {
+    for (std::size_t r = 0; r < w.ranks.size(); ++r) {
+      auto& ops = w.ranks[r].ops;
+      std::map<std::pair<trace::OpKind, int>, std::size_t> merged;  // kind, peer -> op index
+      for (const trace::Op& h : handoff.ranks[r].ops) {
+        if (h.kind != trace::OpKind::send && h.kind != trace::OpKind::recv) {
+          throw InternalError("beside_workload: a transfer op that is not a send or a receive");
+        }
+        const auto key = std::pair{h.kind, h.peer};
+        if (const auto it = merged.find(key); it != merged.end()) {
+          ops[it->second].bytes += h.bytes;
+          continue;
+        }
+        trace::Op op;
+        op.id = ops.size();
+        op.kind = h.kind;
+        op.peer = h.peer;
+        op.bytes = h.bytes;
+        // Matched by (pair, tag): each copy's one op per pair has its own tag.
+        op.tag = kApart * (c + 1);
+        op.name = fmt::format("x{}.kv_{}", c, h.kind == trace::OpKind::send ? "send" : "recv");
+        merged[key] = ops.size();
+        ops.push_back(std::move(op));
+      }
+    }
+  }
+  return b;
+}
+
+BesideTimes beside_times(const BesideWorkload& b, const std::vector<replay::OpRecord>& records) {
+  BesideTimes t;
+  for (const auto& rec : records) {
+    const double end = rec.end.to_seconds();
+    if (rec.index < b.iteration_ops.at(std::size_t(rec.rank))) {
+      t.iteration_s = std::max(t.iteration_s, end);
+    } else {
+      t.transfers_s = std::max(t.transfers_s, end);
+    }
+  }
+  return t;
+}
+
+double transfer_share(double alone_s, double beside_s, double iteration_s) {
+  if (!(alone_s > 0) || !(beside_s > 0)) return 1;
+  double f = 1;
+  if (beside_s <= iteration_s) {
+    f = alone_s / beside_s;
+  } else if (iteration_s > 0) {
+    f = (alone_s - (beside_s - iteration_s)) / iteration_s;
+  }
+  return std::clamp(f, kMinShare, 1.0);
+}
+
+int transfer_bucket(int k) {
+  if (k <= 0) return 0;
+  int b = 1;
+  while (b * 2 <= k && b < 8) b *= 2;
+  return b;
+}
+
+namespace {
+
+// The shape a contended iteration is simulated at: exact, the shape; grid, its cell's lowest
+// corner in each dimension (the decode context's in whole key tiles, as the iterations').
+Shape contended_shape(const Shape& s, TimingMode mode, int per_octave, std::uint64_t tile) {
+  if (mode == TimingMode::exact) return s;
+  Shape g{grid_cell(s.decode, per_octave).first, context_cell(s.context, tile, per_octave).first,
+          grid_cell(s.prefill, per_octave).first, grid_cell(s.prefill_context, per_octave).first};
+  if (g.decode == 0) g.context = 0;
+  if (g.prefill == 0) g.prefill_context = 0;
+  // A cell's lowest corner may have no token (decode 0 and prefill 0): its next point up.
+  if (g.decode == 0 && g.prefill == 0) return s;
+  return g;
+}
+
+std::string beside_line(const config::LoadedConfig& cfg, const BesideWorkload& b) {
+  const run::RunData out = run::run_workload(cfg, b.w);
+  const BesideTimes t = beside_times(b, out.records);
+  return fmt::format("{:.17g} {:.17g}", t.iteration_s, t.transfers_s);
+}
+
+}  // namespace
+
+IterationCost PoolTimer::cost_beside(const Shape& shape, int transfers, bool decode_pool) {
+  IterationCost c = cost(shape);
+  const int k = transfer_bucket(transfers);
+  if (!transfers_ || reference_tokens_ == 0 || k == 0) return c;
+  const std::uint64_t tokens = reference_tokens_;
+  const Shape at = contended_shape(shape, timing_, octave_, key_tile());
+  const auto key = std::tuple{decode_pool, at, k, tokens};
+  auto found = contended_at_.find(key);
+  if (found == contended_at_.end()) {
+    const auto t0 = std::chrono::steady_clock::now();
+    // Simulated on the transfer path without fast-forward (a repeated layer would be timed from
+    // one that the transfers did not overlap alike): the iteration alone at its place, the
+    // transfers alone, the two together.
+    config::LoadedConfig cfg = transfers_->path().cfg;
+    cfg.config.sim.fast_forward = false;
+    const int first = decode_pool ? transfers_->path().decode_first : 0;
+    infer::IterationSpec spec = spec_;
+    spec.decode_seqs = at.decode;
+    spec.context = at.context;
+    spec.prefill_tokens = at.prefill;
+    spec.prefill_context = at.prefill_context;
+    const infer::IterationSpec &p = transfers_->prefill(), &d = transfers_->decode();
+    const bool need_alone = !alone_at_.count({decode_pool, at, tokens});
+    const bool need_transfers = !transfers_alone_.count({k, tokens});
+    const int decode_first = transfers_->path().decode_first;
+    auto job = [&cfg, spec, &p, &d, tokens, first, decode_first](int mode, int copies) {
+      return [&cfg, spec, &p, &d, tokens, first, decode_first, mode, copies]() -> std::string {
+        const trace::Workload h = kv_handoff_workload(p, d, tokens, decode_first);
+        trace::Workload it;
+        if (mode != 1) it = infer::IterationSource(spec).workload();
+        return beside_line(cfg, beside_workload(it, first, h, mode == 0 ? 0 : copies));
+      };
+    };
+    // mode 0: the iteration alone; 1: the transfers alone; 2: together.
+    std::vector<std::function<std::string()>> jobs;
+    std::vector<int> modes;
+    if (need_alone) jobs.push_back(job(0, 0)), modes.push_back(0);
+    if (need_transfers) jobs.push_back(job(1, k)), modes.push_back(1);
+    jobs.push_back(job(2, k));
+    modes.push_back(2);
+    const std::vector<std::string> lines = run_forked(jobs, jobs_);
+    Contended e;
+    e.decode_pool = decode_pool;
+    e.shape = at;
+    e.transfers = k;
+    e.tokens = tokens;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+      double ti = 0, tx = 0;
+      if (std::sscanf(lines[i].c_str(), "%lf %lf", &ti, &tx) != 2) {
+        throw InternalError("serving: a contended iteration's child process returned no times");
+      }
+      if (modes[i] == 0) alone_at_[{decode_pool, at, tokens}] = ti;
+      if (modes[i] == 1) transfers_alone_[{k, tokens}] = tx;
+      if (modes[i] == 2) e.beside_s = ti, e.transfers_beside_s = tx;
+    }
+    e.alone_s = alone_at_.at({decode_pool, at, tokens});
+    e.transfers_alone_s = transfers_alone_.at({k, tokens});
+    e.share = transfer_share(e.transfers_alone_s, e.transfers_beside_s, e.beside_s);
+    found = contended_at_.emplace(key, contended_.size()).first;
+    contended_.push_back(e);
+    contention_wall_s_ +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
+  Contended& e = contended_[found->second];
+  ++e.lookups;
+  // What the transfers added to the iteration at its place on the path, on top of its own time.
+  c.time_s += e.beside_s - e.alone_s;
+  c.transfer_share = e.share;
+  return c;
 }
 
 }  // namespace trnsim::serve

@@ -5,6 +5,7 @@
 // prefill iteration, runtime costs included), byte-identical reports by seed, and bad specs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,6 +18,8 @@
 #include "../common/run_trnsim.hpp"
 #include "trnsim/bench/bench.hpp"
 #include "trnsim/infer/model.hpp"
+#include "trnsim/isolate.hpp"
+#include "trnsim/run/run.hpp"
 #include "trnsim/serve/arrivals.hpp"
 #include "trnsim/serve/engine.hpp"
 #include "trnsim/serve/serve.hpp"
@@ -786,6 +789,280 @@ TEST(KvHandoff, PoolsOfDifferentTpSplitTheHeads) {
   EXPECT_EQ(ops[0].bytes, 20480u);
 }
 
+TEST(KvHandoff, OneLayoutIsEachRankOfTheFirstGroupSendingItsLayersToItsCounterpart) {
+  // One layout for both pools, decode_first = n (what the rack timer's own transfer workload
+  // was before KvTransferTimer took all of them): prefill rank r of the first data-parallel
+  // group sends each layer of its stage, tokens x kv_bytes_per_token_layer_rank, to rank r + n.
+  infer::IterationSpec p;
+  p.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
+  // TP 2 x DP 2 (n = 4): ranks 0 and 1 (group 0) send 32 layers x 10 x 2,048 B (4 of 8 KV
+  // heads x 128 x K and V x 2 B) to ranks 4 and 5; group 1's ranks (2, 3) send nothing.
+  p.layout = infer::parse_layout("tp=2,dp=2");
+  const trace::Workload w = kv_handoff_workload(p, p, 10, 4);
+  ASSERT_EQ(w.ranks.size(), 8u);
+  for (int r : {0, 1}) {
+    const auto& ops = w.ranks[std::size_t(r)].ops;
+    ASSERT_EQ(ops.size(), 32u);
+    for (std::size_t l = 0; l < 32; ++l) {
+      EXPECT_EQ(ops[l].kind, trace::OpKind::send);
+      EXPECT_EQ(ops[l].peer, r + 4);
+      EXPECT_EQ(ops[l].bytes, 20480u);
+      EXPECT_EQ(ops[l].tag, std::int64_t(l));
+    }
+    const auto& in = w.ranks[std::size_t(r + 4)].ops;
+    ASSERT_EQ(in.size(), 32u);
+    EXPECT_EQ(in[0].kind, trace::OpKind::recv);
+    EXPECT_EQ(in[0].peer, r);
+  }
+  for (int r : {2, 3, 6, 7}) EXPECT_TRUE(w.ranks[std::size_t(r)].ops.empty()) << r;
+  // PP 2 (n = 2): rank 0 sends layers 0 to 15 to rank 2, rank 1 layers 16 to 31 to rank 3,
+  // 10 x 4,096 B each.
+  p.layout = infer::parse_layout("tp=1,pp=2");
+  const trace::Workload pp = kv_handoff_workload(p, p, 10, 2);
+  ASSERT_EQ(pp.ranks[0].ops.size(), 16u);
+  ASSERT_EQ(pp.ranks[1].ops.size(), 16u);
+  EXPECT_EQ(pp.ranks[0].ops[0].peer, 2);
+  EXPECT_EQ(pp.ranks[1].ops[0].peer, 3);
+  EXPECT_EQ(pp.ranks[1].ops[0].tag, 16);
+  EXPECT_EQ(pp.ranks[1].ops[0].bytes, 40960u);
+}
+
+TEST(KvTransferTimer, SimulatesEachGridPointOnceWithItsBytesAndInterpolatesBetween) {
+  // Llama 3.1 8B, TP 1 pools on the Trn2 UltraServer's fabric (decode replica from rank 1): a
+  // prompt of 128 tokens moves 32 layers x 128 x 4,096 B = 16,777,216 B, simulated once (its
+  // child returns the bytes with the time). 112 tokens lies between the grid points 96 and 128:
+  // its time half way from 96's to 128's (16 of 32 tokens), its bytes its own.
+  infer::IterationSpec p;
+  p.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
+  p.layout = infer::parse_layout("tp=1");
+  TransferPath path;
+  path.cfg = bench::ConfigSource{bench::data_path("configs/racks/trn2-ultraserver.json"), {}}.load();
+  path.decode_first = 1;
+  KvTransferTimer t(path, p, p, TimingMode::grid, 2, 2);
+  const TransferCost c128 = t.cost(128);
+  EXPECT_DOUBLE_EQ(c128.bytes, 16777216.0);
+  EXPECT_DOUBLE_EQ(c128.bandwidth, 0.0);  // the fabric: not stated
+  EXPECT_GT(c128.time_s, 16777216.0 / 1e12);
+  EXPECT_EQ(t.table().size(), 1u);
+  const TransferCost c112 = t.cost(112);
+  ASSERT_EQ(t.table().size(), 2u);  // 96 simulated too, 128 reused
+  const TransferCost& c96 = t.table().at(96);
+  EXPECT_DOUBLE_EQ(c96.bytes, 96 * 32 * 4096.0);
+  EXPECT_NEAR(c112.time_s, (c96.time_s + c128.time_s) / 2, 1e-15);
+  EXPECT_DOUBLE_EQ(c112.bytes, 112 * 32 * 4096.0);
+  EXPECT_EQ(t.lookups(), 2u);
+}
+
+// Contention (docs/serving.md#contention).
+TEST(TransferNet, ALowerCapacitySlowsTheTransfersOnTheLinkFromThen) {
+  // 100 MB at 25 GB/s from 0; at 2 ms (50 MB left) the link drops to 12.5 GB/s: done at
+  // 2 + 4 = 6 ms. A transfer on another link keeps its rate.
+  TransferNet n;
+  const int a = n.add_link(25e9), b = n.add_link(25e9);
+  n.start(1, 100e6, {a}, 0);
+  n.start(2, 100e6, {b}, 0);
+  EXPECT_EQ(n.on_link(a), 1);
+  EXPECT_TRUE(n.set_capacity(a, 12.5e9, 2e-3).empty());
+  EXPECT_DOUBLE_EQ(n.capacity(a), 12.5e9);
+  EXPECT_DOUBLE_EQ(n.rate(1), 12.5e9);
+  EXPECT_DOUBLE_EQ(n.rate(2), 25e9);
+  EXPECT_EQ(n.advance(4e-3), (std::vector<std::uint64_t>{2}));
+  EXPECT_NEAR(n.next_done(), 6e-3, 1e-15);
+  EXPECT_EQ(n.on_link(b), 0);
+}
+
+TEST(Contention, TheShareIsWhatTheTransfersGotWhileTheIterationRan) {
+  // Alone 4 ms; beside a 4 ms iteration they took 6 ms: 2 ms at full rate after it, so 2 ms of
+  // their work in its 4 ms: half rate.
+  EXPECT_DOUBLE_EQ(transfer_share(4e-3, 6e-3, 4e-3), 0.5);
+  // Done within the iteration: alone 2 ms, beside 4 ms (iteration 5 ms): half rate.
+  EXPECT_DOUBLE_EQ(transfer_share(2e-3, 4e-3, 5e-3), 0.5);
+  // Not slowed; faster than alone (clamped); a share of nothing left at the end (clamped).
+  EXPECT_DOUBLE_EQ(transfer_share(4e-3, 4e-3, 1e-3), 1.0);
+  EXPECT_DOUBLE_EQ(transfer_share(4e-3, 3e-3, 1e-3), 1.0);
+  EXPECT_DOUBLE_EQ(transfer_share(4e-3, 8e-3, 4e-3), kMinShare);
+  EXPECT_EQ(transfer_bucket(0), 0);
+  EXPECT_EQ(transfer_bucket(1), 1);
+  EXPECT_EQ(transfer_bucket(3), 2);
+  EXPECT_EQ(transfer_bucket(7), 4);
+  EXPECT_EQ(transfer_bucket(8), 8);
+  EXPECT_EQ(transfer_bucket(100), 8);
+}
+
+TEST(Contention, BesideWorkloadPlacesTheIterationAndAppendsTheCopies) {
+  // An "iteration" of 2 ranks (an all-to-all and a send 0 -> 1) placed at ranks 2 and 3 of a
+  // 4-rank transfer (rank 0 sends 5 B to rank 2, rank 1 to rank 3), with 2 copies of it.
+  trace::Workload it;
+  it.ranks.resize(2);
+  it.groups["g"] = {0, 1};
+  for (int r = 0; r < 2; ++r) {
+    it.ranks[std::size_t(r)].rank = r;
+    trace::Op a2a;
+    a2a.kind = trace::OpKind::all_to_all;
+    a2a.group = "g";
+    a2a.bytes = 100;
+    it.ranks[std::size_t(r)].ops.push_back(a2a);
+    trace::Op p;
+    p.id = 1;
+    p.kind = r == 0 ? trace::OpKind::send : trace::OpKind::recv;
+    p.peer = 1 - r;
+    p.bytes = 7;
+    p.tag = 3;
+    p.deps = {0};
+    it.ranks[std::size_t(r)].ops.push_back(p);
+  }
+  trace::Workload h;
+  h.ranks.resize(4);
+  for (int r = 0; r < 2; ++r) {
+    trace::Op s;
+    s.kind = trace::OpKind::send;
+    s.peer = r + 2;
+    s.bytes = 5;
+    s.tag = 1;
+    h.ranks[std::size_t(r)].ops.push_back(s);
+    s.kind = trace::OpKind::recv;
+    s.peer = r;
+    h.ranks[std::size_t(r + 2)].ops.push_back(s);
+  }
+  const BesideWorkload b = beside_workload(it, 2, h, 2);
+  EXPECT_EQ(b.w.groups.at("g"), (std::vector<int>{2, 3}));
+  EXPECT_EQ(b.iteration_ops, (std::vector<std::size_t>{0, 0, 2, 2}));
+  // Rank 2: the iteration's two ops (its send now to rank 3), then the two copies' receives.
+  const auto& r2 = b.w.ranks[2].ops;
+  ASSERT_EQ(r2.size(), 4u);
+  EXPECT_EQ(r2[1].peer, 3);
+  EXPECT_EQ(r2[1].tag, 3);
+  EXPECT_EQ(r2[1].deps, (std::vector<trace::OpId>{0}));
+  EXPECT_EQ(r2[2].kind, trace::OpKind::recv);
+  EXPECT_EQ(r2[2].id, 2u);
+  EXPECT_EQ(r2[2].peer, 0);
+  EXPECT_EQ(r2[3].id, 3u);
+  EXPECT_NE(r2[2].tag, r2[3].tag);
+  // Rank 0: the two copies' sends, matching rank 2's receives.
+  ASSERT_EQ(b.w.ranks[0].ops.size(), 2u);
+  EXPECT_EQ(b.w.ranks[0].ops[0].tag, r2[2].tag);
+  EXPECT_EQ(b.w.ranks[0].ops[1].tag, r2[3].tag);
+  EXPECT_EQ(b.w.ranks[0].ops[1].id, 1u);
+  // The transfers alone: no iteration. A copy's sends between one pair are one op of their
+  // bytes (two layers' 5 B from rank 0 to rank 2: one send of 10 B).
+  trace::Workload h2 = h;
+  h2.ranks[0].ops.push_back(h.ranks[0].ops[0]);
+  h2.ranks[0].ops[1].tag = 2;
+  h2.ranks[2].ops.push_back(h.ranks[2].ops[0]);
+  h2.ranks[2].ops[1].tag = 2;
+  const BesideWorkload alone = beside_workload(trace::Workload{}, 0, h2, 1);
+  EXPECT_EQ(alone.iteration_ops, (std::vector<std::size_t>{0, 0, 0, 0}));
+  ASSERT_EQ(alone.w.ranks[0].ops.size(), 1u);
+  ASSERT_EQ(alone.w.ranks[2].ops.size(), 1u);
+  EXPECT_EQ(alone.w.ranks[0].ops[0].bytes, 10u);
+  EXPECT_EQ(alone.w.ranks[2].ops[0].bytes, 10u);
+  EXPECT_EQ(alone.w.ranks[1].ops[0].bytes, 5u);
+}
+
+TEST(Contention, ATransferAndAnAllToAllOnOneLinkShareIt) {
+  // On the Trn2 UltraServer's flow fabric: a send of B = 64 MiB from chip 0 to chip 1, and an
+  // all-to-all of 2 B per rank in the group {0, 1} (each rank keeps half and sends B to the
+  // other). Alone each puts B on the path 0 -> 1 and takes the same time t (B / W and the
+  // latency); together the path carries 2 B: the later of them ends at 2 t (within 5 %: the
+  // latency is not doubled), neither before t. The fabric does not split it evenly: the
+  // all-to-all keeps nearly its whole rate, and the send takes what is left, so the share the
+  // send got while the all-to-all ran is small.
+  const std::uint64_t B = 64ull << 20;
+  trace::Workload a2a;
+  a2a.ranks.resize(2);
+  a2a.groups["g"] = {0, 1};
+  for (int r = 0; r < 2; ++r) {
+    a2a.ranks[std::size_t(r)].rank = r;
+    trace::Op op;
+    op.name = "a2a";
+    op.kind = trace::OpKind::all_to_all;
+    op.group = "g";
+    op.bytes = 2 * B;
+    a2a.ranks[std::size_t(r)].ops.push_back(op);
+  }
+  trace::Workload x;
+  x.ranks.resize(2);
+  for (int r = 0; r < 2; ++r) x.ranks[std::size_t(r)].rank = r;
+  trace::Op s;
+  s.name = "kv";
+  s.kind = trace::OpKind::send;
+  s.peer = 1;
+  s.bytes = B;
+  x.ranks[0].ops.push_back(s);
+  s.kind = trace::OpKind::recv;
+  s.peer = 0;
+  x.ranks[1].ops.push_back(s);
+  const config::LoadedConfig cfg =
+      bench::ConfigSource{bench::data_path("configs/racks/trn2-ultraserver.json"), {"sim.fidelity=fast"}}.load();
+  std::vector<std::function<std::string()>> jobs;
+  for (int copies : {0, 1}) {
+    for (bool with_a2a : {true, false}) {
+      if (!with_a2a && copies == 0) continue;
+      jobs.push_back([&, copies, with_a2a]() {
+        const BesideWorkload b = beside_workload(with_a2a ? a2a : trace::Workload{}, 0, x, copies);
+        const BesideTimes t = beside_times(b, run::run_workload(cfg, b.w).records);
+        return fmt::format("{:.17g} {:.17g}", t.iteration_s, t.transfers_s);
+      });
+    }
+  }
+  const std::vector<std::string> out = run_forked(jobs, 2);
+  ASSERT_EQ(out.size(), 3u);
+  double a2a_alone = 0, a2a_beside = 0, x_alone = 0, x_beside = 0, none = 0;
+  ASSERT_EQ(std::sscanf(out[0].c_str(), "%lf %lf", &a2a_alone, &none), 2);
+  ASSERT_EQ(std::sscanf(out[1].c_str(), "%lf %lf", &a2a_beside, &x_beside), 2);
+  ASSERT_EQ(std::sscanf(out[2].c_str(), "%lf %lf", &none, &x_alone), 2);
+  EXPECT_GT(x_alone, 0);
+  EXPECT_GT(a2a_alone, 0);
+  EXPECT_NEAR(a2a_alone / x_alone, 1.0, 0.02) << a2a_alone << " " << x_alone;
+  EXPECT_NEAR(std::max(x_beside, a2a_beside) / x_alone, 2.0, 0.1) << x_beside << " " << a2a_beside;
+  EXPECT_GE(x_beside, x_alone);
+  EXPECT_GE(a2a_beside, a2a_alone);
+  // Work conserved: the send's share while the all-to-all ran, and its full rate after it,
+  // make up its time alone (transfer_share's reading); here below a quarter.
+  const double f = transfer_share(x_alone, x_beside, a2a_beside);
+  EXPECT_LT(f, 0.25);
+  EXPECT_NEAR(f * a2a_beside + (x_beside - a2a_beside), x_alone, 1e-12);
+}
+
+// A timer whose iterations beside transfers take 1 ms more and leave the transfers half their
+// rate (a stated table, not a model).
+class BesideTimer : public TableTimer {
+ public:
+  IterationCost cost_beside(const Shape& s, int in_flight, bool decode_pool) override {
+    beside.emplace_back(in_flight, decode_pool);
+    IterationCost c = cost(s);
+    if (in_flight > 0) {
+      c.time_s += 1e-3;
+      c.transfer_share = 0.5;
+    }
+    return c;
+  }
+  std::vector<std::pair<int, bool>> beside;
+};
+
+TEST(Engine, DisaggregatedIterationBesideATransferSlowsBoth) {
+  // A (10 tokens) prefills from 0 to t1 and hands over; its transfer (x(10) alone) starts at t1
+  // and B's prefill (B arrived during A's) starts then beside it: B's iteration takes 1 ms more,
+  // and A's transfer runs at half rate while it does (x(10) = 0.51 ms, done within B's 2.12 ms):
+  // it ends at t1 + 2 x(10). B's transfer starts when B's prefill ends, with the prefill replica
+  // idle after it: alone.
+  Workload w;
+  w.open.push_back({0, 0.0, 10, 2});
+  w.open.push_back({1, 1e-4, 60, 2});
+  BesideTimer timer;
+  const EngineResult r = simulate(w, disaggregated(), timer, 0);
+  const double t1 = TableTimer::t(0, 0, 10);
+  EXPECT_NEAR(r.requests[0].transfer_start_s, t1, 1e-12);
+  EXPECT_NEAR(r.requests[0].transfer_end_s, t1 + 2 * TableTimer::x(10), 1e-12);
+  EXPECT_DOUBLE_EQ(r.requests[0].transfer_alone_s, TableTimer::x(10));
+  const double t2 = t1 + TableTimer::t(0, 0, 60) + 1e-3;
+  EXPECT_NEAR(r.requests[1].first_token_s, t2, 1e-12);
+  EXPECT_NEAR(r.requests[1].transfer_end_s, t2 + TableTimer::x(60), 1e-12);
+  // A's prefill (nothing in flight), B's (A's transfer from the prefill replica), then the
+  // decode replica's two decodes (nothing in flight to it when each starts).
+  EXPECT_EQ(timer.beside, (std::vector<std::pair<int, bool>>{{0, false}, {1, false}, {0, true}, {0, true}}));
+}
+
 TEST(ServeCli, DisaggregatedSameSeedGivesAByteIdenticalReport) {
   SpecDir d("disseed");
   const std::string spec = d.write("small.json", disaggregated_small());
@@ -802,6 +1079,7 @@ TEST(ServeCli, DisaggregatedSameSeedGivesAByteIdenticalReport) {
   EXPECT_EQ(ja.dump(), jb.dump());
   EXPECT_EQ(read(a + "/requests.csv"), read(b + "/requests.csv"));
   EXPECT_EQ(ja["results"]["kv_transfer"]["transfers"], 6);
+  EXPECT_TRUE(ja["timing"]["contention"]["on"].get<bool>());  // the default
 }
 
 TEST(ServeCli, SameSeedGivesAByteIdenticalReport) {

@@ -33,6 +33,9 @@ struct Shape {
 struct IterationCost {
   double time_s = 0;
   double dynamic_j = 0;  // the replica's chips and fabric, during the iteration
+  // Disaggregated, beside KV transfers (IterationTimer::cost_beside): the share of their alone
+  // rate that the transfers on the replica's link get while the iteration runs.
+  double transfer_share = 1;
 };
 
 // Moving one request's KV cache from a prefill replica to a decode replica (disaggregated).
@@ -58,6 +61,14 @@ class IterationTimer {
  public:
   virtual ~IterationTimer() = default;
   virtual IterationCost cost(const Shape& shape) = 0;
+  // Disaggregated: the iteration of a prefill (or, `decode_pool`, a decode) replica with
+  // `transfers` KV transfers in flight on its link (from or to it) when it starts; by default
+  // as alone (docs/serving.md#contention).
+  virtual IterationCost cost_beside(const Shape& shape, int transfers, bool decode_pool) {
+    (void)transfers;
+    (void)decode_pool;
+    return cost(shape);
+  }
   // The KV cache of a `tokens`-token prompt moved from a prefill replica to a decode replica,
   // alone on its path (disaggregated runs only; the engine shares the path among the transfers
   // in flight).

@@ -162,6 +162,10 @@ struct KvTransferParams {
   // 200 Gb/s line rate (25 GB/s, the presets) against 19.3 GB/s measured per device by
   // Mooncake's transfer engine on trn2.48xlarge (../shared/specs/trainium.md section 5).
   Bandwidth nic_bandwidth{0};
+  // The transfers contend with the pools' own iterations (docs/serving.md#contention): each
+  // iteration timed beside the transfers in flight on its replica's link, which get the share
+  // of their rate it leaves them. false: the transfers share only each other's ends.
+  bool contention = true;
 
   template <class V>
   void visit(V& v) {
@@ -171,6 +175,9 @@ struct KvTransferParams {
             "KV over EFA (absent: both pools in the rack, the KV over its fabric)");
     v.field("nic_bandwidth", nic_bandwidth,
             "EFA bandwidth per chip and direction (0: the cluster preset's)", AtLeast{0});
+    v.field("contention", contention,
+            "the transfers contend with the pools' iterations on the path (each iteration timed "
+            "beside the transfers in flight on its replica's link); false: only with each other");
   }
 };
 

@@ -35,14 +35,6 @@ std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v, int per_octav
 std::pair<std::uint64_t, std::uint64_t> context_cell(std::uint64_t c, std::uint64_t tile,
                                                      int per_octave = 2);
 
-// Disaggregated: the KV cache of a `tokens`-token prompt moved from a prefill replica of
-// `base.layout` (ranks [0, n), rank r on chip r as an iteration places them) to a decode replica
-// (ranks [n, 2n)): each rank of the prompt's data-parallel group sends each of its layers' KV
-// (tokens x infer::kv_bytes_per_token_layer_rank) to its counterpart, all at once, as the
-// disaggregated iteration does layer by layer (infer/iteration.hpp). A trace workload of sends
-// and receives, timed by the fabric like any other.
-trace::Workload kv_transfer_workload(const infer::IterationSpec& base, std::uint64_t tokens);
-
 class RackTimer : public IterationTimer {
  public:
   // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
@@ -52,12 +44,6 @@ class RackTimer : public IterationTimer {
             int parallel, int per_octave = 2, const run::CacheSettings& cache = {});
   IterationCost cost(const Shape& shape) override;
   double static_w() const override;
-  // The transfer simulated once per distinct prompt length (`exact`) or at the grid points
-  // around it, interpolated linearly (`grid`); the bytes are the workload's own.
-  TransferCost kv_transfer(std::uint64_t tokens) override;
-  const std::map<std::uint64_t, TransferCost>& transfer_table() const { return transfers_; }
-  std::uint64_t transfer_lookups() const { return transfer_lookups_; }
-
   std::size_t shapes_simulated() const { return simulated_; }
   std::uint64_t lookups() const { return lookups_; }
   double simulation_wall_s() const { return wall_s_; }
@@ -96,9 +82,6 @@ class RackTimer : public IterationTimer {
   bool remember_ = false;
   std::set<Shape> interpolated_;
   std::map<Shape, double> static_w_;
-  std::map<std::uint64_t, TransferCost> transfers_;  // simulated, by prompt tokens
-  std::map<std::uint64_t, double> transfer_bytes_;
-  std::uint64_t transfer_lookups_ = 0;
   std::size_t simulated_ = 0;
   std::uint64_t lookups_ = 0;
   double wall_s_ = 0;

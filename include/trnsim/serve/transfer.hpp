@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "trnsim/config/config.hpp"
 #include "trnsim/infer/iteration.hpp"
+#include "trnsim/replay/engine.hpp"
 #include "trnsim/serve/engine.hpp"
 #include "trnsim/serve/timer.hpp"
 #include "trnsim/trace/workload.hpp"
@@ -28,6 +30,13 @@ namespace trnsim::serve {
 class TransferNet {
  public:
   int add_link(double capacity);
+  // Sets a link's capacity from `now` on (>= the last advance): every transfer is moved on to
+  // `now` at its old rate (those done by then: returned, as advance() does), then the rates are
+  // recomputed. The serving engine lowers a replica's link while it iterates beside transfers.
+  std::vector<std::uint64_t> set_capacity(int link, double capacity, double now);
+  double capacity(int link) const { return capacity_.at(std::size_t(link)); }
+  // Transfers in flight over `link`.
+  int on_link(int link) const;
   // Starts transfer `key` of `size` units over `links` (at least one) at `now` (>= the last
   // advance). The rates of every transfer are recomputed.
   void start(std::uint64_t key, double size, const std::vector<int>& links, double now);
@@ -86,6 +95,8 @@ class KvTransferTimer {
   KvTransferTimer(TransferPath path, const infer::IterationSpec& prefill,
                   const infer::IterationSpec& decode, TimingMode mode, int parallel,
                   int per_octave);
+  const infer::IterationSpec& prefill() const { return prefill_; }
+  const infer::IterationSpec& decode() const { return decode_; }
   TransferCost cost(std::uint64_t tokens);
   const std::map<std::uint64_t, TransferCost>& table() const { return simulated_; }
   std::uint64_t lookups() const { return lookups_; }
@@ -104,18 +115,89 @@ class KvTransferTimer {
   double wall_s_ = 0;
 };
 
+// A pool's iteration beside KV transfers (docs/serving.md#contention): `iteration` (a replica's
+// ranks [0, n)) placed at ranks [first, first + n) of `handoff`'s ranks (peers, broadcast roots
+// and groups moved with it), and `copies` copies of `handoff`'s sends and receives after the
+// iteration's ops on each rank, all starting at once (no dependencies; each copy's tags apart
+// from the others' and the iteration's), a copy's sends (receives) between one pair of ranks
+// as one op of their bytes. `iteration` may have no ranks (the transfers alone).
+// iteration_ops[rank]: the rank's first ops, the iteration's (the rest: the transfers').
+struct BesideWorkload {
+  trace::Workload w;
+  std::vector<std::size_t> iteration_ops;
+};
+BesideWorkload beside_workload(const trace::Workload& iteration, int first,
+                               const trace::Workload& handoff, int copies);
+
+// What one simulation of a BesideWorkload measured: when the iteration's last op ended and
+// when the transfers' last op ended (0: none), seconds from the start.
+struct BesideTimes {
+  double iteration_s = 0, transfers_s = 0;
+};
+BesideTimes beside_times(const BesideWorkload& b, const std::vector<replay::OpRecord>& records);
+
+// The share of their alone rate that transfers got while an iteration ran beside them, from
+// three simulated times: the transfers alone (`alone_s`), beside the iteration (`beside_s`), and
+// the iteration beside them (`iteration_s`). A fluid reading: the transfers moved at share f
+// while the iteration ran and at their alone rate after it, so f x min(iteration_s, beside_s) +
+// max(0, beside_s - iteration_s) = alone_s. Clamped to [kMinShare, 1].
+inline constexpr double kMinShare = 1e-3;
+double transfer_share(double alone_s, double beside_s, double iteration_s);
+
+// The transfers in flight that a contended iteration is simulated beside: 1, 2, 4 or 8 (the
+// largest of them at most `k`; 0 for none).
+int transfer_bucket(int k);
+
 // A pool's iteration timer whose KV transfers (prefill pool: the transfers it hands over) come
-// from a KvTransferTimer.
+// from a KvTransferTimer, and whose iterations, with contention on, are timed beside the
+// transfers in flight on the replica's links (cost_beside).
 class PoolTimer : public RackTimer {
  public:
+  // `base`: the pool's (with one layout for both pools, this timer times both).
   PoolTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
             int parallel, int per_octave, KvTransferTimer* transfers,
             const run::CacheSettings& cache = {})
-      : RackTimer(cfg, base, mode, parallel, per_octave, cache), transfers_(transfers) {}
+      : RackTimer(cfg, base, mode, parallel, per_octave, cache), transfers_(transfers),
+        spec_(base), timing_(mode), jobs_(std::max(1, parallel)), octave_(per_octave) {}
   TransferCost kv_transfer(std::uint64_t tokens) override;
+  // Contention on, the transfers beside an iteration being hand-offs of `tokens` prompt tokens
+  // (the run's mean prompt); 0: off (cost_beside is cost).
+  void contend(std::uint64_t tokens) { reference_tokens_ = tokens; }
+  // The iteration of `shape` with `transfers` KV transfers in flight on the replica's link: its
+  // time alone (cost) plus what the fabric added when the iteration was simulated beside
+  // transfer_bucket(transfers) hand-offs of the reference prompt (both timed at the pool's
+  // place on the transfer path, `exact`: at `shape`, `grid`: at its cell's lowest corner), and
+  // the share of their rate the transfers got meanwhile (transfer_share).
+  // The prefill pool's iteration on the prefill replica's ranks of the path, the decode pool's
+  // on the decode replica's.
+  IterationCost cost_beside(const Shape& shape, int transfers, bool decode_pool) override;
+
+  struct Contended {
+    bool decode_pool = false;
+    Shape shape;  // as simulated (grid: the cell's lowest corner)
+    int transfers = 0;
+    std::uint64_t tokens = 0;  // the reference prompt
+    double alone_s = 0, beside_s = 0;  // the iteration at this place, without and with them
+    double transfers_alone_s = 0, transfers_beside_s = 0;
+    double share = 1;
+    std::uint64_t lookups = 0;
+  };
+  const std::vector<Contended>& contended() const { return contended_; }
+  double contention_wall_s() const { return contention_wall_s_; }
 
  private:
   KvTransferTimer* transfers_;
+  infer::IterationSpec spec_;
+  TimingMode timing_;
+  int jobs_, octave_;
+  std::uint64_t reference_tokens_ = 0;
+  std::vector<Contended> contended_;
+  // By pool, shape, transfers, tokens; the iteration alone at its place by pool, shape, tokens;
+  // the transfers alone by copies and tokens.
+  std::map<std::tuple<bool, Shape, int, std::uint64_t>, std::size_t> contended_at_;
+  std::map<std::tuple<bool, Shape, std::uint64_t>, double> alone_at_;
+  std::map<std::pair<int, std::uint64_t>, double> transfers_alone_;
+  double contention_wall_s_ = 0;
 };
 
 }  // namespace trnsim::serve
