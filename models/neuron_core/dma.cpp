@@ -23,7 +23,7 @@ DmaEngine::DmaEngine(const sc_core::sc_module_name& name, const config::DmaParam
       sbuf_(sbuf),
       wakeups_(wakeups),
       queues_(std::size_t(p.queues_per_engine)),
-      window_(std::size_t(std::max(1, p.outstanding_packets)), sc_core::SC_ZERO_TIME),
+      window_(std::size_t(std::max(1, p.outstanding_packets))),
       calendar_(calendar),
       bytes_(stats().add(DmaEngineStats::bytes)),
       packets_(stats().add(DmaEngineStats::packets)) {

@@ -108,8 +108,29 @@ class DmaEngine : public Block, public WakeClient {
   std::uint64_t nonempty_ = 0;  // bit q set: queues_[q] holds a share (queues_per_engine <= 64)
   int rr_ = 0;
   Timeline tl_;
-  std::vector<sc_core::sc_time> window_;  // completion times of the packets in flight
+  // Completion times of the packets in flight: in the engine itself up to 16
+  // packets (the default window is 8), else on the heap. A separate vector was a cache miss at
+  // every wake-up in a rack run.
+  class Window {
+   public:
+    explicit Window(std::size_t n) : n_(n) {
+      if (n > kInline) heap_.assign(n, sc_core::SC_ZERO_TIME);
+      data_ = n > kInline ? heap_.data() : inline_.data();
+    }
+    Window(const Window&) = delete;
+    Window& operator=(const Window&) = delete;
+    sc_core::sc_time& operator[](std::size_t i) { return data_[i]; }
+    std::size_t size() const { return n_; }
+
+   private:
+    static constexpr std::size_t kInline = 16;
+    std::size_t n_;
+    sc_core::sc_time* data_ = nullptr;
+    std::array<sc_core::sc_time, kInline> inline_{};
+    std::vector<sc_core::sc_time> heap_;
+  };
   std::size_t window_pos_ = 0;
+  Window window_;
   sc_core::sc_time resume_at_ = sc_core::SC_ZERO_TIME;  // earliest next issue after going idle
   Wake wake_{kNever, true};
   WakeCalendar& calendar_;

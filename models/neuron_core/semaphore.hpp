@@ -23,9 +23,15 @@ class Semaphore {
  public:
   // Records one increment that takes effect at `t` (>= now()).
   void signal_at(const sc_core::sc_time& t) {
-    // Increments arrive almost always in time order; keep the vector sorted.
-    auto it = std::upper_bound(times_.begin(), times_.end(), t);
-    times_.insert(it, t);
+    // Increments arrive almost always in time order; keep the vector sorted. In order, the
+    // increment goes at the end, where upper_bound would put it, without its binary search (a
+    // cache miss per halving on a long-lived semaphore: a tenth of the engines' and the DMA
+    // engines' time in a rack run).
+    if (times_.empty() || !(t < times_.back())) {
+      times_.push_back(t);
+    } else {
+      times_.insert(std::upper_bound(times_.begin(), times_.end(), t), t);
+    }
     changed_.notify(sc_core::SC_ZERO_TIME);
   }
   // The time the count reaches `target`, if enough increments are known; zero for target 0.

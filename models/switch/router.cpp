@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 
 namespace trnsim::model {
 
@@ -24,6 +25,10 @@ Router::Router(const sc_core::sc_module_name& name, const topo::RouteTable& rout
     auto& out = outputs_[std::size_t(o)];
     out.q.resize(std::size_t(n_inputs_ * p.vcs));
     out.in_waiting.assign(std::size_t(n_inputs_), 0);
+    out.in_mask.assign(std::size_t((n_inputs_ + 63) / 64), 0);
+    if (p.local_port) {
+      out.in_mask[std::size_t(link_ports / 64)] |= std::uint64_t(1) << (link_ports % 64);
+    }
     out.rr_vc.assign(std::size_t(n_inputs_), std::uint16_t(p.vcs - 1));
     out.rr_in = std::uint32_t(n_inputs_ - 1);
     if (p.salt != 0) {
@@ -64,13 +69,28 @@ void Router::attach(int port, topo::LinkId id, Link* link, int out_dir, int in_d
   o.ld = &link->direction(out_dir);
   inputs_[std::size_t(port)] = Input{link, in_dir};
   port_link_[std::size_t(port)] = id;
+  if (id.v >= link_to_port_.size()) link_to_port_.resize(std::size_t(id.v) + 1, -1);
+  link_to_port_[std::size_t(id.v)] = port;
 }
 
 int Router::output_of(topo::LinkId id) const {
-  for (std::size_t i = 0; i < port_link_.size(); ++i) {
-    if (port_link_[i] == id) return int(i);
+  // A table by link id: a linear search of the ports was a hot spot of 64-port switches.
+  if (id.v < link_to_port_.size() && link_to_port_[std::size_t(id.v)] >= 0) {
+    return link_to_port_[std::size_t(id.v)];
   }
   throw InternalError(fmt::format("{}: link {} is not attached here", name(), id.v));
+}
+
+int Router::next_set(const std::vector<std::uint64_t>& mask, int from, int end) {
+  while (from < end) {
+    const std::uint64_t w = mask[std::size_t(from / 64)] >> (from % 64);
+    if (w != 0) {
+      const int i = from + std::countr_zero(w);
+      return i < end ? i : end;
+    }
+    from = (from / 64 + 1) * 64;
+  }
+  return end;
 }
 
 void Router::schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg) {
@@ -110,7 +130,9 @@ void Router::packet_arrived(int in, Packet* p) {
   if (!order_.empty()) order_[std::size_t(in * p_.vcs + p->vc)].push(out);
   o.q[std::size_t(in * p_.vcs + p->vc)].push(p);
   ++o.waiting;
-  ++o.in_waiting[std::size_t(in)];
+  if (o.in_waiting[std::size_t(in)]++ == 0) {
+    o.in_mask[std::size_t(in / 64)] |= std::uint64_t(1) << (in % 64);
+  }
   o.s_max_q->max_with(double(o.waiting));
   kick(out);
 }
@@ -161,24 +183,29 @@ bool Router::pick(Output& o, int& in, int& vc) {
     }
     return found;
   }
-  for (int k = 1; k <= n_inputs_; ++k) {
-    const int i = int((o.rr_in + std::uint32_t(k)) % std::uint32_t(n_inputs_));
-    if (i == local) {
-      if (eligible(o, i, 0)) {
-        in = i, vc = 0;
-        o.rr_in = std::uint32_t(i);
-        return true;
+  // Round-robin: the inputs after rr_in, then those up to it, as a scan of every input would
+  // visit them, but only those with packets queued for this output (and the local input).
+  const int start = int((o.rr_in + 1) % std::uint32_t(n_inputs_));
+  for (int pass = 0; pass < 2; ++pass) {
+    const int lo = pass == 0 ? start : 0;
+    const int hi = pass == 0 ? n_inputs_ : start;
+    for (int i = next_set(o.in_mask, lo, hi); i < hi; i = next_set(o.in_mask, i + 1, hi)) {
+      if (i == local) {
+        if (eligible(o, i, 0)) {
+          in = i, vc = 0;
+          o.rr_in = std::uint32_t(i);
+          return true;
+        }
+        continue;
       }
-      continue;
-    }
-    if (o.in_waiting[std::size_t(i)] == 0) continue;
-    for (int j = 1; j <= vcs; ++j) {
-      const int v = (o.rr_vc[std::size_t(i)] + j) % vcs;
-      if (eligible(o, i, v)) {
-        in = i, vc = v;
-        o.rr_in = std::uint32_t(i);
-        o.rr_vc[std::size_t(i)] = std::uint16_t(v);
-        return true;
+      for (int j = 1; j <= vcs; ++j) {
+        const int v = (o.rr_vc[std::size_t(i)] + j) % vcs;
+        if (eligible(o, i, v)) {
+          in = i, vc = v;
+          o.rr_in = std::uint32_t(i);
+          o.rr_vc[std::size_t(i)] = std::uint16_t(v);
+          return true;
+        }
       }
     }
   }
@@ -219,7 +246,9 @@ void Router::dispatch(int out, int in, int vc) {
   } else {
     p = o.q[std::size_t(in * p_.vcs + vc)].pop();
     --o.waiting;
-    --o.in_waiting[std::size_t(in)];
+    if (--o.in_waiting[std::size_t(in)] == 0) {
+      o.in_mask[std::size_t(in / 64)] &= ~(std::uint64_t(1) << (in % 64));
+    }
     if (!order_.empty()) {
       auto& ring = order_[std::size_t(in * p_.vcs + vc)];
       ring.pop();

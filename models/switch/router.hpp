@@ -130,6 +130,9 @@ class Router : public Block, public LinkEndpoint {
     // Packets in q per input: the arbiter skips empty inputs without looking at their VCs
     // (Router::pick was a twentieth of a rack run on the 64-port switches).
     std::vector<std::uint32_t> in_waiting;
+    // Bit i set: in_waiting[i] > 0, or i is the local input (always looked at). The round-robin
+    // arbiter visits the set bits only, in the same order as a scan of every input.
+    std::vector<std::uint64_t> in_mask;
     Stat* s_packets = nullptr;
     Stat* s_bytes = nullptr;
     Stat* s_wait = nullptr;
@@ -160,6 +163,8 @@ class Router : public Block, public LinkEndpoint {
   static constexpr int kWake = 0;
 
   bool pick(Output& o, int& in, int& vc);
+  // The first set bit of `mask` at or after `from` (< end); `end` when none.
+  static int next_set(const std::vector<std::uint64_t>& mask, int from, int end);
   // The oldest_first tie-break key of a packet: its id, permuted by the salt.
   std::uint64_t tie_key(std::uint64_t id) const {
     return p_.salt == 0 ? id : splitmix64_finalise(id ^ p_.salt);
