@@ -81,6 +81,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
     rp.arbiter = p.arbiter;
     rp.spreading = p.spreading;
     rp.queueing = p.queueing;
+    rp.cut_through = p.cut_through;
     rp.salt = salt(plan.seed, kNodeTag, n);
     const int ports = int(topo.incident(rp.node).size());
     if (node.chip) {

@@ -97,7 +97,8 @@ void LinkDirection::charge(std::uint64_t packets, double payload, std::uint64_t 
   meter_->count(wire);
 }
 
-void Link::send(int dir, Packet* p, int vc, const sc_core::sc_time& end) {
+void Link::send(int dir, Packet* p, int vc, const sc_core::sc_time& end,
+                const sc_core::sc_time& busy_end) {
   auto& d = *dirs_[std::size_t(dir)];
   if (vc < 0 || vc >= int(d.credits_.size())) {
     throw InternalError(fmt::format("{}: no VC {}", d.name(), vc));
@@ -112,8 +113,8 @@ void Link::send(int dir, Packet* p, int vc, const sc_core::sc_time& end) {
   d.s_max_buf_.max_with(double(std::int64_t(d.capacity_) - credits));
   const sc_core::sc_time start = now();
   const double wire = double(p->flits) * d.flit_bytes_;
-  d.busy_ += end - start;
-  d.s_busy_ += (end - start).to_seconds();
+  d.busy_ += busy_end - start;
+  d.s_busy_ += (busy_end - start).to_seconds();
   d.s_bytes_ += double(p->payload);
   d.s_wire_ += wire;
   d.s_packets_ += 1;

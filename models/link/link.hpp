@@ -165,7 +165,12 @@ class Link : public sc_core::sc_module {
 
   // The sender starts `p` at now() on VC `vc` and finishes serialising it at `end` (>= now()
   // plus its serialisation). Takes the packet's credits: InternalError when they are missing.
-  void send(int dir, Packet* p, int vc, const sc_core::sc_time& end);
+  // The direction is counted busy until `busy_end` (between now() plus the serialisation and
+  // `end`): earlier than `end` when the packet, cut through from a slower link, takes only its
+  // own serialisation of this one (rack.fabric.cut_through share).
+  void send(int dir, Packet* p, int vc, const sc_core::sc_time& end,
+            const sc_core::sc_time& busy_end);
+  void send(int dir, Packet* p, int vc, const sc_core::sc_time& end) { send(dir, p, vc, end, end); }
   // The receiver frees `flits` of VC `vc` at `at` (>= now()); the sender sees them one latency
   // later.
   void free_buffer(int dir, int vc, std::uint32_t flits, const sc_core::sc_time& at);

@@ -261,6 +261,12 @@ void Router::dispatch(int out, int in, int vc) {
   const sc_core::sc_time ser_end = start + o.ld->serialisation(p->flits);
   const sc_core::sc_time tail_end = p->tail_ready + o.ld->flit_time();
   const sc_core::sc_time end = ser_end > tail_end ? ser_end : tail_end;
+  // How long the output is taken: with `share`, a packet cut through from a slower link takes
+  // only its own serialisation of this one (a link of several ports carries it on some of its
+  // lanes, at the rate it arrives, and the next packet on the others); with `hold`, until its
+  // tail has left. The injected packets of a chip are held either way (their source read).
+  const sc_core::sc_time busy_end =
+      local || p_.cut_through == config::FabricCutThrough::hold ? end : ser_end;
   p->t_queue += start - p->ready;
   *o.s_wait += (start - p->ready).to_seconds();
   *o.s_packets += 1;
@@ -277,9 +283,9 @@ void Router::dispatch(int out, int in, int vc) {
     }
     forward_meter_->count(double(p->flits) * o.ld->flit_bytes());
   }
-  o.busy_until = end;
-  o.link->send(o.dir, p, local ? 0 : p->vc + 1, end);
-  if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out, end);
+  o.busy_until = busy_end;
+  o.link->send(o.dir, p, local ? 0 : p->vc + 1, end, busy_end);
+  if (o.waiting > 0 || (p_.local_port && local_pending(out))) schedule_wake(out, busy_end);
 }
 
 void Router::charge(topo::LinkId l, std::uint64_t packets, double payload, std::uint64_t flits,

@@ -40,6 +40,7 @@ struct RouterParams {
   config::FabricArbiter arbiter = config::FabricArbiter::round_robin;
   config::FabricSpreading spreading = config::FabricSpreading::per_flow;
   config::FabricQueueing queueing = config::FabricQueueing::voq;
+  config::FabricCutThrough cut_through = config::FabricCutThrough::share;
   bool local_port = false;  // a chip: has injection and delivery
   // Perturbs the arbitrary choices of this node (0: none): where each output's round-robin
   // pointers start, which of two equally old packets oldest_first takes, and the order of

@@ -142,6 +142,109 @@ TEST(TiersAgree, PermutationFlow) { permutation(Tier::flow); }
 // busy 64 x 43.52 = 2,785.28 ns with 64 x 4,352 wire bytes; the switch forwards 64 packets. The
 // simulated packet transfer (no memory, so a packet's link time is its serialisation) is the
 // reference; every other link direction stays idle.
+// Two chips behind one switch send to two chips behind another over one link twice as fast as
+// theirs (c0 -> c2 and c1 -> c3; s0 -- s1 200 GB/s, every other link 100 GB/s and 100 ns), in
+// packets of 64 KiB (64 KiB + 16 B = 257 flits = 65,792 wire bytes: 657.92 ns at 100 GB/s,
+// 328.96 ns at 200), 4 per transfer. The fast link carries both at their full 100 GB/s, as a
+// link of two ports would: each transfer takes L2 + 4 x 657.92 ns, where L2 = 500 + 3 x 100
+// (links) + 2 x 150 (switches) + 1.28 (a flit on the fast link) + 2.56 (a flit on the last link)
+// + 500 = 1,603.84 ns: 4,235.52 ns, and the fast link is busy for its wire bytes at 200 GB/s,
+// 4 x 328.96 ns per transfer. That is the flow tier, and the packet fabric with `cut_through:
+// share`. With `hold` (the model before issue 30) s0 starts a packet on the fast link 150 ns
+// after its head arrived and keeps the link until its tail has arrived at 100 GB/s plus a flit:
+// 657.92 - 2.56 - 150 + 1.28 = 506.64 ns per packet, 1.54 times its wire time, alone.
+struct FasterMiddle {
+  std::vector<double> ends;  // ns
+  double uplink_busy_ns = 0;  // s0 -> s1
+};
+
+topo::Topology faster_middle() {
+  topo::TopologySpec s;
+  for (const char* c : {"c0", "c1", "c2", "c3"}) s.nodes.push_back(test::node(c, topo::NodeKind::chip));
+  s.nodes.push_back(test::node("s0", topo::NodeKind::switch_, 3, Duration(150e-9)));
+  s.nodes.push_back(test::node("s1", topo::NodeKind::switch_, 3, Duration(150e-9)));
+  s.links.push_back(test::link("c0", "s0", 100, 100));
+  s.links.push_back(test::link("c1", "s0", 100, 100));
+  s.links.push_back(test::link("s0", "s1", 200, 100));
+  s.links.push_back(test::link("c2", "s1", 100, 100));
+  s.links.push_back(test::link("c3", "s1", 100, 100));
+  return test::build(s);
+}
+
+FasterMiddle run_faster_middle(const std::string& model, config::FabricCutThrough ct, int transfers) {
+  static const topo::Topology topo = faster_middle();
+  auto p = test::fabric_params(65536, model);
+  p.cut_through = ct;
+  const auto plan = resolve::plan_fabric(p, topo);
+  std::unique_ptr<Network> net;
+  const sc_core::sc_object* root = nullptr;
+  if (model == "flow") {
+    auto f = std::make_unique<FlowNetwork>("net", topo, plan);
+    root = f.get();
+    net = std::move(f);
+  } else {
+    auto f = std::make_unique<Fabric>("net", topo, plan);
+    root = f.get();
+    net = std::move(f);
+  }
+  std::vector<TransferHandle> h(static_cast<std::size_t>(transfers));
+  sc_core::sc_spawn([&] {
+    for (int i = 0; i < transfers; ++i) {
+      h[std::size_t(i)] = net->start({ChipId{std::uint32_t(i)}, ChipId{std::uint32_t(i + 2)},
+                                      kBytes, std::uint64_t(i + 1), 0, 0});
+    }
+  });
+  sc_core::sc_start();
+  FasterMiddle r;
+  for (const auto& t : h) {
+    EXPECT_TRUE(t.done());
+    r.ends.push_back(t.done() ? t.record().completed.to_seconds() * 1e9 : 0.0);
+  }
+  net->finish(sc_core::sc_time(10, sc_core::SC_US));
+  bool found = false;
+  for (const auto& b : collect_stats(Duration(10e-6), root)) {
+    if (b.name != "net.link2.to_s1") continue;
+    r.uplink_busy_ns = find_stat(b, LinkDirectionStats::busy)->value * 1e9;
+    found = true;
+  }
+  EXPECT_TRUE(found);
+  return r;
+}
+
+constexpr double kMidPackets = 4;  // of 64 KiB: kBytes
+constexpr double kFasterMiddleNs = 500 + 3 * 100 + 2 * 150 + 1.28 + 2.56 + 500 + kMidPackets * 657.92;
+
+TEST(TiersAgree, FasterMiddleLinkCarriesBothFlow) {
+  EXPECT_DOUBLE_EQ(kFasterMiddleNs, 4235.52);
+  const auto r = run_faster_middle("flow", config::FabricCutThrough::share, 2);
+  for (double e : r.ends) EXPECT_NEAR(e, 4235.52, 1e-3);
+  EXPECT_NEAR(r.uplink_busy_ns, 2 * kMidPackets * 328.96, 1e-3);
+}
+
+TEST(TiersAgree, FasterMiddleLinkCarriesBothPacketShare) {
+  const auto r = run_faster_middle("packet", config::FabricCutThrough::share, 2);
+  // Both first packets reach s0 together and one waits for the other on the fast link
+  // (328.96 ns): the packet fabric shares it a packet at a time, so each ends within one
+  // packet time at 100 GB/s (657.92 ns) after the fluid value (here 4,564.48 and 4,586.80).
+  for (double e : r.ends) {
+    EXPECT_GE(e, 4235.52 - 1e-3);
+    EXPECT_LE(e, 4235.52 + 657.92);
+  }
+  EXPECT_NEAR(r.uplink_busy_ns, 2 * kMidPackets * 328.96, 1e-3);
+}
+
+TEST(TiersAgree, FasterMiddleLinkAlonePacketShare) {
+  const auto r = run_faster_middle("packet", config::FabricCutThrough::share, 1);
+  EXPECT_NEAR(r.ends.at(0), 4235.52, 1e-3);
+  EXPECT_NEAR(r.uplink_busy_ns, kMidPackets * 328.96, 1e-3);
+}
+
+TEST(TiersAgree, FasterMiddleLinkAloneIsHeldPacketHold) {
+  const auto r = run_faster_middle("packet", config::FabricCutThrough::hold, 1);
+  EXPECT_NEAR(r.ends.at(0), 4235.52, 1e-3);
+  EXPECT_NEAR(r.uplink_busy_ns, kMidPackets * 506.64, 1e-3);
+}
+
 TEST(TiersAgree, AccountedTransferChargesWhatTheSimulatedOneUses) {
   static const topo::Topology topo = star();
   const auto packet_plan = resolve::plan_fabric(test::fabric_params(4096, "packet"), topo);

@@ -31,6 +31,19 @@ constexpr auto enum_names(FabricQueueing) {
                     std::pair{FabricQueueing::input_fifo, std::string_view("input_fifo")}};
 }
 
+// How long a packet cut through onto a faster output takes that output (docs/models/fabric.md,
+// "Cut-through onto a faster link"). The packet leaves at once either way, its tail one flit
+// after it arrived. share: the output is taken for the packet's serialisation at the output's
+// own rate, and the next packet may start then (a link of several PCIe ports carries the packet
+// on some of its lanes at the rate it arrives, the next on the others). hold: the output is
+// taken until the packet's tail has left (the model before issue 30), so a fast link fed by
+// slower ones carries their rate.
+enum class FabricCutThrough { share, hold };
+constexpr auto enum_names(FabricCutThrough) {
+  return std::array{std::pair{FabricCutThrough::share, std::string_view("share")},
+                    std::pair{FabricCutThrough::hold, std::string_view("hold")}};
+}
+
 // Where the flow network's per-pattern link efficiency comes from (docs/models/fidelity.md,
 // "Flow calibration"). none: every link direction carries its nominal bandwidth. packet: before
 // the run, the packet fabric of the same rack runs each collective algorithm once on every chip
@@ -66,6 +79,7 @@ struct FabricParams {
   FabricArbiter arbiter = FabricArbiter::round_robin;
   FabricSpreading spreading = FabricSpreading::per_flow;
   FabricQueueing queueing = FabricQueueing::voq;
+  FabricCutThrough cut_through = FabricCutThrough::share;
   FlowCalibration flow_calibration = FlowCalibration::none;
   std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
   template <class V>
@@ -97,6 +111,9 @@ struct FabricParams {
     v.field("queueing", queueing,
             "switch input buffering: voq (a queue per output at each input) or input_fifo "
             "(one FIFO per input and VC: head-of-line blocking)");
+    v.field("cut_through", cut_through,
+            "a packet cut through onto a faster output takes it for its serialisation at the "
+            "output's rate (share) or until its tail has left (hold)");
     v.field("flow_calibration", flow_calibration,
             "flow network: none (nominal link bandwidth) or packet (each collective algorithm's "
             "link efficiency measured on the packet fabric of the same rack before the run)");
