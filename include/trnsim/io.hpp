@@ -52,6 +52,8 @@ class OutputDir {
   ~OutputDir();
 
   void add(std::string name, std::string content);
+  // `content` not copied: it must outlive commit() (a run's ops.csv is tens of MB).
+  void add_ref(std::string name, const std::string& content);
   // Names an earlier result in `dir` may hold besides those added (a run that writes some of its
   // files replaces one that wrote all of them): commit() replaces them too, rather than refusing.
   void also_replaces(std::vector<std::string> names) { replaces_ = std::move(names); }
@@ -65,6 +67,7 @@ class OutputDir {
  private:
   std::string dir_;
   std::vector<std::pair<std::string, std::string>> files_;
+  std::vector<const std::string*> refs_;  // per file: its content when added by add_ref()
   std::vector<std::string> replaces_;
 };
 

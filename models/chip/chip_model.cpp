@@ -30,7 +30,8 @@ std::uint64_t ChipModel::begin_accrual(Actions actions, const sc_time& start,
 
 std::uint64_t ChipModel::begin_accrual(const std::map<Action, ActionMeter>& actions,
                                        const sc_time& start, const sc_time& expected) {
-  return begin_accrual(Actions(actions.begin(), actions.end()), start, expected);
+  accruing_.push_back({++next_token_, start, expected, {}, &actions});
+  return next_token_;
 }
 
 void ChipModel::end_accrual(std::uint64_t token) {
@@ -47,8 +48,13 @@ Energy ChipModel::dynamic_unmetered(const PowerModel& power, const sc_time& t) c
     const double f = a.expected > sc_core::SC_ZERO_TIME
                          ? std::min(1.0, (t - a.start).to_seconds() / a.expected.to_seconds())
                          : 1.0;
-    for (const auto& [action, m] : a.actions) {
+    const auto add = [&](const Action action, const ActionMeter& m) {
       e = e + power.dynamic(*this, action, {m.quantity * f, m.rated_j * f, m.per_unit_j});
+    };
+    if (a.by_ref) {
+      for (const auto& am : *a.by_ref) add(am.first, am.second);
+    } else {
+      for (const auto& am : a.actions) add(am.first, am.second);
     }
   }
   return e;

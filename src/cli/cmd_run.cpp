@@ -219,8 +219,8 @@ void register_run_command(CLI::App& app, Registry& reg) {
                 "print the work and memory estimate, the budgets and the expected wall time, "
                 "and exit without simulating");
   run->add_flag("--no-cache", o->no_cache,
-                "calibrate the op-level compute model afresh, neither reading nor writing the "
-                "calibration cache (also TRNSIM_NO_CACHE=1; the cache is in TRNSIM_CACHE_DIR, "
+                "calibrate the op-level compute model afresh and read the trace itself, neither "
+                "reading nor writing the calibration or trace cache (also TRNSIM_NO_CACHE=1; the cache is in TRNSIM_CACHE_DIR, "
                 "else $XDG_CACHE_HOME/trnsim or ~/.cache/trnsim)");
   timeline_opts.push_back(out_files_opt);  // also only with --out
   reg.add(run, [o, out_opt, trace_opt, timeline_opts, out_files_opt, &reg]() {
@@ -261,6 +261,7 @@ void register_run_command(CLI::App& app, Registry& reg) {
     // The terminal summary prints every reader warning after the run; logged while reading as
     // well, each was printed twice. Without the summary (--json, --estimate) they are logged.
     o->trace.log_warnings = o->common.json || o->estimate;
+    o->trace.cache = run::cache_settings_from_env(o->no_cache);
     const auto t_read = Clock::now();
     PhaseLine reading(!o->no_progress,
                       fmt::format("reading {}", o->trace.path.empty() ? std::string(kDefaultTrace) : o->trace.path));

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "presets.hpp"
+#include "trace_cache.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
 #include "trnsim/log.hpp"
@@ -161,6 +162,7 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
   if (path.empty()) throw TraceError("--trace: an empty file name");
   LoadedTrace out;
   std::string raw;  // a single trace file's bytes as stored, when read here
+  std::string sha256;  // of raw, when the trace cache needed it first
   std::error_code ec;
   // A rank file of a Chakra set stands for its prefix: PREFIX.0.et, or PREFIX.0.json in
   // Chakra's JSON form.
@@ -238,14 +240,22 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
     et.kineto = in.kineto;
     et.keep_durations = in.keep_durations;
     et.unmapped_scale = in.unmapped_scale;
-    std::optional<trace::Workload> loaded;
+    std::optional<trace::Workload> loaded, cached;
     std::string text;  // one file: read (and inflated) once for both readers and the hash
+    std::optional<TraceCacheKey> cache_key;
     if (!et_files.empty()) {
       loaded = trace::load_pytorch_et_ranks(et_files, et);
     } else {
       raw = trace::read_trace_bytes(path, kMaxTraceFileBytes);
-      text = trace::is_gzip(raw) ? trace::gunzip(raw, path, kMaxTraceFileBytes) : raw;
-      loaded = trace::load_pytorch_et_text(text, path, et);
+      if (in.cache.enabled) {
+        sha256 = report::Sha256().update(raw).hex();
+        cache_key = trace_cache_key(sha256, raw.size());
+        cached = cached_trace(in.cache, *cache_key);  // only native JSON traces are stored
+      }
+      if (!cached) {
+        text = trace::is_gzip(raw) ? trace::gunzip(raw, path, kMaxTraceFileBytes) : raw;
+        loaded = trace::load_pytorch_et_text(text, path, et);
+      }
     }
     if (loaded) {
       out.workload = std::move(*loaded);
@@ -264,8 +274,14 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
                               "options apply only to Chakra traces and are ignored",
                               path);
       }
-      out.workload = trace::parse_native_any(text, path);
-      out.native_binary = trace::is_native_binary(text);
+      if (cached) {
+        out.workload = std::move(*cached);
+        name_ops_as_json(out.workload, path);
+      } else {
+        out.workload = trace::parse_native_any(text, path);
+        out.native_binary = trace::is_native_binary(text);
+        if (cache_key && !out.native_binary) store_trace(in.cache, *cache_key, out.workload, path);
+      }
     }
     std::string().swap(text);
     if (et_files.empty()) {
@@ -295,6 +311,10 @@ LoadedTrace load_trace(const TraceInput& in, const std::string& fallback) {
   for (const auto& f : out.files) {
     if (out.files.size() == 1 && !raw.empty()) {  // the one file, read above
       out.bytes += raw.size();
+      if (!sha256.empty()) {  // and hashed for the trace cache
+        out.sha256 = sha256;
+        return out;
+      }
       h.update(raw);
       continue;
     }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "trnsim/run/run.hpp"
 #include "trnsim/trace/workload.hpp"
 
 namespace trnsim::cli {
@@ -25,6 +26,9 @@ struct TraceInput {
   bool log_notes = true;         // log the reader's warnings and operator coverage (run)
   bool log_warnings = true;      // with log_notes: the warnings too (run's summary prints them)
   std::vector<CLI::Option*> chakra_options;  // set by add_chakra_options
+  // A native JSON trace's binary form kept in, and read from, this cache (trace_cache.hpp); `run`
+  // turns it on as it does the calibration cache.
+  run::CacheSettings cache;
   bool chakra_options_given() const;
 };
 

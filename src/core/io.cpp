@@ -204,6 +204,12 @@ OutputDir::~OutputDir() = default;
 
 void OutputDir::add(std::string name, std::string content) {
   files_.emplace_back(std::move(name), std::move(content));
+  refs_.push_back(nullptr);
+}
+
+void OutputDir::add_ref(std::string name, const std::string& content) {
+  files_.emplace_back(std::move(name), std::string());
+  refs_.push_back(&content);
 }
 
 void create_parent_directories(const std::string& path, std::string_view option) {
@@ -269,7 +275,7 @@ void OutputDir::commit() {
     throw InputError(fmt::format("{}: cannot write results: {}", dir_, why));
   };
   for (std::size_t i = 0; i < files_.size(); ++i) {
-    if (const int err = write_whole(paths[i], files_[i].second); err != 0) {
+    if (const int err = write_whole(paths[i], refs_[i] ? *refs_[i] : files_[i].second); err != 0) {
       abandon(fmt::format("{}: {}", files_[i].first, std::strerror(err)));
     }
   }

@@ -1128,11 +1128,11 @@ void write_outputs(const std::string& dir, const Report& out, const config::Load
   const std::vector<std::string> names = output_file_names();
   const auto wanted = [&](std::size_t i) { return std::find(files.begin(), files.end(), names[i]) != files.end(); };
   if (wanted(0)) d.add(names[0], out.report.dump(2) + "\n");
-  if (wanted(1)) d.add(names[1], out.summary_csv);
+  if (wanted(1)) d.add_ref(names[1], out.summary_csv);
   if (wanted(2)) d.add(names[2], out.host.dump(2) + "\n");
   if (wanted(3)) d.add(names[3], config::to_json(cfg.config).dump(2) + "\n");
   if (wanted(4)) d.add(names[4], out.stats.dump(1) + "\n");
-  if (wanted(5)) d.add(names[5], out.ops_csv);
+  if (wanted(5)) d.add_ref(names[5], out.ops_csv);
   if (wanted(6)) d.add(names[6], out.timeline.dump() + "\n");
   d.also_replaces(names);
   d.commit();

@@ -179,6 +179,8 @@ CacheKey cache_key(const json& k) {
   return out;
 }
 
+std::string content_hash(std::string_view bytes) { return hash128(bytes); }
+
 ProfileCache::ProfileCache(CacheSettings settings) : s_(std::move(settings)) {}
 
 std::string ProfileCache::path_of(const CacheKey& key) const {

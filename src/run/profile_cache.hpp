@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,8 @@ CacheKey calibration_key(const resolve::ChipPlan& plan, const std::vector<std::s
 // Any other cache's key (serve's iteration costs, serve/timer.cpp): `k` dumped canonically (object
 // keys sorted) and its hash, as calibration_key hashes its own.
 CacheKey cache_key(const nlohmann::json& k);
+// The 128-bit hash (hex) the keys use, of any bytes: a checksum, not a security boundary.
+std::string content_hash(std::string_view bytes);
 
 // This executable's GNU build id (hex), which changes with any change of its code; when the
 // linker wrote none, a hash of the executable's bytes.
