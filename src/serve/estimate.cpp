@@ -90,7 +90,8 @@ ServeEstimate estimate(const ServeOptions& o) {
   // Grid: every dimension at the top of its cell (the mixed grid's batch may be above the decode
   // grid's); a bound on the shapes simulated.
   e.largest_shape = {grid ? std::max(top(decode), coarse_cell(decode).second) : decode,
-                     grid ? context_cell(context, tile, 1).second : context, top(prefill),
+                     grid ? context_cell(context, tile, 1).second : context,
+                     grid ? context_cell(prefill, tile, per_octave).second : prefill,
                      grid ? coarse_cell(prefill_context).second : prefill_context};
   e.smallest_shape = {1, 1, 0, 0};
   if (grid) {
@@ -99,7 +100,10 @@ ServeEstimate estimate(const ServeOptions& o) {
     // anchor context of one key tile, with its pure decode there.
     const double d = double(grid_points_to(decode, per_octave) - 1);  // batch 1 and up
     const double c = double(context_points_to(context, tile, 1));
-    const double p = double(grid_points_to(prefill, per_octave) - 1);  // chunk 1 and up
+    // Chunks (and group 0's rows of a mixed iteration) in whole row tiles, as the context.
+    const double p = double(context_points_to(prefill, tile, per_octave));
+    const std::uint64_t dp = std::uint64_t(std::max(1, it.layout.dp));
+    const double rows = double(context_points_to(prefill + (decode + dp - 1) / dp, tile, per_octave));
     double pc = 1;  // 0, then the coarse grid's points to the top of prefill_context's cell
     for (std::uint64_t v = 1; v <= coarse_cell(prefill_context).second; v *= 4) ++pc;
     const std::uint64_t decode_top = grid_cell(decode, per_octave).second;
@@ -109,7 +113,7 @@ ServeEstimate estimate(const ServeOptions& o) {
       ++m;
       if (b > decode_top || tile > context_top) ++anchors;
     }
-    const double box = d * c + p * pc + m * p + anchors;
+    const double box = d * c + p * pc + m * rows + anchors;
     e.grid_box = std::uint64_t(std::min(box, 1e18));
     e.shapes_max = std::min<std::uint64_t>(e.grid_box, kMaxTermsPerIteration * e.iterations_max);
   } else {

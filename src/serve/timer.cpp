@@ -321,8 +321,24 @@ std::vector<RackTimer::HeldBack> RackTimer::held_back(std::size_t k) {
   return out;
 }
 
+namespace {
+
+// A cell's ends and their linear weights at `v` (one point on a point; none of weight 0).
+std::vector<std::pair<std::uint64_t, double>> cell_weights(
+    std::pair<std::uint64_t, std::uint64_t> cell, std::uint64_t v) {
+  const auto [lo, hi] = cell;
+  if (lo == hi) return {{lo, 1.0}};
+  const double f = double(v - lo) / double(hi - lo);
+  std::vector<std::pair<std::uint64_t, double>> out;
+  if (f < 1) out.emplace_back(lo, 1 - f);
+  if (f > 0) out.emplace_back(hi, f);
+  return out;
+}
+
+}  // namespace
+
 std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64_t tile,
-                                                 int per_octave) {
+                                                 int per_octave, std::uint64_t dp) {
   // Multilinear over `cells` (one per dimension: decode, context, prefill, prefill context),
   // each corner's weight the product of its dimensions' weights, times `sign`.
   using Cells = std::array<std::pair<std::uint64_t, std::uint64_t>, 4>;
@@ -359,7 +375,7 @@ std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64
   if (shape.decode == 0 || shape.prefill == 0) {
     // A pure decode (the decode grid's batch and context) or a pure prefill (the chunk's grid
     // of tokens and cached context): 2-D cells, up to 4 corners.
-    decode_cells[2] = grid_cell(v[2], per_octave);
+    decode_cells[2] = context_cell(v[2], tile, per_octave);
     decode_cells[3] = coarse_cell(v[3]);
     add(v, decode_cells, 1);
     return terms;
@@ -374,12 +390,21 @@ std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64
   // falls with the batch beside it (they share the experts' weight reads), slowly, hence the
   // coarse batch grid (measured in docs/serving.md#the-fixed-grid).
   add(v, decode_cells, 1);
-  const std::array<std::uint64_t, 4> anchored{v[0], tile, v[2], 0};
-  const auto batch = coarse_cell(v[0]);
-  const auto chunk = grid_cell(v[2], per_octave);
-  add(anchored, Cells{batch, pt(tile), chunk, pt(0)}, 1);
-  add(anchored, Cells{batch, pt(tile), pt(0), pt(0)}, -1);
+  // The chunk's increment on group 0's rows (its decodes and the chunk: the GEMMs run rows in
+  // tiles of `tile`, and the time steps up where they pass one), in whole tiles as the context:
+  // each anchor batch's chunk is the rows less its own group-0 decodes, so its steps fall where
+  // the shape's do (at least one token).
+  const auto group0 = [dp](std::uint64_t d) { return (d + dp - 1) / dp; };
+  const std::uint64_t rows = group0(v[0]) + v[2];
+  const auto row_cell = context_cell(rows, tile, per_octave);
+  for (const auto& [b, fb] : cell_weights(coarse_cell(v[0]), v[0])) {
+    for (const auto& [r, fr] : cell_weights(row_cell, rows)) {
+      terms.emplace_back(Shape{b, tile, r > group0(b) ? r - group0(b) : 1, 0}, fb * fr);
+    }
+    terms.emplace_back(Shape{b, tile, 0, 0}, -fb);
+  }
   if (v[3] > 0) {
+    const auto chunk = context_cell(v[2], tile, per_octave);
     add(v, Cells{pt(0), pt(0), chunk, coarse_cell(v[3])}, 1);
     add(v, Cells{pt(0), pt(0), chunk, pt(0)}, -1);
   }
@@ -387,7 +412,8 @@ std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64
 }
 
 IterationCost RackTimer::interpolate(const Shape& shape) {
-  const std::vector<std::pair<Shape, double>> terms = grid_terms(shape, tile_, per_octave_);
+  const std::vector<std::pair<Shape, double>> terms =
+      grid_terms(shape, tile_, per_octave_, std::uint64_t(std::max(1, base_.layout.dp)));
   std::vector<Shape> missing;
   for (const auto& [s, w] : terms) {
     if (!cache_.count(s) && std::find(missing.begin(), missing.end(), s) == missing.end()) {

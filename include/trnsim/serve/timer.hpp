@@ -50,7 +50,7 @@ std::pair<std::uint64_t, std::uint64_t> coarse_cell(std::uint64_t v);
 // the cached context adds to the chunk, on the pure prefill grid (the prefill after it less the
 // prefill after none). At most 4 + 6 + 6 shapes.
 std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64_t tile,
-                                                 int per_octave = 2);
+                                                 int per_octave = 2, std::uint64_t dp = 1);
 
 // Disaggregated: the KV cache of a `tokens`-token prompt moved from a prefill replica of
 // `base.layout` (ranks [0, n), rank r on chip r as an iteration places them) to a decode replica
