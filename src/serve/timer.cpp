@@ -368,9 +368,10 @@ std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64
   const auto pt = [](std::uint64_t x) { return std::pair{x, x}; };
   // The decode's context and the chunk's cached context on coarse grids: an iteration's time is
   // close to linear in either (the KV bytes read, the chunk's keys), up to the steps between key
-  // tiles, which fall on the context's cell ends (context_cell); the batch and the chunk's tokens
-  // on grid_cell's finer grid (the decode time is concave in the batch, the chunk's convex in its
-  // tokens: its attention is quadratic).
+  // tiles, which fall on the context's cell ends (context_cell); the batch on grid_cell's finer
+  // grid (the decode time is concave in it), the chunk in whole row tiles at grid_cell's tile
+  // counts (its time is convex in its tokens, its attention quadratic, and steps up where its
+  // rows pass a tile).
   Cells decode_cells{grid_cell(v[0], per_octave), context_cell(v[1], tile, 1), pt(0), pt(0)};
   if (shape.decode == 0 || shape.prefill == 0) {
     // A pure decode (the decode grid's batch and context) or a pure prefill (the chunk's grid
@@ -382,13 +383,13 @@ std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64
   }
   // A mixed iteration: its decodes as a pure decode of the same batch and context; plus what a
   // chunk with no cached context adds to a decode of that batch, on the mixed grid (batch on
-  // coarse_cell, chunk on grid_cell) at the anchor context of one key tile: the mixed shape less
+  // coarse_cell, group 0's rows below) at the anchor context of one key tile: the mixed shape less
   // the pure decode of the same batch there; plus what the chunk's cached context adds, on the
   // pure prefill grid: the prefill after its context less the prefill after none. The decodes'
   // context and the chunk's are separate terms because their attention ops are separate ops
   // (the decodes' over their KV, the chunk's over the prompt before it); the chunk's increment
   // falls with the batch beside it (they share the experts' weight reads), slowly, hence the
-  // coarse batch grid (measured in docs/serving.md#the-fixed-grid).
+  // coarse batch grid (measured in docs/serving.md#method).
   add(v, decode_cells, 1);
   // The chunk's increment on group 0's rows (its decodes and the chunk: the GEMMs run rows in
   // tiles of `tile`, and the time steps up where they pass one), in whole tiles as the context:
