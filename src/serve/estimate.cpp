@@ -23,6 +23,11 @@ namespace trnsim::serve {
 
 namespace {
 
+// Grid mode: the most simulated shapes one iteration's time is made of (RackTimer::grid_terms):
+// a mixed iteration's 4 decode corners, its chunk's 4 mixed corners and 2 anchor decodes, and
+// 6 prefills for its cached context.
+constexpr std::uint64_t kMaxTermsPerIteration = 16;
+
 // The grid's points from 0 to the top of the cell that holds `max` (grid_cell's points).
 std::uint64_t grid_points_to(std::uint64_t max, int per_octave) {
   const std::uint64_t top = grid_cell(max, per_octave).second;
@@ -82,19 +87,35 @@ ServeEstimate estimate(const ServeOptions& o) {
   const bool grid = spec.timing.mode == TimingMode::grid;
   const auto top = [&](std::uint64_t v) { return grid ? grid_cell(v, per_octave).second : v; };
   const std::uint64_t tile = std::max<std::uint64_t>(1, std::uint64_t(su.plan->chip.params.core.tensor.rows));
-  e.largest_shape = {top(decode), grid ? context_cell(context, tile, per_octave).second : context,
-                     top(prefill), top(prefill_context)};
+  // Grid: every dimension at the top of its cell (the mixed grid's batch may be above the decode
+  // grid's); a bound on the shapes simulated.
+  e.largest_shape = {grid ? std::max(top(decode), coarse_cell(decode).second) : decode,
+                     grid ? context_cell(context, tile, 1).second : context,
+                     grid ? context_cell(prefill, tile, per_octave).second : prefill,
+                     grid ? coarse_cell(prefill_context).second : prefill_context};
   e.smallest_shape = {1, 1, 0, 0};
   if (grid) {
-    const double d = double(grid_points_to(decode, per_octave));
-    const double c = double(context_points_to(context, tile, per_octave));
-    const double p = double(grid_points_to(prefill, per_octave));
-    const double pc = double(grid_points_to(prefill_context, per_octave));
-    // decode 0 has no context (and a decode has at least 1); prefill 0 no prefill context (the
-    // timer's normalized shapes)
-    const double box = (1 + (d - 1) * c) * (1 + (p - 1) * pc);
+    // The fixed grid of the timer (grid_terms): pure decodes on (batch, context), pure prefills
+    // on (chunk, cached context), a mixed iteration's chunk on (mixed batch, chunk) at the
+    // anchor context of one key tile, with its pure decode there.
+    const double d = double(grid_points_to(decode, per_octave) - 1);  // batch 1 and up
+    const double c = double(context_points_to(context, tile, 1));
+    // Chunks (and group 0's rows of a mixed iteration) in whole row tiles, as the context.
+    const double p = double(context_points_to(prefill, tile, per_octave));
+    const std::uint64_t dp = std::uint64_t(std::max(1, it.layout.dp));
+    const double rows = double(context_points_to(prefill + (decode + dp - 1) / dp, tile, per_octave));
+    double pc = 1;  // 0, then the coarse grid's points to the top of prefill_context's cell
+    for (std::uint64_t v = 1; v <= coarse_cell(prefill_context).second; v *= 4) ++pc;
+    const std::uint64_t decode_top = grid_cell(decode, per_octave).second;
+    const std::uint64_t context_top = context_cell(context, tile, 1).second;
+    double m = 0, anchors = 0;  // mixed batches; their anchor decodes off the decode grid's box
+    for (std::uint64_t b = 1; b <= coarse_cell(decode).second; b *= 4) {
+      ++m;
+      if (b > decode_top || tile > context_top) ++anchors;
+    }
+    const double box = d * c + p * pc + m * rows + anchors;
     e.grid_box = std::uint64_t(std::min(box, 1e18));
-    e.shapes_max = std::min<std::uint64_t>(e.grid_box, 16 * e.iterations_max);
+    e.shapes_max = std::min<std::uint64_t>(e.grid_box, kMaxTermsPerIteration * e.iterations_max);
   } else {
     e.shapes_max = e.iterations_max;
   }
@@ -119,7 +140,9 @@ ServeEstimate estimate(const ServeOptions& o) {
                        double(sizeof(IterationRecord));
   e.memory_bytes = e.parent_bytes + double(e.parallel) * e.largest.memory_bytes;
   e.wall_s_short = e.smallest.wall_s_short;
-  e.wall_s = double(e.shapes_max) * e.largest.wall_s / double(e.parallel);
+  // A shape's events at the fast rate: its replay fast-forwards most of them (docs/inference.md
+  // #speed), so the slow rate ran about 10 times what a shape took.
+  e.wall_s = double(e.shapes_max) * e.largest.wall_s_short / double(e.parallel);
 
   const auto shape_text = [](const Shape& s) {
     return fmt::format("decode {} at KV {}, prefill {} after {}", s.decode, s.context, s.prefill,
@@ -148,14 +171,15 @@ ServeEstimate estimate(const ServeOptions& o) {
       e.requests,
       spec.run.warmup_requests, e.input_tokens, e.output_tokens, e.max_input, e.max_output,
       e.iterations_min, e.iterations_max, sch.token_budget, e.shapes_max,
-      grid ? fmt::format("grid: {} grid points the requests reach, 16 corners an iteration",
-                         e.grid_box)
+      grid ? fmt::format("grid: {} points of the fixed grid the requests reach, {} an iteration",
+                         e.grid_box, kMaxTermsPerIteration)
            : std::string("exact: one an iteration"),
       e.smallest.events, e.largest.events, e.smallest.memory_bytes / 1e9,
-      e.largest.memory_bytes / 1e9, e.smallest.wall_s_short, e.largest.wall_s,
+      e.largest.memory_bytes / 1e9, e.smallest.wall_s_short, e.largest.wall_s_short,
       shape_text(e.smallest_shape), shape_text(e.largest_shape), e.memory_bytes / 1e9,
       e.parent_bytes / 1e9, e.parallel, e.wall_s_short, e.wall_s, e.parallel,
-      100 * e.smallest.wall_s_short / double(e.parallel), 100 * e.largest.wall_s / double(e.parallel),
+      100 * e.smallest.wall_s_short / double(e.parallel),
+      100 * e.largest.wall_s_short / double(e.parallel),
       e.largest.fits ? "the largest shape within the budgets: each iteration would start"
                      : "the largest shape beyond the budgets (/sim/memory_budget, "
                        "/sim/work_budget): its iteration would be refused");

@@ -49,6 +49,13 @@ std::pair<std::uint64_t, std::uint64_t> context_cell(std::uint64_t c, std::uint6
   return {lo, hi};
 }
 
+std::pair<std::uint64_t, std::uint64_t> coarse_cell(std::uint64_t v) {
+  if (v <= 1) return {v, v};
+  std::uint64_t lo = 1;
+  while (lo * 4 <= v) lo *= 4;
+  return lo == v ? std::pair{v, v} : std::pair{lo, lo * 4};
+}
+
 namespace {
 
 Shape normalized(Shape s) {
@@ -268,44 +275,109 @@ std::vector<RackTimer::HeldBack> RackTimer::held_back(std::size_t k) {
   return out;
 }
 
-IterationCost RackTimer::interpolate(const Shape& shape) {
-  // The cell's corners, each dimension on the grid (the decode context's in whole key tiles); a
-  // corner's weight is the product of its dimensions' weights (multilinear interpolation).
+namespace {
+
+// A cell's ends and their linear weights at `v` (one point on a point; none of weight 0).
+std::vector<std::pair<std::uint64_t, double>> cell_weights(
+    std::pair<std::uint64_t, std::uint64_t> cell, std::uint64_t v) {
+  const auto [lo, hi] = cell;
+  if (lo == hi) return {{lo, 1.0}};
+  const double f = double(v - lo) / double(hi - lo);
+  std::vector<std::pair<std::uint64_t, double>> out;
+  if (f < 1) out.emplace_back(lo, 1 - f);
+  if (f > 0) out.emplace_back(hi, f);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64_t tile,
+                                                 int per_octave, std::uint64_t dp) {
+  // Multilinear over `cells` (one per dimension: decode, context, prefill, prefill context),
+  // each corner's weight the product of its dimensions' weights, times `sign`.
+  using Cells = std::array<std::pair<std::uint64_t, std::uint64_t>, 4>;
+  std::vector<std::pair<Shape, double>> terms;
+  const auto add = [&terms](const std::array<std::uint64_t, 4>& v, const Cells& cells, double sign) {
+    for (unsigned m = 0; m < 16; ++m) {
+      std::array<std::uint64_t, 4> c{};
+      double w = sign;
+      bool skip = false;
+      for (std::size_t d = 0; d < 4; ++d) {
+        const auto [lo, hi] = cells[d];
+        const bool up = (m >> d) & 1;
+        if (lo == hi) {
+          if (up) skip = true;
+          c[d] = lo;
+          continue;
+        }
+        const double f = double(v[d] - lo) / double(hi - lo);
+        c[d] = up ? hi : lo;
+        w *= up ? f : 1 - f;
+      }
+      if (!skip && w != 0) terms.emplace_back(normalized(Shape{c[0], c[1], c[2], c[3]}), w);
+    }
+  };
   const std::array<std::uint64_t, 4> v{shape.decode, shape.context, shape.prefill,
                                        shape.prefill_context};
-  std::array<std::pair<std::uint64_t, std::uint64_t>, 4> cell;
-  for (std::size_t d = 0; d < 4; ++d) {
-    cell[d] = d == 1 ? context_cell(v[d], tile_, per_octave_) : grid_cell(v[d], per_octave_);
+  const auto pt = [](std::uint64_t x) { return std::pair{x, x}; };
+  // The decode's context and the chunk's cached context on coarse grids: an iteration's time is
+  // close to linear in either (the KV bytes read, the chunk's keys), up to the steps between key
+  // tiles, which fall on the context's cell ends (context_cell); the batch on grid_cell's finer
+  // grid (the decode time is concave in it), the chunk in whole row tiles at grid_cell's tile
+  // counts (its time is convex in its tokens, its attention quadratic, and steps up where its
+  // rows pass a tile).
+  Cells decode_cells{grid_cell(v[0], per_octave), context_cell(v[1], tile, 1), pt(0), pt(0)};
+  if (shape.decode == 0 || shape.prefill == 0) {
+    // A pure decode (the decode grid's batch and context) or a pure prefill (the chunk's grid
+    // of tokens and cached context): 2-D cells, up to 4 corners.
+    decode_cells[2] = context_cell(v[2], tile, per_octave);
+    decode_cells[3] = coarse_cell(v[3]);
+    add(v, decode_cells, 1);
+    return terms;
   }
-  std::vector<std::pair<Shape, double>> corners;
-  for (unsigned m = 0; m < 16; ++m) {
-    std::array<std::uint64_t, 4> c{};
-    double w = 1;
-    bool skip = false;
-    for (std::size_t d = 0; d < 4; ++d) {
-      const auto [lo, hi] = cell[d];
-      const bool up = (m >> d) & 1;
-      if (lo == hi) {
-        if (up) skip = true;
-        c[d] = lo;
-        continue;
-      }
-      const double f = double(v[d] - lo) / double(hi - lo);
-      c[d] = up ? hi : lo;
-      w *= up ? f : 1 - f;
+  // A mixed iteration: its decodes as a pure decode of the same batch and context; plus what a
+  // chunk with no cached context adds to a decode of that batch, on the mixed grid (batch on
+  // coarse_cell, group 0's rows below) at the anchor context of one key tile: the mixed shape less
+  // the pure decode of the same batch there; plus what the chunk's cached context adds, on the
+  // pure prefill grid: the prefill after its context less the prefill after none. The decodes'
+  // context and the chunk's are separate terms because their attention ops are separate ops
+  // (the decodes' over their KV, the chunk's over the prompt before it); the chunk's increment
+  // falls with the batch beside it (they share the experts' weight reads), slowly, hence the
+  // coarse batch grid (measured in docs/serving.md#method).
+  add(v, decode_cells, 1);
+  // The chunk's increment on group 0's rows (its decodes and the chunk: the GEMMs run rows in
+  // tiles of `tile`, and the time steps up where they pass one), in whole tiles as the context:
+  // each anchor batch's chunk is the rows less its own group-0 decodes, so its steps fall where
+  // the shape's do (at least one token).
+  const auto group0 = [dp](std::uint64_t d) { return (d + dp - 1) / dp; };
+  const std::uint64_t rows = group0(v[0]) + v[2];
+  const auto row_cell = context_cell(rows, tile, per_octave);
+  for (const auto& [b, fb] : cell_weights(coarse_cell(v[0]), v[0])) {
+    for (const auto& [r, fr] : cell_weights(row_cell, rows)) {
+      terms.emplace_back(Shape{b, tile, r > group0(b) ? r - group0(b) : 1, 0}, fb * fr);
     }
-    if (skip) continue;
-    corners.emplace_back(normalized(Shape{c[0], c[1], c[2], c[3]}), w);
+    terms.emplace_back(Shape{b, tile, 0, 0}, -fb);
   }
+  if (v[3] > 0) {
+    const auto chunk = context_cell(v[2], tile, per_octave);
+    add(v, Cells{pt(0), pt(0), chunk, coarse_cell(v[3])}, 1);
+    add(v, Cells{pt(0), pt(0), chunk, pt(0)}, -1);
+  }
+  return terms;
+}
+
+IterationCost RackTimer::interpolate(const Shape& shape) {
+  const std::vector<std::pair<Shape, double>> terms =
+      grid_terms(shape, tile_, per_octave_, std::uint64_t(std::max(1, base_.layout.dp)));
   std::vector<Shape> missing;
-  for (const auto& [s, w] : corners) {
+  for (const auto& [s, w] : terms) {
     if (!cache_.count(s) && std::find(missing.begin(), missing.end(), s) == missing.end()) {
       missing.push_back(s);
     }
   }
   simulate(missing);
   IterationCost out;
-  for (const auto& [s, w] : corners) {
+  for (const auto& [s, w] : terms) {
     const IterationCost& c = cache_.at(s);
     out.time_s += w * c.time_s;
     out.dynamic_j += w * c.dynamic_j;

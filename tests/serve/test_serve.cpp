@@ -581,6 +581,88 @@ TEST(Grid, ContextCellsAreWholeKeyTiles) {
   EXPECT_EQ(context_cell(1600, 128, 1), (P{1025, 2048}));
 }
 
+// The coarse grid: 0, 1, 4, 16, 64, ... (the mixed grid's batch: a prefill chunk's increment
+// falls slowly with the decodes beside it; a chunk's cached context: the time is close to linear
+// in it).
+TEST(Grid, CoarseCellsArePowersOfFour) {
+  using P = std::pair<std::uint64_t, std::uint64_t>;
+  EXPECT_EQ(coarse_cell(0), (P{0, 0}));
+  EXPECT_EQ(coarse_cell(1), (P{1, 1}));
+  EXPECT_EQ(coarse_cell(2), (P{1, 4}));
+  EXPECT_EQ(coarse_cell(4), (P{4, 4}));
+  EXPECT_EQ(coarse_cell(5), (P{4, 16}));
+  EXPECT_EQ(coarse_cell(63), (P{16, 64}));
+  EXPECT_EQ(coarse_cell(256), (P{256, 256}));
+  EXPECT_EQ(coarse_cell(300), (P{256, 1024}));
+}
+
+// The shapes that time one shape on the fixed grid, and their weights, by hand (key tile 128,
+// two points per octave).
+TEST(Grid, TermsOfPureAndMixedShapes) {
+  using T = std::vector<std::pair<Shape, double>>;
+  const auto expect = [](const Shape& s, T want) {
+    T got = grid_terms(s, 128);
+    std::sort(got.begin(), got.end());
+    std::sort(want.begin(), want.end());
+    ASSERT_EQ(got.size(), want.size()) << s.decode << " " << s.context << " " << s.prefill;
+    double sum = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(got[i].first, want[i].first) << i;
+      EXPECT_NEAR(got[i].second, want[i].second, 1e-12) << i;
+      sum += got[i].second;
+    }
+    EXPECT_NEAR(sum, 1, 1e-12);
+  };
+  // A pure decode of 5 at KV 200: batch (4, 6), KV in the tile cell (129, 256) (tile counts
+  // (1, 2], one point per octave).
+  const double k = (200.0 - 129) / (256 - 129);
+  expect({5, 200, 0, 0}, {{{4, 129, 0, 0}, 0.5 * (1 - k)}, {{4, 256, 0, 0}, 0.5 * k},
+                          {{6, 129, 0, 0}, 0.5 * (1 - k)}, {{6, 256, 0, 0}, 0.5 * k}});
+  // A pure prefill of 100 tokens after 40: the chunk in whole row tiles, [1, 128] (f = 99/127),
+  // the cached context on the coarse grid (16, 64), halfway.
+  const double f = 99.0 / 127;
+  expect({0, 0, 100, 40}, {{{0, 0, 1, 16}, (1 - f) * 0.5}, {{0, 0, 1, 64}, (1 - f) * 0.5},
+                           {{0, 0, 128, 16}, f * 0.5}, {{0, 0, 128, 64}, f * 0.5}});
+  // Mixed: 2 decodes at KV 200 beside a 100-token chunk (one data-parallel group: 102 rows): the
+  // pure decode (batch 2 a point, KV (129, 256)), plus the chunk's increment at batches 1 and 4
+  // (2/3 and 1/3) at KV 128 (the anchor: one tile), its rows in [1, 128] (101/127 of the way), each
+  // anchor's chunk the rows less its own decodes (at least 1: 1 and 127 beside 1 decode, 1 and 124
+  // beside 4), less the pure decodes of 1 and 4 at KV 128.
+  const double r = 101.0 / 127;
+  const T mixed = {{{2, 129, 0, 0}, 1 - k}, {{2, 256, 0, 0}, k},
+                   {{1, 128, 1, 0}, 2.0 / 3 * (1 - r)}, {{1, 128, 127, 0}, 2.0 / 3 * r},
+                   {{4, 128, 1, 0}, 1.0 / 3 * (1 - r)}, {{4, 128, 124, 0}, 1.0 / 3 * r},
+                   {{1, 128, 0, 0}, -2.0 / 3}, {{4, 128, 0, 0}, -1.0 / 3}};
+  expect({2, 200, 100, 0}, mixed);
+  // The same chunk after 40 cached tokens: plus what the 40 add to the pure prefill of the
+  // chunk's grid points (the prefill after 16 and 64, halfway, less the prefill after none).
+  T after = mixed;
+  for (const auto& [p, w] : std::vector<std::pair<std::uint64_t, double>>{{1, 1 - f}, {128, f}}) {
+    after.push_back({{0, 0, p, 16}, 0.5 * w});
+    after.push_back({{0, 0, p, 64}, 0.5 * w});
+    after.push_back({{0, 0, p, 0}, -w});
+  }
+  expect({2, 200, 100, 40}, after);
+  // A mixed grid point is its own simulation: 4 decodes at KV 128 beside a 124-token chunk (128
+  // rows, a whole tile).
+  expect({4, 128, 124, 0}, {{{4, 128, 0, 0}, 1}, {{4, 128, 124, 0}, 1}, {{4, 128, 0, 0}, -1}});
+  // Data-parallel groups: 130 decodes over 64 groups put 3 in group 0, so a 125-token chunk fills
+  // one tile of rows; beside the anchor batches 64 (1 in group 0) and 256 (4) its chunk is 127
+  // and 124 tokens. The decodes: batch (128, 192), 62/64 of the way to 128.
+  const double fb = (130.0 - 64) / (256 - 64);
+  T dp = grid_terms({130, 128, 125, 0}, 128, 2, 64);
+  std::sort(dp.begin(), dp.end());
+  T want = {{{128, 128, 0, 0}, 62.0 / 64}, {{192, 128, 0, 0}, 2.0 / 64},
+            {{64, 128, 127, 0}, 1 - fb}, {{256, 128, 124, 0}, fb},
+            {{64, 128, 0, 0}, -(1 - fb)}, {{256, 128, 0, 0}, -fb}};
+  std::sort(want.begin(), want.end());
+  ASSERT_EQ(dp.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(dp[i].first, want[i].first) << i;
+    EXPECT_NEAR(dp[i].second, want[i].second, 1e-12) << i;
+  }
+}
+
 TEST(Stats, NearestRankPercentile) {
   EXPECT_DOUBLE_EQ(percentile({5, 1, 4, 2, 3}, 0.5), 3);
   EXPECT_DOUBLE_EQ(percentile({5, 1, 4, 2, 3}, 0.99), 5);
@@ -1228,16 +1310,22 @@ TEST(ServeCli, EstimatePrintsWhatTheSpecBoundsWithoutSimulating) {
   EXPECT_NE(r.out.find("the largest, decode 1 at KV 131, prefill 128 after 127)"), std::string::npos) << r.out;
 
   // Grid, kSmall: decode up to min(max_batch 8, 6 requests) = 6, KV up to 132, chunks up to 128
-  // after up to 127. Grid points to each one's cell top: 0-4 and 6 (6); the KV in whole tiles of
-  // 128 keys (trn2's /chip/core/tensor/rows), cells [1, 128] and [129, 256]: 1, 128, 129, 256 (4);
-  // to 128 (15); to 128 (15): (1 + 5 x 4) x (1 + 14 x 15) = 21 x 211 = 4431. The iterations: at
-  // most 6 x 132 = 792, 16 corners each = 12672; the smaller, 4431.
+  // after up to 127. The fixed grid's points to each one's cell top: batches 1-4 and 6 (5); the
+  // KV in whole tiles of 128 keys (trn2's /chip/core/tensor/rows) at one point per octave, cells
+  // [1, 128] and [129, 256]: 1, 128, 129, 256 (4); chunks in whole row tiles to 128: 1, 128 (2);
+  // cached context on the coarse grid to 256: 0, 1, 4, 16, 64, 256 (6); mixed batches to the
+  // cell of 6, (4, 16]: 1, 4, 16 (3), each with group 0's rows (one group: 6 decodes and a chunk
+  // of 128, 134 rows) to 256: 1, 128, 129, 256 (4); and the anchor decode of 16 at KV 128, off
+  // the decode points. Pure decodes 5 x 4 + pure prefills 2 x 6 + mixed 3 x 4 + 1 anchor = 20 +
+  // 12 + 12 + 1 = 45. The iterations: at most 6 x 132 = 792, 16 shapes each = 12672; the smaller.
   const std::string small = d.write("small.json", kSmall);
   const auto g = test::run_trnsim(fmt::format("serve {} --estimate --set timing.mode=grid", small));
   ASSERT_EQ(g.code, 0) << g.out;
   EXPECT_NE(g.out.find("iterations   4 to 792 "), std::string::npos) << g.out;
-  EXPECT_NE(g.out.find("at most 4431 (grid: 4431 grid points the requests reach"), std::string::npos) << g.out;
-  EXPECT_NE(g.out.find("decode 6 at KV 256, prefill 128 after 128)"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("at most 45 (grid: 45 points of the fixed grid the requests reach, 16 an iteration"),
+            std::string::npos) << g.out;
+  // The largest: every dimension at its cell's top (the mixed grid's batch 16 above the decode's).
+  EXPECT_NE(g.out.find("decode 16 at KV 256, prefill 128 after 256)"), std::string::npos) << g.out;
 
   // Options it does not take: exit 2.
   for (const char* bad : {"--out x", "--json", "--solve-users 10"}) {

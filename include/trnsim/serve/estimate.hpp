@@ -19,9 +19,9 @@ struct ServeEstimate {
   // Iterations without preemptions: at least the longest request's output tokens and the tokens
   // over the token budget, at most one per token (each iteration moves at least one).
   std::uint64_t iterations_min = 0, iterations_max = 0;
-  // Distinct shapes simulated, at most: grid, the grid points of the shapes the requests can
-  // reach (decode batch, KV length, prefill chunk and its context) and 16 corners an iteration;
-  // exact, one an iteration.
+  // Distinct shapes simulated, at most: grid, the points of the timer's fixed grid the requests
+  // can reach (decode batch and KV length; prefill chunk and its context; a mixed iteration's
+  // batch on the mixed grid, its chunk and context) and 14 an iteration; exact, one an iteration.
   std::uint64_t shapes_max = 0, grid_box = 0;
   // The run estimates (run::estimate_workload) of the smallest and the largest shape.
   run::EstimateReport smallest, largest;
@@ -29,7 +29,7 @@ struct ServeEstimate {
   int parallel = 1;
   // The serving process (requests, records) and `parallel` iteration children at once.
   double memory_bytes = 0, parent_bytes = 0;
-  // One shape at the smallest's short end to shapes_max at the largest's long end, over
+  // One shape at the smallest's short end to shapes_max at the largest's (events at the fast rate), over
   // `parallel` children.
   double wall_s_short = 0, wall_s = 0;
   std::string text;

@@ -35,6 +35,24 @@ std::pair<std::uint64_t, std::uint64_t> grid_cell(std::uint64_t v, int per_octav
 std::pair<std::uint64_t, std::uint64_t> context_cell(std::uint64_t c, std::uint64_t tile,
                                                      int per_octave = 2);
 
+// The coarse grid's cell around `v`: points 0, 1, 4, 16, 64, ... (4^k); {v, v} on a point. The
+// mixed grid's batch (what a prefill chunk adds to an iteration falls with the decodes beside it,
+// slowly) and a chunk's cached context (an iteration's time is close to linear in it).
+std::pair<std::uint64_t, std::uint64_t> coarse_cell(std::uint64_t v);
+
+// Grid mode (docs/serving.md#method): the grid shapes whose costs, weighted, time `shape` (weights
+// sum to 1). A pure decode: the corners of its cell of batch (grid_cell) and context
+// (context_cell at one point per octave, keys in tiles of `tile`); a pure prefill: of its chunk
+// in whole row tiles (context_cell) and cached context (coarse_cell). A mixed one (decodes and a
+// chunk): its pure decode; plus what a chunk without cached context adds to a decode of its
+// batch, on the mixed grid (batch on coarse_cell; group 0's rows, ceil(batch / dp) decodes and
+// the chunk, in whole row tiles, each anchor batch's chunk the rows less its own group-0 decodes;
+// at the anchor context of one tile: the mixed shape less the pure decode of the same batch
+// there, weight -1); plus what the cached context adds to the chunk, on the pure prefill grid
+// (the prefill after it less the prefill after none). At most 4 + 6 + 6 shapes.
+std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64_t tile,
+                                                 int per_octave = 2, std::uint64_t dp = 1);
+
 class RackTimer : public IterationTimer {
  public:
   // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
