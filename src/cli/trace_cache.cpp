@@ -3,10 +3,7 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
 #include <filesystem>
-#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -26,46 +23,9 @@ namespace {
 // and length on one line, then the payload (write_native_binary()).
 constexpr std::string_view kTraceCacheFormat = "trnsim-trace-cache-1";
 constexpr std::uint64_t kMaxEntryBytes = std::uint64_t(4) << 30;
-constexpr auto kStaleTemporaryTrace = std::chrono::hours(1);
 
 std::string entry_path(const run::CacheSettings& s, const TraceCacheKey& key) {
   return (fs::path(s.dir) / "traces" / (key.hex + ".trnb")).string();
-}
-
-void evict_traces(const run::CacheSettings& s, const std::string& keep) {
-  struct Entry {
-    fs::file_time_type used;
-    std::uint64_t bytes;
-    fs::path path;
-  };
-  std::vector<Entry> entries;
-  std::uint64_t total = 0;
-  std::error_code ec;
-  const auto now = fs::file_time_type::clock::now();
-  for (fs::directory_iterator it(fs::path(s.dir) / "traces", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    std::error_code e2;
-    const fs::path p = it->path();
-    const auto t = fs::last_write_time(p, e2);
-    const std::uint64_t n = fs::file_size(p, e2);
-    if (e2) continue;
-    if (p.extension() != ".trnb") {  // a writer's temporary (path.tmp.<pid>)
-      if (now - t > kStaleTemporaryTrace) fs::remove(p, e2);
-      continue;
-    }
-    total += n;
-    if (p.string() != keep) entries.push_back({t, n, p});
-  }
-  std::sort(entries.begin(), entries.end(),
-            [](const Entry& a, const Entry& b) { return a.used < b.used; });
-  for (const Entry& e : entries) {
-    if (total <= s.max_bytes) break;
-    std::error_code e2;
-    fs::remove(e.path, e2);
-    total -= e.bytes;
-    logger("trace")->debug("trace cache: evicted {} ({} B) to stay within {} B", e.path.string(),
-                           e.bytes, s.max_bytes);
-  }
 }
 
 }  // namespace
@@ -159,7 +119,8 @@ void store_trace(const run::CacheSettings& s, const TraceCacheKey& key, const tr
     logger("trace")->warn("trace cache: could not store {}: {}", path, e.what());
     return;
   }
-  evict_traces(s, path);
+  run::evict_least_recently_used((fs::path(s.dir) / "traces").string(), ".trnb", path,
+                                 s.max_bytes, "trace");
 }
 
 }  // namespace trnsim::cli

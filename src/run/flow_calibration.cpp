@@ -216,6 +216,8 @@ FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
   };
   if (!path.empty()) {
     if (auto hit = read_entry(path, canonical)) {
+      std::error_code ec;
+      fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // recently used
       logger("run")->info("flow calibration from the cache ({})", path);
       return finish(std::move(*hit), "cache");
     }
@@ -284,7 +286,11 @@ FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
   r.provenance = {{"method", "packet"},
                   {"format", kFlowCalibrationFormat},
                   {"cases", cases}};
-  if (!path.empty()) write_entry(path, canonical, r);
+  if (!path.empty()) {
+    write_entry(path, canonical, r);
+    evict_least_recently_used(fs::path(path).parent_path().string(), ".json", path,
+                              cache.max_bytes, "flow calibration");
+  }
   return finish(std::move(r), "simulated");
 }
 

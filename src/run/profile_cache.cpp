@@ -260,8 +260,10 @@ std::unique_ptr<ProfileCache::Lock> ProfileCache::lock(const CacheKey& key) cons
   return l;
 }
 
-void ProfileCache::evict(const std::string& keep) const {
-  // Entries by last use, oldest first; every error is another writer's doing and is skipped.
+void evict_least_recently_used(const std::string& dir, std::string_view extension,
+                               const std::string& keep, std::uint64_t max_bytes,
+                               std::string_view what) {
+  // Entries by last use, oldest first.
   struct Entry {
     fs::file_time_type used;
     std::uint64_t bytes;
@@ -271,14 +273,13 @@ void ProfileCache::evict(const std::string& keep) const {
   std::uint64_t total = 0;
   std::error_code ec;
   const auto now = fs::file_time_type::clock::now();
-  for (fs::directory_iterator it(fs::path(s_.dir) / "calibration", ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     std::error_code e2;
     const fs::path p = it->path();
     const auto t = fs::last_write_time(p, e2);
     const std::uint64_t n = fs::file_size(p, e2);
     if (e2) continue;
-    if (p.extension() != ".json") {  // a writer's temporary (path.tmp.<pid>) or a lock
+    if (p.extension() != extension) {
       if (now - t > kStaleTemporary) fs::remove(p, e2);
       continue;
     }
@@ -288,13 +289,18 @@ void ProfileCache::evict(const std::string& keep) const {
   std::sort(entries.begin(), entries.end(),
             [](const Entry& a, const Entry& b) { return a.used < b.used; });
   for (const Entry& e : entries) {
-    if (total <= s_.max_bytes) break;
+    if (total <= max_bytes) break;
     std::error_code e2;
     fs::remove(e.path, e2);
     total -= e.bytes;
-    logger("run")->debug("calibration cache: evicted {} ({} B) to stay within {} B", e.path.string(),
-                         e.bytes, s_.max_bytes);
+    logger("run")->debug("{} cache: evicted {} ({} B) to stay within {} B", what, e.path.string(),
+                         e.bytes, max_bytes);
   }
+}
+
+void ProfileCache::evict(const std::string& keep) const {
+  evict_least_recently_used((fs::path(s_.dir) / "calibration").string(), ".json", keep,
+                            s_.max_bytes, "calibration");
 }
 
 }  // namespace trnsim::run

@@ -47,6 +47,14 @@ CacheKey cache_key(const nlohmann::json& k);
 // The 128-bit hash (hex) the keys use, of any bytes: a checksum, not a security boundary.
 std::string content_hash(std::string_view bytes);
 
+// Removes the least recently used entries of the cache folder `dir` (its files ending in
+// `extension`) while they hold more than `max_bytes` in all, never `keep`; other files there older
+// than an hour (a crashed writer's temporaries, stale locks) are removed too. Every error is
+// another writer's doing and is skipped. `what` names the cache in the log.
+void evict_least_recently_used(const std::string& dir, std::string_view extension,
+                               const std::string& keep, std::uint64_t max_bytes,
+                               std::string_view what);
+
 // This executable's GNU build id (hex), which changes with any change of its code; when the
 // linker wrote none, a hash of the executable's bytes.
 const std::string& build_identity();

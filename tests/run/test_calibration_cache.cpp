@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -251,6 +252,36 @@ TEST(CalibrationCache, EvictsTheLeastRecentlyUsedBeyondItsCap) {
   EXPECT_TRUE(fs::exists(cache.path_of(key_of("a"))));
   EXPECT_FALSE(fs::exists(cache.path_of(key_of("b"))));
   EXPECT_TRUE(fs::exists(cache.path_of(key_of("c"))));
+  fs::remove_all(dir);
+}
+
+// The eviction every cache folder shares (calibration, trace, flow calibration): by hand, three
+// 100-byte entries of a 250-byte cap lose the oldest one that is not being kept; another
+// writer's young temporary stays, an entry of another kind is not counted.
+TEST(CacheEviction, OldestEntriesBeyondTheCapGoAndTheKeptOneStays) {
+  const fs::path dir = scratch("evict_lru");
+  fs::create_directories(dir);
+  const auto write = [&](const std::string& name, std::size_t bytes, int age_s) {
+    std::ofstream(dir / name) << std::string(bytes, 'x');
+    fs::last_write_time(dir / name,
+                        fs::file_time_type::clock::now() - std::chrono::seconds(age_s));
+  };
+  write("old.trnb", 100, 300);   // the oldest, but the one being kept
+  write("mid.trnb", 100, 200);   // evicted: 300 B > 250 B without it
+  write("new.trnb", 100, 100);
+  write("x.trnb.tmp.1", 500, 10);  // a writer's temporary, under an hour old
+  trnsim::run::evict_least_recently_used(dir.string(), ".trnb", (dir / "old.trnb").string(), 250,
+                                         "test");
+  EXPECT_TRUE(fs::exists(dir / "old.trnb"));
+  EXPECT_FALSE(fs::exists(dir / "mid.trnb"));
+  EXPECT_TRUE(fs::exists(dir / "new.trnb"));
+  EXPECT_TRUE(fs::exists(dir / "x.trnb.tmp.1"));
+  // Two hours old: a crashed writer's, removed.
+  write("x.trnb.tmp.1", 500, 7200);
+  trnsim::run::evict_least_recently_used(dir.string(), ".trnb", "", 250, "test");
+  EXPECT_FALSE(fs::exists(dir / "x.trnb.tmp.1"));
+  EXPECT_TRUE(fs::exists(dir / "old.trnb"));  // 200 B: within the cap
+  EXPECT_TRUE(fs::exists(dir / "new.trnb"));
   fs::remove_all(dir);
 }
 
