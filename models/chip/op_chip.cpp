@@ -144,9 +144,22 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
   for (std::size_t e = 0; e < engine_share.size() && used > 0; ++e) {
     engine_share[e] = from_ps(std::llround(pr->engine_busy_s[e] * 1e12 / (used * kOpPieces)));
   }
+  // DMA queues are FIFO: the op's descriptors join each used core's queues when it starts, so
+  // its memory traffic (as long as it takes alone, at most the op's time) follows what earlier
+  // ops queued there; piece k ends no earlier than k / kOpPieces of that stream.
+  const std::int64_t mem_ps = std::min<std::int64_t>(
+      pr->time_ps, std::int64_t(kOpPieces) * op_slices(*pr) * pr->memory_ps);
+  sc_time dma_start = now();
+  if (mem_ps > 0) {
+    for (int c = 0; c < used; ++c) {
+      const sc_time e = cores_[std::size_t(c)]->dma.reserve(now(), from_ps(mem_ps));
+      dma_start = std::max(dma_start, e - from_ps(mem_ps));
+    }
+  }
   for (int piece = 0; piece < kOpPieces; ++piece) {
     const std::int64_t share = pr->time_ps / kOpPieces + (piece < pr->time_ps % kOpPieces ? 1 : 0);
     sc_time end = now() + from_ps(share);
+    if (mem_ps > 0) end = std::max(end, dma_start + from_ps(mem_ps * (piece + 1) / kOpPieces));
     for (int c = 0; c < used; ++c) {
       OpCore& core = *cores_[std::size_t(c)];
       for (std::size_t e = 0; e < engine_share.size(); ++e) {
