@@ -26,6 +26,12 @@ sc_time from_ps(std::int64_t ps) {
 
 constexpr const char* kEngines[4] = {"tensor", "vector", "scalar", "gpsimd"};
 
+// How long an op's memory traffic occupies its cores' DMA queues: all its slices, each as long as
+// the calibration's probe of one slice on an idle memory.
+std::int64_t dma_stream_ps(const OpProfile& p) {
+  return std::int64_t(kOpPieces) * op_slices(p) * p.memory_ps;
+}
+
 }  // namespace
 
 OpCore::OpCore(const sc_core::sc_module_name& name) : Block(name) {
@@ -118,6 +124,12 @@ OpStats OpChip::fast_forward(const ComputeOp& op, const ComputeOp& counterpart,
       *core.busy[e] += share.to_seconds();
     }
   }
+  // Its memory traffic joins the cores' DMA queues likewise (as long as it takes alone, at most
+  // the op's time), so that an op simulated beside it queues behind it there too.
+  const std::int64_t mem_ps = std::min<std::int64_t>(pr.time_ps, dma_stream_ps(pr));
+  if (mem_ps > 0) {
+    for (int c = 0; c < used; ++c) cores_[std::size_t(c)]->dma.reserve(now(), from_ps(mem_ps));
+  }
   OpStats st = replay_profile(pr, cp, name, used, duration);
   ops_ += 1;
   flops_ += st.flops;
@@ -144,9 +156,21 @@ OpStats OpChip::execute(const ComputeOp& op, const std::string& name) {
   for (std::size_t e = 0; e < engine_share.size() && used > 0; ++e) {
     engine_share[e] = from_ps(std::llround(pr->engine_busy_s[e] * 1e12 / (used * kOpPieces)));
   }
+  // DMA queues are FIFO: the op's descriptors join each used core's queues when it starts, so
+  // its memory traffic (as long as it takes alone, at most the op's time) follows what earlier
+  // ops queued there; piece k ends no earlier than k / kOpPieces of that stream.
+  const std::int64_t mem_ps = std::min<std::int64_t>(pr->time_ps, dma_stream_ps(*pr));
+  sc_time dma_start = now();
+  if (mem_ps > 0) {
+    for (int c = 0; c < used; ++c) {
+      const sc_time e = cores_[std::size_t(c)]->dma.reserve(now(), from_ps(mem_ps));
+      dma_start = std::max(dma_start, e - from_ps(mem_ps));
+    }
+  }
   for (int piece = 0; piece < kOpPieces; ++piece) {
     const std::int64_t share = pr->time_ps / kOpPieces + (piece < pr->time_ps % kOpPieces ? 1 : 0);
     sc_time end = now() + from_ps(share);
+    if (mem_ps > 0) end = std::max(end, dma_start + from_ps(mem_ps * (piece + 1) / kOpPieces));
     for (int c = 0; c < used; ++c) {
       OpCore& core = *cores_[std::size_t(c)];
       for (std::size_t e = 0; e < engine_share.size(); ++e) {

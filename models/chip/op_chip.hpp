@@ -42,6 +42,9 @@ class OpCore : public Block {
   // The busiest engine's fraction of `elapsed`.
   std::optional<double> utilisation(Duration elapsed) const override;
   std::array<Timeline, 4> engines;  // tensor, vector, scalar, gpsimd
+  // The core's DMA queues, FIFO: an op's memory traffic joins them when it starts (as long as it
+  // takes alone, at most the op's time), behind what earlier ops queued.
+  Timeline dma;
   std::array<Stat*, 4> busy{};
   std::uint64_t sbuf_used = 0;  // bytes per partition
   std::uint64_t psum_used = 0;  // banks

@@ -211,6 +211,55 @@ TEST(OpCompute, ConcurrentOpsContendForHbm) {
   EXPECT_LT(double(pa.time_ps) * 1e-12, floor_s);
 }
 
+// The op tier's DMA queues are FIFO per core, as the tile model's are (an op's loads go to the
+// same queues whatever the op): a small op started 1 ns after a large copy, on cores the copy
+// uses, ends no earlier than the copy's memory stream plus its own (each as long as it takes
+// alone: slices x the probe of one slice, at most the op's time). A copy uses no compute engine,
+// so nothing but the DMA queues holds the small op back that long. The same when the copy is
+// fast-forwarded (its traffic is reserved on the queues as a simulated op's is).
+TEST(OpCompute, ASmallOpQueuesBehindALargeOnesDmaStream) {
+  const resolve::ChipPlan plan = trn3_plan();
+  const model::MemcpyOp a{256u << 20};
+  const ElementOp b{ElementKind::elementwise, 1u << 16, Dtype::bf16, 2};
+  const auto table = table_of(plan, {a, b}, 2);
+  const auto& pa = table->exact.at(model::op_key(a));
+  const auto& pb = table->exact.at(model::op_key(b));
+  ASSERT_GE(pa.cores_used, pb.cores_used);
+  EXPECT_EQ(pa.engine_busy_s, (std::array<double, 4>{0, 0, 0, 0}));
+  const auto stream = [](const model::OpProfile& p) {
+    return std::min<std::int64_t>(
+        p.time_ps, std::int64_t(model::kOpPieces) * model::op_slices(p) * p.memory_ps);
+  };
+  const std::int64_t after = stream(pa) + stream(pb);
+  // Without the queues the small op would end within its time alone plus a slice's wait.
+  ASSERT_GT(stream(pa), 4 * pb.time_ps);
+  // One chip where the copy is simulated, one where it is fast-forwarded (one kernel run).
+  model::Simulation sim;
+  std::vector<std::unique_ptr<model::ChipModel>> chips;
+  std::array<model::OpStats, 2> sa, sb;
+  std::vector<std::unique_ptr<test::Runner>> runners;
+  for (int f = 0; f < 2; ++f) {
+    chips.push_back(registry::make_chip(builtin(), fmt::format("chip{}", f).c_str(), plan, nullptr,
+                                        nullptr, table));
+    runners.push_back(std::make_unique<test::Runner>(fmt::format("copy{}", f).c_str(), [&, f] {
+      const sc_core::sc_time alone(double(pa.time_ps), sc_core::SC_PS);
+      sa[std::size_t(f)] = f == 1 ? chips[1]->fast_forward(a, a, "a", alone)
+                                  : chips[0]->execute(a, "a");
+    }));
+    runners.push_back(std::make_unique<test::Runner>(fmt::format("small{}", f).c_str(), [&, f] {
+      sc_core::wait(1, sc_core::SC_NS);
+      sb[std::size_t(f)] = chips[std::size_t(f)]->execute(b, "b");
+    }));
+  }
+  sc_core::sc_start();
+  for (std::size_t f = 0; f < 2; ++f) {
+    SCOPED_TRACE(f == 1 ? "copy fast-forwarded" : "copy simulated");
+    EXPECT_EQ(ps(sb[f].start_s), 1000);
+    EXPECT_GE(ps(sb[f].end_s), after);
+    EXPECT_GE(ps(sa[f].time_s), pa.time_ps);
+  }
+}
+
 // Same profiles with one child or two, and whatever the order of the ops.
 TEST(OpCompute, CalibrationIsIndependentOfParallelismAndOrder) {
   const resolve::ChipPlan plan = trn3_plan();
