@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../common/files.hpp"
+
 #include "trnsim/claims/claims.hpp"
 
 namespace trnsim::claims {
@@ -360,7 +362,7 @@ ClaimsFile with_two_readings(const std::string& dir) {
 }
 
 TEST(ClaimsReadings, MatrixHoldsEachReadingsMeasuredValueAndVerdict) {
-  const std::string dir = ::testing::TempDir() + "/claims-readings";
+  const std::string dir = trnsim::test::fresh_dir("claims", "readings").string();
   const ClaimsFile f = with_two_readings(dir);
   const auto all = select_readings(f, "all");
   ASSERT_EQ(all.size(), 2u);
@@ -391,7 +393,7 @@ TEST(ClaimsReadings, MatrixHoldsEachReadingsMeasuredValueAndVerdict) {
 }
 
 TEST(ClaimsReadings, BadReadingsNameTheFileAndPointer) {
-  const std::string dir = ::testing::TempDir() + "/claims-readings-bad";
+  const std::string dir = trnsim::test::fresh_dir("claims", "readings-bad").string();
   const ClaimsFile f = with_two_readings(dir);
   try {
     select_readings(f, "fast,fats");

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../common/files.hpp"
 #include "../common/run_trnsim.hpp"
 #include "../common/topologies.hpp"
 #include "flow/flow_network.hpp"
@@ -245,56 +246,53 @@ TEST(FlowNetwork, RejectsASendToItself) {
 }
 
 // The same run twice gives byte-identical summaries; the packet network gives a different step.
+// Two runs of the same command line, each into a fresh folder of this process's own (suites run
+// at once in other build trees share the temp folder).
+struct TwoRuns {
+  std::filesystem::path a, b;
+  test::CliResult ra, rb;
+};
+
+TwoRuns run_twice(const std::string& args, const std::string& name) {
+  TwoRuns t{test::fresh_dir("flow", name + "-a"), test::fresh_dir("flow", name + "-b"), {}, {}};
+  t.ra = test::run_trnsim(args + " --out " + t.a.string(), false);
+  t.rb = test::run_trnsim(args + " --out " + t.b.string(), false);
+  return t;
+}
+
 TEST(FlowNetwork, RunsAreDeterministic) {
   const std::string base = std::string("run --config ") + TRNSIM_SOURCE_DIR +
                            "/configs/racks/trn2-instance.json --trace " + TRNSIM_SOURCE_DIR +
                            "/tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast";
-  // Names of this process's own: suites run at once in other build trees share TempDir().
-  const std::string tag = std::to_string(::getpid());
-  const std::string da = testing::TempDir() + "flow-det-a-" + tag,
-                    db = testing::TempDir() + "flow-det-b-" + tag;
-  std::filesystem::remove_all(da);
-  std::filesystem::remove_all(db);
-  const auto a = test::run_trnsim(base + " --out " + da, false);
-  const auto b = test::run_trnsim(base + " --out " + db, false);
-  ASSERT_EQ(a.code, 0) << a.out;
-  ASSERT_EQ(b.code, 0) << b.out;
-  auto read = [](const std::string& p) {
-    std::ifstream in(p);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  const std::string sa = read(da + "/ops.csv"), sb = read(db + "/ops.csv");
+  const auto t = run_twice(base, "det");
+  ASSERT_EQ(t.ra.code, 0) << t.ra.out;
+  ASSERT_EQ(t.rb.code, 0) << t.rb.out;
+  const std::string sa = test::read_text(t.a / "ops.csv"), sb = test::read_text(t.b / "ops.csv");
   EXPECT_FALSE(sa.empty());
   EXPECT_EQ(sa, sb);
-  EXPECT_NE(a.out.find("network flow"), std::string::npos) << a.out;
-  std::filesystem::remove_all(da);
-  std::filesystem::remove_all(db);
+  EXPECT_NE(t.ra.out.find("network flow"), std::string::npos) << t.ra.out;
+  std::filesystem::remove_all(t.a);
+  std::filesystem::remove_all(t.b);
 }
 
 // rack.fabric.flow_calibration packet: the flow network's efficiency per pattern measured on
 // the packet fabric of the rack before the run, recorded in report.json with every case's inputs
 // and outputs; the same whether simulated or read back from the cache (host.json says which).
 TEST(FlowCalibration, IsDeterministicAndInTheReport) {
-  const std::string tag = std::to_string(::getpid());
-  const std::string cache = testing::TempDir() + "flow-cal-cache-" + tag;
-  const std::string da = testing::TempDir() + "flow-cal-a-" + tag,
-                    db = testing::TempDir() + "flow-cal-b-" + tag;
-  for (const auto& d : {cache, da, db}) std::filesystem::remove_all(d);
+  const auto cache = test::fresh_dir("flow", "cal-cache");
   ::setenv("TRNSIM_CACHE_DIR", cache.c_str(), 1);
   ::unsetenv("TRNSIM_NO_CACHE");
   const std::string base = std::string("run --config ") + TRNSIM_SOURCE_DIR +
                            "/configs/racks/trn2-instance.json --trace " + TRNSIM_SOURCE_DIR +
                            "/tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast "
                            "--set rack.fabric.flow_calibration=packet";
-  const auto a = test::run_trnsim(base + " --out " + da, false);
-  const auto b = test::run_trnsim(base + " --out " + db, false);
-  ASSERT_EQ(a.code, 0) << a.out;
-  ASSERT_EQ(b.code, 0) << b.out;
-  auto read = [](const std::string& p) {
-    std::ifstream in(p);
-    return nlohmann::json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  const auto t = run_twice(base, "cal");
+  ASSERT_EQ(t.ra.code, 0) << t.ra.out;
+  ASSERT_EQ(t.rb.code, 0) << t.rb.out;
+  auto read = [](const std::filesystem::path& p) {
+    return nlohmann::json::parse(test::read_text(p));
   };
-  const auto ra = read(da + "/report.json"), rb = read(db + "/report.json");
+  const auto ra = read(t.a / "report.json"), rb = read(t.b / "report.json");
   const auto cal = ra["identity"]["models"]["network"]["flow_calibration"];
   ASSERT_TRUE(cal.is_object()) << ra["identity"].dump();
   EXPECT_EQ(cal, rb["identity"]["models"]["network"]["flow_calibration"]);
@@ -309,13 +307,13 @@ TEST(FlowCalibration, IsDeterministicAndInTheReport) {
     EXPECT_LE(c["efficiency"].get<double>(), 1);
   }
   EXPECT_EQ(ra["performance"]["step_time_ns"], rb["performance"]["step_time_ns"]);
-  EXPECT_EQ(read(da + "/host.json")["flow_calibration"]["from"], "simulated");
-  EXPECT_EQ(read(db + "/host.json")["flow_calibration"]["from"], "cache");
+  EXPECT_EQ(read(t.a / "host.json")["flow_calibration"]["from"], "simulated");
+  EXPECT_EQ(read(t.b / "host.json")["flow_calibration"]["from"], "cache");
   // A value it does not know is refused with the key the user wrote.
   const auto bad = test::run_trnsim(base + " --set rack.fabric.flow_calibration=tiles");
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("flow_calibration"), std::string::npos) << bad.out;
-  for (const auto& d : {cache, da, db}) std::filesystem::remove_all(d);
+  for (const auto& d : {cache, t.a, t.b}) std::filesystem::remove_all(d);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <string>
 
+#include "../common/files.hpp"
+
 #include "trnsim/error.hpp"
 #include "trnsim/infer/memory.hpp"
 #include "trnsim/infer/model.hpp"
@@ -20,7 +22,7 @@ ModelParams model(const std::string& name) {
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  const std::string path = (trnsim::test::fresh_dir("infer-memory", name) / name).string();
   std::ofstream(path) << text;
   return path;
 }

@@ -11,6 +11,8 @@
 
 #include <fmt/format.h>
 
+#include "../common/files.hpp"
+
 #include "chakra_et.pb.h"
 #include "trnsim/error.hpp"
 #include "trnsim/trace/chakra.hpp"
@@ -28,10 +30,7 @@ namespace {
 const std::string kShared = std::string(TRNSIM_SOURCE_DIR) + "/../shared/traces/";
 
 fs::path scratch(const std::string& name) {
-  const auto dir = fs::path(testing::TempDir()) / ("trnsim_chakra_" + name);
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
+  return trnsim::test::fresh_dir("chakra", name);
 }
 
 std::map<OpKind, int> kinds(const RankTrace& r) {

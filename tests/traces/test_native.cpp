@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../common/files.hpp"
+
 #include "trnsim/error.hpp"
 #include "trnsim/trace/gzip.hpp"
 #include "trnsim/trace/native.hpp"
@@ -135,8 +137,7 @@ TEST(Native, RoundTripIsExactAndDeterministic) {
 }
 
 TEST(Native, LoadsFromFileAndNamesItInErrors) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_native_file";
-  std::filesystem::create_directories(dir);
+  const auto dir = trnsim::test::fresh_dir("native", "file");
   const auto good = (dir / "good.json").string();
   std::ofstream(good) << kSample;
   EXPECT_EQ(load_native(good).num_ranks(), 2);
@@ -154,8 +155,7 @@ TEST(Native, LoadsFromFileAndNamesItInErrors) {
 
 // A gzip-compressed trace reads as its text; a truncated one is an error naming the file.
 TEST(Native, ReadsGzipAndRefusesATruncatedOne) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_native_gz";
-  std::filesystem::create_directories(dir);
+  const auto dir = trnsim::test::fresh_dir("native", "gz");
   const auto gz = (dir / "sample.json.gz").string();
   const std::string packed = gzip(kSample);
   std::ofstream(gz, std::ios::binary) << packed;
@@ -424,8 +424,7 @@ TEST(NativeBinary, ExtremeIdsAndDependencies) {
 }
 
 TEST(NativeBinary, LoadNativeReadsItPlainAndGzipped) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_native_bin";
-  std::filesystem::create_directories(dir);
+  const auto dir = trnsim::test::fresh_dir("native", "bin");
   const Workload w = parse_native(kSample, "sample.json");
   const std::string bin = write_native_binary(w);
   const auto plain = (dir / "sample.trnb").string(), gz = (dir / "sample.trnb.gz").string();

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "../common/files.hpp"
 #include "../common/run_trnsim.hpp"
 
 namespace {
@@ -47,7 +48,7 @@ TEST(TraceCli, InfoShowsCoverageUnitsAndGroupedWarnings) {
 
 TEST(TraceCli, RunPrintsTheCoverageAndKeepsDurationsOnRequest) {
   if (!std::filesystem::exists(kShared + "chakra/chakra.0.et")) GTEST_SKIP() << "no shared traces";
-  const auto out = std::filesystem::path(testing::TempDir()) / "trnsim_trace_cli_run";
+  const auto out = trnsim::test::fresh_dir("trace-cli", "run");
   const std::string base = "run --config " + std::string(TRNSIM_SOURCE_DIR) +
                            "/configs/racks/trn2-instance.json --trace " + kShared +
                            "chakra/chakra.0.et --out " + out.string();
@@ -86,9 +87,7 @@ void write_text(const std::filesystem::path& p, const std::string& text) {
 }  // namespace
 
 TEST(TraceCli, PytorchEtPairReplaysItsAllReduceAcrossRanks) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_et_pair";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const auto dir = trnsim::test::fresh_dir("trace-cli", "et-pair");
   for (int r = 0; r < 2; ++r) write_text(dir / fmt::format("pair_{}.json", r), et_pair_rank(r));
   // The prefix stands for the set, as a Chakra prefix does.
   auto r = trnsim::test::run_trnsim("trace info " + (dir / "pair_").string(), false);
@@ -110,9 +109,7 @@ TEST(TraceCli, PytorchEtPairReplaysItsAllReduceAcrossRanks) {
 }
 
 TEST(TraceCli, PytorchEtRanksThatDoNotAgreeExitTwo) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_et_pair_bad";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const auto dir = trnsim::test::fresh_dir("trace-cli", "et-pair-bad");
   // rank 1's all-reduce says its group has 4 ranks (0 .. 3): only 2 files
   write_text(dir / "pair_0.json", et_pair_rank(0));
   write_text(dir / "pair_1.json", et_pair_rank(1, 4));
@@ -147,9 +144,7 @@ std::string read_bytes(const std::filesystem::path& p) {
 // bytes and hash) and the command line; `trace info` names the form; a damaged file exits 2
 // naming the file and the offset.
 TEST(TraceCli, BinaryFormRunsAsItsJson) {
-  const auto dir = std::filesystem::path(testing::TempDir()) / "trnsim_binary_form";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
+  const auto dir = trnsim::test::fresh_dir("trace-cli", "binary-form");
   const std::string json = std::string(TRNSIM_SOURCE_DIR) + "/tests/golden/inputs/golden-moe-16.json";
   const auto bin = dir / "golden.trnb";
   auto r = trnsim::test::run_trnsim("trace convert " + json + " --to binary --out " + bin.string());
