@@ -129,6 +129,14 @@ void Simulation::set_cache(const CacheSettings& cache) {
   s_->cache = cache;
 }
 
+void Simulation::set_rack_plan(resolve::RackPlan rack) {
+  if (s_->phase != Phase::created) throw InternalError("Simulation::set_rack_plan after plan()");
+  if (s_->purpose != resolve::Purpose::run) {
+    throw InternalError("Simulation::set_rack_plan: a rack resolved for a run, given to another purpose");
+  }
+  s_->plan = std::make_unique<resolve::RackPlan>(std::move(rack));
+}
+
 void Simulation::set_flow_efficiency(const std::array<double, 16>& efficiency) {
   if (s_->phase != Phase::created && s_->phase != Phase::planned) {
     throw InternalError("Simulation::set_flow_efficiency after calibrate()");
@@ -151,7 +159,9 @@ RunData Simulation::run(const ProgressFn& progress) {
 void Simulation::plan() {
   State& s = *s_;
   s.enter(Phase::created, Phase::planned);
-  s.plan = std::make_unique<resolve::RackPlan>(*resolve::plan(s.loaded, s.purpose).rack);
+  if (!s.plan) {
+    s.plan = std::make_unique<resolve::RackPlan>(std::move(*resolve::plan(s.loaded, s.purpose).rack));
+  }
   const auto* prov = &s.loaded.provenance;
   // A rack replay's chips take their memory from /replay/chip_memory (resolve's override).
   s.models.memory = &s.registry.get(registry::Role::memory, s.plan->chip.memory_model,
