@@ -54,6 +54,7 @@ class ChipModel : public Block {
   // energy landed in the sample interval it ended in, which put the default tier's peak power at
   // 21.8 MW for 16 chips of 700 W. Once the op ends its meters hold it all, so the sum never falls.
   Energy dynamic_unmetered(const PowerModel& power, const sc_core::sc_time& t) const override;
+  bool has_unmetered() const override { return true; }
 
  protected:
   // An op whose `actions` will be counted when it ends, from `start`, expected to take

@@ -38,6 +38,7 @@ class BandwidthMemory : public Block, public MemoryPort {
   // flow transfer reserves all its bytes when it starts): less the share of each reservation
   // that lies after `t`.
   Energy dynamic_unmetered(const PowerModel& power, const sc_core::sc_time& t) const override;
+  bool has_unmetered() const override { return true; }
 
  private:
   // A stack's reservation whose end may lie ahead: its span and what its bytes were counted at.

@@ -173,4 +173,26 @@ Energy dynamic_energy_at(const PowerModel& power, const std::vector<const Block*
   return e;
 }
 
+MeterList::MeterList(std::vector<const Block*> blocks) : blocks_(std::move(blocks)) {
+  for (const Block* b : blocks_) {
+    if (b->has_unmetered()) unmetered_.push_back(b);
+  }
+}
+
+Energy MeterList::dynamic_at(const PowerModel& power, const sc_core::sc_time& t) {
+  if (listed_at_ != Block::meters_added()) {
+    listed_at_ = Block::meters_added();
+    meters_.clear();
+    for (const Block* b : blocks_) {
+      for (const auto& [action, m] : b->meters()) meters_.push_back({b, action, &m});
+    }
+  }
+  // The arithmetic of dynamic_energy_at(): every meter in turn, then every block's unmetered.
+  Energy e{};
+  for (const Entry& x : meters_) e = e + power.dynamic(*x.block, x.action, *x.meter);
+  // The other blocks' dynamic_unmetered() is 0: adding it leaves e as it is (e is never -0).
+  for (const Block* b : unmetered_) e = e + b->dynamic_unmetered(power, t);
+  return e;
+}
+
 }  // namespace trnsim::model

@@ -12,6 +12,7 @@
 
 #include <systemc>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -84,9 +85,15 @@ class Block : public sc_core::sc_module {
   // life of the block. Create it on first use so idle blocks report no category.
   ActionMeter& meter(Action action, double per_unit_j) {
     auto [it, added] = meters_.try_emplace(action);
-    if (added) it->second.per_unit_j = per_unit_j;
+    if (added) {
+      it->second.per_unit_j = per_unit_j;
+      meters_added_.fetch_add(1, std::memory_order_relaxed);
+    }
     return it->second;
   }
+  // How many meters every block of the process has created so far: a MeterList whose count
+  // differs lists its blocks' meters again.
+  static std::uint64_t meters_added() { return meters_added_.load(std::memory_order_relaxed); }
   const std::map<Action, ActionMeter>& meters() const { return meters_; }
   // The rated static power (leakage, idle) the `table` power model charges for all of a run.
   void set_static_power(Power p) { static_power_ = p; }
@@ -110,12 +117,16 @@ class Block : public sc_core::sc_module {
     (void)t;
     return Energy{};
   }
+  // True for a block that overrides dynamic_unmetered() (it must say so here as well): the
+  // others return 0 there, and MeterList, which adds it up at every sample, asks only these.
+  virtual bool has_unmetered() const { return false; }
 
  private:
   ActivityCounter activity_;
   StatGroup stats_;
   std::map<Action, ActionMeter> meters_;
   Power static_power_{};
+  static inline std::atomic<std::uint64_t> meters_added_{0};
 };
 
 // The statistics of one block under its hierarchical name ("rack.chip17.nc3.dma").
@@ -164,6 +175,31 @@ Energy dynamic_energy(const PowerModel& power, const std::vector<const Block*>& 
 // each block's dynamic_unmetered(); for power over time.
 Energy dynamic_energy_at(const PowerModel& power, const std::vector<const Block*>& blocks,
                          const sc_core::sc_time& t);
+
+// dynamic_energy_at() of a fixed list of blocks, read many times (the run's power samples): the
+// blocks' meters in one flat list in the order dynamic_energy() sums them, so that a sample
+// does not walk each block's map of meters (with hundreds of idle link blocks, most of a
+// sample). The list is made again when any block has created a meter since (meters are created
+// on first use); the sums are the same, in the same order, to the bit.
+class MeterList {
+ public:
+  MeterList() = default;
+  explicit MeterList(std::vector<const Block*> blocks);
+  // == dynamic_energy_at(power, blocks, t), bit for bit.
+  Energy dynamic_at(const PowerModel& power, const sc_core::sc_time& t);
+  const std::vector<const Block*>& blocks() const { return blocks_; }
+
+ private:
+  struct Entry {
+    const Block* block;
+    Action action;
+    const ActionMeter* meter;  // a std::map node: stable for the life of the block
+  };
+  std::vector<const Block*> blocks_;
+  std::vector<const Block*> unmetered_;  // those of blocks_ with has_unmetered(), in order
+  std::vector<Entry> meters_;
+  std::uint64_t listed_at_ = ~std::uint64_t(0);  // Block::meters_added() when listed
+};
 
 // A resource that serves one transfer at a time at a fixed bandwidth (or for a given duration),
 // first come, first served in simulated time.

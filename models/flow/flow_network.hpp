@@ -116,6 +116,7 @@ class FlowNetwork : public Block, public PathNetwork {
   // A flow's link and switch energy is counted when it drains: the wire bytes its flows in
   // flight have sent by `t`, priced by the blocks they cross.
   Energy dynamic_unmetered(const PowerModel& power, const sc_core::sc_time& t) const override;
+  bool has_unmetered() const override { return true; }
 
   // Current rate of the flow of a transfer in flight, in payload bytes per second (tests).
   double rate_of(const TransferHandle& h) const;

@@ -24,11 +24,16 @@ std::string data_dir() {
 std::string data_path(const std::string& name) { return data_dir() + "/" + name; }
 
 config::LoadedConfig ConfigSource::load() const {
+  std::optional<resolve::RackPlan> rack;
+  return load(rack);
+}
+
+config::LoadedConfig ConfigSource::load(std::optional<resolve::RackPlan>& rack) const {
   auto loaded = config::load_config(path.empty() ? data_path(kDefaultRack) : path, sets);
   // The resolve step, as `trnsim config` runs it: every command accepts the same configs.
   registry::Registry registry;
   registry::register_builtin_models(registry);
-  registry::check(registry, loaded);
+  rack = std::move(registry::check(registry, loaded).rack);
   return loaded;
 }
 

@@ -20,6 +20,7 @@ struct BenchOptions {
   std::string config_given;    // --config as typed (a preset name or a path)
   bool json = false;
   config::LoadedConfig load() const { return source.load(); }
+  config::LoadedConfig load(std::optional<resolve::RackPlan>& rack) const { return source.load(rack); }
 };
 
 // Adds --config, --set, --fidelity, --seed (unless the command has a seed of its own) and --json

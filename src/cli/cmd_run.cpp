@@ -246,7 +246,9 @@ void register_run_command(CLI::App& app, Registry& reg) {
     };
     if (out_opt->count() > 0) OutputDir::check_writable(o->out, report::output_file_names());
     if (!o->timeline_window.empty()) parse_window(o->timeline_window, o->timeline);
-    const auto cfg = o->common.load();
+    // The rack the resolve step's checks resolved, taken by the run (not resolved twice).
+    std::optional<resolve::RackPlan> rack;
+    const auto cfg = o->common.load(rack);
     if (!cfg.config.rack) {
       throw ConfigError(fmt::format(
           "{}: a chip preset (it has /chip but no /rack): `trnsim run` needs a rack preset such as "
@@ -285,7 +287,8 @@ void register_run_command(CLI::App& app, Registry& reg) {
     id.trace_bytes = trace.bytes;
     ProgressLine progress(!o->no_progress);
     auto out_ptr = std::make_unique<const run::RunData>(run::run_workload(
-        cfg, trace.workload, progress.fn(), resolve::Purpose::run, run::cache_settings_from_env(o->no_cache)));
+        cfg, trace.workload, progress.fn(), resolve::Purpose::run, run::cache_settings_from_env(o->no_cache),
+        std::move(rack)));
     const run::RunData& out = *out_ptr;
     progress.clear();
     // ops.csv and timeline.json take seconds for a large trace, stats.json names every block of

@@ -342,8 +342,8 @@ std::unique_ptr<model::PowerModel> make_power(const Registry& r, const resolve::
   return power.power(plan);
 }
 
-void check(const Registry& r, const config::LoadedConfig& loaded) {
-  resolve::plan(loaded, resolve::Purpose::config);
+resolve::Plan check(const Registry& r, const config::LoadedConfig& loaded) {
+  resolve::Plan plan = resolve::plan(loaded, resolve::Purpose::config);
   const auto* prov = &loaded.provenance;
   if (loaded.config.chip) {
     const auto& c = *loaded.config.chip;
@@ -360,6 +360,7 @@ void check(const Registry& r, const config::LoadedConfig& loaded) {
   if (loaded.config.cluster) {
     r.get(Role::scale_out, loaded.config.cluster->scale_out.model, "/cluster/scale_out/model", prov);
   }
+  return plan;
 }
 
 }  // namespace trnsim::registry

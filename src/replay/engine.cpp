@@ -108,6 +108,18 @@ void Machine::start_reduce(int chip, std::uint64_t bytes, trace::DType dtype,
 struct Replay::Impl : Emitter {
   model::ActivityCounter activity_;
   std::shared_ptr<spdlog::logger> log_ = logger("replay");  // trace: per-op dispatch
+  // An event made when first waited on or notified. Collectives are emitted before the run,
+  // where SystemC names and registers every event made (sc_gen_unique_name: about 8,000
+  // instructions each, 2n + 2 per collective of n members: half of a small trace's elaboration);
+  // made while the kernel runs, an event has no name, and a fast-forwarded collective makes none.
+  struct LazyEvent {
+    std::unique_ptr<sc_event> ev;
+    sc_event& operator*() {
+      if (!ev) ev = std::make_unique<sc_event>();
+      return *ev;
+    }
+    sc_event* operator->() { return &**this; }
+  };
   // One collective: the k-th collective of a group, joined by every member.
   struct Instance {
     std::uint64_t id = 0;
@@ -119,14 +131,14 @@ struct Replay::Impl : Emitter {
     std::vector<bool> arrived;
     // delivered[dst member][src member]: messages delivered so far
     std::vector<std::map<int, int>> delivered;
-    std::vector<std::unique_ptr<sc_event>> delivery;  // per destination member
-    std::vector<int> outstanding;                      // sends in flight per source member
-    std::vector<std::unique_ptr<sc_event>> sent;       // per source member
+    std::vector<LazyEvent> delivery;  // per destination member
+    std::vector<int> outstanding;     // sends in flight per source member
+    std::vector<LazyEvent> sent;      // per source member
     int finished = 0;
     CollectiveRecord rec;
     // Members that arrive before the last member's op was emitted wait for the plan; a
     // collective some member never reaches is never planned (reported after the run).
-    sc_event planned;
+    LazyEvent planned;
     // Sends waiting for their destination member to join, per destination member.
     struct Waiting {
       int from;
@@ -143,7 +155,7 @@ struct Replay::Impl : Emitter {
     double total_bytes = 0, peak_bytes = 0;
     double scale = 1;
     int arrivals = 0;
-    sc_event all_arrived;
+    LazyEvent all_arrived;
   };
   // Fast-forward: how an op depends on the ops of its unit (their positions in it) and on how
   // many ops outside it; two units repeat each other only if their ops' agree one to one.
@@ -338,10 +350,8 @@ struct Replay::Impl : Emitter {
           inst->delivered.assign(n, {});
           inst->outstanding.assign(n, 0);
           inst->waiting.assign(n, {});
-          for (std::size_t m = 0; m < n; ++m) {
-            inst->delivery.push_back(std::make_unique<sc_event>());
-            inst->sent.push_back(std::make_unique<sc_event>());
-          }
+          inst->delivery.resize(n);
+          inst->sent.resize(n);
           inst->rec.group = op.group;
           inst->rec.sequence = k;
           inst->rec.kind = op.kind;
@@ -431,7 +441,7 @@ struct Replay::Impl : Emitter {
         inst.peak_bytes = std::max({inst.peak_bytes, sent[m], received[m]});
       }
     }
-    if (wake && sc_core::sc_is_running()) inst.planned.notify(sc_core::SC_ZERO_TIME);
+    if (wake && sc_core::sc_is_running()) inst.planned->notify(sc_core::SC_ZERO_TIME);
   }
 
   // Plans a collective whose members have all been emitted, once. Planning reads only the ops
@@ -644,8 +654,8 @@ struct Replay::Impl : Emitter {
     if (inst.arrivals == 0) inst.rec.first_arrival = sc_core::sc_time_stamp();
     inst.arrived[m] = true;
     inst.rec.last_arrival = sc_core::sc_time_stamp();
-    if (++inst.arrivals == int(n)) inst.all_arrived.notify(sc_core::SC_ZERO_TIME);
-    while (inst.arrivals < int(n)) model::wait_counted(activity_, inst.all_arrived);
+    if (++inst.arrivals == int(n)) inst.all_arrived->notify(sc_core::SC_ZERO_TIME);
+    while (inst.arrivals < int(n)) model::wait_counted(activity_, *inst.all_arrived);
     const Instance& cp = *inst.counterpart;
     sc_time took = cp.rec.end - cp.rec.last_arrival;
     if (inst.scale != 1) {
@@ -862,7 +872,7 @@ struct Replay::Impl : Emitter {
     auto waiting = std::move(inst.waiting[m]);
     for (const auto& ws : waiting) send(inst, ws.from, me, ws.bytes, ws.pieces);
     // Unplanned: a member's op has not been emitted yet (or never will be: reported after the run).
-    while (inst.schedule.members.empty()) model::wait_counted(activity_, inst.planned);
+    while (inst.schedule.members.empty()) model::wait_counted(activity_, *inst.planned);
     const trace::DType dtype = inst.ops[m]->dtype;
     std::map<int, int> expected;  // cumulative messages expected from each source
     std::map<int, int> mirror_base;  // folded replicas: messages counted before this step

@@ -52,10 +52,11 @@ EstimateReport estimate_workload(const config::LoadedConfig& loaded, const trace
 
 RunData run_workload(const config::LoadedConfig& loaded, const trace::Workload& workload,
                      const ProgressFn& progress, resolve::Purpose purpose,
-                     const CacheSettings& cache) {
+                     const CacheSettings& cache, std::optional<resolve::RackPlan> rack) {
   TraceReplay driver(workload);
   Simulation sim(loaded, driver, purpose);
   sim.set_cache(cache);
+  if (rack) sim.set_rack_plan(std::move(*rack));
   return sim.run(progress);
 }
 

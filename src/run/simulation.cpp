@@ -77,8 +77,9 @@ struct Probes {
   std::vector<Sample> samples;
   std::vector<std::string> link_names;
   std::vector<const model::Stat*> link_busy;  // read in place at each sample
-  // The blocks whose energy each sample adds up, per used chip and per network.
-  std::vector<std::vector<const model::Block*>> chip_blocks, net_blocks;
+  // The blocks whose energy each sample adds up, per used chip and per network (their meters
+  // listed flat once, not walked in each block's map at every sample).
+  std::vector<model::MeterList> chip_blocks, net_blocks;
   std::vector<PacketSample> packets;
   sc_core::sc_time interval{1, sc_core::SC_US};
   sc_core::sc_time last_sample = sc_core::SC_ZERO_TIME;
@@ -129,6 +130,14 @@ void Simulation::set_cache(const CacheSettings& cache) {
   s_->cache = cache;
 }
 
+void Simulation::set_rack_plan(resolve::RackPlan rack) {
+  if (s_->phase != Phase::created) throw InternalError("Simulation::set_rack_plan after plan()");
+  if (s_->purpose != resolve::Purpose::run) {
+    throw InternalError("Simulation::set_rack_plan: a rack resolved for a run, given to another purpose");
+  }
+  s_->plan = std::make_unique<resolve::RackPlan>(std::move(rack));
+}
+
 void Simulation::set_flow_efficiency(const std::array<double, 16>& efficiency) {
   if (s_->phase != Phase::created && s_->phase != Phase::planned) {
     throw InternalError("Simulation::set_flow_efficiency after calibrate()");
@@ -151,7 +160,9 @@ RunData Simulation::run(const ProgressFn& progress) {
 void Simulation::plan() {
   State& s = *s_;
   s.enter(Phase::created, Phase::planned);
-  s.plan = std::make_unique<resolve::RackPlan>(*resolve::plan(s.loaded, s.purpose).rack);
+  if (!s.plan) {
+    s.plan = std::make_unique<resolve::RackPlan>(std::move(*resolve::plan(s.loaded, s.purpose).rack));
+  }
   const auto* prov = &s.loaded.provenance;
   // A rack replay's chips take their memory from /replay/chip_memory (resolve's override).
   s.models.memory = &s.registry.get(registry::Role::memory, s.plan->chip.memory_model,
@@ -208,15 +219,16 @@ void Simulation::State::take_sample() {
   probes.last_sample = sc_core::sc_time_stamp();
   Sample x;
   x.t_s = sc_core::sc_time_stamp().to_seconds();
-  for (const auto& blocks : probes.chip_blocks) {
-    x.used_chips_dynamic_j += model::dynamic_energy_at(*power, blocks, sc_core::sc_time_stamp()).si;
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  for (auto& blocks : probes.chip_blocks) {
+    x.used_chips_dynamic_j += blocks.dynamic_at(*power, now).si;
   }
   for (std::size_t i = 0; i < nets.size(); ++i) {
-    x.fabric_dynamic_j +=
-        model::dynamic_energy_at(*power, probes.net_blocks[i], sc_core::sc_time_stamp()).si;
+    x.fabric_dynamic_j += probes.net_blocks[i].dynamic_at(*power, now).si;
     x.fabric_wire_bytes += nets[i]->totals().wire_bytes;
   }
   x.hbm_bytes = rack->hbm_bytes();
+  x.link_busy_s.reserve(probes.link_busy.size());
   for (const model::Stat* st : probes.link_busy) x.link_busy_s.push_back(float(st->value));
   probes.samples.push_back(std::move(x));
   if (progress) {
@@ -240,8 +252,10 @@ void Simulation::attach_probes(const ProgressFn& progress) {
       p.link_busy.push_back(st);
     }
   }
-  for (int c : s.driver.used_chips()) p.chip_blocks.push_back(model::blocks_under(&s.rack->chip(c)));
-  for (const model::Network* net : s.nets) p.net_blocks.push_back(model::blocks_under(as_object(net)));
+  for (int c : s.driver.used_chips()) {
+    p.chip_blocks.emplace_back(model::blocks_under(&s.rack->chip(c)));
+  }
+  for (const model::Network* net : s.nets) p.net_blocks.emplace_back(model::blocks_under(as_object(net)));
   // Every packet of the networks that have packets (the packet fabric of each UltraServer).
   if (const auto& probe = s.models.network->packet_probe) {
     for (model::Network* net : s.rack->fabric_model_networks()) {

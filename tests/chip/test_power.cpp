@@ -101,5 +101,36 @@ TEST(Power, BlocksCountActionsTheModelPricesThem) {
   EXPECT_EQ(dynamic_energy(DoublePower{}, blocks).si, doubled.dynamic.si);
 }
 
+// A block whose meters run ahead of the work by a fixed 5 pJ (as the HBM model's reservations).
+class Ahead final : public Block {
+ public:
+  using Block::Block;
+  Energy dynamic_unmetered(const PowerModel&, const sc_core::sc_time&) const override {
+    return Energy(-5e-12);
+  }
+  bool has_unmetered() const override { return true; }
+};
+
+// The run's power samples (MeterList) add what dynamic_energy_at() adds, in the same order, to
+// the bit: the meters of every block, then the unmetered energy of those that have it; a meter
+// created after the list was made (meters are made on first use) is listed from then on.
+TEST(Power, MeterListSumsWhatDynamicEnergyAtSums) {
+  Block a("a"), b("b");
+  Ahead c("c");
+  const std::vector<const Block*> blocks{&a, &b, &c};
+  const sc_core::sc_time t(1, sc_core::SC_US);
+  ActionMeter& link = a.meter(Action::link, 1e-12);
+  link.count(3);  // 3 pJ
+  MeterList list(blocks);
+  EXPECT_DOUBLE_EQ(list.dynamic_at(TablePower{}, t).si, 3e-12 - 5e-12);
+  EXPECT_EQ(list.dynamic_at(TablePower{}, t).si, dynamic_energy_at(TablePower{}, blocks, t).si);
+  b.meter(Action::dma, 2e-12).count(7);  // 14 pJ, a meter the list has not seen
+  link.count(1);                         // 1 pJ more on one it has
+  EXPECT_DOUBLE_EQ(list.dynamic_at(TablePower{}, t).si, 4e-12 + 14e-12 - 5e-12);
+  EXPECT_EQ(list.dynamic_at(TablePower{}, t).si, dynamic_energy_at(TablePower{}, blocks, t).si);
+  EXPECT_EQ(list.dynamic_at(DoublePower{}, t).si, dynamic_energy_at(DoublePower{}, blocks, t).si);
+  EXPECT_DOUBLE_EQ(list.dynamic_at(DoublePower{}, t).si, 2 * (4e-12 + 14e-12) - 5e-12);
+}
+
 }  // namespace
 }  // namespace trnsim::model

@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "trnsim/config/config.hpp"
+#include "trnsim/resolve/plan.hpp"
 
 namespace trnsim::bench {
 
@@ -34,6 +36,10 @@ struct ConfigSource {
   std::vector<std::string> sets;
   // Loads the preset, applies the overrides and runs the resolve step's checks.
   config::LoadedConfig load() const;
+  // The same, and the rack those checks resolved (registry::check), when the preset has one:
+  // what resolve::plan gives a run (Purpose::run), for `trnsim run` to take instead of resolving
+  // the rack a second time.
+  config::LoadedConfig load(std::optional<resolve::RackPlan>& rack) const;
 };
 
 // A byte count given to `option`: a plain integer ("268435456") or a size with a unit

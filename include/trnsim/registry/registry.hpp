@@ -151,7 +151,8 @@ std::unique_ptr<model::PowerModel> make_power(const Registry& r, const resolve::
                                               const config::Provenance* prov = nullptr);
 
 // The resolve step plus the check that every chosen implementation is registered (what
-// `trnsim config` runs).
-void check(const Registry& r, const config::LoadedConfig& loaded);
+// `trnsim config` runs). Returns the plan it resolved (resolve::Purpose::config): its rack is the
+// one a run resolves (Purpose::run), which `trnsim run` takes rather than resolving it again.
+resolve::Plan check(const Registry& r, const config::LoadedConfig& loaded);
 
 }  // namespace trnsim::registry

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -197,9 +198,12 @@ struct CacheSettings {
 // $XDG_CACHE_HOME/trnsim, else $HOME/.cache/trnsim (neither: off).
 CacheSettings cache_settings_from_env(bool no_cache);
 
+// `rack`: the rack the resolve step already gave for `cfg` (Simulation::set_rack_plan; a run
+// only), else it is resolved here.
 RunData run_workload(const config::LoadedConfig& cfg, const trace::Workload& workload,
                      const ProgressFn& progress = {},
                      resolve::Purpose purpose = resolve::Purpose::run,
-                     const CacheSettings& cache = {});
+                     const CacheSettings& cache = {},
+                     std::optional<resolve::RackPlan> rack = std::nullopt);
 
 }  // namespace trnsim::run

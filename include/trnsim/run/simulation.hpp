@@ -81,6 +81,12 @@ class Simulation {
   // The calibration cache the calibrate phase reads and writes (default: none). Before run().
   void set_cache(const CacheSettings& cache);
 
+  // The rack the resolve step already gave for this config (resolve::plan(loaded,
+  // Purpose::run).rack, or registry::check's), which plan() then takes instead of resolving it
+  // again (its topology's route tables are most of a small run's resolve step). A run only
+  // (Purpose::run); before plan().
+  void set_rack_plan(resolve::RackPlan rack);
+
   // Every phase in order.
   RunData run(const ProgressFn& progress = {});
 
