@@ -352,16 +352,19 @@ TEST(ServeSweepCli, ShippedCurveValidates) {
   EXPECT_EQ(j["points_total"], 2 * 12 * 12 * 12);
   EXPECT_EQ(j["points"][23]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 12288, "warmup": 12288,
                                                       "requests": 49152})"));
-  // DeepSeek-V3's curve (issue 28): the same 2 racks x 12 concurrencies, from 4 users to 8,192.
+  // DeepSeek-V3's curve (issue 28): the same 2 racks x 12 concurrencies, from 8,192 users down to
+  // 4, the racks alternating (the first point on each rack simulates most of its grid).
   const auto d = trnsim::test::run_trnsim("sweep " + kSrc + "/configs/sweeps/serving-deepseek-v3-curve.json --dry-run --json",
                                           false);
   ASSERT_EQ(d.code, 0) << d.out;
   const Json k = Json::parse(d.out);
   EXPECT_EQ(k["points_kept"], 24);
-  EXPECT_EQ(k["points"][0]["values"], Json::parse(R"({"rack": "trn3-gen2-ultraserver", "users": 4, "warmup": 4,
-                                                     "requests": 16})"));
-  EXPECT_EQ(k["points"][23]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 8192, "warmup": 8192,
-                                                      "requests": 32768})"));
+  EXPECT_EQ(k["points"][0]["values"], Json::parse(R"({"rack": "trn3-gen2-ultraserver", "users": 8192, "warmup": 8192,
+                                                     "requests": 32768})"));
+  EXPECT_EQ(k["points"][1]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 8192, "warmup": 8192,
+                                                     "requests": 32768})"));
+  EXPECT_EQ(k["points"][23]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 4, "warmup": 4,
+                                                      "requests": 16})"));
 }
 
 }  // namespace
