@@ -11,6 +11,8 @@
 #include <cmath>
 
 #include "trnsim/bench/bench.hpp"
+#include "trnsim/config/config.hpp"
+#include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/infer/iteration.hpp"
 #include "trnsim/resolve/resolve.hpp"
@@ -50,7 +52,52 @@ std::uint64_t context_points_to(std::uint64_t max, std::uint64_t tile, int per_o
   return n;
 }
 
+// What a shape's cost is simulated from besides the shape: RackTimer's shape-cache key (serve/
+// timer.cpp; keep the two in step) without the build, and the grid's points per octave.
+std::string shape_group(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
+                        int per_octave) {
+  config::Json k = config::Json::object();
+  k["config"] = config::to_json(cfg.config);
+  k["model"] = config::JsonWriter::to_json(base.model);
+  k["layout"] = base.layout.text();
+  k["weights_dtype"] = std::string(to_string(base.dtypes.weights));
+  k["kv_dtype"] = std::string(to_string(base.dtypes.kv));
+  k["sample_top_k"] = base.sample_top_k;
+  k["seed"] = base.seed;
+  k["runtime"] = fmt::format("{:.17g} {:.17g} {:.17g}", base.runtime.launch_s, base.runtime.sync_s,
+                             base.runtime.schedule_s);
+  k["batch_buckets"] = base.batch_buckets;
+  k["seq_buckets"] = base.seq_buckets;
+  k["disaggregated"] = base.disaggregated;
+  k["grid_per_octave"] = per_octave;
+  return k.dump();
+}
+
 }  // namespace
+
+std::uint64_t grid_box(const GridReach& r) {
+  // The fixed grid of the timer (grid_terms): pure decodes on (batch, context), pure prefills
+  // on (chunk, cached context), a mixed iteration's chunk on (mixed batch, chunk) at the
+  // anchor context of one key tile, with its pure decode there.
+  const int per_octave = r.per_octave;
+  const std::uint64_t tile = std::max<std::uint64_t>(1, r.tile), dp = std::max<std::uint64_t>(1, r.dp);
+  const double d = double(grid_points_to(r.decode, per_octave) - 1);  // batch 1 and up
+  const double c = double(context_points_to(r.context, tile, 1));
+  // Chunks (and group 0's rows of a mixed iteration) in whole row tiles, as the context.
+  const double p = double(context_points_to(r.prefill, tile, per_octave));
+  const double rows = double(context_points_to(r.prefill + (r.decode + dp - 1) / dp, tile, per_octave));
+  double pc = 1;  // 0, then the coarse grid's points to the top of prefill_context's cell
+  for (std::uint64_t v = 1; v <= coarse_cell(r.prefill_context).second; v *= 4) ++pc;
+  const std::uint64_t decode_top = grid_cell(r.decode, per_octave).second;
+  const std::uint64_t context_top = context_cell(r.context, tile, 1).second;
+  double m = 0, anchors = 0;  // mixed batches; their anchor decodes off the decode grid's box
+  for (std::uint64_t b = 1; b <= coarse_cell(r.decode).second; b *= 4) {
+    ++m;
+    if (b > decode_top || tile > context_top) ++anchors;
+  }
+  const double box = d * c + p * pc + m * rows + anchors;
+  return std::uint64_t(std::min(box, 1e18));
+}
 
 ServeEstimate estimate(const ServeOptions& o) {
   const ServeSetup su = read_setup(o);  // every refusal serve() makes
@@ -95,26 +142,10 @@ ServeEstimate estimate(const ServeOptions& o) {
                      grid ? coarse_cell(prefill_context).second : prefill_context};
   e.smallest_shape = {1, 1, 0, 0};
   if (grid) {
-    // The fixed grid of the timer (grid_terms): pure decodes on (batch, context), pure prefills
-    // on (chunk, cached context), a mixed iteration's chunk on (mixed batch, chunk) at the
-    // anchor context of one key tile, with its pure decode there.
-    const double d = double(grid_points_to(decode, per_octave) - 1);  // batch 1 and up
-    const double c = double(context_points_to(context, tile, 1));
-    // Chunks (and group 0's rows of a mixed iteration) in whole row tiles, as the context.
-    const double p = double(context_points_to(prefill, tile, per_octave));
-    const std::uint64_t dp = std::uint64_t(std::max(1, it.layout.dp));
-    const double rows = double(context_points_to(prefill + (decode + dp - 1) / dp, tile, per_octave));
-    double pc = 1;  // 0, then the coarse grid's points to the top of prefill_context's cell
-    for (std::uint64_t v = 1; v <= coarse_cell(prefill_context).second; v *= 4) ++pc;
-    const std::uint64_t decode_top = grid_cell(decode, per_octave).second;
-    const std::uint64_t context_top = context_cell(context, tile, 1).second;
-    double m = 0, anchors = 0;  // mixed batches; their anchor decodes off the decode grid's box
-    for (std::uint64_t b = 1; b <= coarse_cell(decode).second; b *= 4) {
-      ++m;
-      if (b > decode_top || tile > context_top) ++anchors;
-    }
-    const double box = d * c + p * pc + m * rows + anchors;
-    e.grid_box = std::uint64_t(std::min(box, 1e18));
+    e.reach = {decode, context, prefill, prefill_context, tile,
+               std::uint64_t(std::max(1, it.layout.dp)), per_octave};
+    e.grid_box = grid_box(e.reach);
+    e.shape_group = shape_group(cfg, it, per_octave);
     e.shapes_max = std::min<std::uint64_t>(e.grid_box, kMaxTermsPerIteration * e.iterations_max);
   } else {
     e.shapes_max = e.iterations_max;

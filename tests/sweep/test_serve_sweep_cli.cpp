@@ -276,6 +276,51 @@ TEST(ServeSweepCli, EstimateRowsAreEachPointsServeEstimate) {
   fs::remove_all(d);
 }
 
+// sweep --estimate counts a shape group's grid once: points on one rack (one model, layout and
+// grid) share their shapes through the shape cache, points on another rack do not. The small spec
+// in grid mode (2 points per octave, chunked prefill), KV and row tile 128, 1 attention group:
+// 6 requests of 128 + 4 tokens reach decode batch 6, context 132, chunk 128 after 127 cached:
+// decodes 5 batches (1, 2, 3, 4, 6) x 4 contexts (1, 128, 129, 256), prefills 2 chunks (1, 128)
+// x 6 cached (0, 1, 4, 16, 64, 256), mixed 3 batches (1, 4, 16) x 4 rows (1, 128, 129, 256) and
+// 1 anchor decode (16 above the decode batches): 20 + 12 + 12 + 1 = 45. Two requests: batches
+// (1, 2), mixed (1, 4), one anchor (4): 8 + 12 + 8 + 1 = 29. On a rack the group's grid is the
+// larger point's (45, not 45 + 29); the two racks count 45 each.
+TEST(ServeSweepCli, EstimateCountsAShapeGroupsGridOnce) {
+  const fs::path d = fresh_dir("estimate-groups");
+  write_files(d, Json::array());
+  const fs::path f = d / "g.json";
+  std::ofstream(f) << R"({"name": "groups", "command": "serve", "serving": "small.json", "set": ["timing.mode=grid"],
+                          "axes": [{"path": "rack", "values": ["trn2-ultraserver", "trn3-gen2-ultraserver"]},
+                                   {"path": "run.requests", "values": [6, 2]}]})";
+  const auto s = trnsim::test::run_trnsim("sweep " + f.string() + " --estimate -j 1");
+  ASSERT_EQ(s.code, 0) << s.out;
+  std::istringstream rows(s.out);
+  std::string line;
+  std::vector<std::string> bounds;
+  while (std::getline(rows, line)) {
+    std::istringstream cells(line);
+    std::string id, rack, requests, issued, bound;
+    cells >> id >> rack >> requests >> issued >> bound;
+    if (id.rfind("p00", 0) == 0) bounds.push_back(requests + " " + bound);
+  }
+  EXPECT_EQ(bounds, (std::vector<std::string>{"6 45", "2 29", "6 45", "2 29"})) << s.out;
+  EXPECT_NE(s.out.find("shapes       90 at most, all points together: 2 shape groups"), std::string::npos) << s.out;
+  EXPECT_NE(s.out.find("148 the points' bounds summed"), std::string::npos) << s.out;
+  // One rack alone: its group's 45.
+  std::ofstream(f) << R"({"name": "groups", "command": "serve", "serving": "small.json", "set": ["timing.mode=grid"],
+                          "axes": [{"path": "run.requests", "values": [6, 2]}]})";
+  const auto one = trnsim::test::run_trnsim("sweep " + f.string() + " --estimate -j 1");
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_NE(one.out.find("shapes       45 at most, all points together: 1 shape group "), std::string::npos) << one.out;
+  // Exact timing: each point its own bound (no grid to share).
+  std::ofstream(f) << R"({"name": "groups", "command": "serve", "serving": "small.json",
+                          "axes": [{"path": "run.requests", "values": [6, 2]}]})";
+  const auto exact = trnsim::test::run_trnsim("sweep " + f.string() + " --estimate -j 1");
+  ASSERT_EQ(exact.code, 0) << exact.out;
+  EXPECT_NE(exact.out.find("all points together: 2 shape groups"), std::string::npos) << exact.out;
+  fs::remove_all(d);
+}
+
 // The Slurm array of a serving sweep: its plan is written as the tasks read it, each task a
 // `trnsim sweep resume --shard` of the same directory (no cluster needed to check the script).
 TEST(ServeSweepCli, SlurmDryRunPrintsTheArray) {
@@ -307,16 +352,19 @@ TEST(ServeSweepCli, ShippedCurveValidates) {
   EXPECT_EQ(j["points_total"], 2 * 12 * 12 * 12);
   EXPECT_EQ(j["points"][23]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 12288, "warmup": 12288,
                                                       "requests": 49152})"));
-  // DeepSeek-V3's curve (issue 28): the same 2 racks x 12 concurrencies, from 4 users to 8,192.
+  // DeepSeek-V3's curve (issue 28): the same 2 racks x 12 concurrencies, from 8,192 users down to
+  // 4, the racks alternating (the first point on each rack simulates most of its grid).
   const auto d = trnsim::test::run_trnsim("sweep " + kSrc + "/configs/sweeps/serving-deepseek-v3-curve.json --dry-run --json",
                                           false);
   ASSERT_EQ(d.code, 0) << d.out;
   const Json k = Json::parse(d.out);
   EXPECT_EQ(k["points_kept"], 24);
-  EXPECT_EQ(k["points"][0]["values"], Json::parse(R"({"rack": "trn3-gen2-ultraserver", "users": 4, "warmup": 4,
-                                                     "requests": 16})"));
-  EXPECT_EQ(k["points"][23]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 8192, "warmup": 8192,
-                                                      "requests": 32768})"));
+  EXPECT_EQ(k["points"][0]["values"], Json::parse(R"({"rack": "trn3-gen2-ultraserver", "users": 8192, "warmup": 8192,
+                                                     "requests": 32768})"));
+  EXPECT_EQ(k["points"][1]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 8192, "warmup": 8192,
+                                                     "requests": 32768})"));
+  EXPECT_EQ(k["points"][23]["values"], Json::parse(R"({"rack": "trn2-ultraserver", "users": 4, "warmup": 4,
+                                                      "requests": 16})"));
 }
 
 }  // namespace

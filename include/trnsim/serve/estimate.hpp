@@ -12,6 +12,20 @@
 
 namespace trnsim::serve {
 
+// Grid mode: the largest shape a run's requests can reach in each dimension, and the fixed grid's
+// parameters; grid_box counts the grid's points up to it. A run reaching less in every dimension
+// has its points among these, so runs sharing a shape cache's key and these parameters (a curve's
+// points on one rack) simulate at most grid_box of their largest reach between them.
+struct GridReach {
+  std::uint64_t decode = 0, context = 0, prefill = 0, prefill_context = 0;
+  std::uint64_t tile = 1, dp = 1;  // the key and row tile; the layout's attention groups
+  int per_octave = 2;
+};
+
+// The points of the fixed grid reachable up to `r` (pure decodes, pure prefills, mixed chunks
+// and their anchor decodes off the decode box): serve --estimate's grid bound.
+std::uint64_t grid_box(const GridReach& r);
+
 struct ServeEstimate {
   std::uint64_t requests = 0;             // issued, warm-up included
   double input_tokens = 0, output_tokens = 0;
@@ -23,6 +37,12 @@ struct ServeEstimate {
   // can reach (decode batch and KV length; prefill chunk and its context; a mixed iteration's
   // batch on the mixed grid, its chunk and context) and 14 an iteration; exact, one an iteration.
   std::uint64_t shapes_max = 0, grid_box = 0;
+  // Grid mode: the reach grid_box was counted to, and what the shapes' costs are simulated from
+  // besides the shape (the shape cache's key without the build: the rack as loaded, the model,
+  // layout, dtypes, runtime costs, routing seed, buckets) with the grid's points per octave.
+  // Runs with the same `shape_group` share their shapes through the cache; empty in exact mode.
+  GridReach reach;
+  std::string shape_group;
   // The run estimates (run::estimate_workload) of the smallest and the largest shape.
   run::EstimateReport smallest, largest;
   Shape smallest_shape, largest_shape;
