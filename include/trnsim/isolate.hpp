@@ -4,7 +4,11 @@
 // in a child, before or beside the parent's one simulation.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -15,5 +19,38 @@ namespace trnsim {
 // of the first failing job in job order); any other failure becomes an InternalError.
 std::vector<std::string> run_forked(const std::vector<std::function<std::string()>>& jobs,
                                     int parallel);
+
+// Jobs in forked children started one at a time and collected as they end, for a caller that
+// keeps working meanwhile (serve's shapes simulated ahead of need). The children are killed and
+// reaped when the pool is destroyed.
+class ForkPool {
+ public:
+  ForkPool() = default;
+  ForkPool(const ForkPool&) = delete;
+  ForkPool& operator=(const ForkPool&) = delete;
+  ~ForkPool();
+  // Starts `job` in a forked child; returns its id (1, 2, ...).
+  std::uint64_t start(const std::function<std::string()>& job);
+  std::size_t running() const { return running_.size(); }
+  struct Done {
+    std::uint64_t id = 0;
+    // 'o' the job's result in `text`; 'i' an InputError, 'e' another error (its message in
+    // `text`); 'd' the child died (its wait status in `text`).
+    char kind = 'd';
+    std::string text;
+  };
+  // The children that ended, in the order of their ids; with `block`, waits until one has
+  // (none running: returns at once).
+  std::vector<Done> collect(bool block);
+
+ private:
+  struct Child {
+    std::uint64_t id = 0;
+    pid_t pid = 0;
+    std::string text;
+  };
+  std::map<int, Child> running_;  // by the read end of its pipe
+  std::uint64_t next_ = 1;
+};
 
 }  // namespace trnsim

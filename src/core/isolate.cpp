@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -110,6 +111,68 @@ std::vector<std::string> run_forked(const std::vector<std::function<std::string(
     text[j] = t.substr(1);
   }
   return text;
+}
+
+ForkPool::~ForkPool() {
+  for (const auto& [fd, c] : running_) {
+    ::kill(c.pid, SIGKILL);
+    ::close(fd);
+    ::waitpid(c.pid, nullptr, 0);
+  }
+}
+
+std::uint64_t ForkPool::start(const std::function<std::string()>& job) {
+  int fds[2];
+  if (::pipe(fds) != 0) throw InternalError("pipe() failed");
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw InternalError("fork() failed");
+  if (pid == 0) {
+    ::close(fds[0]);
+    for (const auto& [fd, c] : running_) ::close(fd);
+    child(job, fds[1]);
+  }
+  ::close(fds[1]);
+  running_[fds[0]] = Child{next_, pid, {}};
+  return next_++;
+}
+
+std::vector<ForkPool::Done> ForkPool::collect(bool block) {
+  std::vector<Done> out;
+  // Blocking: until a child has ended; then (and without blocking) whatever else is ready.
+  while (!running_.empty()) {
+    std::vector<pollfd> fds;
+    for (const auto& [fd, c] : running_) fds.push_back({fd, POLLIN, 0});
+    const int ready = ::poll(fds.data(), fds.size(), block && out.empty() ? -1 : 0);
+    if (ready < 0) continue;  // EINTR: poll again
+    if (ready == 0) break;
+    for (const pollfd& p : fds) {
+      if (p.revents == 0) continue;
+      char buf[65536];
+      const ssize_t n = ::read(p.fd, buf, sizeof buf);
+      Child& c = running_.at(p.fd);
+      if (n > 0) {
+        c.text.append(buf, std::size_t(n));
+        continue;
+      }
+      ::close(p.fd);
+      int status = 0;
+      ::waitpid(c.pid, &status, 0);
+      Done d;
+      d.id = c.id;
+      if (!c.text.empty() && (c.text[0] == 'o' || c.text[0] == 'i' || c.text[0] == 'e')) {
+        d.kind = c.text[0];
+        d.text = c.text.substr(1);
+      } else {
+        d.text = std::to_string(status);
+      }
+      out.push_back(std::move(d));
+      running_.erase(p.fd);
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const Done& a, const Done& b) { return a.id < b.id; });
+  return out;
 }
 
 }  // namespace trnsim

@@ -659,6 +659,12 @@ ServeResult serve(const ServeOptions& o) {
     const double wall = timer.simulation_wall_s() + (dtimer ? dtimer->simulation_wall_s() : 0.0);
     logger("serve")->info("{} shapes: {} simulated, {} from the shape cache; {:.1f} s in simulations",
                           shapes_simulated(), shapes_simulated() - disk, disk, wall);
+    const std::size_t used = timer.shapes_ahead_used() + (dtimer ? dtimer->shapes_ahead_used() : 0);
+    const std::size_t unused = timer.shapes_ahead_unused() + (dtimer ? dtimer->shapes_ahead_unused() : 0);
+    if (used + unused > 0) {
+      logger("serve")->info("shapes simulated ahead of need: {} used, {} not used (kept in the "
+                            "shape cache)", used, unused);
+    }
     const std::size_t beside = timer.contended().size() + (dtimer ? dtimer->contended().size() : 0);
     if (beside > 0) {
       logger("serve")->info("{} iteration shapes simulated beside KV transfers; {:.1f} s",

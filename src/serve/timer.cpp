@@ -169,51 +169,158 @@ void RackTimer::load_disk() {
   disk_read_ += end + 1;
 }
 
+bool RackTimer::known(const Shape& s) const {
+  return cache_.count(s) || disk_.count(s) || ahead_.count(s) || in_flight_.count(s);
+}
+
+void RackTimer::start(const Shape& sh, bool wanted) {
+  const std::uint64_t id = pool_.start([this, sh]() -> std::string {
+    infer::IterationSpec spec = base_;
+    spec.decode_seqs = sh.decode;
+    spec.context = sh.context;
+    spec.prefill_tokens = sh.prefill;
+    spec.prefill_context = sh.prefill_context;
+    infer::IterationSource source(spec);
+    infer::IterationDriver driver(source);
+    run::Simulation sim(cfg_, driver);
+    return cost_line(sim.run());
+  });
+  children_[id] = {sh, wanted};
+  in_flight_[sh] = id;
+}
+
+void RackTimer::collect(bool block) {
+  for (ForkPool::Done& d : pool_.collect(block)) {
+    const auto [sh, wanted] = children_.at(d.id);
+    children_.erase(d.id);
+    in_flight_.erase(sh);
+    if (d.kind != 'o') {
+      if (!wanted) continue;  // simulated ahead and failed: simulated again if the run needs it
+      if (d.kind == 'i') throw InputError(d.text);
+      if (d.kind == 'e') throw InternalError(d.text);
+      throw InternalError(fmt::format("child process died (status {})", d.text));
+    }
+    if (!disk_file_.empty()) {
+      // One append of a whole line (O_APPEND: concurrent runs' lines do not interleave); a
+      // failure leaves the run uncached, not wrong.
+      const std::string line = fmt::format("{} {} {} {} {}\n", sh.decode, sh.context, sh.prefill,
+                                           sh.prefill_context, d.text);
+      const int fd = ::open(disk_file_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0 || ::write(fd, line.data(), line.size()) != ssize_t(line.size())) {
+        logger("serve")->warn("shape cache: cannot append to {}; shapes are not cached",
+                              disk_file_);
+        disk_file_.clear();
+      }
+      if (fd >= 0) ::close(fd);
+    }
+    ahead_[sh] = std::move(d.text);
+  }
+}
+
 std::vector<std::string> RackTimer::cost_lines(const std::vector<Shape>& shapes) {
   load_disk();
   std::vector<std::string> out(shapes.size());
   std::vector<std::size_t> todo;
-  std::vector<std::function<std::string()>> jobs;
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    if (const auto it = disk_.find(shapes[i]); it != disk_.end()) {
+    // (A shape simulated ahead is in the disk cache too, once its line is read back: it counts as
+    // simulated in this run.)
+    const bool ours = ahead_.count(shapes[i]) || in_flight_.count(shapes[i]);
+    if (const auto it = disk_.find(shapes[i]); !ours && it != disk_.end()) {
       out[i] = it->second;
       ++from_disk_;
       continue;
     }
     todo.push_back(i);
-    const Shape sh = shapes[i];
-    jobs.push_back([this, sh]() -> std::string {
-      infer::IterationSpec spec = base_;
-      spec.decode_seqs = sh.decode;
-      spec.context = sh.context;
-      spec.prefill_tokens = sh.prefill;
-      spec.prefill_context = sh.prefill_context;
-      infer::IterationSource source(spec);
-      infer::IterationDriver driver(source);
-      run::Simulation sim(cfg_, driver);
-      return cost_line(sim.run());
-    });
   }
-  if (jobs.empty()) return out;
-  const std::vector<std::string> results = run_forked(jobs, parallel_);
-  std::string lines;
-  for (std::size_t j = 0; j < todo.size(); ++j) {
-    out[todo[j]] = results[j];
-    const Shape& s = shapes[todo[j]];
-    lines += fmt::format("{} {} {} {} {}\n", s.decode, s.context, s.prefill, s.prefill_context,
-                         results[j]);
-  }
-  if (!disk_file_.empty()) {
-    // One append of whole lines (O_APPEND: concurrent runs' lines do not interleave); a failure
-    // leaves the run uncached, not wrong.
-    const int fd = ::open(disk_file_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0 || ::write(fd, lines.data(), lines.size()) != ssize_t(lines.size())) {
-      logger("serve")->warn("shape cache: cannot append to {}; shapes are not cached", disk_file_);
-      disk_file_.clear();
+  // The shapes already simulated ahead, or in flight, are taken as they are; the others started,
+  // `parallel` of the run's at once (beside children simulating ahead that are still running).
+  std::vector<Shape> queue;
+  for (std::size_t i : todo) {
+    const Shape& s = shapes[i];
+    if (ahead_.count(s)) continue;
+    if (const auto f = in_flight_.find(s); f != in_flight_.end()) {
+      children_.at(f->second).second = true;
+    } else if (std::find(queue.begin(), queue.end(), s) == queue.end()) {
+      queue.push_back(s);
     }
-    if (fd >= 0) ::close(fd);
+  }
+  if (!todo.empty()) {
+    logger("serve")->debug("{} shapes needed: {} simulated ahead or in flight, {} started",
+                           todo.size(), todo.size() - queue.size(), queue.size());
+  }
+  std::size_t next = 0;
+  for (;;) {
+    const bool done = std::all_of(todo.begin(), todo.end(),
+                                  [&](std::size_t i) { return ahead_.count(shapes[i]) > 0; });
+    if (done) break;
+    std::size_t wanted = 0;
+    for (const auto& [id, c] : children_) wanted += c.second ? 1 : 0;
+    while (next < queue.size() && wanted < std::size_t(parallel_)) {
+      start(queue[next++], true);
+      ++wanted;
+    }
+    collect(true);
+  }
+  for (std::size_t i : todo) {
+    const Shape& s = shapes[i];
+    if (const auto it = ahead_.find(s); it != ahead_.end()) {
+      if (std::find(queue.begin(), queue.end(), s) == queue.end()) ++ahead_used_;
+      out[i] = std::move(it->second);
+      ahead_.erase(it);
+    } else {
+      out[i] = out[std::size_t(std::find(shapes.begin(), shapes.end(), s) - shapes.begin())];
+    }
   }
   return out;
+}
+
+void RackTimer::look_ahead(const Shape& shape) {
+  if (parallel_ < 2) return;
+  if (!children_.empty()) collect(false);
+  if (children_.size() >= std::size_t(parallel_)) return;
+  // The candidates around the shape's cell (recomputed when the cell changes): the iterations
+  // just past its cell in each dimension, the likeliest first (running sequences' contexts grow;
+  // batches grow and shrink), and the grid shapes they would be timed from.
+  const std::uint64_t dp = std::uint64_t(std::max(1, base_.layout.dp));
+  const auto dc = grid_cell(shape.decode, per_octave_);
+  const auto cc = context_cell(shape.context, tile_, 1);
+  const std::uint64_t rows = shape.prefill == 0 ? 0
+                             : shape.decode == 0 ? shape.prefill
+                                                 : (shape.decode + dp - 1) / dp + shape.prefill;
+  const auto rc = context_cell(rows, tile_, per_octave_);
+  const std::array<std::uint64_t, 6> cell{dc.first, dc.second, cc.first, cc.second, rc.first,
+                                          rc.second};
+  if (cell != ahead_cell_) {
+    ahead_cell_ = cell;
+    ahead_queue_.clear();
+    std::vector<Shape> next;
+    if (shape.decode > 0) {
+      next.push_back({shape.decode, cc.second + 1, shape.prefill, shape.prefill_context});
+      next.push_back({dc.second + 1, shape.context, shape.prefill, shape.prefill_context});
+      if (dc.first > 1) next.push_back({dc.first - 1, shape.context, shape.prefill, shape.prefill_context});
+    }
+    if (shape.prefill > 0) {
+      const std::uint64_t g0 = rows - shape.prefill;
+      next.push_back({shape.decode, shape.context, rc.second + 1 - g0, shape.prefill_context});
+      if (rc.first > g0 + 1) {
+        next.push_back({shape.decode, shape.context, rc.first - 1 - g0, shape.prefill_context});
+      }
+    }
+    for (const Shape& n : next) {
+      for (const auto& [s, w] : grid_terms(n, tile_, per_octave_, dp)) {
+        if (std::find(ahead_queue_.begin(), ahead_queue_.end(), s) == ahead_queue_.end()) {
+          ahead_queue_.push_back(s);
+        }
+      }
+    }
+    std::reverse(ahead_queue_.begin(), ahead_queue_.end());  // taken from the back
+  }
+  if (!ahead_queue_.empty()) load_disk();
+  while (children_.size() < std::size_t(parallel_) && !ahead_queue_.empty()) {
+    const Shape s = ahead_queue_.back();
+    ahead_queue_.pop_back();
+    if (!known(s)) start(s, false);
+  }
 }
 
 void RackTimer::simulate(const std::vector<Shape>& shapes) {
@@ -241,7 +348,9 @@ IterationCost RackTimer::cost(const Shape& raw) {
     return cache_.at(shape);
   }
   if (remember_ && !cache_.count(shape)) interpolated_.insert(shape);
-  return interpolate(shape);
+  const IterationCost c = interpolate(shape);
+  look_ahead(shape);
+  return c;
 }
 
 std::vector<RackTimer::HeldBack> RackTimer::held_back(std::size_t k) {

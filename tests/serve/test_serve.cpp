@@ -13,10 +13,12 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "../common/run_trnsim.hpp"
 #include "trnsim/bench/bench.hpp"
+#include "trnsim/error.hpp"
 #include "trnsim/infer/model.hpp"
 #include "trnsim/isolate.hpp"
 #include "trnsim/run/run.hpp"
@@ -1224,6 +1226,84 @@ TEST(ServeCli, ShapeCacheServesARerunWithTheSameReport) {
   }
   EXPECT_EQ(files, 1u);
   EXPECT_EQ(lines, 3u);
+}
+
+// ForkPool: jobs started one at a time in children, collected as they end, in id order; an
+// InputError's message comes back as 'i'; a pool destroyed with a child running kills it.
+TEST(ForkPool, CollectsChildrenAsTheyEnd) {
+  ForkPool pool;
+  EXPECT_TRUE(pool.collect(true).empty());  // none running: at once
+  const std::uint64_t a = pool.start([] { return std::string("alpha"); });
+  const std::uint64_t b = pool.start([]() -> std::string { throw InputError("bad shape"); });
+  const std::uint64_t c = pool.start([] { return std::string(100000, 'x'); });  // above a pipe
+  EXPECT_EQ(pool.running(), 3u);
+  std::map<std::uint64_t, ForkPool::Done> done;
+  while (pool.running() > 0) {
+    for (ForkPool::Done& d : pool.collect(true)) done[d.id] = std::move(d);
+  }
+  ASSERT_EQ(done.size(), 3u);
+  EXPECT_EQ(done[a].kind, 'o');
+  EXPECT_EQ(done[a].text, "alpha");
+  EXPECT_EQ(done[b].kind, 'i');
+  EXPECT_EQ(done[b].text, "bad shape");
+  EXPECT_EQ(done[c].kind, 'o');
+  EXPECT_EQ(done[c].text.size(), 100000u);
+  pid_t sleeper = 0;
+  {
+    ForkPool p2;
+    int fds[2];
+    ASSERT_EQ(::pipe(fds), 0);
+    p2.start([fds]() -> std::string {
+      const pid_t me = ::getpid();
+      (void)!::write(fds[1], &me, sizeof me);
+      ::sleep(60);
+      return "late";
+    });
+    ::close(fds[1]);
+    ASSERT_EQ(::read(fds[0], &sleeper, sizeof sleeper), ssize_t(sizeof sleeper));
+    ::close(fds[0]);
+    EXPECT_TRUE(p2.collect(false).empty());  // still running: nothing, without waiting
+  }
+  EXPECT_NE(::kill(sleeper, 0), 0);  // killed and reaped
+}
+
+// Shapes simulated ahead of need (parallel > 1, grid mode) change which child simulates a shape
+// and when, not the report: one request of 128 + 300 tokens (its decode contexts cross the key
+// tiles' cells 129..256 and 257..384), served with one child and with two, without the shape
+// cache. The first decode (KV 129) starts the next context cell's shape (1, 257) ahead; the run
+// takes it when its contexts get there.
+TEST(ServeCli, ShapesAheadGiveTheSameReportAsOneChild) {
+  SpecDir d("ahead");
+  auto spec = [&](int parallel) {
+    return d.write(fmt::format("p{}.json", parallel), fmt::format(R"({{
+    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "arrivals": {{"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 300}},
+    "run": {{"requests": 1}}, "timing": {{"mode": "grid", "parallel": {}}}}})", parallel));
+  };
+  const std::string a = (d.dir / "a").string(), b = (d.dir / "b").string();
+  const auto ra = test::run_trnsim(
+      fmt::format("serve {} --out {} --log-level info --no-cache", spec(1), a));
+  ASSERT_EQ(ra.code, 0) << ra.out;
+  EXPECT_EQ(ra.out.find("ahead of need"), std::string::npos) << ra.out;
+  const auto rb = test::run_trnsim(
+      fmt::format("serve {} --out {} --log-level info --no-cache", spec(2), b));
+  ASSERT_EQ(rb.code, 0) << rb.out;
+  const std::size_t at = rb.out.find("shapes simulated ahead of need: ");
+  ASSERT_NE(at, std::string::npos) << rb.out;
+  EXPECT_GE(std::stoi(rb.out.substr(at + 32)), 1) << rb.out;
+  auto body = [](const std::string& dir) {
+    std::ifstream in(dir + "/report.json");
+    Json j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+    j["identity"].erase("command_line");
+    j["identity"].erase("spec");  // p1.json, p2.json
+    j["spec"]["timing"].erase("parallel");  // (not echoed: a setting of the host, not the run)
+    return j.dump();
+  };
+  EXPECT_EQ(body(a), body(b));
+  // The shapes the run used: (0, 0, 128, 0) and the decodes' corners up to KV 384.
+  std::ifstream in(a + "/report.json");
+  const Json j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  EXPECT_GE(j["timing"]["shapes"]["rows"].size(), 4u) << j["timing"].dump();
 }
 
 // --held-back: the interpolated shapes of a grid run simulated exactly after it. One request of

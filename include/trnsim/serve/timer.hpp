@@ -9,6 +9,7 @@
 // cache (docs/serving.md#shape-cache), so a rerun or another point of a sweep reads it back.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -17,6 +18,7 @@
 
 #include "trnsim/config/config.hpp"
 #include "trnsim/infer/iteration.hpp"
+#include "trnsim/isolate.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/serve/engine.hpp"
 
@@ -70,6 +72,11 @@ class RackTimer : public IterationTimer {
   // Of shapes_simulated(), those read from the disk cache instead of simulated in this run.
   std::size_t shapes_from_disk() const { return from_disk_; }
   std::uint64_t key_tile() const { return tile_; }
+  // Of the shapes simulated in this run, those a child had simulated ahead of need (grid mode,
+  // `parallel` > 1: docs/serving.md#shapes-ahead), and the shapes simulated ahead that the run
+  // never used (kept in the disk cache).
+  std::size_t shapes_ahead_used() const { return ahead_used_; }
+  std::size_t shapes_ahead_unused() const { return ahead_.size(); }
 
   // Held-back shapes (grid mode): cost() remembers the distinct shapes it interpolated once
   // this is on; held_back(k) simulates k of them exactly (evenly spread over their order) and
@@ -83,6 +90,15 @@ class RackTimer : public IterationTimer {
 
  private:
   void simulate(const std::vector<Shape>& shapes);
+  // Starts a child simulating `shape` (`wanted`: the run is waiting for it).
+  void start(const Shape& shape, bool wanted);
+  // The children that ended: their costs into ahead_ (and the disk cache). A wanted shape's
+  // failure is thrown; an unwanted one's dropped.
+  void collect(bool block);
+  // With children idle, starts grid shapes that iterations near `shape` would need (the next
+  // cells of its context, batch and chunk), so that they are ready when the run gets there.
+  void look_ahead(const Shape& shape);
+  bool known(const Shape& s) const;
   // Costs of `shapes`: from the disk cache where it has them, the rest simulated (and stored).
   std::vector<std::string> cost_lines(const std::vector<Shape>& shapes);
   void load_disk();
@@ -100,6 +116,15 @@ class RackTimer : public IterationTimer {
   bool remember_ = false;
   std::set<Shape> interpolated_;
   std::map<Shape, double> static_w_;
+  // Children: by their ForkPool id, the shape and whether the run waits for it; the shapes in
+  // flight; finished costs not yet used (cost lines, as the disk cache's).
+  ForkPool pool_;
+  std::map<std::uint64_t, std::pair<Shape, bool>> children_;
+  std::map<Shape, std::uint64_t> in_flight_;
+  std::map<Shape, std::string> ahead_;
+  std::size_t ahead_used_ = 0;
+  std::vector<Shape> ahead_queue_;  // look_ahead's candidates, next first
+  std::array<std::uint64_t, 6> ahead_cell_{};  // the cell they were taken around
   std::size_t simulated_ = 0;
   std::uint64_t lookups_ = 0;
   double wall_s_ = 0;
