@@ -101,9 +101,14 @@ sc_time BandwidthMemory::access(const MemRequest& r) {
   if (ahead_front_ == ahead_.size()) {
     ahead_.clear();
     ahead_front_ = 0;
-  } else if (ahead_front_ >= 1024 && 2 * ahead_front_ >= ahead_.size()) {
-    ahead_.erase(ahead_.begin(), ahead_.begin() + std::ptrdiff_t(ahead_front_));
+  } else if (ahead_.size() - ahead_front_ >= ahead_compact_at_) {
+    std::size_t kept = 0;
+    for (std::size_t i = ahead_front_; i < ahead_.size(); ++i) {
+      if (ahead_[i].end > now) ahead_[kept++] = ahead_[i];
+    }
+    ahead_.resize(kept);
     ahead_front_ = 0;
+    ahead_compact_at_ = std::max<std::size_t>(256, 2 * kept);
   }
   for (std::size_t s = 0; s < stacks_.size(); ++s) {
     if (per[s] == 0) continue;

@@ -76,11 +76,14 @@ class BandwidthMemory : public Block, public MemoryPort {
   config::HbmParams p_;
   StackSplit split_;
   std::vector<Timeline> stacks_;
-  // Ends in the order reserved, per stack; pruned from the front (ahead_front_) as time passes.
-  // A vector whose pruned front is dropped now and then, not a deque: a deque allocated and
-  // freed a block every few accesses.
+  // In the order reserved; pruned from the front (ahead_front_) as time passes, and of every
+  // ended entry (in order) once it holds ahead_compact_at_: an entry far ahead (a flow's memory
+  // pass) kept thousands of ended ones behind it, which every power sample walked. Ended
+  // entries add nothing to dynamic_unmetered() (called at now or later), so the sum is the same.
+  // A vector, not a deque: a deque allocated and freed a block every few accesses.
   std::vector<Ahead> ahead_;
   std::size_t ahead_front_ = 0;
+  std::size_t ahead_compact_at_ = 256;
   struct TimeMemo {
     std::uint64_t bytes = ~std::uint64_t(0);
     sc_core::sc_time time;
