@@ -69,20 +69,38 @@ void ChipModel::begin_slices(SliceOp& op) {
   op.waker = idle_wakers_.back();
   idle_wakers_.pop_back();
   op.waker->woken = 0;
+  if (idle_streams_.empty()) {
+    streams_.push_back(std::make_unique<SliceStream>());
+    idle_streams_.push_back(streams_.back().get());
+  }
+  op.stream = idle_streams_.back();
+  idle_streams_.pop_back();
+  op.stream->seq = op.seq;
+  op.stream->released = false;
 }
 
 void ChipModel::end_slices(SliceOp& op) {
   idle_wakers_.push_back(op.waker);
   op.waker = nullptr;
+  // Slices posted without a wake-up (an op that takes no time) may still be due.
+  op.stream->released = true;
+  if (op.stream->empty()) recycle(*op.stream);
+  op.stream = nullptr;
+}
+
+void ChipModel::recycle(SliceStream& s) {
+  s.q.clear();
+  s.head = 0;
+  idle_streams_.push_back(&s);
 }
 
 void ChipModel::post_slice(const sc_time& at, const SliceOp& op, std::uint32_t index,
                            PieceBytes b, SliceOp* piece) {
-  push_slice({at, op.seq, index, false, b, piece});
+  push_slice(*op.stream, {at, index, false, b, piece});
 }
 
 void ChipModel::post_wake(const sc_time& at, SliceOp& op, std::uint32_t index) {
-  push_slice({at, op.seq, index, true, {}, &op});
+  push_slice(*op.stream, {at, index, true, {}, &op});
 }
 
 void ChipModel::wait_woken(SliceOp& op, std::uint64_t n) {
@@ -93,18 +111,73 @@ std::uint64_t ChipModel::woken(const SliceOp& op) const { return op.waker->woken
 
 namespace {
 
-struct SliceLater {
-  template <class E>
-  bool operator()(const E& a, const E& b) const {
-    return std::tie(a.at, a.seq, a.index, a.wake) > std::tie(b.at, b.seq, b.index, b.wake);
-  }
-};
+bool entry_before(const sc_time& a_at, std::uint32_t a_index, bool a_wake, const sc_time& b_at,
+                  std::uint32_t b_index, bool b_wake) {
+  return std::tie(a_at, a_index, a_wake) < std::tie(b_at, b_index, b_wake);
+}
 
 }  // namespace
 
-void ChipModel::push_slice(const SliceEntry& e) {
-  slices_.push_back(e);
-  std::push_heap(slices_.begin(), slices_.end(), SliceLater{});
+bool ChipModel::stream_later(const SliceStream* a, const SliceStream* b) {
+  const SliceEntry& x = a->first();
+  const SliceEntry& y = b->first();
+  return std::tie(x.at, a->seq, x.index, x.wake) > std::tie(y.at, b->seq, y.index, y.wake);
+}
+
+void ChipModel::stream_heap_push(SliceStream* s) {
+  slice_heap_.push_back(s);
+  std::size_t i = slice_heap_.size() - 1;
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (!stream_later(slice_heap_[parent], s)) break;
+    slice_heap_[i] = slice_heap_[parent];
+    i = parent;
+  }
+  slice_heap_[i] = s;
+}
+
+void ChipModel::stream_heap_sift_down(std::size_t i) {
+  const std::size_t n = slice_heap_.size();
+  SliceStream* s = slice_heap_[i];
+  for (;;) {
+    std::size_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && stream_later(slice_heap_[c], slice_heap_[c + 1])) ++c;
+    if (!stream_later(s, slice_heap_[c])) break;
+    slice_heap_[i] = slice_heap_[c];
+    i = c;
+  }
+  slice_heap_[i] = s;
+}
+
+void ChipModel::stream_heap_pop() {
+  slice_heap_.front() = slice_heap_.back();
+  slice_heap_.pop_back();
+  if (!slice_heap_.empty()) stream_heap_sift_down(0);
+}
+
+void ChipModel::push_slice(SliceStream& s, const SliceEntry& e) {
+  bool new_first = false;
+  if (s.empty() || !entry_before(e.at, e.index, e.wake, s.q.back().at, s.q.back().index,
+                                 s.q.back().wake)) {
+    s.q.push_back(e);
+  } else {
+    // Before an entry already posted (no caller posts so today): into its place.
+    const auto it = std::upper_bound(
+        s.q.begin() + std::ptrdiff_t(s.head), s.q.end(), e,
+        [](const SliceEntry& x, const SliceEntry& y) {
+          return entry_before(x.at, x.index, x.wake, y.at, y.index, y.wake);
+        });
+    new_first = it == s.q.begin() + std::ptrdiff_t(s.head);
+    s.q.insert(it, e);
+  }
+  if (!s.queued) {
+    s.queued = true;
+    stream_heap_push(&s);
+  } else if (new_first) {
+    std::make_heap(slice_heap_.begin(), slice_heap_.end(),
+                   [](const SliceStream* a, const SliceStream* b) { return stream_later(a, b); });
+  }
   if (serving_slices_) return;  // serve_slices() takes it, or schedules itself for it
   if (!slice_method_) {
     slice_method_ = true;
@@ -122,10 +195,18 @@ void ChipModel::serve_slices() {
   activity().count(Activity::slices);
   const sc_time now = sc_core::sc_time_stamp();
   serving_slices_ = true;
-  while (!slices_.empty() && slices_.front().at <= now) {
-    std::pop_heap(slices_.begin(), slices_.end(), SliceLater{});
-    const SliceEntry e = slices_.back();
-    slices_.pop_back();
+  while (!slice_heap_.empty() && slice_heap_.front()->first().at <= now) {
+    SliceStream& s = *slice_heap_.front();
+    const SliceEntry e = s.q[s.head++];
+    if (s.empty()) {
+      s.queued = false;
+      s.q.clear();
+      s.head = 0;
+      stream_heap_pop();
+      if (s.released) recycle(s);
+    } else {
+      stream_heap_sift_down(0);
+    }
     if (e.wake) {
       ++e.op->waker->woken;
       e.op->waker->ev.notify();
@@ -136,11 +217,11 @@ void ChipModel::serve_slices() {
     if (e.b.write > 0) done = std::max(done, memory().access({operand_address(e.b.write), e.b.write, true}));
     if (SliceOp* p = e.op) {
       if (done - now > p->memory_alone) p->wait_mem = std::max(p->wait_mem, done - now - p->memory_alone);
-      if (--p->left == 0) push_slice({p->end + p->wait_mem, p->seq, e.index, true, {}, p});
+      if (--p->left == 0) push_slice(*p->stream, {p->end + p->wait_mem, e.index, true, {}, p});
     }
   }
   serving_slices_ = false;
-  if (!slices_.empty()) slices_due_.notify(slices_.front().at - now);
+  if (!slice_heap_.empty()) slices_due_.notify(slice_heap_.front()->first().at - now);
 }
 
 OpStats ChipModel::replay_profile(const OpProfile& p, const OpProfile& counterpart,

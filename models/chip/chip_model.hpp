@@ -88,9 +88,31 @@ class ChipModel : public Block {
     sc_core::sc_event ev;
     std::uint64_t woken = 0;
   };
+  struct SliceOp;
+  struct SliceEntry {
+    sc_core::sc_time at;
+    std::uint32_t index = 0;
+    bool wake = false;
+    PieceBytes b;
+    SliceOp* op = nullptr;  // a wake's op, or a piece slice's piece
+  };
+  // An op's posted entries, which it posts in (time, index, wake) order (an entry out of order
+  // is put in its place). The chip's heap holds the ops with entries, by their first one and the
+  // op's order: the order (time, op, index, wake) of every entry, with a heap of a dozen ops
+  // rather than one of hundreds of entries.
+  struct SliceStream {
+    std::uint64_t seq = 0;
+    std::vector<SliceEntry> q;
+    std::size_t head = 0;
+    bool queued = false;    // in the heap (it has entries)
+    bool released = false;  // end_slices() was called: back to the pool once it is drained
+    const SliceEntry& first() const { return q[head]; }
+    bool empty() const { return head == q.size(); }
+  };
   struct SliceOp {
     std::uint64_t seq = 0;  // the order the op began on this chip
     Waker* waker = nullptr;
+    SliceStream* stream = nullptr;  // its posted slices and wake-ups, in order
     // A piece whose end waits for its slices (OpChip::execute): when its last slice has been
     // issued, the op is woken at `end` plus the latest slice's finish beyond `memory_alone`.
     int left = 0;
@@ -109,16 +131,12 @@ class ChipModel : public Block {
   std::uint64_t woken(const SliceOp& op) const;
 
  private:
-  struct SliceEntry {
-    sc_core::sc_time at;
-    std::uint64_t seq = 0;
-    std::uint32_t index = 0;
-    bool wake = false;
-    PieceBytes b;
-    SliceOp* op = nullptr;  // a wake's op, or a piece slice's piece
-  };
-  void schedule_slices(const sc_core::sc_time& at);
-  void push_slice(const SliceEntry& e);
+  static bool stream_later(const SliceStream* a, const SliceStream* b);
+  void stream_heap_push(SliceStream* s);
+  void stream_heap_pop();  // removes the top
+  void stream_heap_sift_down(std::size_t i);
+  void push_slice(SliceStream& s, const SliceEntry& e);
+  void recycle(SliceStream& s);
   void serve_slices();
 
   struct Accrual {
@@ -130,7 +148,9 @@ class ChipModel : public Block {
   std::uint64_t next_operand_addr_ = 0;
   std::vector<Accrual> accruing_;  // in the order the ops began
   std::uint64_t next_token_ = 0;
-  std::vector<SliceEntry> slices_;  // a heap, earliest (at, seq, index, wake) on top
+  std::vector<SliceStream*> slice_heap_;  // earliest first entry (at, seq, index, wake) on top
+  std::vector<std::unique_ptr<SliceStream>> streams_;
+  std::vector<SliceStream*> idle_streams_;
   sc_core::sc_event slices_due_;
   bool slice_method_ = false;
   bool serving_slices_ = false;

@@ -18,28 +18,35 @@ int hbm_stack_of(const config::HbmParams& p, std::uint64_t addr) {
   return int((addr / il) % std::uint64_t(p.stacks));
 }
 
-namespace {
+StackSplit::StackSplit(const config::HbmParams& p)
+    : il_(std::uint64_t(p.interleave_bytes.si)), n_(std::uint64_t(p.stacks)) {
+  if (n_ > kMaxStacks) {
+    throw InternalError(fmt::format("{} HBM stacks exceed the model's {} (the resolve step checks "
+                                    "/chip/hbm/stacks)", p.stacks, kMaxStacks));
+  }
+  if (il_ == 0 || n_ == 0) throw InternalError("StackSplit: no interleave or no stacks");
+  round_ = il_ * n_;
+  const auto shift = [](std::uint64_t v) {
+    return (v & (v - 1)) == 0 ? __builtin_ctzll(v) : -1;
+  };
+  il_shift_ = shift(il_);
+  round_shift_ = shift(round_);
+  n_mask_ = shift(n_) >= 0 ? n_ - 1 : 0;
+}
 
-// Bytes of [addr, addr+bytes) per stack (stacks <= kMaxStacks, checked by the constructors).
-// Called for every DMA packet: no allocation, whole interleave rounds in one step.
-constexpr std::size_t kMaxStacks = resolve::kMaxHbmStacks;
-using StackBytes = std::array<std::uint64_t, kMaxStacks>;
-
-StackBytes split_by_stack(const config::HbmParams& p, std::uint64_t addr, std::uint64_t bytes) {
-  StackBytes per{};
-  const auto il = std::uint64_t(p.interleave_bytes.si);
-  const auto n = std::uint64_t(p.stacks);
-  const std::uint64_t round = il * n;
+StackSplit::PerStack StackSplit::split(std::uint64_t addr, std::uint64_t bytes) const {
+  PerStack per{};
+  const std::uint64_t il = il_, n = n_, round = round_;
   const std::uint64_t end = addr + bytes;
-  const std::uint64_t first = std::min(end, (addr + round - 1) / round * round);
-  const std::uint64_t rounds = (end - first) / round;
+  const std::uint64_t first = std::min(end, div_round(addr + round - 1) * round);
+  const std::uint64_t rounds = div_round(end - first);
   for (std::size_t s = 0; s < std::size_t(n); ++s) per[s] = rounds * il;
-  // The bytes of [b, e) (less than a round) unit by unit, two divisions per call: every memory
-  // access of a rack run comes here, and three divisions per unit showed in profiles.
+  // The bytes of [b, e) (less than a round) unit by unit.
   auto walk = [&](std::uint64_t b, std::uint64_t e) {
     if (b >= e) return;
-    std::uint64_t unit_end = (b / il + 1) * il;
-    std::size_t s = std::size_t((b / il) % n);
+    const std::uint64_t unit = div_il(b);
+    std::uint64_t unit_end = (unit + 1) * il;
+    std::size_t s = mod_n(unit);
     for (;;) {
       const std::uint64_t next = std::min(e, unit_end);
       per[s] += next - b;
@@ -54,18 +61,17 @@ StackBytes split_by_stack(const config::HbmParams& p, std::uint64_t addr, std::u
   return per;
 }
 
-void check_stacks(const config::HbmParams& p) {
-  if (std::size_t(p.stacks) > kMaxStacks) {
-    throw InternalError(fmt::format("{} HBM stacks exceed the model's {} (the resolve step checks "
-                                    "/chip/hbm/stacks)", p.stacks, kMaxStacks));
-  }
-}
+namespace {
+
+constexpr std::size_t kMaxStacks = StackSplit::kMaxStacks;
+using StackBytes = StackSplit::PerStack;
 
 }  // namespace
 
 BandwidthMemory::BandwidthMemory(const sc_core::sc_module_name& name, const config::HbmParams& p)
     : Block(name),
       p_(p),
+      split_(p),
       stacks_(std::size_t(p.stacks)),
       read_(stats().add(BandwidthMemoryStats::bytes_read)),
       written_(stats().add(BandwidthMemoryStats::bytes_written)),
@@ -74,19 +80,39 @@ BandwidthMemory::BandwidthMemory(const sc_core::sc_module_name& name, const conf
       write_latency_(to_sc(p.controller_latency + p.timing.tRCD + p.timing.tCWL)),
       read_energy_(p.energy.read + p.energy.phy + p.energy.controller),
       write_energy_(p.energy.write + p.energy.phy + p.energy.controller) {
-  check_stacks(p);
   set_static_power(p.energy.background_per_stack * double(p.stacks));
 }
 
+sc_time BandwidthMemory::stack_time(std::uint64_t bytes) {
+  TimeMemo& m = time_memo_[(bytes ^ (bytes >> 8) ^ (bytes >> 16)) & (time_memo_.size() - 1)];
+  if (m.bytes != bytes) {
+    m.bytes = bytes;
+    m.time = to_sc(transfer_time(Bytes(double(bytes)), stack_bw_));
+  }
+  return m.time;
+}
+
 sc_time BandwidthMemory::access(const MemRequest& r) {
-  const StackBytes per = split_by_stack(p_, r.addr, r.bytes);
+  const StackBytes per = split_.split(r.addr, r.bytes);
   const sc_time now = sc_core::sc_time_stamp();
   sc_time done = now;
   // Reservations that ended by now no longer differ from their counted energy.
-  while (!ahead_.empty() && ahead_.front().end <= now) ahead_.pop_front();
+  while (ahead_front_ < ahead_.size() && ahead_[ahead_front_].end <= now) ++ahead_front_;
+  if (ahead_front_ == ahead_.size()) {
+    ahead_.clear();
+    ahead_front_ = 0;
+  } else if (ahead_.size() - ahead_front_ >= ahead_compact_at_) {
+    std::size_t kept = 0;
+    for (std::size_t i = ahead_front_; i < ahead_.size(); ++i) {
+      if (ahead_[i].end > now) ahead_[kept++] = ahead_[i];
+    }
+    ahead_.resize(kept);
+    ahead_front_ = 0;
+    ahead_compact_at_ = std::max<std::size_t>(256, 2 * kept);
+  }
   for (std::size_t s = 0; s < stacks_.size(); ++s) {
     if (per[s] == 0) continue;
-    const sc_time d = to_sc(transfer_time(Bytes(double(per[s])), stack_bw_));
+    const sc_time d = stack_time(per[s]);
     const sc_time end = stacks_[s].reserve(now, d);
     done = std::max(done, end);
     if (end > now) ahead_.push_back({end - d, end, r.write, double(per[s])});
@@ -103,7 +129,8 @@ sc_time BandwidthMemory::access(const MemRequest& r) {
 
 Energy BandwidthMemory::dynamic_unmetered(const PowerModel& power, const sc_time& t) const {
   double read = 0, write = 0;
-  for (const Ahead& a : ahead_) {
+  for (std::size_t i = ahead_front_; i < ahead_.size(); ++i) {
+    const Ahead& a = ahead_[i];
     if (a.end <= t) continue;
     const double span = (a.end - a.start).to_seconds();
     const double after = span > 0 ? (a.end - std::max(a.start, t)).to_seconds() / span : 1.0;
@@ -141,8 +168,7 @@ sc_time DieCrossing::cross(int from, int to, std::uint64_t bytes) {
 
 DieMemoryPort::DieMemoryPort(int die, const config::ChipParams& p, MemoryPort& hbm,
                              DieCrossing& d2d)
-    : die_(die), p_(p), hbm_(hbm), d2d_(d2d) {
-  check_stacks(p.hbm);
+    : die_(die), p_(p), split_(p.hbm), hbm_(hbm), d2d_(d2d) {
   if (std::size_t(p.dies) > kMaxStacks) {
     throw InternalError(fmt::format("{} dies exceed the model's {} (the resolve step checks "
                                     "/chip/dies)", p.dies, kMaxStacks));
@@ -152,7 +178,7 @@ DieMemoryPort::DieMemoryPort(int die, const config::ChipParams& p, MemoryPort& h
 sc_time DieMemoryPort::access(const MemRequest& r) {
   sc_time done = hbm_.access(r);
   if (p_.dies <= 1) return done;
-  const StackBytes per = split_by_stack(p_.hbm, r.addr, r.bytes);
+  const StackBytes per = split_.split(r.addr, r.bytes);
   const int stacks_per_die = std::max(1, p_.hbm.stacks / p_.dies);
   StackBytes remote{};  // per die; dies <= stacks
   for (std::size_t s = 0; s < std::size_t(p_.hbm.stacks); ++s) {

@@ -6,18 +6,42 @@
 #include <systemc>
 
 #include <cstdint>
-#include <deque>
 #include <vector>
 
 #include "common/block.hpp"
 #include "common/memory.hpp"
 #include "trnsim/params/chip.hpp"
+#include "trnsim/resolve/plan.hpp"
 
 namespace trnsim::model {
 
 // Stack holding `addr`: addresses interleave across stacks every interleave_bytes (the same
 // field the HBM model uses for its address map).
 int hbm_stack_of(const config::HbmParams& p, std::uint64_t addr);
+
+// The bytes of [addr, addr + bytes) that each stack holds. Every memory access of a rack run
+// comes here: no allocation, whole interleave rounds in one step, and shifts and masks instead of
+// divisions where the interleave and the stack count are powers of two (every shipped chip), the
+// same quotients either way.
+class StackSplit {
+ public:
+  static constexpr std::size_t kMaxStacks = std::size_t(resolve::kMaxHbmStacks);
+  using PerStack = std::array<std::uint64_t, kMaxStacks>;
+  // InternalError beyond kMaxStacks stacks (the resolve step checks /chip/hbm/stacks).
+  explicit StackSplit(const config::HbmParams& p);
+  PerStack split(std::uint64_t addr, std::uint64_t bytes) const;
+
+ private:
+  std::uint64_t div_il(std::uint64_t x) const { return il_shift_ >= 0 ? x >> il_shift_ : x / il_; }
+  std::uint64_t div_round(std::uint64_t x) const {
+    return round_shift_ >= 0 ? x >> round_shift_ : x / round_;
+  }
+  std::size_t mod_n(std::uint64_t x) const {
+    return std::size_t(n_mask_ != 0 || n_ == 1 ? x & n_mask_ : x % n_);
+  }
+  std::uint64_t il_ = 1, n_ = 1, round_ = 1, n_mask_ = 0;
+  int il_shift_ = -1, round_shift_ = -1;  // >= 0 where a power of two
+};
 
 // The statistics of the bandwidth memory model (registry entry "bandwidth").
 struct BandwidthMemoryStats {
@@ -47,9 +71,25 @@ class BandwidthMemory : public Block, public MemoryPort {
     bool write = false;
     double bytes = 0;
   };
+  // The time a stack takes for `bytes`: a slice's few sizes recur on every access, so the
+  // last few are kept (the same value as computing it).
+  sc_core::sc_time stack_time(std::uint64_t bytes);
   config::HbmParams p_;
+  StackSplit split_;
   std::vector<Timeline> stacks_;
-  std::deque<Ahead> ahead_;  // ends in the order reserved, per stack; pruned as time passes
+  // In the order reserved; pruned from the front (ahead_front_) as time passes, and of every
+  // ended entry (in order) once it holds ahead_compact_at_: an entry far ahead (a flow's memory
+  // pass) kept thousands of ended ones behind it, which every power sample walked. Ended
+  // entries add nothing to dynamic_unmetered() (called at now or later), so the sum is the same.
+  // A vector, not a deque: a deque allocated and freed a block every few accesses.
+  std::vector<Ahead> ahead_;
+  std::size_t ahead_front_ = 0;
+  std::size_t ahead_compact_at_ = 256;
+  struct TimeMemo {
+    std::uint64_t bytes = ~std::uint64_t(0);
+    sc_core::sc_time time;
+  };
+  std::array<TimeMemo, 8> time_memo_{};
   Stat& read_;
   Stat& written_;
   Bandwidth stack_bw_;
@@ -95,6 +135,7 @@ class DieMemoryPort : public MemoryPort {
  private:
   int die_;
   const config::ChipParams& p_;
+  StackSplit split_;
   MemoryPort& hbm_;
   DieCrossing& d2d_;
 };
