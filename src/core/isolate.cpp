@@ -50,65 +50,34 @@ bool write_all(int fd, const std::string& s) {
   ::_exit(ok ? code : 1);
 }
 
-struct Running {
-  std::size_t job = 0;
-  pid_t pid = 0;
-  std::string text;
-};
-
 }  // namespace
 
 std::vector<std::string> run_forked(const std::vector<std::function<std::string()>>& jobs,
                                     int parallel) {
   parallel = std::max(1, parallel);
-  std::vector<std::string> text(jobs.size());
-  std::vector<int> status(jobs.size(), 0);
-  std::map<int, Running> running;  // by the read end of its pipe
-  std::size_t next = 0;
-  while (next < jobs.size() || !running.empty()) {
-    while (next < jobs.size() && int(running.size()) < parallel) {
-      int fds[2];
-      if (::pipe(fds) != 0) throw InternalError("pipe() failed");
-      std::fflush(stdout);
-      std::fflush(stderr);
-      const pid_t pid = ::fork();
-      if (pid < 0) throw InternalError("fork() failed");
-      if (pid == 0) {
-        ::close(fds[0]);
-        for (const auto& [fd, r] : running) ::close(fd);
-        child(jobs[next], fds[1]);
+  std::vector<ForkPool::Done> done(jobs.size());
+  {
+    ForkPool pool;
+    std::map<std::uint64_t, std::size_t> job_of;  // the pool's id -> the job's index
+    std::size_t next = 0, ended = 0;
+    while (ended < jobs.size()) {
+      for (; next < jobs.size() && pool.running() < std::size_t(parallel); ++next) {
+        job_of[pool.start(jobs[next])] = next;
       }
-      ::close(fds[1]);
-      running[fds[0]] = Running{next, pid, {}};
-      ++next;
-    }
-    // Drain every child's pipe as it writes, so that none blocks on a full pipe.
-    std::vector<pollfd> fds;
-    for (const auto& [fd, r] : running) fds.push_back({fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) continue;  // EINTR: poll again
-    for (const pollfd& p : fds) {
-      if (p.revents == 0) continue;
-      char buf[65536];
-      const ssize_t n = ::read(p.fd, buf, sizeof buf);
-      Running& r = running.at(p.fd);
-      if (n > 0) {
-        r.text.append(buf, std::size_t(n));
-        continue;
+      for (ForkPool::Done& d : pool.collect(true)) {
+        done[job_of.at(d.id)] = std::move(d);
+        ++ended;
       }
-      ::close(p.fd);
-      ::waitpid(r.pid, &status[r.job], 0);
-      text[r.job] = std::move(r.text);
-      running.erase(p.fd);
     }
   }
+  // Every child has ended: the first failure in the jobs' order, whichever ended first.
+  std::vector<std::string> text(jobs.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) {
-    const std::string& t = text[j];
-    if (t.empty() || (t[0] != 'o' && t[0] != 'i' && t[0] != 'e')) {
-      throw InternalError(fmt::format("child process died (status {})", status[j]));
-    }
-    if (t[0] == 'i') throw InputError(t.substr(1));
-    if (t[0] == 'e') throw InternalError(t.substr(1));
-    text[j] = t.substr(1);
+    ForkPool::Done& d = done[j];
+    if (d.kind == 'i') throw InputError(d.text);
+    if (d.kind == 'e') throw InternalError(d.text);
+    if (d.kind != 'o') throw InternalError(fmt::format("child process died (status {})", d.text));
+    text[j] = std::move(d.text);
   }
   return text;
 }

@@ -52,23 +52,11 @@ std::uint64_t context_points_to(std::uint64_t max, std::uint64_t tile, int per_o
   return n;
 }
 
-// What a shape's cost is simulated from besides the shape: RackTimer's shape-cache key (serve/
-// timer.cpp; keep the two in step) without the build, and the grid's points per octave.
+// What a shape's cost is simulated from besides the shape (RackTimer's shape-cache key without
+// the build), and the grid's points per octave.
 std::string shape_group(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
                         int per_octave) {
-  config::Json k = config::Json::object();
-  k["config"] = config::to_json(cfg.config);
-  k["model"] = config::JsonWriter::to_json(base.model);
-  k["layout"] = base.layout.text();
-  k["weights_dtype"] = std::string(to_string(base.dtypes.weights));
-  k["kv_dtype"] = std::string(to_string(base.dtypes.kv));
-  k["sample_top_k"] = base.sample_top_k;
-  k["seed"] = base.seed;
-  k["runtime"] = fmt::format("{:.17g} {:.17g} {:.17g}", base.runtime.launch_s, base.runtime.sync_s,
-                             base.runtime.schedule_s);
-  k["batch_buckets"] = base.batch_buckets;
-  k["seq_buckets"] = base.seq_buckets;
-  k["disaggregated"] = base.disaggregated;
+  config::Json k = shape_inputs(cfg, base);
   k["grid_per_octave"] = per_octave;
   return k.dump();
 }

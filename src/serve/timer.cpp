@@ -83,20 +83,8 @@ std::string cost_line(const run::RunData& out) {
 
 }  // namespace
 
-RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
-                     TimingMode mode, int parallel, int per_octave,
-                     const run::CacheSettings& cache)
-    : cfg_(cfg), base_(base), mode_(mode), parallel_(std::max(1, parallel)),
-      per_octave_(per_octave) {
-  tile_ = std::max<std::uint64_t>(
-      1, std::uint64_t(resolve::plan(cfg_, resolve::Purpose::run).rack->chip.params.core.tensor.rows));
-  if (!cache.enabled) return;
-  // Everything a shape's cost is simulated from besides the shape: the rack configuration (its
-  // fidelity and overrides), the iteration's model, layout, dtypes, runtime costs, routing seed,
-  // buckets, and the build of trnsim (any change of code is a new file).
+config::Json shape_inputs(const config::LoadedConfig& cfg, const infer::IterationSpec& base) {
   config::Json k = config::Json::object();
-  k["format"] = "serve iteration costs 1";
-  k["build"] = run::build_identity();
   k["config"] = config::to_json(cfg.config);
   k["model"] = config::JsonWriter::to_json(base.model);
   k["layout"] = base.layout.text();
@@ -109,6 +97,21 @@ RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec
   k["batch_buckets"] = base.batch_buckets;
   k["seq_buckets"] = base.seq_buckets;
   k["disaggregated"] = base.disaggregated;
+  return k;
+}
+
+RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
+                     TimingMode mode, int parallel, int per_octave,
+                     const run::CacheSettings& cache)
+    : cfg_(cfg), base_(base), mode_(mode), parallel_(std::max(1, parallel)),
+      per_octave_(per_octave) {
+  tile_ = std::max<std::uint64_t>(
+      1, std::uint64_t(resolve::plan(cfg_, resolve::Purpose::run).rack->chip.params.core.tensor.rows));
+  if (!cache.enabled) return;
+  // Any change of code is a new file.
+  config::Json k = shape_inputs(cfg, base);
+  k["format"] = "serve iteration costs 1";
+  k["build"] = run::build_identity();
   const run::CacheKey key = run::cache_key(k);
   namespace fs = std::filesystem;
   const fs::path dir = fs::path(cache.dir) / "serve-shapes";

@@ -55,6 +55,12 @@ std::pair<std::uint64_t, std::uint64_t> coarse_cell(std::uint64_t v);
 std::vector<std::pair<Shape, double>> grid_terms(const Shape& shape, std::uint64_t tile,
                                                  int per_octave = 2, std::uint64_t dp = 1);
 
+// Everything a shape's cost is simulated from besides the shape and the build: the rack
+// configuration (its fidelity and overrides), the iteration's model, layout, dtypes, runtime
+// costs, routing seed and buckets. RackTimer's shape-cache key adds the build; the sweep
+// estimate's groups of points that share a grid add the grid's points per octave.
+config::Json shape_inputs(const config::LoadedConfig& cfg, const infer::IterationSpec& base);
+
 class RackTimer : public IterationTimer {
  public:
   // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
