@@ -66,6 +66,10 @@ struct TransferState {
   bool finished = false;
   sc_core::sc_event done;
   std::function<void(const TransferRecord&)> on_done;
+  // A transfer of several pieces (TransferRequest::pieces) on a network that merges them: runs
+  // with the number of pieces arrived so far as they arrive before the last (at most 15 times;
+  // on_done then stands for all of them). Set before the transfer activates; may be empty.
+  std::function<void(std::uint32_t)> on_pieces;
   std::shared_ptr<TransferState> keep_alive;  // held by the fabric while in flight
   bool cut_all() const { return packets_cut == packets_total; }
 };
@@ -79,6 +83,8 @@ class TransferHandle {
   bool done() const { return s_->finished; }
   const sc_core::sc_event& done_event() const { return s_->done; }
   const TransferRecord& record() const { return s_->record; }
+  // Where pieces arrive one after another (TransferState::on_pieces): call before it activates.
+  void on_pieces(std::function<void(std::uint32_t)> f) const { s_->on_pieces = std::move(f); }
 
  private:
   std::shared_ptr<TransferState> s_;

@@ -19,6 +19,10 @@ std::string module_name(std::string s) {
   return s;
 }
 
+// Arrivals of a merged flow's pieces posted at most (the last one its completion): the cost of
+// a transfer must not grow with its pieces.
+constexpr std::uint32_t kPieceDeliveries = 16;
+
 // The smallest sc_time not before `s` seconds: an event at it finds the flow's bytes all sent.
 sc_core::sc_time ceil_time(double s) {
   const double res = sc_core::sc_get_time_resolution().to_seconds();
@@ -40,6 +44,16 @@ struct FlowNetwork::Flow {
   double since = 0;      // time (s) `remaining` was last brought up to date
   double bottleneck = 0;  // lowest capacity on the path, wire bytes per second
   double weight = 1;      // pieces it stands for: its max-min share counts that many times
+  // Pieces that arrive one after another (TransferState::on_pieces). The packet fabric's
+  // transfers that share an output take packets in turn, so the pieces of a step, started
+  // together on one route, all send their last packet in the last round: one piece arrives per
+  // packet time of that round, and a receiver reduces the first while the others arrive. `tail`
+  // is the remaining (wire bytes over efficiency) of one piece's last packet; piece k of n has
+  // arrived when (n - k) tails remain. The arrivals are posted in `deliveries` batches (at most
+  // kPieceDeliveries, the last the completion), `delivered` of them so far; `milestone` is the
+  // remaining at which the next is due (0: the end).
+  std::uint32_t pieces = 1, deliveries = 0, delivered = 0;
+  double tail = 0, milestone = 0;
   std::uint64_t version = 0;
   std::uint64_t mark = 0;  // epoch of the recomputation that holds it
   double old_rate = 0;   // its rate before the recomputation under way
@@ -355,8 +369,14 @@ void FlowNetwork::fire() {
     const Event e = heap_.top();
     heap_.pop();
     ++events_;
-    if (e.version != flows_[e.flow]->version) continue;  // superseded by a rate change
+    // A piece event carries its count in `version`; it is never superseded.
+    if (e.kind != Kind::piece && e.version != flows_[e.flow]->version) continue;
     switch (e.kind) {
+      case Kind::piece: {
+        const auto& t = flows_[e.flow]->t;
+        if (t && t->on_pieces) t->on_pieces(std::uint32_t(e.version));
+        break;
+      }
       case Kind::activate: activate(e.flow); break;
       case Kind::drained: drained(e.flow); break;
       case Kind::complete: complete(e.flow); break;
@@ -378,6 +398,17 @@ void FlowNetwork::activate(std::uint32_t id) {
   MemoryPort* dst = memories_.empty() ? nullptr : memories_[req.dst.v];
   f.ready = memory_pass(src, req.src_addr, req.bytes, false);
   f.written = memory_pass(dst, req.dst_addr, req.bytes, true);
+  f.deliveries = f.delivered = 0;
+  f.milestone = 0;
+  if (req.pieces > 1 && f.t->on_pieces) {
+    const std::uint64_t pb = plan_.packet_bytes, fb = plan_.flit_bytes, hb = plan_.header_bytes;
+    const std::uint64_t piece = (req.bytes + req.pieces - 1) / req.pieces;
+    const std::uint64_t last = piece % pb == 0 ? std::min(piece, pb) : piece % pb;
+    f.pieces = req.pieces;
+    f.tail = double((last + hb + fb - 1) / fb * fb) / f.efficiency;
+    f.deliveries = std::min(f.pieces, kPieceDeliveries);
+    f.milestone = double(f.pieces - pieces_after(f, 1)) * f.tail;
+  }
   f.active = true;
   f.since = sc_core::sc_time_stamp().to_seconds();
   for (std::size_t h = 0; h < f.path.size(); ++h) {
@@ -413,8 +444,40 @@ void FlowNetwork::detach(std::uint32_t id) {
   --active_;
 }
 
+std::uint32_t FlowNetwork::pieces_after(const Flow& f, std::uint32_t j) {
+  return std::uint32_t(std::uint64_t(j) * f.pieces / f.deliveries);
+}
+
+void FlowNetwork::piece_arrived(std::uint32_t id) {
+  Flow& f = *flows_[id];
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const double now_s = now.to_seconds();
+  f.remaining = f.milestone;
+  f.since = now_s;
+  const std::uint32_t got = pieces_after(f, ++f.delivered);
+  f.milestone = f.delivered + 1 < f.deliveries
+                    ? double(f.pieces - pieces_after(f, f.delivered + 1)) * f.tail
+                    : 0.0;
+  // As at the completion: the fixed terms, and the share of the source read and the
+  // destination write (reserved at the start, served in order) of the pieces arrived.
+  const double share = double(got) / double(f.pieces);
+  const sc_core::sc_time start = f.t->started;
+  const sc_core::sc_time read = start + (f.ready > start ? (f.ready - start) * share : sc_core::SC_ZERO_TIME);
+  const sc_core::sc_time written =
+      start + (f.written > start ? (f.written - start) * share : sc_core::SC_ZERO_TIME);
+  const sc_core::sc_time arrive = std::max({now + f.fixed, read + f.fixed, written}) + overhead_;
+  heap_.push(Event{std::max(arrive, now).value(), seq_++, Kind::piece, id, got});
+  wake_.notify(std::max(arrive, now) - now);
+  schedule(std::max(now, ceil_time(now_s + std::max(0.0, f.remaining - f.milestone) / f.rate)),
+           Kind::drained, id);
+}
+
 void FlowNetwork::drained(std::uint32_t id) {
   Flow& f = *flows_[id];
+  if (f.delivered + 1 < f.deliveries) {  // a piece's arrival, not the end
+    piece_arrived(id);
+    return;
+  }
   const auto& req = f.t->record.request;
   charge(f, req.bytes);  // statistics and energy of the wire bytes, per hop
   detach(id);
@@ -565,7 +628,7 @@ void FlowNetwork::recompute() {
     if (fl.drain_posted && fl.rate == fl.old_rate) continue;
     ++fl.version;
     fl.drain_posted = true;
-    const double left_s = fl.remaining / fl.rate;
+    const double left_s = std::max(0.0, fl.remaining - fl.milestone) / fl.rate;
     schedule(std::max(t_now, ceil_time(now + left_s)), Kind::drained, f);
   }
 }

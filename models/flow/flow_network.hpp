@@ -8,7 +8,10 @@
 // recomputation). A flow's data leaves at its rate; its completion is scheduled at its predicted
 // end, plus fixed terms per hop (link latency, one flit's serialisation, switch traversal or chip
 // forwarding) and the endpoint overhead at each end. The cost grows with the number of flows and
-// of their rate changes, never with bytes.
+// of their rate changes, never with bytes. The pieces of a merged transfer (a collective step's
+// pieces to one peer) arrive one after another in its last round, as the packet fabric's
+// transfers sharing an output deliver them, when the caller asks (TransferState::on_pieces), in
+// at most 16 arrivals.
 //
 // Left out, against the packet fabric (measured in docs/models/fidelity.md): credit
 // back-pressure and buffer occupancy, head-of-line blocking, the interleaving of packets of flows
@@ -136,13 +139,13 @@ class FlowNetwork : public Block, public PathNetwork {
     int unfrozen = 0;
     double unfrozen_weight = 0;  // pieces of the unfrozen flows
   };
-  enum class Kind : std::uint8_t { activate, drained, complete };
+  enum class Kind : std::uint8_t { activate, drained, complete, piece };
   struct Event {
     std::uint64_t time;  // sc_time value
     std::uint64_t seq;   // insertion order: ties run first come first served
     Kind kind;
     std::uint32_t flow;
-    std::uint64_t version;
+    std::uint64_t version;  // of the flow when posted; a piece event: the pieces arrived
     bool operator>(const Event& o) const {
       return time != o.time ? time > o.time : seq > o.seq;
     }
@@ -159,6 +162,8 @@ class FlowNetwork : public Block, public PathNetwork {
   void fire();
   void activate(std::uint32_t f);
   void drained(std::uint32_t f);
+  void piece_arrived(std::uint32_t f);  // a merged flow reached its next piece milestone
+  static std::uint32_t pieces_after(const Flow& f, std::uint32_t delivery);
   void complete(std::uint32_t f);
   void recompute();
   void detach(std::uint32_t f);

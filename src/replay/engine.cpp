@@ -144,6 +144,7 @@ struct Replay::Impl : Emitter {
       int from;
       std::uint64_t bytes;
       int pieces;
+      bool progressive;
     };
     std::vector<std::vector<Waiting>> waiting;
     // Fast-forward: decided by the first member to arrive, followed by every member.
@@ -870,7 +871,7 @@ struct Replay::Impl : Emitter {
     inst.rec.last_arrival = now;
     // Sends that were waiting for this member to join go out now.
     auto waiting = std::move(inst.waiting[m]);
-    for (const auto& ws : waiting) send(inst, ws.from, me, ws.bytes, ws.pieces);
+    for (const auto& ws : waiting) send(inst, ws.from, me, ws.bytes, ws.pieces, ws.progressive);
     // Unplanned: a member's op has not been emitted yet (or never will be: reported after the run).
     while (inst.schedule.members.empty()) model::wait_counted(activity_, *inst.planned);
     const trace::DType dtype = inst.ops[m]->dtype;
@@ -889,6 +890,9 @@ struct Replay::Impl : Emitter {
       }
       // Consecutive pieces to one peer go as one transfer where the machine merges them.
       const bool merge = machine.merges_pieces();
+      // A step that reduces what it receives takes merged pieces as they arrive (the plans are
+      // symmetric: a member's step reduces when its peers' matching steps do).
+      const bool progressive = step.reduce_bytes > 0;
       for (std::size_t k = 0; k < step.sends.size();) {
         const Transfer& t = step.sends[k];
         std::size_t e = k + 1;
@@ -900,9 +904,9 @@ struct Replay::Impl : Emitter {
         if (t.peer < 0) {
           mirror_send(inst, me, t.peer, bytes, pieces);
         } else if (inst.arrived[std::size_t(t.peer)]) {
-          send(inst, me, t.peer, bytes, pieces);
+          send(inst, me, t.peer, bytes, pieces, progressive);
         } else {
-          inst.waiting[std::size_t(t.peer)].push_back({me, bytes, pieces});
+          inst.waiting[std::size_t(t.peer)].push_back({me, bytes, pieces, progressive});
         }
       }
       // Each received piece is reduced as soon as it is there, while later pieces arrive; the
@@ -971,11 +975,14 @@ struct Replay::Impl : Emitter {
 
   // One send (`pieces` pieces, `bytes` in all) of a collective step from member `from` to member
   // `to` (which has joined): the deliveries are counted at `to` when the data has arrived.
-  void send(Instance& inst, int from, int to, std::uint64_t bytes, int pieces) {
+  // With `progressive`, pieces are counted as they arrive where the machine says so.
+  void send(Instance& inst, int from, int to, std::uint64_t bytes, int pieces, bool progressive) {
     const int src_chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
     const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(to)])];
-    auto done = [&inst, from, to, pieces] {
-      inst.delivered[std::size_t(to)][from] += pieces;
+    // Pieces counted before the last arrived (shared by both callbacks).
+    auto early = progressive && pieces > 1 ? std::make_shared<int>(0) : nullptr;
+    auto done = [&inst, from, to, pieces, early] {
+      inst.delivered[std::size_t(to)][from] += pieces - (early ? *early : 0);
       inst.delivery[std::size_t(to)]->notify(sc_core::SC_ZERO_TIME);
       if ((inst.outstanding[std::size_t(from)] -= pieces) == 0) {
         inst.sent[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
@@ -984,7 +991,16 @@ struct Replay::Impl : Emitter {
     const std::uint64_t flow = mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(to));
     machine.set_pattern(traffic_pattern(inst.rec.kind, inst.rec.algorithm));
     if (pieces > 1) {
-      machine.start_pieces(src_chip, dst_chip, bytes, std::uint32_t(pieces), flow, std::move(done));
+      std::function<void(std::uint32_t)> arrived;
+      if (early) {
+        arrived = [&inst, from, to, early](std::uint32_t n) {
+          inst.delivered[std::size_t(to)][from] += int(n) - *early;
+          *early = int(n);
+          inst.delivery[std::size_t(to)]->notify(sc_core::SC_ZERO_TIME);
+        };
+      }
+      machine.start_pieces(src_chip, dst_chip, bytes, std::uint32_t(pieces), flow, std::move(done),
+                           std::move(arrived));
     } else {
       machine.start_transfer(src_chip, dst_chip, bytes, flow, std::move(done));
     }

@@ -349,11 +349,12 @@ void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
 
 void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
                           std::function<void()> done) {
-  start_pieces(src, dst, bytes, 1, flow, std::move(done));
+  start_pieces(src, dst, bytes, 1, flow, std::move(done), {});
 }
 
 void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces,
-                        std::uint64_t flow, std::function<void()> done) {
+                        std::uint64_t flow, std::function<void()> done,
+                        std::function<void(std::uint32_t)> arrived) {
   if (src == dst) {
     at(local_copy_done(src, bytes, flow), std::move(done));
     return;
@@ -364,11 +365,11 @@ void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pie
     record(rec, src, dst);
     done();
   };
-  if (folded_ && !same_ultraserver(src, dst)) {  // inside a replica of several UltraServers
-    scale_out_->start_on_path(r, folded_->path(src, 0, dst), std::move(on_done));
-    return;
-  }
-  route(r).start(r, std::move(on_done));
+  const model::TransferHandle h =
+      folded_ && !same_ultraserver(src, dst)  // inside a replica of several UltraServers
+          ? scale_out_->start_on_path(r, folded_->path(src, 0, dst), std::move(on_done))
+          : route(r).start(r, std::move(on_done));
+  if (arrived && pieces > 1) h.on_pieces(std::move(arrived));
 }
 
 void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,

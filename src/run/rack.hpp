@@ -58,7 +58,8 @@ class Rack : public sc_core::sc_module, public replay::Machine {
                               std::uint32_t pieces, std::uint64_t flow,
                               std::function<void()> done) override;
   void start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces, std::uint64_t flow,
-                    std::function<void()> done) override;
+                    std::function<void()> done,
+                    std::function<void(std::uint32_t)> arrived) override;
 
   // Chip `i`; InternalError for a chip that was not built (see built()).
   model::ChipModel& chip(int i);

@@ -60,10 +60,14 @@ class Machine {
   // flow-level network, where pieces started together share links alike anyway).
   virtual bool merges_pieces() const { return false; }
   // `pieces` pieces, `bytes` in all, from `src` to `dst` started together; `done` runs once
-  // when all have arrived. Called only when merges_pieces().
+  // when all have arrived. Called only when merges_pieces(). `arrived`, if not empty, runs with
+  // the number of pieces arrived so far as they arrive before the last (as the packet fabric
+  // delivers pieces that share an output: one after another in the last round), so that a
+  // receiver can reduce the first while the others arrive.
   virtual void start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces,
-                            std::uint64_t flow, std::function<void()> done) {
-    (void)pieces;
+                            std::uint64_t flow, std::function<void()> done,
+                            std::function<void(std::uint32_t)> arrived) {
+    (void)pieces, (void)arrived;
     start_transfer(src, dst, bytes, flow, std::move(done));
   }
   // Moves `bytes` (`pieces` pieces) from chip `src` of this data-parallel replica to chip `dst`
