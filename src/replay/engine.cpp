@@ -85,8 +85,9 @@ void Machine::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_
 
 void Machine::start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
                                      std::uint32_t pieces, std::uint64_t flow,
-                                     std::function<void()> done) {
-  (void)bytes, (void)pieces, (void)flow, (void)done;
+                                     std::function<void()> done,
+                                     std::function<void(std::uint32_t)> arrived) {
+  (void)bytes, (void)pieces, (void)flow, (void)done, (void)arrived;
   throw InternalError(fmt::format("transfer {} -> {} to the replica {} away: this machine has no "
                                   "folded scale-out network",
                                   src, dst, distance));
@@ -902,7 +903,7 @@ struct Replay::Impl : Emitter {
         k = e;
         inst.outstanding[m] += pieces;
         if (t.peer < 0) {
-          mirror_send(inst, me, t.peer, bytes, pieces);
+          mirror_send(inst, me, t.peer, bytes, pieces, progressive);
         } else if (inst.arrived[std::size_t(t.peer)]) {
           send(inst, me, t.peer, bytes, pieces, progressive);
         } else {
@@ -923,7 +924,7 @@ struct Replay::Impl : Emitter {
       for (const Transfer& t : step.recvs) {
         if (t.peer >= 0 || step_sends_to(step, t.peer)) continue;
         ++mirror_pieces[t.peer];
-        mirror_send(inst, me, t.peer, t.bytes, 1, false);
+        mirror_send(inst, me, t.peer, t.bytes, 1, false, false);
       }
       for (const Transfer& t : step.recvs) {
         const int need = t.peer < 0
@@ -1015,11 +1016,13 @@ struct Replay::Impl : Emitter {
   // A send of member `from` to the folded replica -`peer` away: by symmetry, its arrival is
   // also the arrival of what that replica sends to `from` (counted as delivered from `peer`).
   // `outgoing` false: only the arrival is counted (a receive with no send of ours).
+  // `progressive` as for send().
   void mirror_send(Instance& inst, int from, int peer, std::uint64_t bytes, int pieces,
-                   bool outgoing = true) {
+                   bool progressive, bool outgoing = true) {
     const int chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
-    auto done = [&inst, from, peer, pieces, outgoing] {
-      inst.delivered[std::size_t(from)][peer] += pieces;
+    auto early = progressive && pieces > 1 ? std::make_shared<int>(0) : nullptr;
+    auto done = [&inst, from, peer, pieces, outgoing, early] {
+      inst.delivered[std::size_t(from)][peer] += pieces - (early ? *early : 0);
       inst.delivery[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
       if (outgoing && (inst.outstanding[std::size_t(from)] -= pieces) == 0) {
         inst.sent[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
@@ -1027,8 +1030,16 @@ struct Replay::Impl : Emitter {
     };
     const std::uint64_t flow =
         mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(std::uint32_t(peer)) | (outgoing ? 0 : 1ull << 63));
+    std::function<void(std::uint32_t)> arrived;
+    if (early) {
+      arrived = [&inst, from, peer, early](std::uint32_t n) {
+        inst.delivered[std::size_t(from)][peer] += int(n) - *early;
+        *early = int(n);
+        inst.delivery[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
+      };
+    }
     machine.start_replica_transfer(chip, chip, -peer, bytes, std::uint32_t(pieces), flow,
-                                   std::move(done));
+                                   std::move(done), std::move(arrived));
   }
 
   std::string describe_op(int r, std::size_t i) const {

@@ -374,18 +374,22 @@ void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pie
 
 void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
                                   std::uint32_t pieces, std::uint64_t flow,
-                                  std::function<void()> done) {
+                                  std::function<void()> done,
+                                  std::function<void(std::uint32_t)> arrived) {
   if (!scale_out_) {
-    Machine::start_replica_transfer(src, dst, distance, bytes, pieces, flow, std::move(done));
+    Machine::start_replica_transfer(src, dst, distance, bytes, pieces, flow, std::move(done),
+                                    std::move(arrived));
     return;
   }
   model::TransferRequest r = request(src, dst, bytes, flow);
   r.pieces = pieces;
-  scale_out_->start_on_path(r, folded_->path(src, distance * folded_->per_replica(), dst),
-                            [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
-                              record(rec, src, dst);
-                              done();
-                            });
+  const model::TransferHandle h = scale_out_->start_on_path(
+      r, folded_->path(src, distance * folded_->per_replica(), dst),
+      [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
+        record(rec, src, dst);
+        done();
+      });
+  if (arrived && pieces > 1) h.on_pieces(std::move(arrived));
 }
 
 void Rack::account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {

@@ -56,7 +56,8 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   void set_pattern(std::uint8_t pattern) override { pattern_ = pattern; }
   void start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
                               std::uint32_t pieces, std::uint64_t flow,
-                              std::function<void()> done) override;
+                              std::function<void()> done,
+                              std::function<void(std::uint32_t)> arrived) override;
   void start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pieces, std::uint64_t flow,
                     std::function<void()> done,
                     std::function<void(std::uint32_t)> arrived) override;

@@ -75,9 +75,11 @@ class Machine {
   // into this one (docs/scaling.md); `done` runs when the data has arrived. By symmetry the same
   // links carry what the replica `distance` the other way sends here. The default throws: a
   // machine without a folded scale-out network has no other replicas.
+  // `arrived` as for start_pieces().
   virtual void start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
                                       std::uint32_t pieces, std::uint64_t flow,
-                                      std::function<void()> done);
+                                      std::function<void()> done,
+                                      std::function<void(std::uint32_t)> arrived);
   // Charges the statistics (link bytes, energy) of a transfer that fast-forward did not
   // simulate, without taking simulated time. The default charges nothing.
   virtual void account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
