@@ -714,6 +714,11 @@ std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
   } else if (const auto* c = std::get_if<MemcpyOp>(&op)) {
     steps.push_back(lower_memcpy(*c, name, chip, hbm));
   }
+  for (auto& step : steps) {
+    for (auto& program : step.per_core) {
+      if (program) program->reserve_signals();
+    }
+  }
   return steps;
 }
 

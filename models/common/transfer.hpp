@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "common/block.hpp"
+#include "common/fifo.hpp"
 #include "trnsim/topology/topology.hpp"
 #include "trnsim/units.hpp"
 
@@ -58,7 +59,9 @@ struct TransferState {
   std::uint64_t packets_total = 0;
   // Source reads issued ahead of the cut (packet network, /rack/fabric/read_ahead_packets): the
   // end of each, one per packet, oldest first; `read` source bytes whose read has been issued.
-  std::deque<sc_core::sc_time> reads;
+  // A Fifo, not a std::deque: a deque allocates 576 bytes when constructed, for every transfer
+  // of either network (the flow network never reads ahead).
+  Fifo<sc_core::sc_time> reads;
   std::uint64_t read = 0;
   std::uint64_t delivered = 0, packets_delivered = 0;
   sc_core::sc_time started;  // eligible for injection (after the source overhead)

@@ -77,6 +77,9 @@ class WakeCalendar : public sc_core::sc_module {
       if (pending_[std::size_t(id)] != v) continue;  // superseded by an earlier wake-up
       pending_[std::size_t(id)] = kNone;
       due_.push_back(id);  // the heap yields equal times in id order
+      // The client is a cache miss (one of thousands of DMA engines in a rack): fetch it while
+      // the heap is read, so that the misses of the due clients overlap.
+      __builtin_prefetch(clients_[std::size_t(id)]);
     }
     for (const int id : due_) clients_[std::size_t(id)]->wake();
     if (!heap_.empty()) {

@@ -70,7 +70,7 @@ void NetworkInterface::read_ahead(TransferState& t) {
   const auto& req = t.record.request;
   while (t.reads.size() < ip_.read_ahead_packets && t.read < req.bytes) {
     const std::uint64_t n = std::min(ip_.packet_bytes, req.bytes - t.read);
-    t.reads.push_back(memory_->access({req.src_addr + t.read, n, false}));
+    t.reads.push(memory_->access({req.src_addr + t.read, n, false}));
     t.read += n;
   }
 }
@@ -108,8 +108,7 @@ Packet* NetworkInterface::local_take(int out) {
   if (memory_ && p->payload > 0) {
     sc_core::sc_time done;
     if (!t->reads.empty()) {  // read ahead: issued when the transfer started or a packet was cut
-      done = t->reads.front();
-      t->reads.pop_front();
+      done = t->reads.pop();
     } else {
       done = memory_->access({req.src_addr + p->offset, p->payload, false});
       t->read += p->payload;

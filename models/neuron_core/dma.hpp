@@ -48,8 +48,13 @@ struct DmaTransfer {
 
 struct DmaShare {
   DmaTransfer* xfer = nullptr;
-  std::uint64_t addr = 0, bytes = 0, moved = 0;
+  std::uint64_t addr = 0;  // of the next packet
+  std::uint64_t left = 0;  // bytes not yet moved
   sc_core::sc_time ready;  // descriptors are available from this time
+  // The latest completion of this share's packets so far, folded into its transfer's last_done
+  // when the share ends: the transfer (another cache line) is touched once per share, not once
+  // per packet. The maximum over the shares is the same.
+  sc_core::sc_time last_done = sc_core::SC_ZERO_TIME;
   // Where the instruction reads and writes: a memory (HBM or an external port), else SBUF when
   // the flag says so. Copied from the instruction so that a packet's issue touches only the
   // engine's queue (the instruction was two dependent cache misses per packet in a rack run).
@@ -57,6 +62,9 @@ struct DmaShare {
   MemoryPort* dst_memory = nullptr;
   bool src_sbuf = false, dst_sbuf = false;
 };
+
+// A share is one cache line of its queue.
+static_assert(sizeof(DmaShare) <= 64);
 
 // The statistics of one DMA engine.
 struct DmaEngineStats {

@@ -85,6 +85,10 @@ void Engine::run() {
   activity().count(Activity::engine);
   while (!queue_.empty()) {  // an empty queue: back to the static sensitivity (work_)
     const Instr& in = *queue_.front();
+    // Each semaphore is a cache miss of its own (they live in the op's program): start them
+    // all at once instead of one after another along the waits and then the signals.
+    for (int i = 0; i < in.nwaits; ++i) __builtin_prefetch(in.waits[std::size_t(i)].sem);
+    for (int i = 0; i < in.nsignals; ++i) __builtin_prefetch(in.signals[std::size_t(i)]);
     sc_time operands = sc_core::sc_time_stamp();
     const Semaphore* missing = nullptr;
     for (int i = 0; i < in.nwaits; ++i) {

@@ -76,6 +76,16 @@ struct Program {
   int psum_banks = 0;
 
   Semaphore* new_semaphore() { return &semaphores.emplace_back(); }
+  // Reserves each semaphore's room for the increments the program's instructions record (an
+  // allocation per semaphore; no effect on timing).
+  void reserve_signals() {
+    for (const auto& q : queues) {
+      for (const Instr& in : q) {
+        for (int i = 0; i < in.nsignals; ++i) in.signals[std::size_t(i)]->plan_signal();
+      }
+    }
+    for (Semaphore& s : semaphores) s.reserve_planned();
+  }
   Instr& push(EngineId e, Instr in) {
     auto& q = queues[static_cast<int>(e)];
     q.push_back(in);

@@ -41,10 +41,16 @@ class Semaphore {
     return times_[target - 1];
   }
   std::uint64_t known() const { return times_.size(); }
+  // The program that owns the semaphore counts the increments its instructions will record
+  // (plan_signal), then reserves room for them at once (reserve_planned): the vector is then
+  // allocated once instead of growing through every power of two during the run.
+  void plan_signal() { ++planned_; }
+  void reserve_planned() { times_.reserve(planned_); }
   const sc_core::sc_event& changed() const { return changed_; }
 
  private:
   std::vector<sc_core::sc_time> times_;
+  std::size_t planned_ = 0;
   sc_core::sc_event changed_;
 };
 
