@@ -38,6 +38,9 @@ class ForkPool {
     // `text`); 'd' the child died (its wait status in `text`).
     char kind = 'd';
     std::string text;
+    // A failure as the caller's exception: InputError for 'i' (its message), InternalError for
+    // 'e' and 'd'; nothing for 'o'.
+    void rethrow() const;
   };
   // The children that ended, in the order of their ids; with `block`, waits until one has
   // (none running: returns at once).

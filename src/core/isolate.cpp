@@ -74,12 +74,17 @@ std::vector<std::string> run_forked(const std::vector<std::function<std::string(
   std::vector<std::string> text(jobs.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     ForkPool::Done& d = done[j];
-    if (d.kind == 'i') throw InputError(d.text);
-    if (d.kind == 'e') throw InternalError(d.text);
-    if (d.kind != 'o') throw InternalError(fmt::format("child process died (status {})", d.text));
+    d.rethrow();
     text[j] = std::move(d.text);
   }
   return text;
+}
+
+void ForkPool::Done::rethrow() const {
+  if (kind == 'o') return;
+  if (kind == 'i') throw InputError(text);
+  if (kind == 'e') throw InternalError(text);
+  throw InternalError(fmt::format("child process died (status {})", text));
 }
 
 ForkPool::~ForkPool() {

@@ -105,6 +105,7 @@ struct Simulation::State {
   Probes probes;
   ProgressFn progress;
   Clock::time_point t0, tc, t1, t2;
+  bool sampling = true;  // set_samples()
 
   State(const config::LoadedConfig& l, Driver& d, resolve::Purpose p)
       : loaded(l), driver(d), purpose(p) {}
@@ -136,6 +137,11 @@ void Simulation::set_rack_plan(resolve::RackPlan rack) {
     throw InternalError("Simulation::set_rack_plan: a rack resolved for a run, given to another purpose");
   }
   s_->plan = std::make_unique<resolve::RackPlan>(std::move(rack));
+}
+
+void Simulation::set_samples(bool on) {
+  if (s_->phase >= Phase::probed) throw InternalError("Simulation::set_samples after attach_probes()");
+  s_->sampling = on;
 }
 
 void Simulation::set_flow_efficiency(const std::array<double, 16>& efficiency) {
@@ -242,6 +248,7 @@ void Simulation::attach_probes(const ProgressFn& progress) {
   s.enter(Phase::elaborated, Phase::probed);
   s.progress = progress;
   Probes& p = s.probes;
+  if (!s.sampling) return;
   // The busy time of every link direction.
   for (const auto& b : model::collect_stats(Duration(0.0))) {
     if (b.name.find(".link") == std::string::npos) continue;
@@ -288,7 +295,7 @@ RunData Simulation::collect() {
   State& s = *s_;
   s.enter(Phase::simulated, Phase::collected);
   const sc_core::sc_time end = s.driver.finish();
-  s.take_sample();
+  if (s.sampling) s.take_sample();
   const config::Config& cfg = s.loaded.config;
   const resolve::RackPlan& plan = *s.plan;
   Rack& rack = *s.rack;

@@ -103,10 +103,9 @@ config::Json shape_inputs(const config::LoadedConfig& cfg, const infer::Iteratio
 RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
                      TimingMode mode, int parallel, int per_octave,
                      const run::CacheSettings& cache)
-    : cfg_(cfg), base_(base), mode_(mode), parallel_(std::max(1, parallel)),
-      per_octave_(per_octave) {
-  tile_ = std::max<std::uint64_t>(
-      1, std::uint64_t(resolve::plan(cfg_, resolve::Purpose::run).rack->chip.params.core.tensor.rows));
+    : cfg_(cfg), rack_(std::move(*resolve::plan(cfg, resolve::Purpose::run).rack)), base_(base),
+      mode_(mode), parallel_(std::max(1, parallel)), per_octave_(per_octave) {
+  tile_ = std::max<std::uint64_t>(1, std::uint64_t(rack_.chip.params.core.tensor.rows));
   if (!cache.enabled) return;
   // Any change of code is a new file.
   config::Json k = shape_inputs(cfg, base);
@@ -186,6 +185,8 @@ void RackTimer::start(const Shape& sh, bool wanted) {
     infer::IterationSource source(spec);
     infer::IterationDriver driver(source);
     run::Simulation sim(cfg_, driver);
+    sim.set_rack_plan(rack_);
+    sim.set_samples(false);  // the cost is the end's figures
     return cost_line(sim.run());
   });
   children_[id] = {sh, wanted};
@@ -199,9 +200,7 @@ void RackTimer::collect(bool block) {
     in_flight_.erase(sh);
     if (d.kind != 'o') {
       if (!wanted) continue;  // simulated ahead and failed: simulated again if the run needs it
-      if (d.kind == 'i') throw InputError(d.text);
-      if (d.kind == 'e') throw InternalError(d.text);
-      throw InternalError(fmt::format("child process died (status {})", d.text));
+      d.rethrow();
     }
     if (!disk_file_.empty()) {
       // One append of a whole line (O_APPEND: concurrent runs' lines do not interleave); a

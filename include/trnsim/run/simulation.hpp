@@ -87,6 +87,12 @@ class Simulation {
   // (Purpose::run); before plan().
   void set_rack_plan(resolve::RackPlan rack);
 
+  // Whether the run samples cumulative energy and traffic as it goes (RunData::samples, the
+  // progress callback; default on). A caller that reads only the end's figures (a serving
+  // shape's time and energy) turns it off: the samples only read the models, so every other
+  // figure is the same. Before attach_probes().
+  void set_samples(bool on);
+
   // Every phase in order.
   RunData run(const ProgressFn& progress = {});
 

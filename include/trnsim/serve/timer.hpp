@@ -19,6 +19,7 @@
 #include "trnsim/config/config.hpp"
 #include "trnsim/infer/iteration.hpp"
 #include "trnsim/isolate.hpp"
+#include "trnsim/resolve/plan.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/serve/engine.hpp"
 
@@ -110,6 +111,8 @@ class RackTimer : public IterationTimer {
   void load_disk();
   IterationCost interpolate(const Shape& shape);
   const config::LoadedConfig& cfg_;
+  // The rack resolved once, for every child (resolving it again in each was its route tables).
+  resolve::RackPlan rack_;
   infer::IterationSpec base_;
   TimingMode mode_;
   int parallel_, per_octave_;
