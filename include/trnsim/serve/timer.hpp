@@ -19,8 +19,10 @@
 #include "trnsim/config/config.hpp"
 #include "trnsim/infer/iteration.hpp"
 #include "trnsim/isolate.hpp"
+#include "trnsim/resolve/plan.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/serve/engine.hpp"
+#include "trnsim/serve/shape_cache.hpp"
 
 namespace trnsim::serve {
 
@@ -96,8 +98,10 @@ class RackTimer : public IterationTimer {
 
  private:
   void simulate(const std::vector<Shape>& shapes);
-  // Starts a child simulating `shape` (`wanted`: the run is waiting for it).
-  void start(const Shape& shape, bool wanted);
+  // Starts a child simulating `shape` (`wanted`: the run is waiting for it) once the shape is
+  // claimed (ShapeClaims); `unclaimed`: without a claim (waited for too long).
+  enum class Begun { started, on_disk, busy };
+  Begun start(const Shape& shape, bool wanted, bool unclaimed = false);
   // The children that ended: their costs into ahead_ (and the disk cache). A wanted shape's
   // failure is thrown; an unwanted one's dropped.
   void collect(bool block);
@@ -119,6 +123,7 @@ class RackTimer : public IterationTimer {
   std::map<Shape, std::string> disk_;
   std::uintmax_t disk_read_ = 0;  // bytes of disk_file_ read into disk_
   std::size_t from_disk_ = 0;
+  ShapeClaims claims_;  // the shapes this run is simulating, claimed in the disk cache
   bool remember_ = false;
   std::set<Shape> interpolated_;
   std::map<Shape, double> static_w_;
