@@ -103,11 +103,12 @@ config::Json shape_inputs(const config::LoadedConfig& cfg, const infer::Iteratio
 
 RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
                      TimingMode mode, int parallel, int per_octave,
-                     const run::CacheSettings& cache)
+                     const run::CacheSettings& cache, const resolve::RackPlan* rack)
     : cfg_(cfg), base_(base), mode_(mode), parallel_(std::max(1, parallel)),
       per_octave_(per_octave) {
-  tile_ = std::max<std::uint64_t>(
-      1, std::uint64_t(resolve::plan(cfg_, resolve::Purpose::run).rack->chip.params.core.tensor.rows));
+  const auto rows = rack ? rack->chip.params.core.tensor.rows
+                         : resolve::plan(cfg_, resolve::Purpose::run).rack->chip.params.core.tensor.rows;
+  tile_ = std::max<std::uint64_t>(1, std::uint64_t(rows));
   if (!cache.enabled) return;
   // Any change of code is a new file.
   config::Json k = shape_inputs(cfg, base);
@@ -371,7 +372,7 @@ void RackTimer::look_ahead(const Shape& shape) {
   while (children_.size() < std::size_t(parallel_) && !ahead_queue_.empty()) {
     const Shape s = ahead_queue_.back();
     ahead_queue_.pop_back();
-    if (!known(s)) start(s, false);
+    if (!known(s)) start(s, false);  // claimed elsewhere or on disk by now: not started
   }
 }
 

@@ -67,9 +67,12 @@ class RackTimer : public IterationTimer {
  public:
   // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
   // shape fields are replaced per shape). Both must outlive the timer.
-  // `cache`: where shape costs are kept on disk (disabled: not kept).
+  // `cache`: where shape costs are kept on disk (disabled: not kept). `rack`: `cfg`'s rack as the
+  // caller resolved it (resolve::plan for a run), read here rather than resolved again; null:
+  // resolved here.
   RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
-            int parallel, int per_octave = 2, const run::CacheSettings& cache = {});
+            int parallel, int per_octave = 2, const run::CacheSettings& cache = {},
+            const resolve::RackPlan* rack = nullptr);
   IterationCost cost(const Shape& shape) override;
   double static_w() const override;
   std::size_t shapes_simulated() const { return simulated_; }
