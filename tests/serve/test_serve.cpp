@@ -977,19 +977,28 @@ TEST(Contention, TheShareIsWhatTheTransfersGotWhileTheIterationRan) {
   EXPECT_EQ(transfer_bucket(100), 8);
 }
 
+// Two ranks, each with one all-to-all ("a2a") of `bytes` in the group "g" = {0, 1}.
+trace::Workload two_rank_all_to_all(std::uint64_t bytes) {
+  trace::Workload w;
+  w.ranks.resize(2);
+  w.groups["g"] = {0, 1};
+  for (int r = 0; r < 2; ++r) {
+    w.ranks[std::size_t(r)].rank = r;
+    trace::Op op;
+    op.name = "a2a";
+    op.kind = trace::OpKind::all_to_all;
+    op.group = "g";
+    op.bytes = bytes;
+    w.ranks[std::size_t(r)].ops.push_back(op);
+  }
+  return w;
+}
+
 TEST(Contention, BesideWorkloadPlacesTheIterationAndAppendsTheCopies) {
   // An "iteration" of 2 ranks (an all-to-all and a send 0 -> 1) placed at ranks 2 and 3 of a
   // 4-rank transfer (rank 0 sends 5 B to rank 2, rank 1 to rank 3), with 2 copies of it.
-  trace::Workload it;
-  it.ranks.resize(2);
-  it.groups["g"] = {0, 1};
+  trace::Workload it = two_rank_all_to_all(100);
   for (int r = 0; r < 2; ++r) {
-    it.ranks[std::size_t(r)].rank = r;
-    trace::Op a2a;
-    a2a.kind = trace::OpKind::all_to_all;
-    a2a.group = "g";
-    a2a.bytes = 100;
-    it.ranks[std::size_t(r)].ops.push_back(a2a);
     trace::Op p;
     p.id = 1;
     p.kind = r == 0 ? trace::OpKind::send : trace::OpKind::recv;
@@ -1056,18 +1065,7 @@ TEST(Contention, ATransferAndAnAllToAllOnOneLinkShareIt) {
   // all-to-all keeps nearly its whole rate, and the send takes what is left, so the share the
   // send got while the all-to-all ran is small.
   const std::uint64_t B = 64ull << 20;
-  trace::Workload a2a;
-  a2a.ranks.resize(2);
-  a2a.groups["g"] = {0, 1};
-  for (int r = 0; r < 2; ++r) {
-    a2a.ranks[std::size_t(r)].rank = r;
-    trace::Op op;
-    op.name = "a2a";
-    op.kind = trace::OpKind::all_to_all;
-    op.group = "g";
-    op.bytes = 2 * B;
-    a2a.ranks[std::size_t(r)].ops.push_back(op);
-  }
+  const trace::Workload a2a = two_rank_all_to_all(2 * B);
   trace::Workload x;
   x.ranks.resize(2);
   for (int r = 0; r < 2; ++r) x.ranks[std::size_t(r)].rank = r;
