@@ -257,7 +257,10 @@ ServeSetup read_setup(const ServeOptions& o) {
   prov.record("", o.spec_path);
   bench::ConfigSource rack{rack_path(o.rack.empty() ? spec.rack : o.rack), o.rack_sets};
   su.rack_path = rack.path;
-  su.cfg = rack.load();
+  // The rack the load's checks resolved (registry::check: the rack a run resolves), kept rather
+  // than resolved again below.
+  std::optional<resolve::RackPlan> checked;
+  su.cfg = rack.load(checked);
   const config::LoadedConfig& cfg = su.cfg;
   if (!cfg.config.rack) {
     throw ConfigError(config::located(prov, "/rack", fmt::format("{} is not a rack preset", rack.path)));
@@ -312,7 +315,7 @@ ServeSetup read_setup(const ServeOptions& o) {
     su.decode_it = it;
     su.decode_it.layout = d;
   }
-  su.plan = *resolve::plan(cfg, resolve::Purpose::run).rack;
+  su.plan = checked ? std::move(checked) : resolve::plan(cfg, resolve::Purpose::run).rack;
   const resolve::RackPlan& plan = *su.plan;
   const auto& hbm = plan.chip.params.hbm;
   const int per_chip = su.per_chip = std::max(1, plan.placement.per_chip);
@@ -478,13 +481,13 @@ ServeResult serve(const ServeOptions& o) {
   }
   const run::CacheSettings shape_cache = run::cache_settings_from_env(o.no_cache);
   PoolTimer timer(cfg, it, spec.timing.mode, int(spec.timing.parallel),
-                  int(spec.timing.grid_per_octave), kvt ? &*kvt : nullptr, shape_cache);
+                  int(spec.timing.grid_per_octave), kvt ? &*kvt : nullptr, shape_cache, &plan);
   timer.remember_lookups(o.held_back > 0);
   const bool two_layouts = dis && su.decode_it.layout.text() != it.layout.text();
   std::optional<PoolTimer> dtimer;
   if (two_layouts) {
     dtimer.emplace(cfg, su.decode_it, spec.timing.mode, int(spec.timing.parallel),
-                   int(spec.timing.grid_per_octave), &*kvt, shape_cache);
+                   int(spec.timing.grid_per_octave), &*kvt, shape_cache, &plan);
   }
   // Contention (docs/serving.md#contention): the transfers beside an iteration are hand-offs of
   // the run's mean prompt (rounded).

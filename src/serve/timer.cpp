@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "../run/profile_cache.hpp"
 #include "trnsim/error.hpp"
@@ -102,9 +103,10 @@ config::Json shape_inputs(const config::LoadedConfig& cfg, const infer::Iteratio
 
 RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base,
                      TimingMode mode, int parallel, int per_octave,
-                     const run::CacheSettings& cache)
-    : cfg_(cfg), rack_(std::move(*resolve::plan(cfg, resolve::Purpose::run).rack)), base_(base),
-      mode_(mode), parallel_(std::max(1, parallel)), per_octave_(per_octave) {
+                     const run::CacheSettings& cache, const resolve::RackPlan* rack)
+    : cfg_(cfg),
+      rack_(rack ? *rack : std::move(*resolve::plan(cfg, resolve::Purpose::run).rack)),
+      base_(base), mode_(mode), parallel_(std::max(1, parallel)), per_octave_(per_octave) {
   tile_ = std::max<std::uint64_t>(1, std::uint64_t(rack_.chip.params.core.tensor.rows));
   if (!cache.enabled) return;
   // Any change of code is a new file.
@@ -140,6 +142,7 @@ RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec
     }
   }
   disk_file_ = (dir / (key.hex + ".costs")).string();
+  claims_.set_prefix((dir / key.hex).string());
 }
 
 void RackTimer::load_disk() {
@@ -175,7 +178,21 @@ bool RackTimer::known(const Shape& s) const {
   return cache_.count(s) || disk_.count(s) || ahead_.count(s) || in_flight_.count(s);
 }
 
-void RackTimer::start(const Shape& sh, bool wanted) {
+RackTimer::Begun RackTimer::start(const Shape& sh, bool wanted, bool unclaimed) {
+  // Claimed first, so that a concurrent run of the same key waits for this one's line instead of
+  // simulating the shape too; then the disk cache read again (a holder may have finished it
+  // since it was last read).
+  const ShapeClaims::Claim c = unclaimed ? ShapeClaims::Claim::self : claims_.claim(sh);
+  if (c == ShapeClaims::Claim::other) return Begun::busy;
+  load_disk();
+  if (const auto it = disk_.find(sh); it != disk_.end()) {
+    claims_.release(sh);
+    if (wanted) {
+      ahead_[sh] = it->second;
+      ++from_disk_;
+    }
+    return Begun::on_disk;
+  }
   const std::uint64_t id = pool_.start([this, sh]() -> std::string {
     infer::IterationSpec spec = base_;
     spec.decode_seqs = sh.decode;
@@ -191,6 +208,7 @@ void RackTimer::start(const Shape& sh, bool wanted) {
   });
   children_[id] = {sh, wanted};
   in_flight_[sh] = id;
+  return Begun::started;
 }
 
 void RackTimer::collect(bool block) {
@@ -199,6 +217,7 @@ void RackTimer::collect(bool block) {
     children_.erase(d.id);
     in_flight_.erase(sh);
     if (d.kind != 'o') {
+      claims_.release(sh);  // not simulated: a waiting run simulates it itself
       if (!wanted) continue;  // simulated ahead and failed: simulated again if the run needs it
       d.rethrow();
     }
@@ -215,6 +234,7 @@ void RackTimer::collect(bool block) {
       }
       if (fd >= 0) ::close(fd);
     }
+    claims_.release(sh);  // after its line: a run waiting for it reads it
     ahead_[sh] = std::move(d.text);
   }
 }
@@ -251,17 +271,47 @@ std::vector<std::string> RackTimer::cost_lines(const std::vector<Shape>& shapes)
                            todo.size(), todo.size() - queue.size(), queue.size());
   }
   std::size_t next = 0;
+  // Shapes another process has claimed: waited for (their line in the disk cache), polled between
+  // this run's own children; simulated here if the claim ends without a line, or after kMaxWait
+  // (a holder that hangs: never a hang here).
+  constexpr double kMaxWait = 600;
+  std::vector<std::pair<Shape, std::chrono::steady_clock::time_point>> busy;
   for (;;) {
     const bool done = std::all_of(todo.begin(), todo.end(),
                                   [&](std::size_t i) { return ahead_.count(shapes[i]) > 0; });
     if (done) break;
     std::size_t wanted = 0;
     for (const auto& [id, c] : children_) wanted += c.second ? 1 : 0;
-    while (next < queue.size() && wanted < std::size_t(parallel_)) {
-      start(queue[next++], true);
-      ++wanted;
+    for (auto b = busy.begin(); b != busy.end() && wanted < std::size_t(parallel_);) {
+      const bool waited_out = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                            b->second).count() > kMaxWait;
+      if (waited_out) {
+        logger("serve")->warn("shape cache: waited {:.0f} s for another process's simulation of a "
+                              "shape ({}); simulating it here", kMaxWait, claims_.lock_path(b->first));
+      }
+      const Begun r = start(b->first, true, waited_out);
+      if (r == Begun::busy) {
+        ++b;
+        continue;
+      }
+      wanted += r == Begun::started ? 1 : 0;
+      b = busy.erase(b);
     }
-    collect(true);
+    while (next < queue.size() && wanted < std::size_t(parallel_)) {
+      const Shape& s = queue[next++];
+      const Begun r = start(s, true);
+      if (r == Begun::busy) {
+        logger("serve")->debug("shape cache: waiting for {} ({}) to simulate a shape",
+                               claims_.holder(s), claims_.lock_path(s));
+        busy.emplace_back(s, std::chrono::steady_clock::now());
+      }
+      wanted += r == Begun::started ? 1 : 0;
+    }
+    if (busy.empty()) {
+      collect(true);
+    } else if (collect(false), true) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   }
   for (std::size_t i : todo) {
     const Shape& s = shapes[i];
@@ -321,7 +371,7 @@ void RackTimer::look_ahead(const Shape& shape) {
   while (children_.size() < std::size_t(parallel_) && !ahead_queue_.empty()) {
     const Shape s = ahead_queue_.back();
     ahead_queue_.pop_back();
-    if (!known(s)) start(s, false);
+    if (!known(s)) start(s, false);  // claimed elsewhere or on disk by now: not started
   }
 }
 

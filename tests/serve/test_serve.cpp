@@ -6,14 +6,17 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <thread>
 
 #include <fmt/format.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "../common/run_trnsim.hpp"
@@ -27,6 +30,7 @@
 #include "trnsim/serve/arrivals.hpp"
 #include "trnsim/serve/engine.hpp"
 #include "trnsim/serve/serve.hpp"
+#include "trnsim/serve/shape_cache.hpp"
 #include "trnsim/serve/timer.hpp"
 #include "trnsim/serve/transfer.hpp"
 
@@ -975,19 +979,28 @@ TEST(Contention, TheShareIsWhatTheTransfersGotWhileTheIterationRan) {
   EXPECT_EQ(transfer_bucket(100), 8);
 }
 
+// Two ranks, each with one all-to-all ("a2a") of `bytes` in the group "g" = {0, 1}.
+trace::Workload two_rank_all_to_all(std::uint64_t bytes) {
+  trace::Workload w;
+  w.ranks.resize(2);
+  w.groups["g"] = {0, 1};
+  for (int r = 0; r < 2; ++r) {
+    w.ranks[std::size_t(r)].rank = r;
+    trace::Op op;
+    op.name = "a2a";
+    op.kind = trace::OpKind::all_to_all;
+    op.group = "g";
+    op.bytes = bytes;
+    w.ranks[std::size_t(r)].ops.push_back(op);
+  }
+  return w;
+}
+
 TEST(Contention, BesideWorkloadPlacesTheIterationAndAppendsTheCopies) {
   // An "iteration" of 2 ranks (an all-to-all and a send 0 -> 1) placed at ranks 2 and 3 of a
   // 4-rank transfer (rank 0 sends 5 B to rank 2, rank 1 to rank 3), with 2 copies of it.
-  trace::Workload it;
-  it.ranks.resize(2);
-  it.groups["g"] = {0, 1};
+  trace::Workload it = two_rank_all_to_all(100);
   for (int r = 0; r < 2; ++r) {
-    it.ranks[std::size_t(r)].rank = r;
-    trace::Op a2a;
-    a2a.kind = trace::OpKind::all_to_all;
-    a2a.group = "g";
-    a2a.bytes = 100;
-    it.ranks[std::size_t(r)].ops.push_back(a2a);
     trace::Op p;
     p.id = 1;
     p.kind = r == 0 ? trace::OpKind::send : trace::OpKind::recv;
@@ -1054,18 +1067,7 @@ TEST(Contention, ATransferAndAnAllToAllOnOneLinkShareIt) {
   // all-to-all keeps nearly its whole rate, and the send takes what is left, so the share the
   // send got while the all-to-all ran is small.
   const std::uint64_t B = 64ull << 20;
-  trace::Workload a2a;
-  a2a.ranks.resize(2);
-  a2a.groups["g"] = {0, 1};
-  for (int r = 0; r < 2; ++r) {
-    a2a.ranks[std::size_t(r)].rank = r;
-    trace::Op op;
-    op.name = "a2a";
-    op.kind = trace::OpKind::all_to_all;
-    op.group = "g";
-    op.bytes = 2 * B;
-    a2a.ranks[std::size_t(r)].ops.push_back(op);
-  }
+  const trace::Workload a2a = two_rank_all_to_all(2 * B);
   trace::Workload x;
   x.ranks.resize(2);
   for (int r = 0; r < 2; ++r) x.ranks[std::size_t(r)].rank = r;
@@ -1228,6 +1230,196 @@ TEST(ServeCli, ShapeCacheServesARerunWithTheSameReport) {
   }
   EXPECT_EQ(files, 1u);
   EXPECT_EQ(lines, 3u);
+}
+
+// Per-shape claims (trnsim/serve/shape_cache.hpp): a shape claimed by another live process is
+// reported as such (and who holds it), and is ours once it is released; a claim whose holder died
+// without releasing it (its lock file left behind, naming the dead pid) is taken over.
+TEST(ShapeClaims, AnotherProcessHoldsUntilItReleasesOrDies) {
+  SpecDir d("claims");
+  const std::string prefix = (d.dir / "key").string();
+  const Shape s{8, 1024, 0, 0};
+  // A child claims s, says so through a pipe, then waits for a byte: 'r' releases, 'd' dies
+  // holding it.
+  auto holder = [&](int& to_child, pid_t& pid) {
+    int up[2], down[2];
+    EXPECT_EQ(::pipe(up), 0);
+    EXPECT_EQ(::pipe(down), 0);
+    pid = ::fork();
+    if (pid == 0) {
+      ShapeClaims c(prefix);
+      const char ok = c.claim(s) == ShapeClaims::Claim::ours ? 'y' : 'n';
+      (void)!::write(up[1], &ok, 1);
+      char cmd = 0;
+      (void)!::read(down[0], &cmd, 1);
+      if (cmd == 'r') c.release(s);
+      ::_exit(0);  // 'd': no release, no destructor: the lock file stays, naming this pid
+    }
+    ::close(up[1]);
+    ::close(down[0]);
+    char ok = 0;
+    EXPECT_EQ(::read(up[0], &ok, 1), 1);
+    ::close(up[0]);
+    EXPECT_EQ(ok, 'y');
+    to_child = down[1];
+  };
+  ShapeClaims mine(prefix);
+  for (const char how : {'r', 'd'}) {
+    int to_child = -1;
+    pid_t pid = 0;
+    holder(to_child, pid);
+    EXPECT_EQ(mine.claim(s), ShapeClaims::Claim::other) << how;
+    EXPECT_FALSE(mine.holds(s));
+    EXPECT_EQ(mine.holder(s).substr(0, mine.holder(s).find(' ')), std::to_string(pid)) << how;
+    EXPECT_EQ(::write(to_child, &how, 1), 1);
+    ::close(to_child);
+    int st = 0;
+    ::waitpid(pid, &st, 0);
+    // Released: the lock file is gone; died: it is left, naming the dead holder.
+    EXPECT_EQ(fs::exists(mine.lock_path(s)), how == 'd') << how;
+    EXPECT_EQ(mine.claim(s), ShapeClaims::Claim::ours) << how;
+    EXPECT_TRUE(mine.holds(s));
+    EXPECT_EQ(mine.holder(s).substr(0, mine.holder(s).find(' ')), std::to_string(::getpid()));
+    // Another object of this process: told to go on without a claim (never a wait on itself).
+    ShapeClaims again(prefix);
+    EXPECT_EQ(again.claim(s), ShapeClaims::Claim::self);
+    mine.release(s);
+    EXPECT_FALSE(fs::exists(mine.lock_path(s)));
+  }
+  // Claims off (no prefix): go on without one.
+  EXPECT_EQ(ShapeClaims().claim(s), ShapeClaims::Claim::self);
+}
+
+// The cache's costs file and the key prefix of its lock files, of the one rack, model and layout
+// in `cache`.
+fs::path costs_file(const fs::path& cache) {
+  for (const auto& e : fs::directory_iterator(cache / "serve-shapes")) {
+    if (e.path().extension() == ".costs") return e.path();
+  }
+  return {};
+}
+
+std::vector<std::string> file_lines(const fs::path& p) {
+  std::vector<std::string> out;
+  std::ifstream in(p);
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+// "N shapes: S simulated, D from the shape cache" of a serve log: S (-1: no such line).
+int simulated_in(const std::string& log) {
+  const std::size_t at = log.find(" shapes: ");
+  int sim = -1;
+  if (at == std::string::npos || std::sscanf(log.c_str() + at, " shapes: %d simulated", &sim) != 1) {
+    return -1;
+  }
+  return sim;
+}
+
+std::string report_body(const std::string& dir) {
+  std::ifstream in(dir + "/report.json");
+  Json j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+  j["identity"].erase("command_line");
+  return j.dump();
+}
+
+const char* kClaimSpec = R"({
+    "name": "claims", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
+    "run": {"requests": 1}, "timing": {"mode": "exact"}})";
+
+// Two runs of one spec at once on one shape cache (two points of a sweep): each shape simulated
+// once between them (the other run waits for its line), the costs file a line a shape, and the
+// two reports byte-identical.
+TEST(ServeCli, TwoRunsAtOnceSimulateEachShapeOnce) {
+  SpecDir d("claimtwo");
+  const std::string spec = d.write("one.json", kClaimSpec);
+  const std::string run = fmt::format(
+      "SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 TRNSIM_CACHE_DIR={0}/cache {1} serve {2} --out {0}/{3} "
+      "--log-level info > {0}/{3}.log 2>&1",
+      d.dir.string(), TRNSIM_BINARY, spec, "{0}");
+  const std::string both = fmt::format(fmt::runtime(run), "x") + " & " +
+                           fmt::format(fmt::runtime(run), "y") + " & wait";
+  ASSERT_EQ(std::system(both.c_str()), 0);
+  auto log = [&](const char* n) {
+    std::ifstream in(d.dir / (std::string(n) + ".log"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string lx = log("x"), ly = log("y");
+  ASSERT_TRUE(fs::exists(d.dir / "x" / "report.json")) << lx;
+  ASSERT_TRUE(fs::exists(d.dir / "y" / "report.json")) << ly;
+  // The prefill of 128 and the decodes at 129 and 130, each simulated by one of the two.
+  EXPECT_EQ(simulated_in(lx) + simulated_in(ly), 3) << lx << ly;
+  EXPECT_EQ(file_lines(costs_file(d.dir / "cache")).size(), 3u);
+  EXPECT_EQ(report_body((d.dir / "x").string()), report_body((d.dir / "y").string()));
+}
+
+// A run that finds a shape claimed by another process waits for that process's line in the costs
+// file and uses it (the shape counted as from the cache); a claim left by a dead process is taken
+// over and the shape simulated. Each gives the report of a run alone.
+TEST(ServeCli, AClaimedShapeIsWaitedForAndADeadClaimTakenOver) {
+  SpecDir d("claimwait");
+  const std::string spec = d.write("one.json", kClaimSpec);
+  const fs::path cache = d.dir / "cache";
+  ::setenv("TRNSIM_CACHE_DIR", cache.c_str(), 1);
+  const std::string a = (d.dir / "a").string(), b = (d.dir / "b").string(), c = (d.dir / "c").string();
+  const auto ra = test::run_trnsim(fmt::format("serve {} --out {} --log-level info", spec, a));
+  ASSERT_EQ(ra.code, 0) << ra.out;
+  const fs::path costs = costs_file(cache);
+  const std::vector<std::string> lines = file_lines(costs);
+  ASSERT_EQ(lines.size(), 3u);
+  const auto prefill = std::find_if(lines.begin(), lines.end(),
+                                    [](const std::string& l) { return l.starts_with("0 0 128 0 "); });
+  ASSERT_NE(prefill, lines.end());
+  std::string prefix = costs.string();
+  prefix.resize(prefix.size() - std::string(".costs").size());
+  const Shape s{0, 0, 128, 0};
+
+  // This process holds the prefill's claim, with an empty costs file: the run waits (its debug
+  // log says for whom), then gets the line this process appends before releasing.
+  fs::remove(costs);
+  ShapeClaims held(prefix);
+  ASSERT_EQ(held.claim(s), ShapeClaims::Claim::ours);
+  const std::string blog = b + ".log";
+  FILE* p = ::popen(fmt::format("SYSTEMC_DISABLE_COPYRIGHT_MESSAGE=1 {} serve {} --out {} --log-level debug > {} 2>&1",
+                                TRNSIM_BINARY, spec, b, blog).c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  const std::string waiting = fmt::format("waiting for {} ", ::getpid());
+  std::string text;
+  for (int i = 0; i < 6000 && text.find(waiting) == std::string::npos; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::ifstream in(blog);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(text.find(waiting), std::string::npos) << text;
+  std::ofstream(costs, std::ios::app) << *prefill << "\n";
+  held.release(s);
+  EXPECT_EQ(::pclose(p), 0);
+  {
+    std::ifstream in(blog);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(text.find("3 shapes: 2 simulated, 1 from the shape cache"), std::string::npos) << text;
+  EXPECT_EQ(report_body(a), report_body(b));
+
+  // A claim whose holder died: its lock file stays, naming the dead pid; the run takes it over.
+  fs::remove(costs);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ShapeClaims dying(prefix);
+    ::_exit(dying.claim(s) == ShapeClaims::Claim::ours ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(pid, &st, 0), pid);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  ASSERT_TRUE(fs::exists(held.lock_path(s)));
+  EXPECT_EQ(held.holder(s).substr(0, held.holder(s).find(' ')), std::to_string(pid));
+  const auto rc = test::run_trnsim(fmt::format("serve {} --out {} --log-level info", spec, c));
+  ASSERT_EQ(rc.code, 0) << rc.out;
+  EXPECT_NE(rc.out.find("3 shapes: 3 simulated, 0 from the shape cache"), std::string::npos) << rc.out;
+  EXPECT_FALSE(fs::exists(held.lock_path(s)));  // released by the run that took it over
+  EXPECT_EQ(file_lines(costs).size(), 3u);
+  EXPECT_EQ(report_body(a), report_body(c));
 }
 
 // ForkPool: jobs started one at a time in children, collected as they end, in id order; an

@@ -22,6 +22,7 @@
 #include "trnsim/resolve/plan.hpp"
 #include "trnsim/run/run.hpp"
 #include "trnsim/serve/engine.hpp"
+#include "trnsim/serve/shape_cache.hpp"
 
 namespace trnsim::serve {
 
@@ -66,9 +67,12 @@ class RackTimer : public IterationTimer {
  public:
   // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
   // shape fields are replaced per shape). Both must outlive the timer.
-  // `cache`: where shape costs are kept on disk (disabled: not kept).
+  // `cache`: where shape costs are kept on disk (disabled: not kept). `rack`: `cfg`'s rack as the
+  // caller resolved it (resolve::plan for a run), copied here rather than resolved again; null:
+  // resolved here.
   RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
-            int parallel, int per_octave = 2, const run::CacheSettings& cache = {});
+            int parallel, int per_octave = 2, const run::CacheSettings& cache = {},
+            const resolve::RackPlan* rack = nullptr);
   IterationCost cost(const Shape& shape) override;
   double static_w() const override;
   std::size_t shapes_simulated() const { return simulated_; }
@@ -97,8 +101,10 @@ class RackTimer : public IterationTimer {
 
  private:
   void simulate(const std::vector<Shape>& shapes);
-  // Starts a child simulating `shape` (`wanted`: the run is waiting for it).
-  void start(const Shape& shape, bool wanted);
+  // Starts a child simulating `shape` (`wanted`: the run is waiting for it) once the shape is
+  // claimed (ShapeClaims); `unclaimed`: without a claim (waited for too long).
+  enum class Begun { started, on_disk, busy };
+  Begun start(const Shape& shape, bool wanted, bool unclaimed = false);
   // The children that ended: their costs into ahead_ (and the disk cache). A wanted shape's
   // failure is thrown; an unwanted one's dropped.
   void collect(bool block);
@@ -122,6 +128,7 @@ class RackTimer : public IterationTimer {
   std::map<Shape, std::string> disk_;
   std::uintmax_t disk_read_ = 0;  // bytes of disk_file_ read into disk_
   std::size_t from_disk_ = 0;
+  ShapeClaims claims_;  // the shapes this run is simulating, claimed in the disk cache
   bool remember_ = false;
   std::set<Shape> interpolated_;
   std::map<Shape, double> static_w_;

@@ -156,8 +156,8 @@ class PoolTimer : public RackTimer {
   // `base`: the pool's (with one layout for both pools, this timer times both).
   PoolTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
             int parallel, int per_octave, KvTransferTimer* transfers,
-            const run::CacheSettings& cache = {})
-      : RackTimer(cfg, base, mode, parallel, per_octave, cache), transfers_(transfers),
+            const run::CacheSettings& cache = {}, const resolve::RackPlan* rack = nullptr)
+      : RackTimer(cfg, base, mode, parallel, per_octave, cache, rack), transfers_(transfers),
         spec_(base), timing_(mode), jobs_(std::max(1, parallel)), octave_(per_octave) {}
   TransferCost kv_transfer(std::uint64_t tokens) override;
   // Contention on, the transfers beside an iteration being hand-offs of `tokens` prompt tokens
