@@ -19,7 +19,6 @@
 #include <array>
 #include <functional>
 #include <memory>
-#include <queue>
 #include <utility>
 #include <vector>
 
@@ -137,16 +136,21 @@ class FlowNetwork : public Block, public PathNetwork {
     double unfrozen_weight = 0;  // pieces of the unfrozen flows
   };
   enum class Kind : std::uint8_t { activate, drained, complete };
+  // A flow's one pending event: its activation, its drain at its current rate, or its
+  // completion. A new one replaces the last in place, so the heap holds one entry per flow
+  // rather than every drain a rate change superseded (millions of stale entries at 144 ranks);
+  // only the replaced event's time is kept (`stale_`).
+  class StaleTimes;
   struct Event {
     std::uint64_t time;  // sc_time value
     std::uint64_t seq;   // insertion order: ties run first come first served
-    Kind kind;
     std::uint32_t flow;
-    std::uint64_t version;
-    bool operator>(const Event& o) const {
-      return time != o.time ? time > o.time : seq > o.seq;
+    Kind kind;
+    bool before(const Event& o) const {
+      return time != o.time ? time < o.time : seq < o.seq;
     }
   };
+  static constexpr std::uint32_t kNoSlot = ~std::uint32_t(0);
 
   // The wire bytes, route and fixed terms of a request, into `f`.
   void trace_route(const TransferRequest& r, Flow& f) const;
@@ -156,6 +160,9 @@ class FlowNetwork : public Block, public PathNetwork {
   // A flow's bytes and energy on every link direction and node of its path.
   void charge(const Flow& f, std::uint64_t bytes);
   void schedule(const sc_core::sc_time& t, Kind k, std::uint32_t flow);
+  void sift_up(std::uint32_t i);
+  void sift_down(std::uint32_t i);
+  void pop_event();
   void fire();
   void activate(std::uint32_t f);
   void drained(std::uint32_t f);
@@ -174,8 +181,14 @@ class FlowNetwork : public Block, public PathNetwork {
   std::vector<std::unique_ptr<FlowNode>> nodes_;  // by node id; null unless it forwards
   std::vector<std::unique_ptr<Flow>> flows_;
   std::vector<std::uint32_t> free_flows_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  std::vector<Event> heap_;              // binary heap by (time, seq), earliest first
+  std::vector<std::uint32_t> heap_slot_;  // by flow: its event's index in heap_, or kNoSlot
   sc_core::sc_event wake_;
+  // The times of replaced events: the network still wakes at each of them, as it did when they
+  // stayed in the event heap. Its wake-ups are entries in the kernel's queue of timed
+  // notifications, which orders equal-time notifications by the queue's shape: fewer of them
+  // reorders the other processes' equal-time wake-ups, and the results move.
+  std::unique_ptr<StaleTimes> stale_;
   std::uint64_t seq_ = 0, epoch_ = 0;
   using ShareEntry = std::pair<double, std::uint32_t>;
   std::vector<std::uint32_t> scratch_set_, scratch_dirs_, scratch_fix_;
