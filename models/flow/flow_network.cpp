@@ -623,26 +623,37 @@ void FlowNetwork::recompute() {
       dirs_[d].unfrozen_weight += fl.weight;
     }
   }
-  // (share, direction), smallest first; ties by direction id.
+  // (share, direction) of each direction with open flows, smallest first; ties by direction id.
+  // A direction's entry is updated in place when its share changes.
   std::vector<ShareEntry>& heap = scratch_heap_;
   heap.clear();
-  const auto later = std::greater<>();
-  auto push = [&](double sh, std::uint32_t d) {
-    heap.emplace_back(sh, d);
-    std::push_heap(heap.begin(), heap.end(), later);
-  };
   // Per piece: a flow of weight w gets w shares.
   auto share = [&](const Dir& d) { return std::max(0.0, d.residual) / d.unfrozen_weight; };
   for (const std::uint32_t d : dirs) {
-    if (dirs_[d].unfrozen > 0) push(share(dirs_[d]), d);
+    if (dirs_[d].unfrozen == 0) continue;
+    heap.push_back({share(dirs_[d]), d});
+    share_up(std::uint32_t(heap.size() - 1));
   }
+  // Takes direction e out of the heap.
+  auto remove = [&](std::uint32_t e) {
+    const std::uint32_t i = dirs_[e].slot;
+    const ShareEntry last = heap.back();
+    heap.pop_back();
+    if (i == heap.size()) return;
+    const bool earlier = last.before(heap[i]);
+    heap[i] = last;
+    dirs_[last.dir].slot = i;
+    if (earlier) {
+      share_up(i);
+    } else {
+      share_down(i);
+    }
+  };
   std::size_t left = set.size();
   while (left > 0 && !heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const auto [s, d] = heap.back();
-    heap.pop_back();
+    const auto [s, d] = heap.front();
+    remove(d);
     Dir& dir = dirs_[d];
-    if (dir.unfrozen == 0 || s != share(dir)) continue;  // stale entry
     // A floor keeps a flow moving when rounding leaves a link a hair short.
     const double rate = std::max(s, dir.capacity * 1e-12);
     std::vector<std::uint32_t>& fix = scratch_fix_;
@@ -663,7 +674,20 @@ void FlowNetwork::recompute() {
         o.used += fl.rate;
         --o.unfrozen;
         o.unfrozen_weight -= fl.weight;
-        if (o.unfrozen > 0 && e != d) push(share(o), e);
+        if (e == d) continue;  // out of the heap, its flows being fixed now
+        if (o.unfrozen == 0) {
+          remove(e);
+          continue;
+        }
+        const std::uint32_t i = o.slot;
+        const double sh = share(o);
+        const bool down = heap[i].share < sh;
+        heap[i].share = sh;
+        if (down) {
+          share_down(i);
+        } else {
+          share_up(i);
+        }
       }
     }
   }
@@ -678,6 +702,37 @@ void FlowNetwork::recompute() {
     const double left_s = fl.remaining / fl.rate;
     schedule(std::max(t_now, ceil_time(now + left_s)), Kind::drained, f);
   }
+}
+
+void FlowNetwork::share_up(std::uint32_t i) {
+  std::vector<ShareEntry>& h = scratch_heap_;
+  const ShareEntry e = h[i];
+  while (i > 0) {
+    const std::uint32_t up = (i - 1) / 2;
+    if (!e.before(h[up])) break;
+    h[i] = h[up];
+    dirs_[h[i].dir].slot = i;
+    i = up;
+  }
+  h[i] = e;
+  dirs_[e.dir].slot = i;
+}
+
+void FlowNetwork::share_down(std::uint32_t i) {
+  std::vector<ShareEntry>& h = scratch_heap_;
+  const ShareEntry e = h[i];
+  const std::uint32_t n = std::uint32_t(h.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && h[c + 1].before(h[c])) ++c;
+    if (!h[c].before(e)) break;
+    h[i] = h[c];
+    dirs_[h[i].dir].slot = i;
+    i = c;
+  }
+  h[i] = e;
+  dirs_[e.dir].slot = i;
 }
 
 double FlowNetwork::rate_of(const TransferHandle& h) const {

@@ -134,6 +134,7 @@ class FlowNetwork : public Block, public PathNetwork {
     double residual = 0;
     int unfrozen = 0;
     double unfrozen_weight = 0;  // pieces of the unfrozen flows
+    std::uint32_t slot = 0;      // its place in the recomputation's heap of shares
   };
   enum class Kind : std::uint8_t { activate, drained, complete };
   // A flow's one pending event: its activation, its drain at its current rate, or its
@@ -190,7 +191,15 @@ class FlowNetwork : public Block, public PathNetwork {
   // reorders the other processes' equal-time wake-ups, and the results move.
   std::unique_ptr<StaleTimes> stale_;
   std::uint64_t seq_ = 0, epoch_ = 0;
-  using ShareEntry = std::pair<double, std::uint32_t>;
+  struct ShareEntry {
+    double share;
+    std::uint32_t dir;
+    bool before(const ShareEntry& o) const {  // smallest first; ties by direction id
+      return share < o.share || (share == o.share && dir < o.dir);
+    }
+  };
+  void share_up(std::uint32_t i);
+  void share_down(std::uint32_t i);
   std::vector<std::uint32_t> scratch_set_, scratch_dirs_, scratch_fix_;
   std::vector<ShareEntry> scratch_heap_;
   std::vector<std::uint32_t> changed_;  // directions whose flows changed since the last recompute
