@@ -21,8 +21,8 @@ std::string module_name(std::string s) {
 }
 
 // The smallest sc_time not before `s` seconds: an event at it finds the flow's bytes all sent.
-sc_core::sc_time ceil_time(double s) {
-  const double res = sc_core::sc_get_time_resolution().to_seconds();
+// `res`: the kernel's time resolution in seconds.
+sc_core::sc_time ceil_time(double s, double res) {
   const double ticks = std::ceil(s / res - 1e-6);
   return sc_core::sc_time::from_value(std::uint64_t(std::max(0.0, ticks)));
 }
@@ -98,9 +98,8 @@ struct FlowNetwork::Flow {
   double since = 0;      // time (s) `remaining` was last brought up to date
   double bottleneck = 0;  // lowest capacity on the path, wire bytes per second
   double weight = 1;      // pieces it stands for: its max-min share counts that many times
-  std::uint64_t mark = 0;  // epoch of the recomputation that holds it
   double old_rate = 0;   // its rate before the recomputation under way
-  bool frozen = false, active = false;
+  bool active = false;
   bool drain_posted = false;  // a drain event for its current rate is in the heap
   sc_core::sc_time fixed;       // per-hop latency terms
   sc_core::sc_time ready;       // the source has read the data (memory)
@@ -137,6 +136,7 @@ FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topolo
       memories_(std::move(memories)),
       stale_(std::make_unique<StaleTimes>()),
       overhead_(to_sc(plan.params.endpoint_overhead)),
+      resolution_s_(sc_core::sc_get_time_resolution().to_seconds()),
       route_salt_(seed_salt(plan.seed, kRouteTag, 0)),
       s_transfers_(stats().add(FlowNetworkStats::transfers)),
       s_bytes_(stats().add(FlowNetworkStats::bytes_delivered)),
@@ -201,10 +201,12 @@ std::uint32_t FlowNetwork::new_flow() {
     const std::uint32_t f = free_flows_.back();
     free_flows_.pop_back();
     *flows_[f] = Flow{};  // its last event was its completion: none is pending
+    flow_mark_[f] = 0;
     return f;
   }
   flows_.push_back(std::make_unique<Flow>());
   heap_slot_.push_back(kNoSlot);
+  flow_mark_.push_back(0);
   return std::uint32_t(flows_.size() - 1);
 }
 
@@ -578,6 +580,7 @@ void FlowNetwork::recompute() {
   ++recomputations_;
   s_recomputations_ += 1;
   const std::uint64_t epoch = ++epoch_;
+  const std::uint64_t open = 2 * epoch;  // flow_mark_ of a flow it holds, rate not yet fixed
   const double now = sc_core::sc_time_stamp().to_seconds();
   // Scratch kept between calls: a recomputation allocates nothing once the vectors have grown.
   std::vector<std::uint32_t>& set = scratch_set_;
@@ -594,9 +597,9 @@ void FlowNetwork::recompute() {
   // The flows on the changed directions; then every direction they cross.
   for (std::size_t i = 0, n = dirs.size(); i < n; ++i) {
     for (const std::uint32_t f : dirs_[dirs[i]].flows) {
-      Flow& fl = *flows_[f];
-      if (fl.mark == epoch) continue;
-      fl.mark = epoch;
+      std::uint64_t& m = flow_mark_[f];
+      if (m >= open) continue;
+      m = open;
       set.push_back(f);
     }
   }
@@ -614,7 +617,6 @@ void FlowNetwork::recompute() {
     Flow& fl = *flows_[f];
     fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.since));
     fl.since = now;
-    fl.frozen = false;
     fl.old_rate = fl.rate;
     for (const std::uint32_t d : fl.path) {
       dirs_[d].residual += fl.rate;
@@ -659,13 +661,12 @@ void FlowNetwork::recompute() {
     std::vector<std::uint32_t>& fix = scratch_fix_;
     fix.clear();
     for (const std::uint32_t f : dir.flows) {
-      const Flow& fl = *flows_[f];
-      if (fl.mark == epoch && !fl.frozen) fix.push_back(f);
+      if (flow_mark_[f] == open) fix.push_back(f);
     }
     std::sort(fix.begin(), fix.end());
     for (const std::uint32_t f : fix) {
       Flow& fl = *flows_[f];
-      fl.frozen = true;
+      flow_mark_[f] = open + 1;
       fl.rate = rate * fl.weight;
       --left;
       for (const std::uint32_t e : fl.path) {
@@ -694,13 +695,13 @@ void FlowNetwork::recompute() {
   const sc_core::sc_time t_now = sc_core::sc_time_stamp();
   for (const std::uint32_t f : set) {
     Flow& fl = *flows_[f];
-    if (!fl.frozen) throw InternalError("FlowNetwork: a flow left without a rate");
+    if (flow_mark_[f] != open + 1) throw InternalError("FlowNetwork: a flow left without a rate");
     // A flow whose rate did not change keeps its drain event: the end it predicts is the same,
     // and re-posting it for every flow of a busy link filled the event heap with stale entries.
     if (fl.drain_posted && fl.rate == fl.old_rate) continue;
     fl.drain_posted = true;
     const double left_s = fl.remaining / fl.rate;
-    schedule(std::max(t_now, ceil_time(now + left_s)), Kind::drained, f);
+    schedule(std::max(t_now, ceil_time(now + left_s, resolution_s_)), Kind::drained, f);
   }
 }
 

@@ -184,6 +184,9 @@ class FlowNetwork : public Block, public PathNetwork {
   std::vector<std::uint32_t> free_flows_;
   std::vector<Event> heap_;              // binary heap by (time, seq), earliest first
   std::vector<std::uint32_t> heap_slot_;  // by flow: its event's index in heap_, or kNoSlot
+  // By flow: 2 x the epoch of the recomputation that holds it, + 1 once its rate is fixed. Kept
+  // apart from Flow: a recomputation checks it for every flow of each direction it fills.
+  std::vector<std::uint64_t> flow_mark_;
   sc_core::sc_event wake_;
   // The times of replaced events: the network still wakes at each of them, as it did when they
   // stayed in the event heap. Its wake-ups are entries in the kernel's queue of timed
@@ -204,6 +207,7 @@ class FlowNetwork : public Block, public PathNetwork {
   std::vector<ShareEntry> scratch_heap_;
   std::vector<std::uint32_t> changed_;  // directions whose flows changed since the last recompute
   sc_core::sc_time overhead_;
+  double resolution_s_;  // the kernel's time resolution, seconds
   std::uint64_t route_salt_ = 0;  // from sim.seed: the packet fabric's, so both take one path
   ActivityCounter activity_;
 
