@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -24,13 +25,70 @@ std::string module_name(std::string s) {
 constexpr std::uint32_t kPieceDeliveries = 16;
 
 // The smallest sc_time not before `s` seconds: an event at it finds the flow's bytes all sent.
-sc_core::sc_time ceil_time(double s) {
-  const double res = sc_core::sc_get_time_resolution().to_seconds();
+// `res`: the kernel's time resolution in seconds.
+sc_core::sc_time ceil_time(double s, double res) {
   const double ticks = std::ceil(s / res - 1e-6);
   return sc_core::sc_time::from_value(std::uint64_t(std::max(0.0, ticks)));
 }
 
 }  // namespace
+
+// Times at or after the last one passed (a radix heap keyed by the current time): inserting
+// appends to the bucket of the highest bit in which the time differs from now; advancing to a
+// later now empties the buckets below that bit's and moves the rest of its bucket down. Each
+// time moves at most 64 times and never through a cache-missing heap of millions (16 M replaced
+// drains on the 144-rank trace).
+class FlowNetwork::StaleTimes {
+ public:
+  bool empty() const { return mask_ == 0; }
+  std::uint64_t min() const { return min_[std::size_t(std::countr_zero(mask_))]; }
+  void push(std::uint64_t t) {
+    if (t < last_) throw InternalError("FlowNetwork: a replaced event before now");
+    const std::size_t b = std::size_t(std::bit_width(t ^ last_));
+    if (!(mask_ >> b & 1)) {
+      mask_ |= std::uint64_t(1) << b;
+      min_[b] = t;
+    } else {
+      min_[b] = std::min(min_[b], t);
+    }
+    bucket_[b].push_back(t);
+  }
+  // Drops every time not after `now` (now not before the last one passed); returns how many.
+  std::uint64_t advance(std::uint64_t now) {
+    const std::size_t hb = std::size_t(std::bit_width(now ^ last_));
+    std::uint64_t dropped = 0;
+    // Below bucket hb every time agrees with now above bit hb - 1 and is smaller there.
+    for (std::uint64_t m = mask_ & ((std::uint64_t(2) << hb) - 1); m != 0; m &= m - 1) {
+      const std::size_t b = std::size_t(std::countr_zero(m));
+      if (b == hb && hb > 0) break;
+      dropped += bucket_[b].size();
+      bucket_[b].clear();
+      mask_ &= ~(std::uint64_t(1) << b);
+    }
+    last_ = now;
+    if (hb == 0 || !(mask_ >> hb & 1)) return dropped;
+    // Bucket hb: the times after now go to lower buckets, by their highest bit apart from now.
+    std::vector<std::uint64_t> moving;
+    moving.swap(bucket_[hb]);
+    mask_ &= ~(std::uint64_t(1) << hb);
+    for (const std::uint64_t t : moving) {
+      if (t <= now) {
+        ++dropped;
+      } else {
+        push(t);
+      }
+    }
+    moving.clear();
+    moving.swap(bucket_[hb]);  // keep its storage
+    return dropped;
+  }
+
+ private:
+  std::array<std::vector<std::uint64_t>, 64> bucket_;
+  std::array<std::uint64_t, 64> min_{};
+  std::uint64_t mask_ = 0;  // bit b: bucket b holds times
+  std::uint64_t last_ = 0;
+};
 
 struct FlowNetwork::Flow {
   std::shared_ptr<TransferState> t;
@@ -54,10 +112,8 @@ struct FlowNetwork::Flow {
   // remaining at which the next is due (0: the end).
   std::uint32_t pieces = 1, deliveries = 0, delivered = 0;
   double tail = 0, milestone = 0;
-  std::uint64_t version = 0;
-  std::uint64_t mark = 0;  // epoch of the recomputation that holds it
   double old_rate = 0;   // its rate before the recomputation under way
-  bool frozen = false, active = false;
+  bool active = false;
   bool drain_posted = false;  // a drain event for its current rate is in the heap
   sc_core::sc_time fixed;       // per-hop latency terms
   sc_core::sc_time ready;       // the source has read the data (memory)
@@ -92,7 +148,9 @@ FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topolo
       topo_(topo),
       plan_(plan),
       memories_(std::move(memories)),
+      stale_(std::make_unique<StaleTimes>()),
       overhead_(to_sc(plan.params.endpoint_overhead)),
+      resolution_s_(sc_core::sc_get_time_resolution().to_seconds()),
       route_salt_(seed_salt(plan.seed, kRouteTag, 0)),
       s_transfers_(stats().add(FlowNetworkStats::transfers)),
       s_bytes_(stats().add(FlowNetworkStats::bytes_delivered)),
@@ -156,21 +214,76 @@ std::uint32_t FlowNetwork::new_flow() {
   if (!free_flows_.empty()) {
     const std::uint32_t f = free_flows_.back();
     free_flows_.pop_back();
-    // Versions only grow, so events of the slot's last flow can never match the new one.
-    const std::uint64_t v = flows_[f]->version;
-    *flows_[f] = Flow{};
-    flows_[f]->version = v + 1;
+    *flows_[f] = Flow{};  // its last event was its completion: none is pending
+    flow_mark_[f] = 0;
     return f;
   }
   flows_.push_back(std::make_unique<Flow>());
+  heap_slot_.push_back(kNoSlot);
+  flow_mark_.push_back(0);
   return std::uint32_t(flows_.size() - 1);
 }
 
 void FlowNetwork::schedule(const sc_core::sc_time& t, Kind k, std::uint32_t flow) {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   const sc_core::sc_time at = t > now ? t : now;
-  heap_.push(Event{at.value(), seq_++, k, flow, flows_[flow]->version});
+  const Event e{at.value(), seq_++, flow, k};
+  std::uint32_t i = heap_slot_[flow];
+  if (i == kNoSlot) {
+    i = std::uint32_t(heap_.size());
+    heap_.push_back(e);
+    heap_slot_[flow] = i;
+    sift_up(i);
+  } else {
+    // The flow's pending event is replaced (a drain at an old rate): a later key sifts down.
+    stale_->push(heap_[i].time);
+    const bool earlier = e.before(heap_[i]);
+    heap_[i] = e;
+    if (earlier) {
+      sift_up(i);
+    } else {
+      sift_down(i);
+    }
+  }
   wake_.notify(at - now);  // the kernel keeps the earliest notification
+}
+
+void FlowNetwork::sift_up(std::uint32_t i) {
+  const Event e = heap_[i];
+  while (i > 0) {
+    const std::uint32_t up = (i - 1) / 2;
+    if (!e.before(heap_[up])) break;
+    heap_[i] = heap_[up];
+    heap_slot_[heap_[i].flow] = i;
+    i = up;
+  }
+  heap_[i] = e;
+  heap_slot_[e.flow] = i;
+}
+
+void FlowNetwork::sift_down(std::uint32_t i) {
+  const Event e = heap_[i];
+  const std::uint32_t n = std::uint32_t(heap_.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && heap_[c + 1].before(heap_[c])) ++c;
+    if (!heap_[c].before(e)) break;
+    heap_[i] = heap_[c];
+    heap_slot_[heap_[i].flow] = i;
+    i = c;
+  }
+  heap_[i] = e;
+  heap_slot_[e.flow] = i;
+}
+
+void FlowNetwork::pop_event() {
+  heap_slot_[heap_.front().flow] = kNoSlot;
+  const Event last = heap_.back();
+  heap_.pop_back();
+  if (heap_.empty()) return;
+  heap_[0] = last;
+  sift_down(0);
 }
 
 sc_core::sc_time FlowNetwork::memory_pass(MemoryPort* m, std::uint64_t addr, std::uint64_t bytes,
@@ -365,27 +478,36 @@ void FlowNetwork::account(const TransferRequest& r) {
 void FlowNetwork::fire() {
   activity_.count(Activity::link);
   const std::uint64_t now = sc_core::sc_time_stamp().value();
-  while (!heap_.empty() && heap_.top().time <= now) {
-    const Event e = heap_.top();
-    heap_.pop();
+  events_ += stale_->advance(now);
+  for (;;) {
+    // The earliest of the flows' pending events and the pieces' arrivals, by (time, seq).
+    const bool event = !heap_.empty() && heap_.front().time <= now;
+    const bool piece = !pieces_.empty() && pieces_.top().time <= now;
+    if (!event && !piece) break;
     ++events_;
-    // A piece event carries its count in `version`; it is never superseded.
-    if (e.kind != Kind::piece && e.version != flows_[e.flow]->version) continue;
+    if (piece && (!event || pieces_.top().seq < heap_.front().seq)) {
+      const PieceEvent p = pieces_.top();
+      pieces_.pop();
+      const auto& t = flows_[p.flow]->t;
+      if (t && t->on_pieces) t->on_pieces(p.arrived);
+      continue;
+    }
+    const Event e = heap_.front();
+    pop_event();
     switch (e.kind) {
-      case Kind::piece: {
-        const auto& t = flows_[e.flow]->t;
-        if (t && t->on_pieces) t->on_pieces(std::uint32_t(e.version));
-        break;
-      }
+      case Kind::piece: throw InternalError("FlowNetwork: a piece event among the flows' events");
       case Kind::activate: activate(e.flow); break;
       case Kind::drained: drained(e.flow); break;
       case Kind::complete: complete(e.flow); break;
     }
   }
   if (!changed_.empty()) recompute();
-  if (!heap_.empty()) {
-    wake_.notify(sc_core::sc_time::from_value(heap_.top().time) - sc_core::sc_time_stamp());
-  }
+  // The earliest event, replaced or not (see stale_).
+  std::uint64_t next = ~std::uint64_t(0);
+  if (!heap_.empty()) next = heap_.front().time;
+  if (!stale_->empty()) next = std::min(next, stale_->min());
+  if (!pieces_.empty()) next = std::min(next, pieces_.top().time);
+  if (next != ~std::uint64_t(0)) wake_.notify(sc_core::sc_time::from_value(next - now));
 }
 
 void FlowNetwork::activate(std::uint32_t id) {
@@ -466,9 +588,10 @@ void FlowNetwork::piece_arrived(std::uint32_t id) {
   const sc_core::sc_time written =
       start + (f.written > start ? (f.written - start) * share : sc_core::SC_ZERO_TIME);
   const sc_core::sc_time arrive = std::max({now + f.fixed, read + f.fixed, written}) + overhead_;
-  heap_.push(Event{std::max(arrive, now).value(), seq_++, Kind::piece, id, got});
+  pieces_.push(PieceEvent{std::max(arrive, now).value(), seq_++, id, got});
   wake_.notify(std::max(arrive, now) - now);
-  schedule(std::max(now, ceil_time(now_s + std::max(0.0, f.remaining - f.milestone) / f.rate)),
+  schedule(std::max(now, ceil_time(now_s + std::max(0.0, f.remaining - f.milestone) / f.rate,
+                                   resolution_s_)),
            Kind::drained, id);
 }
 
@@ -486,7 +609,6 @@ void FlowNetwork::drained(std::uint32_t id) {
   const sc_core::sc_time now = sc_core::sc_time_stamp();
   sc_core::sc_time arrive = now + f.fixed;
   arrive = std::max({arrive, f.ready + f.fixed, f.written});
-  ++f.version;
   schedule(arrive + overhead_, Kind::complete, id);
 }
 
@@ -517,7 +639,6 @@ void FlowNetwork::complete(std::uint32_t id) {
   s_transfers_ += 1;
   s_bytes_ += double(rec.request.bytes);
   free_flows_.push_back(id);
-  ++f.version;
   t->finished = true;
   t->done.notify();
   if (t->on_done) t->on_done(rec);
@@ -530,6 +651,7 @@ void FlowNetwork::recompute() {
   ++recomputations_;
   s_recomputations_ += 1;
   const std::uint64_t epoch = ++epoch_;
+  const std::uint64_t open = 2 * epoch;  // flow_mark_ of a flow it holds, rate not yet fixed
   const double now = sc_core::sc_time_stamp().to_seconds();
   // Scratch kept between calls: a recomputation allocates nothing once the vectors have grown.
   std::vector<std::uint32_t>& set = scratch_set_;
@@ -546,9 +668,9 @@ void FlowNetwork::recompute() {
   // The flows on the changed directions; then every direction they cross.
   for (std::size_t i = 0, n = dirs.size(); i < n; ++i) {
     for (const std::uint32_t f : dirs_[dirs[i]].flows) {
-      Flow& fl = *flows_[f];
-      if (fl.mark == epoch) continue;
-      fl.mark = epoch;
+      std::uint64_t& m = flow_mark_[f];
+      if (m >= open) continue;
+      m = open;
       set.push_back(f);
     }
   }
@@ -566,7 +688,6 @@ void FlowNetwork::recompute() {
     Flow& fl = *flows_[f];
     fl.remaining = std::max(0.0, fl.remaining - fl.rate * (now - fl.since));
     fl.since = now;
-    fl.frozen = false;
     fl.old_rate = fl.rate;
     for (const std::uint32_t d : fl.path) {
       dirs_[d].residual += fl.rate;
@@ -575,38 +696,48 @@ void FlowNetwork::recompute() {
       dirs_[d].unfrozen_weight += fl.weight;
     }
   }
-  // (share, direction), smallest first; ties by direction id.
+  // (share, direction) of each direction with open flows, smallest first; ties by direction id.
+  // A direction's entry is updated in place when its share changes.
   std::vector<ShareEntry>& heap = scratch_heap_;
   heap.clear();
-  const auto later = std::greater<>();
-  auto push = [&](double sh, std::uint32_t d) {
-    heap.emplace_back(sh, d);
-    std::push_heap(heap.begin(), heap.end(), later);
-  };
   // Per piece: a flow of weight w gets w shares.
   auto share = [&](const Dir& d) { return std::max(0.0, d.residual) / d.unfrozen_weight; };
   for (const std::uint32_t d : dirs) {
-    if (dirs_[d].unfrozen > 0) push(share(dirs_[d]), d);
+    if (dirs_[d].unfrozen == 0) continue;
+    heap.push_back({share(dirs_[d]), d});
+    share_up(std::uint32_t(heap.size() - 1));
   }
+  // Takes direction e out of the heap.
+  auto remove = [&](std::uint32_t e) {
+    const std::uint32_t i = dirs_[e].slot;
+    const ShareEntry last = heap.back();
+    heap.pop_back();
+    if (i == heap.size()) return;
+    const bool earlier = last.before(heap[i]);
+    heap[i] = last;
+    dirs_[last.dir].slot = i;
+    if (earlier) {
+      share_up(i);
+    } else {
+      share_down(i);
+    }
+  };
   std::size_t left = set.size();
   while (left > 0 && !heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), later);
-    const auto [s, d] = heap.back();
-    heap.pop_back();
+    const auto [s, d] = heap.front();
+    remove(d);
     Dir& dir = dirs_[d];
-    if (dir.unfrozen == 0 || s != share(dir)) continue;  // stale entry
     // A floor keeps a flow moving when rounding leaves a link a hair short.
     const double rate = std::max(s, dir.capacity * 1e-12);
     std::vector<std::uint32_t>& fix = scratch_fix_;
     fix.clear();
     for (const std::uint32_t f : dir.flows) {
-      const Flow& fl = *flows_[f];
-      if (fl.mark == epoch && !fl.frozen) fix.push_back(f);
+      if (flow_mark_[f] == open) fix.push_back(f);
     }
     std::sort(fix.begin(), fix.end());
     for (const std::uint32_t f : fix) {
       Flow& fl = *flows_[f];
-      fl.frozen = true;
+      flow_mark_[f] = open + 1;
       fl.rate = rate * fl.weight;
       --left;
       for (const std::uint32_t e : fl.path) {
@@ -615,22 +746,65 @@ void FlowNetwork::recompute() {
         o.used += fl.rate;
         --o.unfrozen;
         o.unfrozen_weight -= fl.weight;
-        if (o.unfrozen > 0 && e != d) push(share(o), e);
+        if (e == d) continue;  // out of the heap, its flows being fixed now
+        if (o.unfrozen == 0) {
+          remove(e);
+          continue;
+        }
+        const std::uint32_t i = o.slot;
+        const double sh = share(o);
+        const bool down = heap[i].share < sh;
+        heap[i].share = sh;
+        if (down) {
+          share_down(i);
+        } else {
+          share_up(i);
+        }
       }
     }
   }
   const sc_core::sc_time t_now = sc_core::sc_time_stamp();
   for (const std::uint32_t f : set) {
     Flow& fl = *flows_[f];
-    if (!fl.frozen) throw InternalError("FlowNetwork: a flow left without a rate");
+    if (flow_mark_[f] != open + 1) throw InternalError("FlowNetwork: a flow left without a rate");
     // A flow whose rate did not change keeps its drain event: the end it predicts is the same,
     // and re-posting it for every flow of a busy link filled the event heap with stale entries.
     if (fl.drain_posted && fl.rate == fl.old_rate) continue;
-    ++fl.version;
     fl.drain_posted = true;
     const double left_s = std::max(0.0, fl.remaining - fl.milestone) / fl.rate;
-    schedule(std::max(t_now, ceil_time(now + left_s)), Kind::drained, f);
+    schedule(std::max(t_now, ceil_time(now + left_s, resolution_s_)), Kind::drained, f);
   }
+}
+
+void FlowNetwork::share_up(std::uint32_t i) {
+  std::vector<ShareEntry>& h = scratch_heap_;
+  const ShareEntry e = h[i];
+  while (i > 0) {
+    const std::uint32_t up = (i - 1) / 2;
+    if (!e.before(h[up])) break;
+    h[i] = h[up];
+    dirs_[h[i].dir].slot = i;
+    i = up;
+  }
+  h[i] = e;
+  dirs_[e.dir].slot = i;
+}
+
+void FlowNetwork::share_down(std::uint32_t i) {
+  std::vector<ShareEntry>& h = scratch_heap_;
+  const ShareEntry e = h[i];
+  const std::uint32_t n = std::uint32_t(h.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && h[c + 1].before(h[c])) ++c;
+    if (!h[c].before(e)) break;
+    h[i] = h[c];
+    dirs_[h[i].dir].slot = i;
+    i = c;
+  }
+  h[i] = e;
+  dirs_[e.dir].slot = i;
 }
 
 double FlowNetwork::rate_of(const TransferHandle& h) const {

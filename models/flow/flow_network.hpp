@@ -138,15 +138,31 @@ class FlowNetwork : public Block, public PathNetwork {
     double residual = 0;
     int unfrozen = 0;
     double unfrozen_weight = 0;  // pieces of the unfrozen flows
+    std::uint32_t slot = 0;      // its place in the recomputation's heap of shares
   };
   enum class Kind : std::uint8_t { activate, drained, complete, piece };
+  // A flow's one pending event: its activation, its drain at its current rate, or its
+  // completion. A new one replaces the last in place, so the heap holds one entry per flow
+  // rather than every drain a rate change superseded (millions of stale entries at 144 ranks);
+  // only the replaced event's time is kept (`stale_`).
+  class StaleTimes;
   struct Event {
     std::uint64_t time;  // sc_time value
     std::uint64_t seq;   // insertion order: ties run first come first served
-    Kind kind;
     std::uint32_t flow;
-    std::uint64_t version;  // of the flow when posted; a piece event: the pieces arrived
-    bool operator>(const Event& o) const {
+    Kind kind;
+    bool before(const Event& o) const {
+      return time != o.time ? time < o.time : seq < o.seq;
+    }
+  };
+  static constexpr std::uint32_t kNoSlot = ~std::uint32_t(0);
+  // The arrival of a merged flow's pieces (Kind::piece): beside the flow's one pending event,
+  // never replaced, ordered with the events by (time, seq).
+  struct PieceEvent {
+    std::uint64_t time, seq;
+    std::uint32_t flow;
+    std::uint32_t arrived;  // pieces arrived with it
+    bool operator>(const PieceEvent& o) const {
       return time != o.time ? time > o.time : seq > o.seq;
     }
   };
@@ -159,6 +175,9 @@ class FlowNetwork : public Block, public PathNetwork {
   // A flow's bytes and energy on every link direction and node of its path.
   void charge(const Flow& f, std::uint64_t bytes);
   void schedule(const sc_core::sc_time& t, Kind k, std::uint32_t flow);
+  void sift_up(std::uint32_t i);
+  void sift_down(std::uint32_t i);
+  void pop_event();
   void fire();
   void activate(std::uint32_t f);
   void drained(std::uint32_t f);
@@ -179,14 +198,33 @@ class FlowNetwork : public Block, public PathNetwork {
   std::vector<std::unique_ptr<FlowNode>> nodes_;  // by node id; null unless it forwards
   std::vector<std::unique_ptr<Flow>> flows_;
   std::vector<std::uint32_t> free_flows_;
-  std::priority_queue<Event, std::vector<Event>, std::greater<>> heap_;
+  std::vector<Event> heap_;              // binary heap by (time, seq), earliest first
+  std::priority_queue<PieceEvent, std::vector<PieceEvent>, std::greater<>> pieces_;
+  std::vector<std::uint32_t> heap_slot_;  // by flow: its event's index in heap_, or kNoSlot
+  // By flow: 2 x the epoch of the recomputation that holds it, + 1 once its rate is fixed. Kept
+  // apart from Flow: a recomputation checks it for every flow of each direction it fills.
+  std::vector<std::uint64_t> flow_mark_;
   sc_core::sc_event wake_;
+  // The times of replaced events: the network still wakes at each of them, as it did when they
+  // stayed in the event heap. Its wake-ups are entries in the kernel's queue of timed
+  // notifications, which orders equal-time notifications by the queue's shape: fewer of them
+  // reorders the other processes' equal-time wake-ups, and the results move.
+  std::unique_ptr<StaleTimes> stale_;
   std::uint64_t seq_ = 0, epoch_ = 0;
-  using ShareEntry = std::pair<double, std::uint32_t>;
+  struct ShareEntry {
+    double share;
+    std::uint32_t dir;
+    bool before(const ShareEntry& o) const {  // smallest first; ties by direction id
+      return share < o.share || (share == o.share && dir < o.dir);
+    }
+  };
+  void share_up(std::uint32_t i);
+  void share_down(std::uint32_t i);
   std::vector<std::uint32_t> scratch_set_, scratch_dirs_, scratch_fix_;
   std::vector<ShareEntry> scratch_heap_;
   std::vector<std::uint32_t> changed_;  // directions whose flows changed since the last recompute
   sc_core::sc_time overhead_;
+  double resolution_s_;  // the kernel's time resolution, seconds
   std::uint64_t route_salt_ = 0;  // from sim.seed: the packet fabric's, so both take one path
   ActivityCounter activity_;
 
