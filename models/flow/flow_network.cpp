@@ -31,6 +31,40 @@ sc_core::sc_time ceil_time(double s, double res) {
   return sc_core::sc_time::from_value(std::uint64_t(std::max(0.0, ticks)));
 }
 
+// A binary heap whose entries know their index (`place(entry, index)` records it), ordered by
+// `before`: the entry at `i` moved towards the root, or towards the leaves, to its place. The
+// network's two heaps (its flows' events, a recomputation's shares) update entries in place.
+template <class T, class Place>
+void heap_up(std::vector<T>& h, std::uint32_t i, Place place) {
+  const T e = h[i];
+  while (i > 0) {
+    const std::uint32_t up = (i - 1) / 2;
+    if (!e.before(h[up])) break;
+    h[i] = h[up];
+    place(h[i], i);
+    i = up;
+  }
+  h[i] = e;
+  place(e, i);
+}
+
+template <class T, class Place>
+void heap_down(std::vector<T>& h, std::uint32_t i, Place place) {
+  const T e = h[i];
+  const std::uint32_t n = std::uint32_t(h.size());
+  for (;;) {
+    std::uint32_t c = 2 * i + 1;
+    if (c >= n) break;
+    if (c + 1 < n && h[c + 1].before(h[c])) ++c;
+    if (!h[c].before(e)) break;
+    h[i] = h[c];
+    place(h[i], i);
+    i = c;
+  }
+  h[i] = e;
+  place(e, i);
+}
+
 }  // namespace
 
 // Times at or after the last one passed (a radix heap keyed by the current time): inserting
@@ -249,32 +283,11 @@ void FlowNetwork::schedule(const sc_core::sc_time& t, Kind k, std::uint32_t flow
 }
 
 void FlowNetwork::sift_up(std::uint32_t i) {
-  const Event e = heap_[i];
-  while (i > 0) {
-    const std::uint32_t up = (i - 1) / 2;
-    if (!e.before(heap_[up])) break;
-    heap_[i] = heap_[up];
-    heap_slot_[heap_[i].flow] = i;
-    i = up;
-  }
-  heap_[i] = e;
-  heap_slot_[e.flow] = i;
+  heap_up(heap_, i, [this](const Event& e, std::uint32_t at) { heap_slot_[e.flow] = at; });
 }
 
 void FlowNetwork::sift_down(std::uint32_t i) {
-  const Event e = heap_[i];
-  const std::uint32_t n = std::uint32_t(heap_.size());
-  for (;;) {
-    std::uint32_t c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && heap_[c + 1].before(heap_[c])) ++c;
-    if (!heap_[c].before(e)) break;
-    heap_[i] = heap_[c];
-    heap_slot_[heap_[i].flow] = i;
-    i = c;
-  }
-  heap_[i] = e;
-  heap_slot_[e.flow] = i;
+  heap_down(heap_, i, [this](const Event& e, std::uint32_t at) { heap_slot_[e.flow] = at; });
 }
 
 void FlowNetwork::pop_event() {
@@ -777,34 +790,13 @@ void FlowNetwork::recompute() {
 }
 
 void FlowNetwork::share_up(std::uint32_t i) {
-  std::vector<ShareEntry>& h = scratch_heap_;
-  const ShareEntry e = h[i];
-  while (i > 0) {
-    const std::uint32_t up = (i - 1) / 2;
-    if (!e.before(h[up])) break;
-    h[i] = h[up];
-    dirs_[h[i].dir].slot = i;
-    i = up;
-  }
-  h[i] = e;
-  dirs_[e.dir].slot = i;
+  heap_up(scratch_heap_, i,
+          [this](const ShareEntry& e, std::uint32_t at) { dirs_[e.dir].slot = at; });
 }
 
 void FlowNetwork::share_down(std::uint32_t i) {
-  std::vector<ShareEntry>& h = scratch_heap_;
-  const ShareEntry e = h[i];
-  const std::uint32_t n = std::uint32_t(h.size());
-  for (;;) {
-    std::uint32_t c = 2 * i + 1;
-    if (c >= n) break;
-    if (c + 1 < n && h[c + 1].before(h[c])) ++c;
-    if (!h[c].before(e)) break;
-    h[i] = h[c];
-    dirs_[h[i].dir].slot = i;
-    i = c;
-  }
-  h[i] = e;
-  dirs_[e.dir].slot = i;
+  heap_down(scratch_heap_, i,
+            [this](const ShareEntry& e, std::uint32_t at) { dirs_[e.dir].slot = at; });
 }
 
 double FlowNetwork::rate_of(const TransferHandle& h) const {
