@@ -974,6 +974,19 @@ struct Replay::Impl : Emitter {
     std::vector<std::vector<Instance::Waiting>>().swap(inst.waiting);
   }
 
+  // The arrivals of a merged send's pieces before its last, counted at member `at` as delivered
+  // from `peer` (`early`: how many so far, which the send's completion then leaves out); none
+  // without `early`.
+  static std::function<void(std::uint32_t)> early_arrivals(Instance& inst, int at, int peer,
+                                                           const std::shared_ptr<int>& early) {
+    if (!early) return {};
+    return [&inst, at, peer, early](std::uint32_t n) {
+      inst.delivered[std::size_t(at)][peer] += int(n) - *early;
+      *early = int(n);
+      inst.delivery[std::size_t(at)]->notify(sc_core::SC_ZERO_TIME);
+    };
+  }
+
   // One send (`pieces` pieces, `bytes` in all) of a collective step from member `from` to member
   // `to` (which has joined): the deliveries are counted at `to` when the data has arrived.
   // With `progressive`, pieces are counted as they arrive where the machine says so.
@@ -992,16 +1005,8 @@ struct Replay::Impl : Emitter {
     const std::uint64_t flow = mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(to));
     machine.set_pattern(traffic_pattern(inst.rec.kind, inst.rec.algorithm));
     if (pieces > 1) {
-      std::function<void(std::uint32_t)> arrived;
-      if (early) {
-        arrived = [&inst, from, to, early](std::uint32_t n) {
-          inst.delivered[std::size_t(to)][from] += int(n) - *early;
-          *early = int(n);
-          inst.delivery[std::size_t(to)]->notify(sc_core::SC_ZERO_TIME);
-        };
-      }
       machine.start_pieces(src_chip, dst_chip, bytes, std::uint32_t(pieces), flow, std::move(done),
-                           std::move(arrived));
+                           early_arrivals(inst, to, from, early));
     } else {
       machine.start_transfer(src_chip, dst_chip, bytes, flow, std::move(done));
     }
@@ -1030,16 +1035,8 @@ struct Replay::Impl : Emitter {
     };
     const std::uint64_t flow =
         mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(std::uint32_t(peer)) | (outgoing ? 0 : 1ull << 63));
-    std::function<void(std::uint32_t)> arrived;
-    if (early) {
-      arrived = [&inst, from, peer, early](std::uint32_t n) {
-        inst.delivered[std::size_t(from)][peer] += int(n) - *early;
-        *early = int(n);
-        inst.delivery[std::size_t(from)]->notify(sc_core::SC_ZERO_TIME);
-      };
-    }
     machine.start_replica_transfer(chip, chip, -peer, bytes, std::uint32_t(pieces), flow,
-                                   std::move(done), std::move(arrived));
+                                   std::move(done), early_arrivals(inst, from, peer, early));
   }
 
   std::string describe_op(int r, std::size_t i) const {
