@@ -307,11 +307,9 @@ std::vector<std::string> RackTimer::cost_lines(const std::vector<Shape>& shapes)
       }
       wanted += r == Begun::started ? 1 : 0;
     }
-    if (busy.empty()) {
-      collect(true);
-    } else if (collect(false), true) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+    // Another process's claims are polled: the children collected without blocking, then a pause.
+    collect(busy.empty());
+    if (!busy.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   for (std::size_t i : todo) {
     const Shape& s = shapes[i];
