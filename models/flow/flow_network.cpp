@@ -185,6 +185,7 @@ FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topolo
       stale_(std::make_unique<StaleTimes>()),
       overhead_(to_sc(plan.params.endpoint_overhead)),
       resolution_s_(sc_core::sc_get_time_resolution().to_seconds()),
+      coupled_(plan.params.flow_contention == config::FlowContention::coupled),
       route_salt_(seed_salt(plan.seed, kRouteTag, 0)),
       s_transfers_(stats().add(FlowNetworkStats::transfers)),
       s_bytes_(stats().add(FlowNetworkStats::bytes_delivered)),
@@ -659,7 +660,10 @@ void FlowNetwork::complete(std::uint32_t id) {
 
 // Progressive filling over the flows that share a link with a change (started or drained),
 // every other flow's rate held: each round, the direction with the smallest fair share of what
-// the held flows leave fixes the rate of its flows still open.
+// the held flows leave fixes the rate of its flows still open. With coupled contention, the
+// open flows that share a receive buffer (link direction and hop) with a flow fixed at a later
+// hop are fixed at its rate per piece too, and so on upstream; coupling reaches only the flows
+// of the recomputation, the held ones keep their rates.
 void FlowNetwork::recompute() {
   ++recomputations_;
   s_recomputations_ += 1;
@@ -737,7 +741,9 @@ void FlowNetwork::recompute() {
   };
   std::size_t left = set.size();
   while (left > 0 && !heap.empty()) {
-    const auto [s, d] = heap.front();
+    const ShareEntry top = heap.front();
+    const double s = top.share;
+    const std::uint32_t d = top.dir;
     remove(d);
     Dir& dir = dirs_[d];
     // A floor keeps a flow moving when rounding leaves a link a hair short.
@@ -748,7 +754,11 @@ void FlowNetwork::recompute() {
       if (flow_mark_[f] == open) fix.push_back(f);
     }
     std::sort(fix.begin(), fix.end());
-    for (const std::uint32_t f : fix) {
+    std::vector<Group>& groups = scratch_groups_;
+    groups.clear();
+    // Fixes open flow f at `rate` per piece; with coupled contention, the groups of the hops
+    // before `hop` on its path (where its packets wait for the link that limits it) follow.
+    auto fix_flow = [&](std::uint32_t f, std::uint32_t hop) {
       Flow& fl = *flows_[f];
       flow_mark_[f] = open + 1;
       fl.rate = rate * fl.weight;
@@ -774,6 +784,38 @@ void FlowNetwork::recompute() {
           share_up(i);
         }
       }
+      if (!coupled_) return;
+      for (std::uint32_t h = 0; h < hop && h < 64; ++h) {
+        Dir& u = dirs_[fl.path[h]];
+        if (u.coupled_epoch != epoch) {
+          u.coupled_epoch = epoch;
+          u.coupled_hops = 0;
+        }
+        const std::uint64_t bit = std::uint64_t(1) << h;
+        if (u.coupled_hops & bit) continue;
+        u.coupled_hops |= bit;
+        groups.push_back({fl.path[h], h});
+      }
+    };
+    auto hop_of = [&](const Flow& fl, std::uint32_t on) {
+      const auto it = std::find(fl.path.begin(), fl.path.end(), on);
+      return std::uint32_t(it - fl.path.begin());
+    };
+    for (const std::uint32_t f : fix) fix_flow(f, hop_of(*flows_[f], d));
+    // Congestion spreading: a flow limited at a hop fills the receive buffer of the hop before
+    // it, which every flow crossing that link direction on that hop (the same VC) shares; the
+    // link passes them at one rate per piece, this one, and their own links before it back up
+    // in turn. The open flows of each such group are fixed now, in flow id order.
+    for (std::size_t g = 0; g < groups.size(); ++g) {
+      const Group grp = groups[g];
+      fix.clear();
+      for (const std::uint32_t f : dirs_[grp.dir].flows) {
+        if (flow_mark_[f] != open) continue;
+        const Flow& fl = *flows_[f];
+        if (grp.hop < fl.path.size() && fl.path[grp.hop] == grp.dir) fix.push_back(f);
+      }
+      std::sort(fix.begin(), fix.end());
+      for (const std::uint32_t f : fix) fix_flow(f, grp.hop);
     }
   }
   const sc_core::sc_time t_now = sc_core::sc_time_stamp();

@@ -15,7 +15,10 @@
 //
 // Left out, against the packet fabric (measured in docs/models/fidelity.md): credit
 // back-pressure and buffer occupancy, head-of-line blocking, the interleaving of packets of flows
-// that share an output, per-packet spreading (a flow keeps one path), switch arbitration.
+// that share an output, per-packet spreading (a flow keeps one path), switch arbitration. With
+// rack.fabric.flow_contention coupled, the steady state of one of them: flows that share a link
+// direction on the same hop (one receive buffer, the packet fabric's hop-indexed VC) are held to
+// one rate per piece once one of them is limited further on, and the links before it in turn.
 #pragma once
 
 #include <cstdint>
@@ -139,6 +142,10 @@ class FlowNetwork : public Block, public PathNetwork {
     int unfrozen = 0;
     double unfrozen_weight = 0;  // pieces of the unfrozen flows
     std::uint32_t slot = 0;      // its place in the recomputation's heap of shares
+    // Coupled contention: the hops (bit h: its flows on hop h, one VC's buffer) whose open flows
+    // a recomputation has already held to a coupled rate, valid in the epoch `coupled_epoch`.
+    std::uint64_t coupled_epoch = 0;
+    std::uint64_t coupled_hops = 0;
   };
   enum class Kind : std::uint8_t { activate, drained, complete, piece };
   // A flow's one pending event: its activation, its drain at its current rate, or its
@@ -222,9 +229,16 @@ class FlowNetwork : public Block, public PathNetwork {
   void share_down(std::uint32_t i);
   std::vector<std::uint32_t> scratch_set_, scratch_dirs_, scratch_fix_;
   std::vector<ShareEntry> scratch_heap_;
+  // Coupled contention (rack.fabric.flow_contention coupled): the (direction, hop) groups whose
+  // open flows a fixed flow holds back, still to visit.
+  struct Group {
+    std::uint32_t dir, hop;
+  };
+  std::vector<Group> scratch_groups_;
   std::vector<std::uint32_t> changed_;  // directions whose flows changed since the last recompute
   sc_core::sc_time overhead_;
   double resolution_s_;  // the kernel's time resolution, seconds
+  bool coupled_;         // rack.fabric.flow_contention coupled
   std::uint64_t route_salt_ = 0;  // from sim.seed: the packet fabric's, so both take one path
   ActivityCounter activity_;
 

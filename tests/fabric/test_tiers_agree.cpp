@@ -43,7 +43,8 @@ constexpr double kFixedNs = 500 + 100 + 150 + 2.56 + 100 + 500;  // L above
 // 41 ns, about one packet.
 constexpr double kTolerance = 0.01;
 
-enum class Tier { packet_voq, packet_input_fifo, flow };
+// flow: max-min (rack.fabric.flow_contention max_min); flow_coupled: coupled contention.
+enum class Tier { packet_voq, packet_input_fifo, flow, flow_coupled };
 
 topo::Topology star() {
   topo::TopologySpec s;
@@ -55,14 +56,19 @@ topo::Topology star() {
 
 // Runs `pairs` (source, destination), all started at time 0, on `tier`; the completion times
 // in ns, in the order of `pairs`.
-std::vector<double> run_tier(Tier tier, const std::vector<std::pair<int, int>>& pairs) {
+// `bytes` per transfer.
+std::vector<double> run_tier(Tier tier, const std::vector<std::pair<int, int>>& pairs,
+                             std::uint64_t bytes = kBytes) {
   static const topo::Topology topo = star();
-  auto p = test::fabric_params(4096, tier == Tier::flow ? "flow" : "packet");
+  const bool flow = tier == Tier::flow || tier == Tier::flow_coupled;
+  auto p = test::fabric_params(4096, flow ? "flow" : "packet");
   p.queueing = tier == Tier::packet_input_fifo ? config::FabricQueueing::input_fifo
                                                : config::FabricQueueing::voq;
+  p.flow_contention = tier == Tier::flow_coupled ? config::FlowContention::coupled
+                                                 : config::FlowContention::max_min;
   const auto plan = resolve::plan_fabric(p, topo);
   std::unique_ptr<Network> net;
-  if (tier == Tier::flow) {
+  if (flow) {
     net = std::make_unique<FlowNetwork>("net", topo, plan);
   } else {
     net = std::make_unique<Fabric>("net", topo, plan);
@@ -71,7 +77,7 @@ std::vector<double> run_tier(Tier tier, const std::vector<std::pair<int, int>>& 
   sc_core::sc_spawn([&] {
     for (std::size_t i = 0; i < pairs.size(); ++i) {
       h[i] = net->start({ChipId{std::uint32_t(pairs[i].first)},
-                         ChipId{std::uint32_t(pairs[i].second)}, kBytes, i + 1, 0, 0});
+                         ChipId{std::uint32_t(pairs[i].second)}, bytes, i + 1, 0, 0});
     }
   });
   sc_core::sc_start();
@@ -136,6 +142,61 @@ TEST(TiersAgree, IncastOfThreeFlow) { incast(Tier::flow); }
 TEST(TiersAgree, PermutationPacketVoq) { permutation(Tier::packet_voq); }
 TEST(TiersAgree, PermutationPacketInputFifo) { permutation(Tier::packet_input_fifo); }
 TEST(TiersAgree, PermutationFlow) { permutation(Tier::flow); }
+TEST(TiersAgree, TwoIntoOneOutputFlowCoupled) { two_into_one(Tier::flow_coupled); }
+TEST(TiersAgree, IncastOfThreeFlowCoupled) { incast(Tier::flow_coupled); }
+TEST(TiersAgree, PermutationFlowCoupled) { permutation(Tier::flow_coupled); }
+
+// One input carrying a flow to a congested output and one to a free output (coupled
+// contention, docs/models/fidelity.md): c0 -> c2 (A) and c0 -> c3 (B) share c0's link; c1 -> c2
+// and c3 -> c2 make the output to c2 an incast of three. Each transfer is 640 packets (4,352
+// wire bytes, 43.52 ns at 100 GB/s each).
+//
+// Max-min: the three into c2 get a third of its link each; B takes the rest of c0's link, two
+// thirds, and ends after 640 / (2/3) = 960 packet times: L + 960 x 43.52 = 43,131.76 ns; the
+// three into c2 after 1,920: L + 1,920 x 43.52 = 84,910.96 ns.
+//
+// The packet fabric: c0's interface gives A and B packets in turn, and both enter the switch's
+// one receive buffer for c0's link (VC 0: 187 flits, 11 packets; the credit loop and two
+// packets). A's packets leave it one per three packet times (the output to c2 takes its three
+// inputs in turn), B's at once. While the buffer fills, c0's link runs at full rate, a packet of
+// A and one of B per two packet times, and A gains 1/2 - 1/3 = 1/6 of a packet per packet time;
+// once A's packets fill the buffer (at most its 11 packets), the link is stalled but for the
+// packets the output to c2 frees: one of A and one of B per three packet times. So B ends after
+// 3 x (640 - K) packet times, K the packets of A held in the buffer when it filled,
+// 0 < K <= 11: between L + 1,887 x 43.52 = 83,474.80 and L + 1,920 x 43.52 = 84,910.96 ns; the
+// three into c2 end at L + 1,920 x 43.52 as in the incast. (It gives K = 4: B ends at
+// 84,393.12 ns, 1,908 packet times; of the 11 packets of buffer, about 8 are the credit loop's,
+// 350 ns x 100 GB/s / 4,352 B = 8.04, in flight on the link or as credits.)
+//
+// Coupled contention (the fluid limit of that buffer, K = 0): A is limited at its second hop,
+// so the flows sharing its first hop's buffer are held to its rate; all four end at
+// L + 1,920 x 43.52 = 84,910.96 ns. Max-min puts B 48 % early.
+std::vector<double> congested_and_free(Tier tier) {
+  return run_tier(tier, {{0, 2}, {0, 3}, {1, 2}, {3, 2}}, 640 * 4096);
+}
+
+constexpr double kCongestedNs = kFixedNs + 1920 * kPacketNs;
+constexpr double kFreeMaxMinNs = kFixedNs + 960 * kPacketNs;
+
+TEST(TiersAgree, CongestedAndFreeOutputPacketVoq) {
+  EXPECT_DOUBLE_EQ(kCongestedNs, 84910.96);
+  const auto ends = congested_and_free(Tier::packet_voq);
+  EXPECT_GE(ends[1], kFixedNs + 1887 * kPacketNs - 1e-3);
+  EXPECT_LE(ends[1], kCongestedNs + 1e-3);
+  for (const std::size_t i : {0u, 2u, 3u}) expect_near_rel(ends[i], kCongestedNs, "into c2");
+}
+
+TEST(TiersAgree, CongestedAndFreeOutputFlowCoupled) {
+  const auto ends = congested_and_free(Tier::flow_coupled);
+  for (std::size_t i = 0; i < ends.size(); ++i) EXPECT_NEAR(ends[i], kCongestedNs, 1e-3) << i;
+}
+
+TEST(TiersAgree, CongestedAndFreeOutputFlowMaxMin) {
+  EXPECT_DOUBLE_EQ(kFreeMaxMinNs, 43131.76);
+  const auto ends = congested_and_free(Tier::flow);
+  EXPECT_NEAR(ends[1], kFreeMaxMinNs, 1e-3);
+  for (const std::size_t i : {0u, 2u, 3u}) EXPECT_NEAR(ends[i], kCongestedNs, 1e-3) << i;
+}
 
 // A fast-forwarded transfer (Network::account) charges the links and switch of its route what
 // the simulated transfer puts on them, at both tiers: c0 -> c2 crosses c0 -> s and s -> c2, each

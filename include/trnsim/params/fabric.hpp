@@ -55,6 +55,19 @@ constexpr auto enum_names(FlowCalibration) {
                     std::pair{FlowCalibration::packet, std::string_view("packet")}};
 }
 
+// How the flow network shares a link direction among its flows (docs/models/fidelity.md,
+// "Coupled contention"). max_min: progressive filling, each flow limited only by its own
+// bottleneck. coupled: as max_min, but flows that cross one link direction on the same hop (the
+// packet fabric's hop-indexed VC, one receive buffer shared by all of them) are held to one rate
+// per piece once one of them is limited further on: its packets fill the shared buffer and the
+// link passes the others at the rate it drains (tree saturation), and the links before it back
+// up in turn.
+enum class FlowContention { max_min, coupled };
+constexpr auto enum_names(FlowContention) {
+  return std::array{std::pair{FlowContention::max_min, std::string_view("max_min")},
+                    std::pair{FlowContention::coupled, std::string_view("coupled")}};
+}
+
 // How traffic is spread over equal-cost next hops.
 enum class FabricSpreading { per_flow, per_packet };
 constexpr auto enum_names(FabricSpreading) {
@@ -81,6 +94,7 @@ struct FabricParams {
   FabricQueueing queueing = FabricQueueing::voq;
   FabricCutThrough cut_through = FabricCutThrough::share;
   FlowCalibration flow_calibration = FlowCalibration::none;
+  FlowContention flow_contention = FlowContention::max_min;
   std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
   template <class V>
   void visit(V& v) {
@@ -117,6 +131,10 @@ struct FabricParams {
     v.field("flow_calibration", flow_calibration,
             "flow network: none (nominal link bandwidth) or packet (each collective algorithm's "
             "link efficiency measured on the packet fabric of the same rack before the run)");
+    v.field("flow_contention", flow_contention,
+            "flow network: max_min (each flow limited by its own bottleneck) or coupled (flows "
+            "sharing a link direction on the same hop, one receive buffer, held to one rate per "
+            "piece once one of them is limited further on: congestion spreading)");
     v.field("link_idle_fraction", link_idle_fraction,
             "link idle power as a fraction of full-rate power (default: chip.link.idle_fraction)",
             InRange{0, 1});
