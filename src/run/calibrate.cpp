@@ -38,26 +38,34 @@ double stat_value(const model::Block& b, const model::StatKey& key) {
   throw InternalError(fmt::format("{} has no statistic {}", b.name(), key.name));
 }
 
-// What the chip has counted so far, to take differences around one op.
+// What the chip counted during one op, from zero: its meters are zeroed before the op
+// (model::zero_actions), so each action is a sum over that op's counts alone, the same to the bit
+// whichever ops the chip ran before it (test OpCalibration.ProfileDoesNotDependOnItsCompany).
+// Bytes (whole numbers) and engine busy time (integer sc_time ticks, per engine of each core)
+// are differences that are exact.
 struct Counters {
-  std::map<model::Action, model::ActionMeter> actions;  // the chip's without its memory's
   double read = 0, written = 0;
-  std::array<double, 4> busy{};
+  std::vector<sc_time> busy;  // per engine, per core
 };
 
 Counters counters(model::Chip& chip, const model::Block& memory) {
   Counters c;
-  c.actions = model::collect_actions(&chip);
-  for (const auto& [k, v] : model::collect_actions(&memory)) {
-    c.actions[k].quantity -= v.quantity;
-    c.actions[k].rated_j -= v.rated_j;
-  }
   c.read = stat_value(memory, model::MemoryStats::bytes_read);
   c.written = stat_value(memory, model::MemoryStats::bytes_written);
   for (std::size_t e = 0; e < 4; ++e) {
-    for (int k = 0; k < chip.cores(); ++k) c.busy[e] += chip.core(k).engine(kEngines[e]).busy().to_seconds();
+    for (int k = 0; k < chip.cores(); ++k) c.busy.push_back(chip.core(k).engine(kEngines[e]).busy());
   }
   return c;
+}
+
+// The chip's actions without its memory's (the op-level model replays the memory's own).
+std::map<model::Action, model::ActionMeter> op_actions(model::Chip& chip, const model::Block& memory) {
+  auto actions = model::collect_actions(&chip);
+  for (const auto& [k, v] : model::collect_actions(&memory)) {
+    actions[k].quantity -= v.quantity;
+    actions[k].rated_j -= v.rated_j;
+  }
+  return actions;
 }
 
 // One child: the ops of one chunk on one tile chip, one after another.
@@ -86,6 +94,7 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
         }
       }
       chip->hbm_allocator().next = 0;
+      model::zero_actions(chip.get());
       const Counters before = counters(*chip, *memory);
       const sc_time t0 = sc_core::sc_time_stamp();
       const model::OpStats st = chip->execute(op, model::op_key(op));
@@ -97,12 +106,13 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       const Counters after = counters(*chip, *memory);
       p.read_bytes = after.read - before.read;
       p.write_bytes = after.written - before.written;
-      for (std::size_t e = 0; e < 4; ++e) p.engine_busy_s[e] = after.busy[e] - before.busy[e];
-      for (const auto& [k, v] : after.actions) {
-        const auto b = before.actions.find(k);
-        const model::ActionMeter was = b == before.actions.end() ? model::ActionMeter{} : b->second;
-        const double d = v.rated_j - was.rated_j;
-        if (d != 0) p.actions[k].count_priced(v.quantity - was.quantity, d);
+      for (std::size_t e = 0, i = 0; e < 4; ++e) {
+        double busy = 0;
+        for (int k = 0; k < chip->cores(); ++k, ++i) busy += (after.busy[i] - before.busy[i]).to_seconds();
+        p.engine_busy_s[e] = busy;
+      }
+      for (const auto& [k, v] : op_actions(*chip, *memory)) {
+        if (v.rated_j != 0) p.actions[k].count_priced(v.quantity, v.rated_j);
       }
       // The probe: one slice's requests on the idle memory, as model::OpChip issues them.
       sc_core::wait(gap);
