@@ -299,43 +299,52 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   const std::size_t trace_ops = set.trace_ops;
   auto table = std::make_shared<model::OpTable>();
   std::optional<ProfileCache> store;
-  CacheKey ckey;
-  std::optional<CachedCalibration> hit;
-  std::unique_ptr<ProfileCache::Lock> held;  // until the entry is stored
+  CacheKey pkey;
+  CachedCalibration found;
+  std::unique_ptr<ProfileCache::Lock> held;  // until the profiles are stored
+  std::set<std::string> wanted;
+  for (const auto& op : all) wanted.insert(model::op_key(op));
+  auto complete = [&] { return found.static_power_w && found.profiles.size() == wanted.size(); };
   if (cache && cache->enabled && !all.empty()) {
-    std::vector<std::string> keys;
-    for (const auto& op : all) keys.push_back(model::op_key(op));
-    ckey = calibration_key(plan, keys, op_heads);
+    const CacheKey ckey = calibration_key(plan, std::vector<std::string>(wanted.begin(), wanted.end()), op_heads);
+    pkey = plan_key(plan, op_heads);
     store.emplace(*cache);
-    hit = store->get(ckey);
-    if (!hit) {
-      held = store->lock(ckey);  // another worker calibrating these ops: wait for its entry
-      if (held && held->waited) hit = store->get(ckey);
-    }
-    // An entry must hold a profile of every op (a valid key says it does; checked all the same).
-    if (hit) {
-      for (const auto& k : keys) {
-        if (!hit->profiles.contains(k)) {
-          logger("run")->warn("calibration cache: ignoring {}: no profile of {}", store->path_of(ckey), k);
-          hit.reset();
-          break;
-        }
-      }
+    found = store->get(pkey, wanted);
+    if (!complete()) {
+      held = store->lock(ckey);  // another worker calibrating these ops: wait for its profiles
+      if (held && held->waited) found = store->get(pkey, wanted);
     }
     if (origin) {
       origin->key = ckey.hex;
-      origin->file = store->path_of(ckey);
+      origin->file = store->path_of(pkey);
     }
   }
-  if (hit) {
-    table->exact = std::move(hit->profiles);
-    table->static_power_w = hit->static_power_w;
-    if (origin) origin->from_cache = true;
-  } else {
-    table->exact = calibrate_ops(plan, all, parallel, &table->static_power_w);
-    if (store) store->put(ckey, {table->exact, table->static_power_w});
+  // Only the ops the store lacks are simulated: each profile is counted from zero for its op
+  // (calibrate_chunk), so it does not matter which were simulated here and which elsewhere.
+  std::vector<model::ComputeOp> missing;
+  for (const auto& op : all) {
+    if (!found.profiles.contains(model::op_key(op))) missing.push_back(op);
+  }
+  // The static power comes with any calibration; with every op stored but not it, one is redone.
+  if (missing.empty() && !found.static_power_w && !all.empty()) missing.push_back(all.front());
+  std::size_t simulated = 0;
+  if (!missing.empty()) {
+    double static_w = 0;
+    auto got = calibrate_ops(plan, missing, parallel, &static_w);
+    simulated = got.size();
+    if (store) store->put(pkey, {got, static_w});
+    found.static_power_w = static_w;
+    for (auto& [k, p] : got) found.profiles.insert_or_assign(k, std::move(p));
   }
   held.reset();
+  table->exact = std::move(found.profiles);
+  table->static_power_w = found.static_power_w.value_or(0);
+  const bool hit = store && simulated == 0 && !all.empty();
+  if (origin) {
+    origin->from_cache = hit;
+    origin->ops_simulated = simulated;
+    origin->ops_from_cache = table->exact.size() - std::min(simulated, table->exact.size());
+  }
   table->shapes_simulated = int(table->exact.size());
   for (const auto& [key, pts] : grids) {
     const CalibrationSet::Sizes& s = by_grid.at(key);
@@ -347,12 +356,13 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   // A grid point that is also one of the trace's sizes stays in `exact` and is found there.
   if (hit) {
     logger("run")->info("op-level compute: profiles of {} distinct ops for {} trace ops from the "
-                        "calibration cache ({}), calibration skipped", table->shapes_simulated,
-                        trace_ops, store->path_of(ckey));
+                        "op profile store ({}), calibration skipped", table->shapes_simulated,
+                        trace_ops, store->path_of(pkey));
   } else {
-    logger("run")->info("op-level compute: {} distinct ops simulated for {} trace ops, {} of the "
-                        "ops' kinds on a grid of sizes", table->shapes_simulated, trace_ops,
-                        grids.size());
+    logger("run")->info("op-level compute: {} distinct ops for {} trace ops, {} simulated and {} "
+                        "from the op profile store, {} of the ops' kinds on a grid of sizes",
+                        table->shapes_simulated, trace_ops, simulated,
+                        table->exact.size() - std::min(simulated, table->exact.size()), grids.size());
   }
   return table;
 }
