@@ -152,6 +152,10 @@ std::map<Action, ActionMeter> collect_actions(const sc_core::sc_object* root) {
   return out;
 }
 
+void zero_actions(sc_core::sc_object* root) {
+  walk(root, [](const Block& b) { const_cast<Block&>(b).zero_meters(); });
+}
+
 std::vector<const Block*> blocks_under(const sc_core::sc_object* root) {
   std::vector<const Block*> out;
   walk(root, [&](const Block& b) { out.push_back(&b); });

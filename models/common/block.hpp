@@ -95,6 +95,15 @@ class Block : public sc_core::sc_module {
   // differs lists its blocks' meters again.
   static std::uint64_t meters_added() { return meters_added_.load(std::memory_order_relaxed); }
   const std::map<Action, ActionMeter>& meters() const { return meters_; }
+  // Sets every meter's quantity and rated energy back to zero (its rate and its place stay, so
+  // references kept by hot paths stay valid): for a measurement that counts from zero, as the
+  // op-level calibration counts each op (src/run/calibrate.cpp).
+  void zero_meters() {
+    for (auto& [action, m] : meters_) {
+      m.quantity = 0;
+      m.rated_j = 0;
+    }
+  }
   // The rated static power (leakage, idle) the `table` power model charges for all of a run.
   void set_static_power(Power p) { static_power_ = p; }
   Power static_power() const { return static_power_; }
@@ -153,6 +162,8 @@ EnergyReport collect_energy(const PowerModel& power, Duration elapsed,
 // What the blocks under `root` counted, summed by action in the order collect_energy() sums it,
 // before any power model prices it (per_unit_j unused).
 std::map<Action, ActionMeter> collect_actions(const sc_core::sc_object* root);
+// Block::zero_meters() of every Block under `root`.
+void zero_actions(sc_core::sc_object* root);
 // Every Block under `root` (or under every top-level object when root is null), in the order
 // collect_stats() and collect_energy() visit them: for figures read many times during a run,
 // where walking the object tree (a dynamic_cast per object) cost a tenth of a rack run.

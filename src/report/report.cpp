@@ -1108,7 +1108,9 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
     out.host["calibration"] = {{"from", d.calibration_from},
                                {"wall_time_s", d.calibration_seconds},
                                {"cache_key", d.calibration_cache_key},
-                               {"cache_file", d.calibration_cache_file}};
+                               {"cache_file", d.calibration_cache_file},
+                               {"ops_simulated", d.calibration_ops_simulated},
+                               {"ops_from_cache", d.calibration_ops_from_cache}};
   }
   return out;
 }

@@ -38,26 +38,34 @@ double stat_value(const model::Block& b, const model::StatKey& key) {
   throw InternalError(fmt::format("{} has no statistic {}", b.name(), key.name));
 }
 
-// What the chip has counted so far, to take differences around one op.
+// What the chip counted during one op, from zero: its meters are zeroed before the op
+// (model::zero_actions), so each action is a sum over that op's counts alone, the same to the bit
+// whichever ops the chip ran before it (test OpCalibration.ProfileDoesNotDependOnItsCompany).
+// Bytes (whole numbers) and engine busy time (integer sc_time ticks, per engine of each core)
+// are differences that are exact.
 struct Counters {
-  std::map<model::Action, model::ActionMeter> actions;  // the chip's without its memory's
   double read = 0, written = 0;
-  std::array<double, 4> busy{};
+  std::vector<sc_time> busy;  // per engine, per core
 };
 
 Counters counters(model::Chip& chip, const model::Block& memory) {
   Counters c;
-  c.actions = model::collect_actions(&chip);
-  for (const auto& [k, v] : model::collect_actions(&memory)) {
-    c.actions[k].quantity -= v.quantity;
-    c.actions[k].rated_j -= v.rated_j;
-  }
   c.read = stat_value(memory, model::MemoryStats::bytes_read);
   c.written = stat_value(memory, model::MemoryStats::bytes_written);
   for (std::size_t e = 0; e < 4; ++e) {
-    for (int k = 0; k < chip.cores(); ++k) c.busy[e] += chip.core(k).engine(kEngines[e]).busy().to_seconds();
+    for (int k = 0; k < chip.cores(); ++k) c.busy.push_back(chip.core(k).engine(kEngines[e]).busy());
   }
   return c;
+}
+
+// The chip's actions without its memory's (the op-level model replays the memory's own).
+std::map<model::Action, model::ActionMeter> op_actions(model::Chip& chip, const model::Block& memory) {
+  auto actions = model::collect_actions(&chip);
+  for (const auto& [k, v] : model::collect_actions(&memory)) {
+    actions[k].quantity -= v.quantity;
+    actions[k].rated_j -= v.rated_j;
+  }
+  return actions;
 }
 
 // One child: the ops of one chunk on one tile chip, one after another.
@@ -86,6 +94,7 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
         }
       }
       chip->hbm_allocator().next = 0;
+      model::zero_actions(chip.get());
       const Counters before = counters(*chip, *memory);
       const sc_time t0 = sc_core::sc_time_stamp();
       const model::OpStats st = chip->execute(op, model::op_key(op));
@@ -97,12 +106,13 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       const Counters after = counters(*chip, *memory);
       p.read_bytes = after.read - before.read;
       p.write_bytes = after.written - before.written;
-      for (std::size_t e = 0; e < 4; ++e) p.engine_busy_s[e] = after.busy[e] - before.busy[e];
-      for (const auto& [k, v] : after.actions) {
-        const auto b = before.actions.find(k);
-        const model::ActionMeter was = b == before.actions.end() ? model::ActionMeter{} : b->second;
-        const double d = v.rated_j - was.rated_j;
-        if (d != 0) p.actions[k].count_priced(v.quantity - was.quantity, d);
+      for (std::size_t e = 0, i = 0; e < 4; ++e) {
+        double busy = 0;
+        for (int k = 0; k < chip->cores(); ++k, ++i) busy += (after.busy[i] - before.busy[i]).to_seconds();
+        p.engine_busy_s[e] = busy;
+      }
+      for (const auto& [k, v] : op_actions(*chip, *memory)) {
+        if (v.rated_j != 0) p.actions[k].count_priced(v.quantity, v.rated_j);
       }
       // The probe: one slice's requests on the idle memory, as model::OpChip issues them.
       sc_core::wait(gap);
@@ -289,43 +299,52 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   const std::size_t trace_ops = set.trace_ops;
   auto table = std::make_shared<model::OpTable>();
   std::optional<ProfileCache> store;
-  CacheKey ckey;
-  std::optional<CachedCalibration> hit;
-  std::unique_ptr<ProfileCache::Lock> held;  // until the entry is stored
+  CacheKey pkey;
+  CachedCalibration found;
+  std::unique_ptr<ProfileCache::Lock> held;  // until the profiles are stored
+  std::set<std::string> wanted;
+  for (const auto& op : all) wanted.insert(model::op_key(op));
+  auto complete = [&] { return found.static_power_w && found.profiles.size() == wanted.size(); };
   if (cache && cache->enabled && !all.empty()) {
-    std::vector<std::string> keys;
-    for (const auto& op : all) keys.push_back(model::op_key(op));
-    ckey = calibration_key(plan, keys, op_heads);
+    const CacheKey ckey = calibration_key(plan, std::vector<std::string>(wanted.begin(), wanted.end()), op_heads);
+    pkey = plan_key(plan, op_heads);
     store.emplace(*cache);
-    hit = store->get(ckey);
-    if (!hit) {
-      held = store->lock(ckey);  // another worker calibrating these ops: wait for its entry
-      if (held && held->waited) hit = store->get(ckey);
-    }
-    // An entry must hold a profile of every op (a valid key says it does; checked all the same).
-    if (hit) {
-      for (const auto& k : keys) {
-        if (!hit->profiles.contains(k)) {
-          logger("run")->warn("calibration cache: ignoring {}: no profile of {}", store->path_of(ckey), k);
-          hit.reset();
-          break;
-        }
-      }
+    found = store->get(pkey, wanted);
+    if (!complete()) {
+      held = store->lock(ckey);  // another worker calibrating these ops: wait for its profiles
+      if (held && held->waited) found = store->get(pkey, wanted);
     }
     if (origin) {
       origin->key = ckey.hex;
-      origin->file = store->path_of(ckey);
+      origin->file = store->path_of(pkey);
     }
   }
-  if (hit) {
-    table->exact = std::move(hit->profiles);
-    table->static_power_w = hit->static_power_w;
-    if (origin) origin->from_cache = true;
-  } else {
-    table->exact = calibrate_ops(plan, all, parallel, &table->static_power_w);
-    if (store) store->put(ckey, {table->exact, table->static_power_w});
+  // Only the ops the store lacks are simulated: each profile is counted from zero for its op
+  // (calibrate_chunk), so it does not matter which were simulated here and which elsewhere.
+  std::vector<model::ComputeOp> missing;
+  for (const auto& op : all) {
+    if (!found.profiles.contains(model::op_key(op))) missing.push_back(op);
+  }
+  // The static power comes with any calibration; with every op stored but not it, one is redone.
+  if (missing.empty() && !found.static_power_w && !all.empty()) missing.push_back(all.front());
+  std::size_t simulated = 0;
+  if (!missing.empty()) {
+    double static_w = 0;
+    auto got = calibrate_ops(plan, missing, parallel, &static_w);
+    simulated = got.size();
+    if (store) store->put(pkey, {got, static_w});
+    found.static_power_w = static_w;
+    for (auto& [k, p] : got) found.profiles.insert_or_assign(k, std::move(p));
   }
   held.reset();
+  table->exact = std::move(found.profiles);
+  table->static_power_w = found.static_power_w.value_or(0);
+  const bool hit = store && simulated == 0 && !all.empty();
+  if (origin) {
+    origin->from_cache = hit;
+    origin->ops_simulated = simulated;
+    origin->ops_from_cache = table->exact.size() - std::min(simulated, table->exact.size());
+  }
   table->shapes_simulated = int(table->exact.size());
   for (const auto& [key, pts] : grids) {
     const CalibrationSet::Sizes& s = by_grid.at(key);
@@ -337,12 +356,13 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   // A grid point that is also one of the trace's sizes stays in `exact` and is found there.
   if (hit) {
     logger("run")->info("op-level compute: profiles of {} distinct ops for {} trace ops from the "
-                        "calibration cache ({}), calibration skipped", table->shapes_simulated,
-                        trace_ops, store->path_of(ckey));
+                        "op profile store ({}), calibration skipped", table->shapes_simulated,
+                        trace_ops, store->path_of(pkey));
   } else {
-    logger("run")->info("op-level compute: {} distinct ops simulated for {} trace ops, {} of the "
-                        "ops' kinds on a grid of sizes", table->shapes_simulated, trace_ops,
-                        grids.size());
+    logger("run")->info("op-level compute: {} distinct ops for {} trace ops, {} simulated and {} "
+                        "from the op profile store, {} of the ops' kinds on a grid of sizes",
+                        table->shapes_simulated, trace_ops, simulated,
+                        table->exact.size() - std::min(simulated, table->exact.size()), grids.size());
   }
   return table;
 }

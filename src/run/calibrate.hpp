@@ -60,8 +60,9 @@ CalibrationSet calibration_set(const resolve::ChipPlan& plan, const replay::Work
 
 // Where calibrate_workload() took its profiles from.
 struct CalibrationOrigin {
-  bool from_cache = false;
-  std::string key, file;  // the cache entry's hash and file ("" without a cache)
+  bool from_cache = false;  // every profile from the op profile store, none simulated
+  std::string key, file;  // the op set's hash (calibration_key()) and the store file ("" without)
+  std::size_t ops_simulated = 0, ops_from_cache = 0;
 };
 
 // The table the op-level chips of a run of `source` on `plan` replay from: the exact profile of
@@ -69,8 +70,9 @@ struct CalibrationOrigin {
 // ops), except for kinds of op with many sizes (grid_key()), which are calibrated on
 // grid_points() and interpolated. `op_heads`: the plan's compute model times op heads (registry
 // capability times_op_heads), so each op's head (plan.op_head < 1) is measured too. With an
-// enabled `cache`, the profiles of the same plan, build and op set come from it when it holds
-// them, and are stored in it otherwise (profile_cache.hpp); `origin` says which.
+// enabled `cache`, the profiles the op profile store of the same plan and build holds are taken
+// from it, only the others are simulated, and those are stored (profile_cache.hpp); `origin`
+// says how many of each. The table is the same to the bit either way.
 std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan& plan,
                                                          const replay::WorkSource& source,
                                                          int parallel, bool op_heads,

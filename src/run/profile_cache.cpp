@@ -32,8 +32,14 @@ using nlohmann::json;
 
 namespace {
 
-// Bumped whenever an entry's layout or the meaning of a profile field changes.
-constexpr const char* kFormat = "trnsim-calibration-cache-1";
+// Bumped whenever an entry's layout or the meaning of a profile field changes (2: profiles
+// counted from zero for each op, one line per op).
+constexpr const char* kFormat = "trnsim-op-profiles-2";
+// The store's folder under the cache folder, and its files' extension.
+constexpr const char* kStoreDir = "op-profiles";
+constexpr const char* kStoreExtension = ".ops";
+// The name a store line gives the tile chip's static power (no op key starts with '#').
+constexpr std::string_view kStaticPower = "#static_power_w";
 // Temporary files older than this are a crashed writer's: removed by eviction.
 constexpr auto kStaleTemporary = std::chrono::hours(1);
 
@@ -151,10 +157,11 @@ CacheSettings cache_settings_from_env(bool no_cache) {
   return s;
 }
 
-CacheKey calibration_key(const resolve::ChipPlan& plan, const std::vector<std::string>& op_keys,
-                         bool op_heads) {
-  // Everything a tile chip of the calibration is built from (its compute model is always the
-  // calibration reference, and the overrides are log lines), and the code that builds it.
+namespace {
+
+// Everything a tile chip of the calibration is built from (its compute model is always the
+// calibration reference, and the overrides are log lines), and the code that builds it.
+json plan_json(const resolve::ChipPlan& plan, bool op_heads) {
   json k = json::object();
   k["format"] = kFormat;
   k["build"] = build_identity();
@@ -164,12 +171,21 @@ CacheKey calibration_key(const resolve::ChipPlan& plan, const std::vector<std::s
   k["op_head"] = plan.op_head;
   k["power_model"] = plan.power_model;
   k["op_heads"] = op_heads;
+  return k;
+}
+
+}  // namespace
+
+CacheKey calibration_key(const resolve::ChipPlan& plan, const std::vector<std::string>& op_keys,
+                         bool op_heads) {
+  json k = plan_json(plan, op_heads);
   const std::set<std::string> sorted(op_keys.begin(), op_keys.end());
   k["ops"] = std::vector<std::string>(sorted.begin(), sorted.end());
-  CacheKey out;
-  out.canonical = k.dump();  // object keys sorted: canonical
-  out.hex = hash128(out.canonical);
-  return out;
+  return cache_key(k);  // object keys sorted: canonical
+}
+
+CacheKey plan_key(const resolve::ChipPlan& plan, bool op_heads) {
+  return cache_key(plan_json(plan, op_heads));
 }
 
 CacheKey cache_key(const json& k) {
@@ -183,75 +199,146 @@ std::string content_hash(std::string_view bytes) { return hash128(bytes); }
 
 ProfileCache::ProfileCache(CacheSettings settings) : s_(std::move(settings)) {}
 
-std::string ProfileCache::path_of(const CacheKey& key) const {
-  return (fs::path(s_.dir) / "calibration" / (key.hex + ".json")).string();
+std::string ProfileCache::path_of(const CacheKey& plan) const {
+  return (fs::path(s_.dir) / kStoreDir / (plan.hex + kStoreExtension)).string();
 }
 
-std::optional<CachedCalibration> ProfileCache::get(const CacheKey& key) const {
-  const std::string path = path_of(key);
+namespace {
+
+// A store line: "<checksum>\t<op key>\t<profile JSON>\n"; the checksum is content_hash() of the
+// plan's hash and the rest of the line, so a line of another plan's file is never trusted.
+std::string line_checksum(const CacheKey& plan, std::string_view key, std::string_view value) {
+  std::string text = plan.hex;
+  text += '\t';
+  text += key;
+  text += '\t';
+  text += value;
+  return hash128(text);
+}
+
+}  // namespace
+
+CachedCalibration ProfileCache::get(const CacheKey& plan, const std::set<std::string>& ops) const {
+  CachedCalibration out;
+  const std::string path = path_of(plan);
+  std::string text;
+  {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) return out;
+    std::ostringstream ss;
+    ss << f.rdbuf();
+    text = ss.str();
+  }
+  std::size_t bad = 0;
+  std::string first_bad;
+  std::size_t line_no = 0;
+  for (std::size_t pos = 0; pos < text.size();) {
+    const std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) break;  // a writer's append under way: not there yet
+    ++line_no;
+    const std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    if (line.empty()) continue;  // put() ends another writer's torn line with a newline
+    const std::size_t t1 = line.find('\t');
+    const std::size_t t2 = t1 == std::string_view::npos ? t1 : line.find('\t', t1 + 1);
+    auto reject = [&](std::string_view why) {
+      if (bad++ == 0) first_bad = fmt::format("line {}: {}", line_no, why);
+    };
+    if (t2 == std::string_view::npos) {
+      reject("not a store line");
+      continue;
+    }
+    const std::string_view key = line.substr(t1 + 1, t2 - t1 - 1);
+    const std::string_view value = line.substr(t2 + 1);
+    const bool is_static = key == kStaticPower;
+    if (!is_static && !ops.contains(std::string(key))) continue;  // not wanted: not checked
+    if (line.substr(0, t1) != line_checksum(plan, key, value)) {
+      reject("checksum mismatch (corrupt, or another plan's)");
+      continue;
+    }
+    try {
+      const json j = json::parse(value);
+      if (is_static) {
+        if (!out.static_power_w) out.static_power_w = j.get<double>();
+        continue;
+      }
+      model::OpProfile p = profile_from_json(j);
+      const auto [it, added] = out.profiles.try_emplace(std::string(key), std::move(p));
+      if (!added && profile_to_json(it->second) != j) {
+        // Profiles are counted from zero for their op, so two calibrations of one op agree to
+        // the bit; if they do not, the first line wins (every reader takes the same).
+        logger("run")->warn("op profile store: {} holds two different profiles of {}; the first "
+                            "is used", path, key);
+      }
+    } catch (const std::exception& e) {
+      reject(e.what());
+    }
+  }
+  if (bad) {
+    logger("run")->warn("op profile store: ignoring {} corrupt or foreign line(s) of {} ({})", bad,
+                        path, first_bad);
+  }
   std::error_code ec;
-  if (!fs::exists(path, ec)) return std::nullopt;
-  try {
-    const json j = json::parse(read_input_file(path, kMaxConfigFileBytes));
-    if (!j.is_object() || j.value("format", "") != kFormat) {
-      logger("run")->warn("calibration cache: ignoring {}: not an entry of this format ({})", path,
-                          kFormat);
-      return std::nullopt;
-    }
-    if (j.at("key").get<std::string>() != key.canonical) {
-      logger("run")->warn("calibration cache: ignoring {}: an entry for another plan, build or op "
-                          "set (hash collision or a foreign file)", path);
-      return std::nullopt;
-    }
-    CachedCalibration c;
-    c.static_power_w = j.at("static_power_w").get<double>();
-    for (const auto& [op, pj] : j.at("profiles").items()) c.profiles.emplace(op, profile_from_json(pj));
-    fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // recently used
-    return c;
-  } catch (const std::exception& e) {
-    logger("run")->warn("calibration cache: ignoring corrupt entry {}: {}", path, e.what());
-    return std::nullopt;
-  }
+  fs::last_write_time(path, fs::file_time_type::clock::now(), ec);  // recently used
+  return out;
 }
 
-void ProfileCache::put(const CacheKey& key, const CachedCalibration& c) const {
-  const std::string path = path_of(key);
-  try {
-    json j = json::object();
-    j["format"] = kFormat;
-    j["key"] = key.canonical;
-    j["static_power_w"] = c.static_power_w;
-    json profiles = json::object();
-    for (const auto& [op, p] : c.profiles) profiles[op] = profile_to_json(p);
-    j["profiles"] = std::move(profiles);
-    std::error_code ec;
-    fs::create_directories(fs::path(path).parent_path(), ec);
-    if (ec) throw InputError(fmt::format("{}: {}", fs::path(path).parent_path().string(), ec.message()));
-    write_file_atomic(path, j.dump() + "\n");
-  } catch (const std::exception& e) {
-    logger("run")->warn("calibration cache: could not store {}: {}", path, e.what());
-    return;
+void ProfileCache::put(const CacheKey& plan, const CachedCalibration& c) const {
+  const std::string path = path_of(plan);
+  std::string lines;
+  auto add = [&](std::string_view key, const std::string& value) {
+    lines += line_checksum(plan, key, value);
+    lines += '\t';
+    lines += key;
+    lines += '\t';
+    lines += value;
+    lines += '\n';
+  };
+  for (const auto& [op, p] : c.profiles) add(op, profile_to_json(p).dump());
+  if (c.static_power_w) add(kStaticPower, json(*c.static_power_w).dump());
+  if (lines.empty()) return;
+  std::error_code ec;
+  fs::create_directories(fs::path(path).parent_path(), ec);
+  // One append of whole lines (O_APPEND: concurrent writers' lines do not interleave); a failure
+  // leaves the run without the store, not wrong (a torn line fails its checksum).
+  const int fd = ::open(path.c_str(), O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  bool ok = fd >= 0;
+  // After a crashed writer's torn line, start on a line of our own (the torn one then fails its
+  // checksum alone).
+  struct stat st {};
+  char last = '\n';
+  if (ok && ::fstat(fd, &st) == 0 && st.st_size > 0 && ::pread(fd, &last, 1, st.st_size - 1) == 1 &&
+      last != '\n') {
+    lines.insert(0, 1, '\n');
   }
-  evict(path);
+  for (std::size_t done = 0; ok && done < lines.size();) {
+    const ssize_t n = ::write(fd, lines.data() + done, lines.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += std::size_t(n);
+  }
+  if (!ok) logger("run")->warn("op profile store: could not append to {}: {}", path, std::strerror(errno));
+  if (fd >= 0) ::close(fd);
+  if (ok) evict(path);
 }
 
 ProfileCache::Lock::~Lock() {
   if (fd >= 0) ::close(fd);  // releases the flock
 }
 
-std::unique_ptr<ProfileCache::Lock> ProfileCache::lock(const CacheKey& key) const {
-  const std::string path = (fs::path(s_.dir) / "calibration" / (key.hex + ".lock")).string();
+std::unique_ptr<ProfileCache::Lock> ProfileCache::lock(const CacheKey& set) const {
+  const std::string path = (fs::path(s_.dir) / kStoreDir / (set.hex + ".lock")).string();
   std::error_code ec;
   fs::create_directories(fs::path(path).parent_path(), ec);
   auto l = std::make_unique<Lock>();
   l->fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (l->fd < 0) {
-    logger("run")->warn("calibration cache: cannot open the lock {}: {}", path, std::strerror(errno));
+    logger("run")->warn("op profile store: cannot open the lock {}: {}", path, std::strerror(errno));
     return nullptr;
   }
   if (::flock(l->fd, LOCK_EX | LOCK_NB) != 0) {
-    logger("run")->info("calibration cache: another trnsim process is calibrating the same ops; "
-                        "waiting for its entry");
+    logger("run")->info("op profile store: another trnsim process is calibrating the same ops; "
+                        "waiting for its profiles");
     l->waited = true;
     while (::flock(l->fd, LOCK_EX) != 0) {
       if (errno != EINTR) return nullptr;
@@ -299,8 +386,8 @@ void evict_least_recently_used(const std::string& dir, std::string_view extensio
 }
 
 void ProfileCache::evict(const std::string& keep) const {
-  evict_least_recently_used((fs::path(s_.dir) / "calibration").string(), ".json", keep,
-                            s_.max_bytes, "calibration");
+  evict_least_recently_used((fs::path(s_.dir) / kStoreDir).string(), kStoreExtension, keep,
+                            s_.max_bytes, "op profile");
 }
 
 }  // namespace trnsim::run

@@ -1,19 +1,23 @@
 // SPDX-License-Identifier: MIT
-// The calibration cache: the profiles an op-level calibration measured, on disk, so that a rerun
-// or a sweep's later points skip the tile-model children (docs/performance.md#calibration-cache).
+// The op profile store: the profiles op-level calibrations measured, on disk, one per op, so
+// that a rerun, a sweep's later points and serve's other shapes simulate only the ops no run has
+// calibrated yet (docs/performance.md#calibration-cache).
 //
-// An entry is one calibration: the chip plan, the build of trnsim and the set of distinct ops,
-// serialised canonically (sorted JSON) and hashed into its file name. Not one entry per op: a
-// profile is measured as a difference of the tile chip's running counters, so at the last bit it
-// depends on the ops calibrated before it on the same chip (calibrate_ops() fixes that company),
-// and only the whole set reproduces a fresh calibration byte for byte. The entry holds its
-// canonical key too; a file whose key, format or profiles do not match is ignored with a warning.
+// A profile is counted from zero for its op alone (src/run/calibrate.cpp), so it is the same to
+// the bit whichever ops were calibrated beside it, by whichever process: a store of single ops
+// gives the same tables, and the same reports, as a fresh calibration. The store keeps one file
+// per chip plan (the plan, the build of trnsim and whether op heads are timed, hashed into its
+// name), an append-only list of lines, one per op: concurrent calibrations append whole lines
+// (O_APPEND, one write each), readers take the complete lines. Each line carries a checksum of
+// its text and of the plan's hash; a line whose checksum, format or profile does not match is
+// ignored with a warning.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,7 +42,8 @@ struct CacheKey {
   std::string hex;
 };
 // The key of calibrating `op_keys` (distinct, any order) on the tile model of `plan`, with op
-// heads (`op_heads`), by this build of trnsim (build_identity()).
+// heads (`op_heads`), by this build of trnsim (build_identity()): the calibration's identity in
+// report.json, and its lock.
 CacheKey calibration_key(const resolve::ChipPlan& plan, const std::vector<std::string>& op_keys,
                          bool op_heads);
 // Any other cache's key (serve's iteration costs, serve/timer.cpp): `k` dumped canonically (object
@@ -59,34 +64,40 @@ void evict_least_recently_used(const std::string& dir, std::string_view extensio
 // linker wrote none, a hash of the executable's bytes.
 const std::string& build_identity();
 
+// Profiles by op key, and the tile chip's static power (a figure of the plan alone), when known.
 struct CachedCalibration {
-  std::map<std::string, model::OpProfile> profiles;  // by op key
-  double static_power_w = 0;
+  std::map<std::string, model::OpProfile> profiles;
+  std::optional<double> static_power_w;
 };
+
+// The key of the store file of `plan` (its tile model, with op heads or not) and this build.
+CacheKey plan_key(const resolve::ChipPlan& plan, bool op_heads);
 
 class ProfileCache {
  public:
   explicit ProfileCache(CacheSettings settings);
 
-  // The entry for `key`, if the cache holds a valid one (its use time is refreshed). A corrupt
-  // or foreign file is ignored with a warning naming it.
-  std::optional<CachedCalibration> get(const CacheKey& key) const;
-  // Stores an entry through a temporary file and a rename (concurrent writers of the same entry
-  // leave one whole file), then evicts the least recently used entries beyond the size cap.
-  // Failures (a read-only folder, a full disk) are warnings: the run goes on without the cache.
-  void put(const CacheKey& key, const CachedCalibration& c) const;
-  // Holds an exclusive lock on `key` (flock on <entry>.lock, released by the destructor or the
-  // process's end) while one process calibrates, so that concurrent sweep points with the same
-  // key wait for the first one's entry instead of calibrating it again. Null when the lock file
-  // cannot be opened (the run calibrates unlocked).
+  // The profiles of `ops` the store of `plan` holds, and its static power (the file's use time
+  // is refreshed). Corrupt or foreign lines are ignored with one warning naming the file; an
+  // incomplete last line (a writer's append under way) silently.
+  CachedCalibration get(const CacheKey& plan, const std::set<std::string>& ops) const;
+  // Appends the profiles (and the static power, when given) to the store of `plan` in one write,
+  // then evicts the least recently used stores beyond the size cap. Failures (a read-only
+  // folder, a full disk) are warnings: the run goes on without the store.
+  void put(const CacheKey& plan, const CachedCalibration& c) const;
+  // Holds an exclusive lock on a calibration of one op set (`set`: calibration_key(); flock on
+  // op-profiles/<hash>.lock, released by the destructor or the process's end) while one process
+  // calibrates, so that concurrent sweep points with the same ops wait for the first one's
+  // profiles instead of calibrating them again. Null when the lock file cannot be opened (the
+  // run calibrates unlocked).
   struct Lock {
     int fd = -1;
-    bool waited = false;  // another process held it: its entry may be there now
+    bool waited = false;  // another process held it: its profiles may be there now
     ~Lock();
   };
-  std::unique_ptr<Lock> lock(const CacheKey& key) const;
-  // The file an entry lives in.
-  std::string path_of(const CacheKey& key) const;
+  std::unique_ptr<Lock> lock(const CacheKey& set) const;
+  // The store file of a plan.
+  std::string path_of(const CacheKey& plan) const;
 
  private:
   void evict(const std::string& keep) const;

@@ -353,6 +353,8 @@ RunData Simulation::collect() {
     d.calibration_from = s.origin.from_cache ? "cache" : "simulated";
     d.calibration_cache_key = s.origin.key;
     d.calibration_cache_file = s.origin.file;
+    d.calibration_ops_simulated = s.origin.ops_simulated;
+    d.calibration_ops_from_cache = s.origin.ops_from_cache;
   }
   if (s.flow_calibration) {
     d.flow_calibration = s.flow_calibration->provenance;

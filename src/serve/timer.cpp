@@ -108,6 +108,7 @@ RackTimer::RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec
       rack_(rack ? *rack : std::move(*resolve::plan(cfg, resolve::Purpose::run).rack)),
       base_(base), mode_(mode), parallel_(std::max(1, parallel)), per_octave_(per_octave) {
   tile_ = std::max<std::uint64_t>(1, std::uint64_t(rack_.chip.params.core.tensor.rows));
+  store_ = cache;
   if (!cache.enabled) return;
   // Any change of code is a new file.
   config::Json k = shape_inputs(cfg, base);
@@ -204,6 +205,9 @@ RackTimer::Begun RackTimer::start(const Shape& sh, bool wanted, bool unclaimed) 
     run::Simulation sim(cfg_, driver);
     sim.set_rack_plan(rack_);
     sim.set_samples(false);  // the cost is the end's figures
+    // The shapes' op calibrations share one op profile store: a shape simulates only the ops no
+    // shape before it (or beside it) has calibrated; a profile is the same whoever calibrated it.
+    sim.set_cache(store_);
     return cost_line(sim.run());
   });
   children_[id] = {sh, wanted};

@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: MIT
-// The calibration cache (src/run/profile_cache.hpp): a run that finds its profiles in the cache
-// writes the same report, byte for byte, as the run that calibrated them; corrupt and foreign
-// entries are ignored with a warning; concurrent writers of one entry leave a valid one; the size
-// cap evicts the least recently used entries.
+// The op profile store (src/run/profile_cache.hpp): a run that finds its profiles in the store, or
+// some of them, writes the same report, byte for byte, as the run that calibrated them; corrupt
+// and foreign lines are ignored with a warning; concurrent writers leave every line whole; the
+// size cap evicts the least recently used stores.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
+#include <fmt/format.h>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -77,13 +80,23 @@ TEST(CalibrationCache, HitAndMissGiveByteIdenticalReports) {
   const Outcome miss = run_cached(cache, out);
   ASSERT_EQ(miss.cli.code, 0) << miss.cli.out;
   EXPECT_EQ(miss.host["calibration"]["from"], "simulated");
+  EXPECT_EQ(miss.host["calibration"]["ops_from_cache"], 0);
+  const std::size_t ops = miss.host["calibration"]["ops_simulated"];
+  EXPECT_GT(ops, 0u);
   const std::string key = miss.host["calibration"]["cache_key"];
   EXPECT_EQ(key.size(), 32u);
-  EXPECT_TRUE(fs::exists(cache / "calibration" / (key + ".json")));
+  const fs::path file = miss.host["calibration"]["cache_file"].get<std::string>();
+  EXPECT_EQ(file.parent_path(), cache / "op-profiles");
+  EXPECT_EQ(file.extension(), ".ops");
+  // One line per op, and one of the static power.
+  const std::string lines = trnsim::test::read_text(file);
+  EXPECT_EQ(std::size_t(std::count(lines.begin(), lines.end(), '\n')), ops + 1);
 
   const Outcome hit = run_cached(cache, out);  // same command line, so identity is equal too
   ASSERT_EQ(hit.cli.code, 0) << hit.cli.out;
   EXPECT_EQ(hit.host["calibration"]["from"], "cache");
+  EXPECT_EQ(hit.host["calibration"]["ops_simulated"], 0);
+  EXPECT_EQ(hit.host["calibration"]["ops_from_cache"], ops);
   EXPECT_EQ(hit.host["calibration"]["cache_key"], key);
   EXPECT_NE(hit.cli.out.find("calibration skipped"), std::string::npos) << hit.cli.out;
   for (const auto& [name, text] : miss.files) EXPECT_TRUE(text == hit.files.at(name)) << name;
@@ -102,51 +115,91 @@ TEST(CalibrationCache, HitAndMissGiveByteIdenticalReports) {
   fs::remove_all(cache);
 }
 
-TEST(CalibrationCache, CorruptOrForeignEntryIsIgnoredWithAWarning) {
+// The lines of a store file.
+std::vector<std::string> lines_of(const fs::path& file) {
+  std::vector<std::string> out;
+  std::istringstream in(trnsim::test::read_text(file));
+  for (std::string l; std::getline(in, l);) out.push_back(l);
+  return out;
+}
+
+void write_lines(const fs::path& file, const std::vector<std::string>& lines) {
+  std::ofstream f(file, std::ios::binary | std::ios::trunc);
+  for (const auto& l : lines) f << l << '\n';
+}
+
+// Some ops from the store, the others simulated: the same report to the byte; a corrupt or
+// foreign line is ignored with a warning and its op simulated again; a torn last line (a writer
+// that died mid-append) is passed over.
+TEST(CalibrationCache, PartialCorruptAndForeignLinesGiveTheSameReport) {
   const fs::path cache = scratch("corrupt");
   const fs::path out = cache / "out";
   const Outcome first = run_cached(cache, out);
   ASSERT_EQ(first.cli.code, 0) << first.cli.out;
-  const fs::path entry = first.host["calibration"]["cache_file"].get<std::string>();
-  ASSERT_TRUE(fs::exists(entry));
+  const fs::path file = first.host["calibration"]["cache_file"].get<std::string>();
+  const std::size_t ops = first.host["calibration"]["ops_simulated"];
+  ASSERT_GE(ops, 4u);
+  const std::vector<std::string> all = lines_of(file);
+  ASSERT_EQ(all.size(), ops + 1);
 
-  {  // cut short: not JSON
-    const std::string text = trnsim::test::read_text(entry);
-    std::ofstream(entry, std::ios::binary | std::ios::trunc) << text.substr(0, text.size() / 2);
+  auto expect_same = [&](const Outcome& o) {
+    ASSERT_EQ(o.cli.code, 0) << o.cli.out;
+    for (const auto& [name, text] : first.files) EXPECT_TRUE(text == o.files.at(name)) << name;
+  };
+  {  // half the lines, the last of them torn
+    std::vector<std::string> half(all.begin(), all.begin() + std::ptrdiff_t(ops / 2));
+    write_lines(file, half);
+    const std::string text = trnsim::test::read_text(file);
+    std::ofstream(file, std::ios::binary | std::ios::trunc) << text.substr(0, text.size() - 20);
   }
+  const Outcome partial = run_cached(cache, out);
+  expect_same(partial);
+  EXPECT_EQ(partial.host["calibration"]["from"], "simulated");
+  EXPECT_EQ(partial.host["calibration"]["ops_from_cache"], ops / 2 - 1);
+  EXPECT_EQ(partial.host["calibration"]["ops_simulated"], ops - (ops / 2 - 1));
+  EXPECT_EQ(partial.cli.out.find("corrupt or foreign"), std::string::npos) << partial.cli.out;
+
+  // A profile's text changed (the checksum no longer matches), a line of another plan's file
+  // (its checksum is of that plan's hash), and a line that is no store line.
+  std::vector<std::string> bad = all;
+  const auto digit = bad[0].find_first_of("123456789", bad[0].find("time_ps"));
+  ASSERT_NE(digit, std::string::npos);
+  bad[0][digit] = bad[0][digit] == '9' ? '8' : '9';
+  const std::string value = bad[1].substr(bad[1].find('\t', 33) + 1);
+  const std::string op = bad[1].substr(33, bad[1].find('\t', 33) - 33);
+  bad[1] = trnsim::run::content_hash("0123456789abcdef0123456789abcdef\t" + op + "\t" + value) +
+           "\t" + op + "\t" + value;
+  bad.push_back("not a line of the store");
+  write_lines(file, bad);
   const Outcome corrupt = run_cached(cache, out);
-  ASSERT_EQ(corrupt.cli.code, 0) << corrupt.cli.out;
-  EXPECT_NE(corrupt.cli.out.find("ignoring corrupt entry " + entry.string()), std::string::npos)
-      << corrupt.cli.out;
-  EXPECT_EQ(corrupt.host["calibration"]["from"], "simulated");
-  for (const auto& [name, text] : first.files) EXPECT_TRUE(text == corrupt.files.at(name)) << name;
+  expect_same(corrupt);
+  EXPECT_NE(corrupt.cli.out.find("ignoring 3 corrupt or foreign line(s) of " + file.string()),
+            std::string::npos) << corrupt.cli.out;
+  EXPECT_EQ(corrupt.host["calibration"]["ops_simulated"], 2);
 
-  {  // valid JSON for another key: never trusted
-    Json j = Json::parse(trnsim::test::read_text(entry));  // rewritten whole by the run above
-    j["key"] = "another plan";
-    std::ofstream(entry, std::ios::trunc) << j.dump();
-  }
-  const Outcome foreign = run_cached(cache, out);
-  ASSERT_EQ(foreign.cli.code, 0) << foreign.cli.out;
-  EXPECT_NE(foreign.cli.out.find("an entry for another plan"), std::string::npos) << foreign.cli.out;
-  EXPECT_EQ(foreign.host["calibration"]["from"], "simulated");
-
-  {  // the right key, a profile with a field of the wrong type
-    Json j = Json::parse(trnsim::test::read_text(entry));
-    j["profiles"].begin().value()["time_ps"] = "soon";
-    std::ofstream(entry, std::ios::trunc) << j.dump();
+  {  // the right checksum, a profile with a field of the wrong type
+    const std::string plan = file.stem().string();
+    std::string v = value;
+    const auto at = v.find("\"time_ps\":");
+    ASSERT_NE(at, std::string::npos);
+    v.insert(at + 10, "\"soon\",\"x\":");
+    std::vector<std::string> typed = all;
+    typed[1] = trnsim::run::content_hash(plan + "\t" + op + "\t" + v) + "\t" + op + "\t" + v;
+    write_lines(file, typed);
   }
   const Outcome typed = run_cached(cache, out);
-  ASSERT_EQ(typed.cli.code, 0) << typed.cli.out;
-  EXPECT_NE(typed.cli.out.find("ignoring corrupt entry"), std::string::npos) << typed.cli.out;
-  for (const auto& [name, text] : first.files) EXPECT_TRUE(text == typed.files.at(name)) << name;
+  expect_same(typed);
+  EXPECT_NE(typed.cli.out.find("ignoring 1 corrupt or foreign line(s)"), std::string::npos)
+      << typed.cli.out;
+  EXPECT_EQ(typed.host["calibration"]["ops_simulated"], 1);
 
-  const Outcome again = run_cached(cache, out);  // the run above stored a valid entry again
+  const Outcome again = run_cached(cache, out);  // the run above appended the op again
+  expect_same(again);
   EXPECT_EQ(again.host["calibration"]["from"], "cache");
   fs::remove_all(cache);
 }
 
-// A small entry: two made-up profiles.
+// A small calibration: two made-up profiles and the static power.
 trnsim::run::CachedCalibration sample(double w) {
   trnsim::run::CachedCalibration c;
   trnsim::model::OpProfile p;
@@ -161,9 +214,11 @@ trnsim::run::CachedCalibration sample(double w) {
   return c;
 }
 
-trnsim::run::CacheKey key_of(const std::string& op) {
-  const auto plan = trnsim::resolve::plan_chip(trnsim::test::chip_preset("trn3"), 1);
-  return trnsim::run::calibration_key(plan, {op, "other"}, false);
+// The store key of a Trn3 chip plan with `cores` more cores than the preset's (distinct plans).
+trnsim::run::CacheKey plan_of(int cores) {
+  auto plan = trnsim::resolve::plan_chip(trnsim::test::chip_preset("trn3"), 1);
+  plan.params.cores += cores;
+  return trnsim::run::plan_key(plan, false);
 }
 
 TEST(CalibrationCache, KeyIsCanonical) {
@@ -176,42 +231,63 @@ TEST(CalibrationCache, KeyIsCanonical) {
   other.params.cores += 1;
   EXPECT_NE(a.hex, trnsim::run::calibration_key(other, {"x", "y"}, false).hex);
   EXPECT_NE(a.canonical.find(trnsim::run::build_identity()), std::string::npos);
+  // The store's key: the plan without the ops.
+  EXPECT_EQ(trnsim::run::plan_key(plan, false).hex, trnsim::run::plan_key(plan, false).hex);
+  EXPECT_NE(trnsim::run::plan_key(plan, false).hex, trnsim::run::plan_key(plan, true).hex);
+  EXPECT_NE(trnsim::run::plan_key(plan, false).hex, trnsim::run::plan_key(other, false).hex);
 }
 
-TEST(CalibrationCache, RoundTripsExactly) {
+TEST(CalibrationCache, StoreHitsMissesAndRoundTripsExactly) {
   const fs::path dir = scratch("roundtrip");
   const trnsim::run::ProfileCache cache({true, dir.string(), 1 << 20});
-  const auto key = key_of("a");
-  EXPECT_FALSE(cache.get(key));
-  cache.put(key, sample(42.5));
-  const auto got = cache.get(key);
-  ASSERT_TRUE(got);
-  EXPECT_EQ(got->static_power_w, 42.5);
-  ASSERT_EQ(got->profiles.size(), 2u);
-  const auto& p = got->profiles.at("gemm a");
+  const auto plan = plan_of(1);
+  EXPECT_TRUE(cache.get(plan, {"gemm a"}).profiles.empty());
+  EXPECT_FALSE(cache.get(plan, {"gemm a"}).static_power_w);
+  cache.put(plan, sample(42.5));
+  const auto got = cache.get(plan, {"gemm a", "gemm b", "gemm c"});
+  EXPECT_EQ(got.static_power_w, 42.5);
+  ASSERT_EQ(got.profiles.size(), 2u);  // gemm c: a miss
+  const auto& p = got.profiles.at("gemm a");
   EXPECT_EQ(p.time_ps, 123456789);
   EXPECT_EQ(p.flops, 1.0 / 3.0);
   EXPECT_EQ(p.engine_busy_s[1], 2.5e-7);
   EXPECT_EQ(p.actions.at(trnsim::model::Action::hbm_read).rated_j, 1.25e-6);
-  EXPECT_EQ(got->profiles.at("gemm b").time_ps, 7);
+  EXPECT_EQ(got.profiles.at("gemm b").time_ps, 7);
+  // Only what is asked for.
+  EXPECT_EQ(cache.get(plan, {"gemm b"}).profiles.size(), 1u);
+  // Another plan: another file, nothing found.
+  EXPECT_NE(cache.path_of(plan_of(2)), cache.path_of(plan));
+  EXPECT_TRUE(cache.get(plan_of(2), {"gemm a"}).profiles.empty());
+  // Appended later: found beside the first lines.
+  trnsim::run::CachedCalibration c;
+  c.profiles["gemm c"] = sample(0).profiles.at("gemm b");
+  cache.put(plan, c);
+  EXPECT_EQ(cache.get(plan, {"gemm a", "gemm b", "gemm c"}).profiles.size(), 3u);
   fs::remove_all(dir);
 }
 
-TEST(CalibrationCache, ConcurrentWritersLeaveAValidEntry) {
+// Writers appending at once (as serve's shape children do): every line whole, every reader
+// in between finds every profile written before it read.
+TEST(CalibrationCache, ConcurrentWritersLeaveWholeLines) {
   const fs::path dir = scratch("writers");
-  const trnsim::run::CacheSettings s{true, dir.string(), 1 << 20};
-  const auto key = key_of("a");
+  const trnsim::run::CacheSettings s{true, dir.string(), 1 << 24};
+  const auto plan = plan_of(1);
   std::vector<pid_t> kids;
   for (int w = 0; w < 4; ++w) {
     const pid_t pid = ::fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
       const trnsim::run::ProfileCache cache(s);
-      for (int i = 0; i < 200; ++i) {
-        cache.put(key, sample(42.5));
-        // Once written, a reader between the writers' renames always finds a whole entry.
-        const auto got = cache.get(key);
-        if (!got || got->static_power_w != 42.5) ::_exit(3);
+      for (int i = 0; i < 50; ++i) {
+        trnsim::run::CachedCalibration c = sample(42.5);
+        auto q = c.profiles.at("gemm a");
+        c.profiles.clear();
+        for (int j = 0; j < 20; ++j) c.profiles[fmt::format("op {} {} {}", w, i, j)] = q;
+        cache.put(plan, c);
+        std::set<std::string> mine;
+        for (int j = 0; j < 20; ++j) mine.insert(fmt::format("op {} {} {}", w, i, j));
+        const auto got = cache.get(plan, mine);
+        if (got.profiles.size() != 20 || got.static_power_w != 42.5) ::_exit(3);
       }
       ::_exit(0);
     }
@@ -222,36 +298,45 @@ TEST(CalibrationCache, ConcurrentWritersLeaveAValidEntry) {
     ::waitpid(pid, &status, 0);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
   }
-  const auto got = trnsim::run::ProfileCache(s).get(key);
-  ASSERT_TRUE(got);
-  EXPECT_EQ(got->profiles.size(), 2u);
-  std::size_t files = 0;
-  for (const auto& e : fs::directory_iterator(dir / "calibration")) {
-    ++files;
-    EXPECT_EQ(e.path().extension(), ".json") << e.path();  // no temporary left behind
+  std::set<std::string> every;
+  for (int w = 0; w < 4; ++w) {
+    for (int i = 0; i < 50; ++i) {
+      for (int j = 0; j < 20; ++j) every.insert(fmt::format("op {} {} {}", w, i, j));
+    }
   }
-  EXPECT_EQ(files, 1u);
+  testing::internal::CaptureStderr();
+  const auto got = trnsim::run::ProfileCache(s).get(plan, every);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(got.profiles.size(), every.size());
+  EXPECT_EQ(err.find("corrupt"), std::string::npos) << err;
+  // Every line written once, whole. (A writer that finds the file not ending in a newline, as
+  // after a crashed writer, starts with one: seen mid-append from another writer, that is an
+  // empty line, which readers pass over.)
+  const auto lines = lines_of(trnsim::run::ProfileCache(s).path_of(plan));
+  EXPECT_EQ(std::size_t(std::count_if(lines.begin(), lines.end(),
+                                      [](const std::string& l) { return !l.empty(); })),
+            4u * 50 * 21);
   fs::remove_all(dir);
 }
 
 TEST(CalibrationCache, EvictsTheLeastRecentlyUsedBeyondItsCap) {
   const fs::path dir = scratch("evict");
   trnsim::run::ProfileCache probe({true, dir.string(), 1 << 20});
-  probe.put(key_of("a"), sample(1));
-  const auto one = fs::file_size(probe.path_of(key_of("a")));
+  probe.put(plan_of(1), sample(1));
+  const auto one = fs::file_size(probe.path_of(plan_of(1)));
   fs::remove_all(dir);
-  // Room for two entries (the sizes differ by a digit at most).
+  // Room for two stores (the sizes differ by a digit at most).
   const trnsim::run::ProfileCache cache({true, dir.string(), 2 * one + 8});
-  cache.put(key_of("a"), sample(1));
+  cache.put(plan_of(1), sample(1));
   ::usleep(20000);
-  cache.put(key_of("b"), sample(2));
+  cache.put(plan_of(2), sample(2));
   ::usleep(20000);
-  ASSERT_TRUE(cache.get(key_of("a")));  // used: now more recent than b
+  ASSERT_EQ(cache.get(plan_of(1), {"gemm a"}).profiles.size(), 1u);  // used: now more recent
   ::usleep(20000);
-  cache.put(key_of("c"), sample(3));
-  EXPECT_TRUE(fs::exists(cache.path_of(key_of("a"))));
-  EXPECT_FALSE(fs::exists(cache.path_of(key_of("b"))));
-  EXPECT_TRUE(fs::exists(cache.path_of(key_of("c"))));
+  cache.put(plan_of(3), sample(3));
+  EXPECT_TRUE(fs::exists(cache.path_of(plan_of(1))));
+  EXPECT_FALSE(fs::exists(cache.path_of(plan_of(2))));
+  EXPECT_TRUE(fs::exists(cache.path_of(plan_of(3))));
   fs::remove_all(dir);
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "calibrate.hpp"
+#include "profile_cache.hpp"
 #include "chip/chip.hpp"
 #include "chip/op_chip.hpp"
 #include "common/activity.hpp"
@@ -278,6 +279,39 @@ TEST(OpCompute, CalibrationIsIndependentOfParallelismAndOrder) {
     EXPECT_EQ(p.actions, q.actions);
   }
   EXPECT_EQ(one->static_power_w, two->static_power_w);
+}
+
+// An op's profile is counted from zero for that op alone (calibrate.cpp), so it is the same to
+// the bit alone on its chip and after other ops on the same chip: what lets the op profile store
+// (profile_cache.hpp) keep single ops. 17 ops in 8 chunks (by key order: op i with ops i - 8 and
+// i - 16 before it) against each op alone on its chip (8 at a time, one op a chunk).
+TEST(OpCalibration, ProfileDoesNotDependOnItsCompany) {
+  const resolve::ChipPlan plan = trn3_plan();
+  std::vector<model::ComputeOp> ops;
+  for (std::uint64_t m : {128, 256, 384, 512}) {
+    for (std::uint64_t k : {128, 256}) ops.push_back(GemmOp{m, k, 256, Dtype::bf16, 1});
+  }
+  for (std::uint64_t i = 1; i <= 9; ++i) {
+    ops.push_back(ElementOp{i % 2 ? ElementKind::elementwise : ElementKind::activation,
+                            i * (1u << 14), Dtype::bf16, 1});
+  }
+  ASSERT_EQ(ops.size(), 17u);
+  const auto together = calibrate_ops(plan, ops, 2);
+  ASSERT_EQ(together.size(), 17u);
+  std::map<std::string, model::OpProfile> alone;
+  for (std::size_t i = 0; i < ops.size(); i += kCalibrationChunks) {
+    const std::vector<model::ComputeOp> eight(
+        ops.begin() + std::ptrdiff_t(i), ops.begin() + std::ptrdiff_t(std::min(i + kCalibrationChunks, ops.size())));
+    for (auto& [k, p] : calibrate_ops(plan, eight, 2)) alone.emplace(k, std::move(p));
+  }
+  ASSERT_EQ(alone.size(), 17u);
+  std::size_t with_energy = 0;
+  for (const auto& [key, p] : together) {
+    SCOPED_TRACE(key);
+    EXPECT_EQ(profile_to_json(p).dump(), profile_to_json(alone.at(key)).dump());
+    with_energy += !p.actions.empty();
+  }
+  EXPECT_EQ(with_energy, 17u);  // every op counted energy: the comparison is not of empty maps
 }
 
 // A generated workload declares the op shapes it may emit (replay::WorkSource::calibration_ops())

@@ -1232,6 +1232,46 @@ TEST(ServeCli, ShapeCacheServesARerunWithTheSameReport) {
   EXPECT_EQ(lines, 3u);
 }
 
+// The shapes' op calibrations share the op profile store (docs/performance.md#calibration-cache):
+// a second run without the shape cache simulates every shape again but no op (each shape's
+// calibration is skipped), and the report is the same as the cold run's and as one without any
+// cache: a profile is the same whichever shape calibrated it.
+TEST(ServeCli, ShapesShareTheOpProfileStoreAndReportTheSame) {
+  SpecDir d("opstore");
+  ::setenv("TRNSIM_CACHE_DIR", (d.dir / "cache").c_str(), 1);
+  const std::string spec = d.write("one.json", R"({
+    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
+    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+  const std::string a = (d.dir / "a").string(), b = (d.dir / "b").string(), c = (d.dir / "c").string();
+  const auto ra = test::run_trnsim(fmt::format("serve {} --out {} --log-level info", spec, a));
+  ASSERT_EQ(ra.code, 0) << ra.out;
+  EXPECT_NE(ra.out.find("from the op profile store"), std::string::npos) << ra.out;
+  std::size_t stores = 0;
+  for (const auto& e : fs::directory_iterator(d.dir / "cache" / "op-profiles")) {
+    stores += e.path().extension() == ".ops";
+  }
+  EXPECT_EQ(stores, 1u);  // one chip plan
+  fs::remove_all(d.dir / "cache" / "serve-shapes");
+  const auto rb = test::run_trnsim(fmt::format("serve {} --out {} --log-level info", spec, b));
+  ASSERT_EQ(rb.code, 0) << rb.out;
+  EXPECT_NE(rb.out.find("3 shapes: 3 simulated, 0 from the shape cache"), std::string::npos) << rb.out;
+  std::size_t skipped = 0;
+  for (std::size_t at = 0; (at = rb.out.find("calibration skipped", at)) != std::string::npos; ++at) ++skipped;
+  EXPECT_EQ(skipped, 3u) << rb.out;
+  const auto rc = test::run_trnsim(fmt::format("serve {} --out {} --no-cache", spec, c));
+  ASSERT_EQ(rc.code, 0) << rc.out;
+  auto body = [](const std::string& dir) {
+    std::ifstream in(dir + "/report.json");
+    Json j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+    j.erase("identity");
+    j.erase("host");
+    return j.dump();
+  };
+  EXPECT_EQ(body(a), body(b));
+  EXPECT_EQ(body(a), body(c));
+}
+
 // Per-shape claims (trnsim/serve/shape_cache.hpp): a shape claimed by another live process is
 // reported as such (and who holds it), and is ours once it is released; a claim whose holder died
 // without releasing it (its lock file left behind, naming the dead pid) is taken over.

@@ -129,11 +129,13 @@ struct RunData {
   nlohmann::json flow_calibration;
   std::string flow_calibration_from, flow_calibration_file;
   double flow_calibration_seconds = 0;
-  // Where the calibration's profiles came from: "simulated" (tile-model children) or "cache"
-  // (the calibration cache, docs/performance.md); "" without a calibration. The key is the
+  // Where the calibration's profiles came from: "simulated" (some or all by tile-model children)
+  // or "cache" (all from the op profile store, docs/performance.md); "" without a calibration. The key is the
   // entry's (identical whether it was found or written), "" with the cache off.
   std::string calibration_from;
   std::string calibration_cache_key, calibration_cache_file;
+  // Of its distinct ops: how many were simulated, how many came from the op profile store.
+  std::size_t calibration_ops_simulated = 0, calibration_ops_from_cache = 0;
   double simulation_seconds = 0;  // sc_start() alone
   std::uint64_t delta_cycles = 0;
   std::uint64_t activations = 0;  // model process activations (common/activity.hpp)

@@ -67,7 +67,8 @@ class RackTimer : public IterationTimer {
  public:
   // `cfg` the rack, `base` the iteration's model, layout, dtypes, runtime costs and seed (its
   // shape fields are replaced per shape). Both must outlive the timer.
-  // `cache`: where shape costs are kept on disk (disabled: not kept). `rack`: `cfg`'s rack as the
+  // `cache`: where shape costs are kept on disk, and the op profiles the shapes' calibrations
+  // share (disabled: neither kept). `rack`: `cfg`'s rack as the
   // caller resolved it (resolve::plan for a run), copied here rather than resolved again; null:
   // resolved here.
   RackTimer(const config::LoadedConfig& cfg, const infer::IterationSpec& base, TimingMode mode,
@@ -124,6 +125,7 @@ class RackTimer : public IterationTimer {
   int parallel_, per_octave_;
   std::uint64_t tile_ = 128;
   std::map<Shape, IterationCost> cache_;
+  run::CacheSettings store_;  // also the shape children's op profile store (run/profile_cache.hpp)
   std::string disk_file_;  // the shape costs of this rack, model, layout and build; empty: off
   std::map<Shape, std::string> disk_;
   std::uintmax_t disk_read_ = 0;  // bytes of disk_file_ read into disk_
