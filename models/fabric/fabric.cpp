@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 #include <string>
 
 #include "common/activity.hpp"
@@ -23,6 +25,56 @@ std::string module_name(std::string s) {
 
 std::uint64_t salt(std::uint64_t seed, std::uint64_t tag, std::uint64_t index) {
   return seed_salt(seed, tag, index);
+}
+
+// The slowest rate at which the packets crossing each link direction (index: 2 * link + dir,
+// dir 0 from a to b) leave its receiving node, over every route that uses it: a packet cut through
+// from a slower link moves at that link's rate at every later hop (its tail cannot leave before it
+// has arrived), and the next link out of the receiver may be slower still. A packet holds its
+// credits at the receiver until its tail has left, so on a fast link carrying packets that move
+// at a slower rate each holds them for its serialisation at that rate, not at the link's own.
+// Routes from every chip to every chip, visited one destination at a time in order of distance
+// (predecessors first), so a node's slowest incoming rate is known before its out-links are.
+std::vector<double> slowest_drain(const topo::Topology& topo) {
+  const auto& links = topo.links();
+  const auto& routes = topo.routes();
+  const std::size_t nodes = topo.nodes().size();
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  std::vector<double> slow(2 * links.size(), kNone);
+  std::vector<double> in_rate(nodes);
+  std::vector<std::pair<int, std::uint32_t>> order;  // (-hops, node): farthest first
+  order.reserve(nodes);
+  auto dir_of = [&](topo::LinkId l, topo::NodeId from) {
+    return 2 * std::size_t(l.v) + (links[l.v].a == from ? 0 : 1);
+  };
+  for (std::uint32_t c = 0; c < topo.chip_count(); ++c) {
+    const topo::ChipId dst{c};
+    const topo::NodeId end = topo.chip_node(dst);
+    order.clear();
+    for (std::uint32_t n = 0; n < nodes; ++n) {
+      const int h = routes.hops(topo::NodeId{n}, dst);
+      if (h > 0) order.emplace_back(-h, n);
+    }
+    std::sort(order.begin(), order.end());
+    std::fill(in_rate.begin(), in_rate.end(), kNone);
+    for (const auto& [neg_hops, n] : order) {
+      const topo::NodeId at{n};
+      for (const topo::LinkId l : routes.next_hops(at, dst)) {
+        const topo::NodeId next = topo.other_end(l, at);
+        const double rate = std::min(in_rate[n], links[l.v].bandwidth.si);
+        in_rate[next.v] = std::min(in_rate[next.v], rate);
+        double leaves = rate;  // at the destination: delivered at the rate it arrives
+        if (next != end) {
+          for (const topo::LinkId o : routes.next_hops(next, dst)) {
+            leaves = std::min(leaves, links[o.v].bandwidth.si);
+          }
+        }
+        auto& s = slow[dir_of(l, at)];
+        s = std::min(s, leaves);
+      }
+    }
+  }
+  return slow;
 }
 
 }  // namespace
@@ -114,6 +166,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
     }
     throw InternalError("Fabric: link missing from its node's incident list");
   };
+  const std::vector<double> slow = fixed_buffer == 0 ? slowest_drain(topo) : std::vector<double>{};
   for (std::uint32_t i = 0; i < links.size(); ++i) {
     const auto& l = links[i];
     LinkParams lp;
@@ -131,13 +184,23 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
       std::uint32_t flits = fixed_buffer;
       if (flits == 0) {
         // Enough whole packets for the credit loop (latency there and back, plus the
-        // receiver's traversal) at full rate, plus two whole packets. Whole packets, because a
-        // packet needs credits for all its flits (virtual cut-through): a buffer of the loop's
-        // flits plus two packets held only floor(loop / packet) + 2 packets, so a faster switch
-        // could lose a whole packet of spare buffer (docs/results/stability.md).
+        // receiver's traversal) at full rate, plus the packets the link sends while one packet
+        // leaves the receiver (its credits come back when its tail has left: one packet time at
+        // the slowest rate the packets of this direction leave at, `drain` packet times of this
+        // link), plus one. With every rate equal, drain is 1: the loop plus two whole packets.
+        // Whole packets, because a packet needs credits for all its flits (virtual
+        // cut-through): a buffer of the loop's flits plus two packets held only
+        // floor(loop / packet) + 2 packets, so a faster switch could lose a whole packet of spare
+        // buffer (docs/results/stability.md). Without `drain` a 2,560 GB/s Trn3 Gen1 up-link,
+        // whose packets move at their chips' 256 GB/s, had room for 7 of the 16 packets of
+        // 256 KiB it needs to stay busy (docs/models/fabric.md#packet-size).
         const double rtt = 2.0 * l.latency.si + topo.node(down).latency.si;
         const auto loop = std::uint32_t(std::ceil(l.bandwidth.si * rtt / flit_bytes_));
-        flits = ((loop + packet_flits - 1) / packet_flits + 2) * packet_flits;
+        const double leaves = slow[2 * std::size_t(i) + std::size_t(dir)];
+        const auto drain = std::isfinite(leaves) && leaves < l.bandwidth.si
+                               ? std::uint32_t(std::ceil(l.bandwidth.si / leaves - 1e-9))
+                               : 1u;
+        flits = ((loop + packet_flits - 1) / packet_flits + drain + 1) * packet_flits;
       }
       lp.buffer_flits[std::size_t(dir)] = flits;
     }

@@ -323,6 +323,30 @@ TEST(Fabric, AutomaticBufferIsTheCreditLoopInWholePacketsPlusTwo) {
   for (int d = 0; d < 2; ++d) EXPECT_EQ(f.link(topo::LinkId{0}).direction(d).capacity(), 119u);
 }
 
+// A packet holds its credits at the receiver until its tail has left, so a fast link whose
+// packets move at a slower link's rate needs more of them. Chip a (100 GB/s, 100 ns) and chip c
+// (400 GB/s, 100 ns) on one switch (150 ns): every packet on the fast link moves at 100 GB/s,
+// arriving from a or leaving towards a, so one packet leaves its receiver in 4 packet times of
+// the fast link, and the buffer is the loop in whole packets plus 4 plus 1. s -> c (c traverses
+// in 0): 400 GB/s x 200 ns = 313 flits -> 19 packets of 17 flits, + 5: 24 x 17 = 408. c -> s:
+// 400 GB/s x 350 ns = 547 flits -> 33 packets, + 5: 38 x 17 = 646. The slow link's packets
+// leave at its own rate: a -> s 100 GB/s x 350 ns = 137 flits -> 9 packets, + 2: 187; s -> a
+// 79 flits -> 5 packets, + 2: 119 (as between two chips above).
+TEST(Fabric, AutomaticBufferCoversPacketsMovingAtASlowerLinksRate) {
+  topo::TopologySpec s;
+  s.nodes = {node("a", topo::NodeKind::chip), node("c", topo::NodeKind::chip),
+             node("s", topo::NodeKind::switch_, 2, Duration(150e-9))};
+  s.links = {link("a", "s", 100, 100), link("s", "c", 400, 100)};
+  const auto topo = build(s);
+  Fabric f("fabric", topo, resolve::plan_fabric(params(), topo));
+  const auto& slow = f.link(topo::LinkId{0});
+  const auto& fast = f.link(topo::LinkId{1});
+  EXPECT_EQ(slow.direction(0).capacity(), 187u);  // a -> s
+  EXPECT_EQ(slow.direction(1).capacity(), 119u);  // s -> a
+  EXPECT_EQ(fast.direction(0).capacity(), 408u);  // s -> c
+  EXPECT_EQ(fast.direction(1).capacity(), 646u);  // c -> s
+}
+
 TEST(Fabric, TooFewVirtualChannelsIsConfigError) {
   const auto topo = torus4x4();
   auto p = params();
