@@ -38,10 +38,10 @@ bool write_all(int fd, const std::string& s) {
 // Here the heap is never trimmed, grows 64 MB at a time, and the first 64 MB are advised as
 // transparent huge pages (one fault for 2 MB; where the kernel has none free it falls back to
 // 4 KB pages): on a cold 30-request `trnsim serve`, 2.04 M page faults became 0.90 M, the system
-// time fell by a fifth and the CPU by 7 % (docs/serving.md, "Where a shape's CPU goes"). The mmap threshold
-// is pinned at malloc's default, 128 KB, so that the SystemC threads' stacks (256 KB each) stay
-// mappings of their own and their guard pages never split the huge pages of the heap. Nothing
-// the job computes depends on where its memory is.
+// time fell by a fifth and the CPU by 7 % (docs/serving.md, "Where a shape's CPU goes"). The
+// mmap threshold is pinned at malloc's default, 128 KB, so that the SystemC threads' stacks
+// (256 KB each) stay mappings of their own and their guard pages never split the huge pages of
+// the heap. Nothing the job computes depends on where its memory is.
 void prepare_heap() {
   constexpr std::size_t kPad = std::size_t(64) << 20, kHuge = std::size_t(2) << 20;
   ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
