@@ -2,13 +2,17 @@
 #include "trnsim/isolate.hpp"
 
 #include <fmt/format.h>
+#include <malloc.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "trnsim/error.hpp"
@@ -27,9 +31,42 @@ bool write_all(int fd, const std::string& s) {
   return true;
 }
 
+// A child builds its work from fresh memory (a serving shape's child: 40 to 90 MB, a model
+// elaborated and an iteration replayed) and ends with _exit, never giving memory back. By
+// default malloc grows the heap by 128 KB at a time and returns its top above 128 KB, so a child
+// faults in its heap 4 KB at a time and trims and refaults it as it frees and allocates again.
+// Here the heap is never trimmed, grows 64 MB at a time, and the first 64 MB are advised as
+// transparent huge pages (one fault for 2 MB; where the kernel has none free it falls back to
+// 4 KB pages): on a cold 30-request `trnsim serve`, 2.04 M page faults became 0.90 M, the system
+// time fell by a fifth and the CPU by 7 % (docs/serving.md, "Where a shape's CPU goes"). The
+// mmap threshold is pinned at malloc's default, 128 KB, so that the SystemC threads' stacks
+// (256 KB each) stay mappings of their own and their guard pages never split the huge pages of
+// the heap. Nothing the job computes depends on where its memory is.
+void prepare_heap() {
+  constexpr std::size_t kPad = std::size_t(64) << 20, kHuge = std::size_t(2) << 20;
+  ::mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  ::mallopt(M_TOP_PAD, int(kPad));
+  // The free top of the heap (what the parent left) and an allocation just past it, taken from
+  // the heap (the mmap threshold raised for it): the heap grows by the pad, and the allocation
+  // goes back to the top, which is kept.
+  const std::size_t top = ::mallinfo2().keepcost;
+  const auto start = reinterpret_cast<std::uintptr_t>(::sbrk(0)) - top;
+  ::mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  if (top < (std::size_t(16) << 20)) {
+    void* volatile probe = std::malloc(top + 64 * 1024);  // volatile: not elided with its free
+    std::free(probe);
+  }
+  ::mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+  const auto end = reinterpret_cast<std::uintptr_t>(::sbrk(0));
+  const std::uintptr_t lo = (start + kHuge - 1) / kHuge * kHuge, hi = end / kHuge * kHuge;
+  // Advice only: a kernel without transparent huge pages refuses it and the heap stays as it is.
+  if (hi > lo) ::madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+}
+
 // What a child writes: one status byte ('o' ok, 'i' input error, 'e' internal error), then the
 // job's result or the error's message.
 [[noreturn]] void child(const std::function<std::string()>& job, int fd) {
+  prepare_heap();
   std::string out(1, 'o');
   int code = 0;
   try {
