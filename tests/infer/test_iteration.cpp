@@ -4,6 +4,7 @@
 // HBM bandwidth, the same seed gives the same time, a layout that does not fit exits 2.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <map>
 #include <string>
@@ -113,8 +114,8 @@ TEST(InferIteration, IdleRanksDispatchAfterTheLayerBefore) {
     if (!op.name.ends_with("dispatch")) continue;
     ++dispatches;
     ASSERT_TRUE(op.layer.has_value());
-    const std::string before = *op.layer == 3 ? "runtime.sync"
-                                              : "l" + std::to_string(*op.layer - 1) + ".combine";
+    const std::string before =
+        *op.layer == 3 ? std::string("runtime.sync") : fmt::format("l{}.combine", *op.layer - 1);
     ASSERT_TRUE(id.count(before)) << before;
     EXPECT_EQ(op.deps, std::vector<trace::OpId>{id[before]}) << op.name;
   }
