@@ -378,7 +378,7 @@ class IterationBuilder {
       const auto perm = T > 0 ? vec(trace::OpKind::elementwise, "permute", Part::experts,
                                     {topk, n2}, T * e.top_k * h, 1, 1)
                               : kNone;
-      const auto disp = a2a("dispatch", {perm}, dispatch);
+      const auto disp = a2a("dispatch", {perm == kNone ? x : perm}, dispatch);
       std::uint64_t rows = 0, active = 0;
       for (auto c : local) rows += c, active += c > 0 ? 1 : 0;
       const auto out = expert_gemms({disp}, rows, active, e.expert_ffn);

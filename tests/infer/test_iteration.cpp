@@ -4,6 +4,7 @@
 // HBM bandwidth, the same seed gives the same time, a layout that does not fit exits 2.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <map>
 #include <string>
@@ -91,6 +92,34 @@ TEST(InferIteration, ExpertParallelDispatchAndCombineBalance) {
   EXPECT_EQ(sent, 6u * 8 * 7168 * 2);
   EXPECT_EQ(received, sent);
   EXPECT_EQ(count(src.workload().ranks[7], trace::OpKind::attention), 0u);
+}
+
+// A rank with no sequence of its own still runs the MoE layers in order: its dispatch of a
+// layer waits for its combine of the layer before (the first MoE layer's for the runtime's
+// launch and sync), as a busy rank's waits for its attention. Without that dependency an idle
+// rank posted all 58 dispatches at once, so fast-forward found the previous unit of its series
+// unfinished and simulated nearly all of its layers.
+TEST(InferIteration, IdleRanksDispatchAfterTheLayerBefore) {
+  IterationSpec s;
+  s.model = load("deepseek-v3");
+  s.layout = Layout{.tp = 1, .dp = 8, .ep = 8};
+  s.decode_seqs = 6;  // ranks 6 and 7 have none
+  s.dtypes.weights = DType::fp8;
+  const IterationSource src(s);
+  const auto& ops = src.workload().ranks[7].ops;
+  std::map<std::string, trace::OpId> id;
+  for (const auto& op : ops) id[op.name] = op.id;
+  int dispatches = 0;
+  for (const auto& op : ops) {
+    if (!op.name.ends_with("dispatch")) continue;
+    ++dispatches;
+    ASSERT_TRUE(op.layer.has_value());
+    const std::string before =
+        *op.layer == 3 ? std::string("runtime.sync") : fmt::format("l{}.combine", *op.layer - 1);
+    ASSERT_TRUE(id.count(before)) << before;
+    EXPECT_EQ(op.deps, std::vector<trace::OpId>{id[before]}) << op.name;
+  }
+  EXPECT_EQ(dispatches, 58);
 }
 
 TEST(InferIteration, SameSeedSameOpsOtherSeedOtherRouting) {
@@ -381,6 +410,23 @@ TEST(InferIterationCli, MoeLayersFastForwardAndAgreeWithTheFullSimulation) {
   EXPECT_GT(ff["collectives_fast_forwarded"].get<double>(),
             blocks_only["fast_forward"]["collectives_fast_forwarded"].get<double>());
   EXPECT_NEAR(blocks_only["time_ns"].get<double>(), off["time_ns"].get<double>(),
+              0.01 * off["time_ns"].get<double>());
+}
+
+// Two sequences on 16 expert-parallel ranks: 14 ranks have no sequence and run only the MoE
+// layers (58 units each, 2 x 122 on the busy ranks). Their layers fast-forward once each waits
+// for the one before it (InferIteration.IdleRanksDispatchAfterTheLayerBefore): 356 of 1,056 units
+// (142 before, when an idle rank posted all its dispatches at once), within 1 % of the full
+// simulation.
+TEST(InferIterationCli, IdleRanksLayersFastForward) {
+  const std::string args = "--config configs/racks/trn3-gen2-ultraserver.json --model deepseek-v3 "
+                           "--layout dp=16,ep=16 --weights-dtype fp8 --batch 2 --context 1024 ";
+  const auto on = bench(args);
+  const auto off = bench(args + "--set sim.fast_forward=false");
+  const auto& ff = on["fast_forward"];
+  EXPECT_EQ(ff["units"], 2 * 61 * 2 + 14 * 58);
+  EXPECT_GT(ff["units_fast_forwarded"].get<double>(), 0.25 * ff["units"].get<double>());
+  EXPECT_NEAR(on["time_ns"].get<double>(), off["time_ns"].get<double>(),
               0.01 * off["time_ns"].get<double>());
 }
 
