@@ -34,6 +34,17 @@ nlohmann::json bench(const std::string& args) {
   return nlohmann::json::parse(r.out);
 }
 
+// DeepSeek-V3 in FP8 on 8 data-parallel, expert-parallel ranks with 6 decodes: ranks 6 and 7
+// have no sequence of their own.
+IterationSpec deepseek_ep8_two_idle() {
+  IterationSpec s;
+  s.model = load("deepseek-v3");
+  s.layout = Layout{.tp = 1, .dp = 8, .ep = 8};
+  s.decode_seqs = 6;
+  s.dtypes.weights = DType::fp8;
+  return s;
+}
+
 }  // namespace
 
 // Llama 3.1 8B, batch 1, context 1024, BF16, one rank. Weights its GEMMs read: per layer qkv
@@ -73,12 +84,7 @@ TEST(InferIteration, TensorParallelAddsCollectives) {
 // layer (58) on every rank, even one with no sequence of its own; the tokens each rank sends
 // are the tokens the others receive.
 TEST(InferIteration, ExpertParallelDispatchAndCombineBalance) {
-  IterationSpec s;
-  s.model = load("deepseek-v3");
-  s.layout = Layout{.tp = 1, .dp = 8, .ep = 8};
-  s.decode_seqs = 6;  // ranks 6 and 7 have none
-  s.dtypes.weights = DType::fp8;
-  const IterationSource src(s);
+  const IterationSource src(deepseek_ep8_two_idle());
   std::uint64_t sent = 0, received = 0;
   for (int r = 0; r < 8; ++r) {
     const auto& ops = src.workload().ranks[std::size_t(r)];
@@ -100,12 +106,7 @@ TEST(InferIteration, ExpertParallelDispatchAndCombineBalance) {
 // rank posted all 58 dispatches at once, so fast-forward found the previous unit of its series
 // unfinished and simulated nearly all of its layers.
 TEST(InferIteration, IdleRanksDispatchAfterTheLayerBefore) {
-  IterationSpec s;
-  s.model = load("deepseek-v3");
-  s.layout = Layout{.tp = 1, .dp = 8, .ep = 8};
-  s.decode_seqs = 6;  // ranks 6 and 7 have none
-  s.dtypes.weights = DType::fp8;
-  const IterationSource src(s);
+  const IterationSource src(deepseek_ep8_two_idle());
   const auto& ops = src.workload().ranks[7].ops;
   std::map<std::string, trace::OpId> id;
   for (const auto& op : ops) id[op.name] = op.id;

@@ -714,12 +714,15 @@ const char* kSmall = R"({
   "timing": {"mode": "exact"}
 })";
 
-TEST(ServeCli, OneRequestIsItsSimulatedPrefillIteration) {
-  SpecDir d("one");
-  const std::string spec = d.write("one.json", R"({
+// One request of 128 input and 3 output tokens on one TP-1 replica, every shape simulated.
+const char* kOneRequest = R"({
     "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
     "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
-    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+    "run": {"requests": 1}, "timing": {"mode": "exact"}})";
+
+TEST(ServeCli, OneRequestIsItsSimulatedPrefillIteration) {
+  SpecDir d("one");
+  const std::string spec = d.write("one.json", kOneRequest);
   const auto r = test::run_trnsim(fmt::format("serve {} --json", spec), false);
   ASSERT_EQ(r.code, 0) << r.out;
   const Json j = Json::parse(r.out);
@@ -1198,10 +1201,7 @@ TEST(ServeCli, SameSeedGivesAByteIdenticalReport) {
 TEST(ServeCli, ShapeCacheServesARerunWithTheSameReport) {
   SpecDir d("shapecache");
   ::setenv("TRNSIM_CACHE_DIR", (d.dir / "cache").c_str(), 1);
-  const std::string spec = d.write("one.json", R"({
-    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
-    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
-    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+  const std::string spec = d.write("one.json", kOneRequest);
   const std::string a = (d.dir / "a").string(), b = (d.dir / "b").string(), c = (d.dir / "c").string();
   const auto ra = test::run_trnsim(fmt::format("serve {} --out {} --log-level info", spec, a));
   ASSERT_EQ(ra.code, 0) << ra.out;
@@ -1240,10 +1240,7 @@ TEST(ServeCli, ShapeCacheServesARerunWithTheSameReport) {
 TEST(ServeCli, ShapesShareTheOpProfileStoreAndReportTheSame) {
   SpecDir d("opstore");
   ::setenv("TRNSIM_CACHE_DIR", (d.dir / "cache").c_str(), 1);
-  const std::string spec = d.write("one.json", R"({
-    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
-    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
-    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+  const std::string spec = d.write("one.json", kOneRequest);
   const std::string a = (d.dir / "a").string(), b = (d.dir / "b").string(), c = (d.dir / "c").string();
   const auto ra = test::run_trnsim(fmt::format("serve {} --out {} --log-level info", spec, a));
   ASSERT_EQ(ra.code, 0) << ra.out;
@@ -1658,10 +1655,7 @@ TEST(ServeCli, SolveUsersReportsItsPointsAndTheSolvedRun) {
 // serve --estimate: what the spec bounds, by hand, and nothing simulated.
 TEST(ServeCli, EstimatePrintsWhatTheSpecBoundsWithoutSimulating) {
   SpecDir d("estimate");
-  const std::string one = d.write("one.json", R"({
-    "name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
-    "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128, "output_tokens": 3},
-    "run": {"requests": 1}, "timing": {"mode": "exact"}})");
+  const std::string one = d.write("one.json", kOneRequest);
   const auto r = test::run_trnsim(fmt::format("serve {} --estimate", one));
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(r.out.find("TTFT"), std::string::npos) << "it simulated: " << r.out;
