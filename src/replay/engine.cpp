@@ -230,6 +230,14 @@ struct Replay::Impl : Emitter {
   std::vector<CollectiveRecord> coll_records;
   sc_time last_end = sc_core::SC_ZERO_TIME;
   std::set<std::string> warned;  // planner notes already logged
+  // Machine::layout() of each chip list planned so far: a rack's layout holds every chip's
+  // neighbours, copied whole at each call, for each collective planned.
+  std::map<std::vector<int>, GroupLayout> layouts;
+  const GroupLayout& layout_of(const std::vector<int>& chips) {
+    auto it = layouts.find(chips);
+    if (it == layouts.end()) it = layouts.emplace(chips, machine.layout(chips)).first;
+    return it->second;
+  }
   // The first error thrown inside a process: the simulation stops and check_finished() rethrows
   // it, so a bad op becomes the same typed error as anywhere else (not a SystemC report).
   std::exception_ptr error;
@@ -421,10 +429,10 @@ struct Replay::Impl : Emitter {
     } else if (scale_out.unfolded.count(inst.rec.group)) {
       config::CollectiveParams cp = params.collectives;
       cp.algorithm = CollectiveAlgorithm::rdh;
-      inst.schedule = plan_collective(inst.ops, root_member, cp, machine.layout(chips));
+      inst.schedule = plan_collective(inst.ops, root_member, cp, layout_of(chips));
     } else {
       inst.schedule = plan_collective(inst.ops, root_member, params.collectives,
-                                      machine.layout(chips));
+                                      layout_of(chips));
     }
     for (const auto& note : inst.schedule.notes) {
       if (warned.insert(note).second) log_->warn("{}", note);
@@ -793,7 +801,7 @@ struct Replay::Impl : Emitter {
     if (trace::is_compute(op.kind) || op.kind == OpKind::mem_load ||
         op.kind == OpKind::mem_store) {
       if (same) {  // timed from its counterpart, counted but not simulated
-        machine.fast_compute(chip, op, *state[std::size_t(r)][std::size_t(same_index)].op,
+        machine.fast_compute(chip, op, *same->op,
                              same->end - same->start);
         ffs.ops_fast_forwarded++;
         ffs.compute_fast_forwarded++;

@@ -177,12 +177,14 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
     }
     // Compute ops that may run at once: those at the same depth of the rank's dependency graph
     // (ASAP level), at most the replay's live ops; the rank holds that many largest programs.
+    // The rank's ops by id and in dependency order, used by both passes below.
+    const auto by_id = trace::index_by_id(rank);
+    const auto order = trace::topological_order(rank);
     std::size_t width = 0;
     if (!programs.empty()) {
       std::vector<std::size_t> level(rank.ops.size(), 0);
       std::unordered_map<std::size_t, std::size_t> at_level;
-      const auto by_id = trace::index_by_id(rank);
-      for (std::size_t i : trace::topological_order(rank)) {
+      for (std::size_t i : order) {
         const trace::Op& op = rank.ops[i];
         for (trace::OpId d : op.deps) {
           const auto it = by_id.find(d);
@@ -206,13 +208,12 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
     std::vector<double> done(rank.ops.size(), 0);
     std::vector<std::uint64_t> depth(rank.ops.size(), 1);
     std::uint64_t chain = 0;
-    const auto index = trace::index_by_id(rank);
-    for (std::size_t i : trace::topological_order(rank)) {
+    for (std::size_t i : order) {
       const trace::Op& op = rank.ops[i];
       double start = 0;
       for (trace::OpId d : op.deps) {
-        const auto it = index.find(d);
-        if (it != index.end()) {
+        const auto it = by_id.find(d);
+        if (it != by_id.end()) {
           start = std::max(start, done[it->second]);
           depth[i] = std::max(depth[i], depth[it->second] + 1);
         }

@@ -217,13 +217,24 @@ void Rack::in_slot(int c, F&& f) {
   s.changed.notify(sc_core::SC_ZERO_TIME);
 }
 
+namespace {
+
+// The name an op's stats carry: a reference, not `empty ? "op" : op.name` (a copy of the name,
+// an allocation per op when it is longer than the short-string buffer).
+const std::string& stats_name(const trace::Op& op) {
+  static const std::string unnamed = "op";
+  return op.name.empty() ? unnamed : op.name;
+}
+
+}  // namespace
+
 void Rack::compute(int chip, const trace::Op& op) {
   const auto cop = to_compute_op(op, chip_params_, notes_);
   if (!cop) return;
   in_slot(chip, [&] {
     const sc_core::sc_time t0 = sc_core::sc_time_stamp();
     const model::OpStats s =
-        chips_.at(std::size_t(chip))->execute(*cop, op.name.empty() ? "op" : op.name);
+        chips_.at(std::size_t(chip))->execute(*cop, stats_name(op));
     hbm_bytes_ += s.hbm_bytes;
     if (chip == straggler_chip_) {  // what-if: the slow chip holds the op that much longer
       model::wait_counted(activity_, (sc_core::sc_time_stamp() - t0) * (straggler_slowdown_ - 1));
@@ -238,7 +249,7 @@ void Rack::fast_compute(int chip, const trace::Op& op, const trace::Op& counterp
   if (!cop) return;
   const auto ccp = to_compute_op(counterpart, chip_params_, notes_);
   const model::OpStats s = chips_.at(std::size_t(chip))->fast_forward(
-      *cop, ccp ? *ccp : *cop, op.name.empty() ? "op" : op.name, duration);
+      *cop, ccp ? *ccp : *cop, stats_name(op), duration);
   hbm_bytes_ += s.hbm_bytes;
   if (observer_) observer_();
 }
