@@ -340,10 +340,11 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   table->exact = std::move(found.profiles);
   table->static_power_w = found.static_power_w.value_or(0);
   const bool hit = store && simulated == 0 && !all.empty();
+  const std::size_t from_store = table->exact.size() - std::min(simulated, table->exact.size());
   if (origin) {
     origin->from_cache = hit;
     origin->ops_simulated = simulated;
-    origin->ops_from_cache = table->exact.size() - std::min(simulated, table->exact.size());
+    origin->ops_from_cache = from_store;
   }
   table->shapes_simulated = int(table->exact.size());
   for (const auto& [key, pts] : grids) {
@@ -361,8 +362,7 @@ std::shared_ptr<const model::OpTable> calibrate_workload(const resolve::ChipPlan
   } else {
     logger("run")->info("op-level compute: {} distinct ops for {} trace ops, {} simulated and {} "
                         "from the op profile store, {} of the ops' kinds on a grid of sizes",
-                        table->shapes_simulated, trace_ops, simulated,
-                        table->exact.size() - std::min(simulated, table->exact.size()), grids.size());
+                        table->shapes_simulated, trace_ops, simulated, from_store, grids.size());
   }
   return table;
 }
