@@ -20,6 +20,18 @@ namespace trnsim {
 std::vector<std::string> run_forked(const std::vector<std::function<std::string()>>& jobs,
                                     int parallel);
 
+// Re-executes this program (/proc/self/exe, the same arguments) once with glibc's malloc advising
+// transparent huge pages for its heap and its large blocks: the tunable glibc.malloc.hugetlb=1,
+// which glibc reads only when a program starts, added to GLIBC_TUNABLES. A process that builds
+// hundreds of MB (a run's model, serve's shape children) then takes one page fault per 2 MB
+// instead of one per 4 KB. Returns without an exec when GLIBC_TUNABLES names the tunable already
+// (set by the user, who may also turn it off with =0, or by this exec) or when the exec fails;
+// the process then goes on as it is. Nothing a run computes depends on where its memory is.
+void exec_with_huge_page_malloc(char** argv);
+
+// GLIBC_TUNABLES as this process has it (empty: not set), for host.json.
+std::string malloc_tunables();
+
 // Jobs in forked children started one at a time and collected as they end, for a caller that
 // keeps working meanwhile (serve's shapes simulated ahead of need). The children are killed and
 // reaped when the pool is destroyed.

@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string_view>
 
 #include "trnsim/error.hpp"
 
@@ -122,6 +123,28 @@ void ForkPool::Done::rethrow() const {
   if (kind == 'i') throw InputError(text);
   if (kind == 'e') throw InternalError(text);
   throw InternalError(fmt::format("child process died (status {})", text));
+}
+
+void exec_with_huge_page_malloc(char** argv) {
+  constexpr std::string_view kTunable = "glibc.malloc.hugetlb";
+  const std::string now = malloc_tunables();
+  if (now.find(kTunable) != std::string::npos) return;
+  const std::string with = (now.empty() ? "" : now + ":") + std::string(kTunable) + "=1";
+  if (::setenv("GLIBC_TUNABLES", with.c_str(), 1) != 0) return;
+  std::fflush(stdout);
+  std::fflush(stderr);
+  ::execv("/proc/self/exe", argv);
+  // No exec (no /proc): as before, without the tunable.
+  if (now.empty()) {
+    ::unsetenv("GLIBC_TUNABLES");
+  } else {
+    ::setenv("GLIBC_TUNABLES", now.c_str(), 1);
+  }
+}
+
+std::string malloc_tunables() {
+  const char* t = std::getenv("GLIBC_TUNABLES");
+  return t ? t : "";
 }
 
 ForkPool::~ForkPool() {

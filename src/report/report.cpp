@@ -23,6 +23,7 @@
 #include "trnsim/config/schema.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/io.hpp"
+#include "trnsim/isolate.hpp"
 #include "trnsim/report/breakdown.hpp"
 #include "trnsim/report/figures.hpp"
 #include "trnsim/report/version.hpp"
@@ -1098,7 +1099,8 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
               {"process_activations", d.activations},
               {"process_activations_by_kind", by_kind},
               {"delta_cycles", d.delta_cycles},
-              {"chip_models_elaborated", d.chip_models_built}};
+              {"chip_models_elaborated", d.chip_models_built},
+              {"glibc_tunables", malloc_tunables()}};
   if (!d.flow_calibration_from.empty()) {
     out.host["flow_calibration"] = {{"from", d.flow_calibration_from},
                                     {"wall_time_s", d.flow_calibration_seconds},

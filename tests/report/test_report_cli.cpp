@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cctype>
+#include <cstdlib>
 #include <unistd.h>
 
 #include <filesystem>
@@ -536,6 +537,37 @@ TEST(RunOut, OutFilesWritesOnlyThose) {
   const auto no_out = run_trnsim(base + "--out-files report.json");
   EXPECT_EQ(no_out.code, 2);
   EXPECT_NE(no_out.out.find("--out-files: files are written only with --out DIR"), std::string::npos) << no_out.out;
+}
+
+// A run re-executes itself with malloc on transparent huge pages (glibc.malloc.hugetlb=1 added to
+// GLIBC_TUNABLES, which glibc reads only at start-up) unless the user named that tunable;
+// host.json says what the run had.
+TEST(RunOut, HostJsonNamesTheMallocTunables) {
+  const fs::path dir = fs::temp_directory_path() / ("trnsim-tunables-" + std::to_string(::getpid()));
+  const std::string base = "run --config trn2-instance --trace tests/golden/inputs/golden-moe-16.json "
+                           "--out-files host.json --out " + dir.string();
+  const char* had = std::getenv("GLIBC_TUNABLES");
+  const std::string before = had ? had : "";
+  const auto tunables_with = [&](const char* env) {
+    if (env) {
+      ::setenv("GLIBC_TUNABLES", env, 1);
+    } else {
+      ::unsetenv("GLIBC_TUNABLES");
+    }
+    fs::remove_all(dir);
+    const auto r = run_trnsim(base);
+    EXPECT_EQ(r.code, 0) << r.out;
+    return Json::parse(trnsim::test::read_text(dir / "host.json")).at("glibc_tunables").get<std::string>();
+  };
+  EXPECT_EQ(tunables_with(nullptr), "glibc.malloc.hugetlb=1");
+  EXPECT_EQ(tunables_with("glibc.malloc.tcache_count=7"), "glibc.malloc.tcache_count=7:glibc.malloc.hugetlb=1");
+  EXPECT_EQ(tunables_with("glibc.malloc.hugetlb=0"), "glibc.malloc.hugetlb=0");
+  if (had) {
+    ::setenv("GLIBC_TUNABLES", before.c_str(), 1);
+  } else {
+    ::unsetenv("GLIBC_TUNABLES");
+  }
+  fs::remove_all(dir);
 }
 
 TEST(Presets, ByNameAndListed) {
