@@ -629,12 +629,11 @@ EnergyFigures energy_json(const run::RunData& d, double T, const std::vector<int
   EnergyFigures f;
   f.total = total;
   f.average_power = safe_div(total, T);
-  // Peak: the largest average over one sample interval (dynamic energy of the used chips and
-  // the fabric) plus the static power, which is constant.
-  const WorkloadPower power = workload_power(d, used);
-  double peak = power.static_w;
-  for (const auto& i : power.intervals) peak = std::max(peak, i.watts);
-  f.peak_power = std::max(peak, f.average_power);
+  // Peak: the largest average dynamic power of the used chips and the fabric over any window
+  // of /sim/peak_power_window (run::PeakWindow), plus the static power, which is constant. A
+  // fixed window, not the sample series' interval, which grows with the samples taken and so
+  // differs by fidelity tier.
+  f.peak_power = std::max(workload_static_power(d, used) + d.peak_dynamic_w, f.average_power);
   // Peak power can never exceed what the used chips and the whole fabric can draw: their TDPs,
   // and the fabric's static power with every link direction busy. A peak above it means a model
   // counted energy out of its time (as the op tier once did, a whole op's energy at its end).
@@ -651,7 +650,8 @@ EnergyFigures energy_json(const run::RunData& d, double T, const std::vector<int
             {"average_power_w", f.average_power},
             {"average_power_per_chip_w", safe_div(f.average_power, double(used.size()))},
             {"peak_power_w", f.peak_power},
-            {"peak_power_interval_ns", d.sample_interval_s * 1e9},
+            {"peak_power_window_ns", std::round(d.peak_power_length_s * 1e12) / 1e3},
+            {"power_sample_interval_ns", d.sample_interval_s * 1e9},
             {"peak_power_bound_w", f.peak_bound},
             {"peak_power_within_bound", f.within_bound},
             {"flops_per_j", safe_div(flops, total)},
@@ -922,7 +922,8 @@ std::string summary_text(const Json& s, const run::RunData& d, const ResourceLev
     const Json& ml = v["message_latency_ns"];
     const Json& pl = v["packet_latency_ns"];
     const Json& ul = v["packet_unloaded_latency_ns"];
-    t += fmt::format("    {:<18} message p50 {}, p99 {}", k, fmt_time(ml["p50"].get<double>()),
+    t += fmt::format("    {:<18} message p50 {}, p99 {}", k,
+                     packets ? fmt_time(ml["p50"].get<double>()) : detailed_only,
                      fmt_time(ml["p99"].get<double>()));
     if (!pl.empty()) {
       t += fmt::format("; packet p50 {}, p99 {} (unloaded p99 {})", fmt_time(pl["p50"].get<double>()),
@@ -984,13 +985,17 @@ std::vector<int> used_chips(const run::RunData& d) {
   return {s.begin(), s.end()};
 }
 
-WorkloadPower workload_power(const run::RunData& d, const std::vector<int>& used) {
-  const double T = d.end.to_seconds();
+double workload_static_power(const run::RunData& d, const std::vector<int>& used) {
   double used_static = 0;
   for (int c : used) used_static += d.chip_energy.at(std::size_t(c)).static_.si;
   const double share = safe_div(double(used.size()), double(d.chip_energy.size()));
+  return safe_div(used_static + d.fabric_energy.static_.si * share, d.end.to_seconds());
+}
+
+WorkloadPower workload_power(const run::RunData& d, const std::vector<int>& used) {
+  const double T = d.end.to_seconds();
   WorkloadPower p;
-  p.static_w = safe_div(used_static + d.fabric_energy.static_.si * share, T);
+  p.static_w = workload_static_power(d, used);
   for (std::size_t i = 1; i < d.samples.size(); ++i) {
     const auto& a = d.samples[i - 1];
     const auto& b = d.samples[i];
@@ -1070,6 +1075,9 @@ Report make_report(const run::RunData& d, const Identity& identity, const Timeli
   for (const Figure& f : kFigures) {
     const Json::json_pointer at{std::string(f.pointer)};
     Json v = s.contains(at) ? s.at(at) : Json();
+    // A one-tier figure is null where the network has no packets: packets and credits do not
+    // exist there, and it gives a merged transfer's pieces one arrival, its end.
+    if (!f.only_at.empty() && !d.network_has_packets) v = Json();
     Json fig = {{"name", f.name}, {"unit", f.unit}, {"value", v}};
     if (!f.only_at.empty()) fig["only_at"] = f.only_at;
     figures.push_back(std::move(fig));

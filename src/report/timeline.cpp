@@ -160,7 +160,8 @@ Json make_timeline(const run::RunData& d, const TimelineOptions& o) {
                   ? (b.fabric_wire_bytes - a.fabric_wire_bytes) / dt / d.fabric_capacity_bytes_per_s
                   : 0.0);
     }
-    // The workload's power, as report.json's peak_power_w reads it.
+    // The workload's power over each sample interval (report.json's peak_power_w is over a
+    // fixed window, /sim/peak_power_window, sampled more finely).
     for (const PowerInterval& i : workload_power(d, used_chips(d)).intervals) {
       events.push_back({{"name", "power of the used chips and the fabric"}, {"ph", "C"},
                         {"ts", i.start_s * 1e6}, {"pid", machine_pid}, {"tid", 0},

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "calibrate.hpp"
 #include "flow_calibration.hpp"
@@ -13,6 +14,7 @@
 #include "common/activity.hpp"
 #include "rack.hpp"
 #include "trnsim/resolve/peaks.hpp"
+#include "trnsim/run/peak_power.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/log.hpp"
 
@@ -83,6 +85,13 @@ struct Probes {
   std::vector<PacketSample> packets;
   sc_core::sc_time interval{1, sc_core::SC_US};
   sc_core::sc_time last_sample = sc_core::SC_ZERO_TIME;
+  // The peak power over /sim/peak_power_window: the dynamic energy of the used chips and the
+  // fabric at every sample above and, between them, at op and transfer ends at least
+  // 1/kPeakSamplesPerWindow of the window apart (so that the window is resolved however far the
+  // series' interval has grown).
+  std::optional<PeakWindow> peak;
+  sc_core::sc_time peak_spacing = sc_core::SC_ZERO_TIME;
+  sc_core::sc_time last_peak_sample = sc_core::SC_ZERO_TIME;
 };
 
 struct Simulation::State {
@@ -116,6 +125,10 @@ struct Simulation::State {
   }
   Setup setup() const { return {loaded, *plan, registry, models}; }
   void take_sample();
+  void take_peak_sample();
+  // The dynamic energy (J) of the used chips and of the networks now.
+  double used_chips_dynamic_j(const sc_core::sc_time& now);
+  double fabric_dynamic_j(const sc_core::sc_time& now);
 };
 
 Simulation::Simulation(const config::LoadedConfig& loaded, Driver& driver,
@@ -221,18 +234,34 @@ void Simulation::elaborate() {
   s.driver.elaborate(s.setup(), *s.rack);
 }
 
+double Simulation::State::used_chips_dynamic_j(const sc_core::sc_time& now) {
+  double j = 0;
+  for (auto& blocks : probes.chip_blocks) j += blocks.dynamic_at(*power, now).si;
+  return j;
+}
+
+double Simulation::State::fabric_dynamic_j(const sc_core::sc_time& now) {
+  double j = 0;
+  for (auto& blocks : probes.net_blocks) j += blocks.dynamic_at(*power, now).si;
+  return j;
+}
+
+void Simulation::State::take_peak_sample() {
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  probes.last_peak_sample = now;
+  probes.peak->add(now.to_seconds(), used_chips_dynamic_j(now) + fabric_dynamic_j(now));
+}
+
 void Simulation::State::take_sample() {
   probes.last_sample = sc_core::sc_time_stamp();
+  probes.last_peak_sample = probes.last_sample;
   Sample x;
   x.t_s = sc_core::sc_time_stamp().to_seconds();
   const sc_core::sc_time now = sc_core::sc_time_stamp();
-  for (auto& blocks : probes.chip_blocks) {
-    x.used_chips_dynamic_j += blocks.dynamic_at(*power, now).si;
-  }
-  for (std::size_t i = 0; i < nets.size(); ++i) {
-    x.fabric_dynamic_j += probes.net_blocks[i].dynamic_at(*power, now).si;
-    x.fabric_wire_bytes += nets[i]->totals().wire_bytes;
-  }
+  x.used_chips_dynamic_j = used_chips_dynamic_j(now);
+  x.fabric_dynamic_j = fabric_dynamic_j(now);
+  for (const model::Network* net : nets) x.fabric_wire_bytes += net->totals().wire_bytes;
+  probes.peak->add(x.t_s, x.used_chips_dynamic_j + x.fabric_dynamic_j);
   x.hbm_bytes = rack->hbm_bytes();
   x.link_busy_s.reserve(probes.link_busy.size());
   for (const model::Stat* st : probes.link_busy) x.link_busy_s.push_back(float(st->value));
@@ -271,9 +300,15 @@ void Simulation::attach_probes(const ProgressFn& progress) {
       });
     }
   }
+  const double window = s.loaded.config.sim.peak_power_window.si;
+  p.peak.emplace(window);
+  p.peak_spacing = sc_core::sc_time(window / kPeakSamplesPerWindow, sc_core::SC_SEC);
   s.take_sample();
   s.rack->set_observer([&s, &p] {
-    if (sc_core::sc_time_stamp() < p.last_sample + p.interval) return;
+    if (sc_core::sc_time_stamp() < p.last_sample + p.interval) {
+      if (sc_core::sc_time_stamp() >= p.last_peak_sample + p.peak_spacing) s.take_peak_sample();
+      return;
+    }
     s.take_sample();
     if (p.samples.size() == 2 * kMaxSamples + 1) {
       for (std::size_t i = 1; i <= kMaxSamples; ++i) p.samples[i] = std::move(p.samples[2 * i]);
@@ -368,6 +403,11 @@ RunData Simulation::collect() {
   d.link_names = std::move(s.probes.link_names);
   d.packets = std::move(s.probes.packets);
   d.sample_interval_s = s.probes.interval.to_seconds();
+  d.peak_power_window_s = cfg.sim.peak_power_window.si;
+  if (s.probes.peak) {
+    d.peak_power_length_s = s.probes.peak->length_s();
+    d.peak_dynamic_w = s.probes.peak->peak_watts();
+  }
   // Every simulated UltraServer's fabric, and the scale-out network as simulated.
   d.fabric_capacity_bytes_per_s = capacity(plan.topology) * double(plan.simulated_ultraservers);
   if (plan.folded) d.fabric_capacity_bytes_per_s += capacity(plan.folded->topology());

@@ -48,7 +48,7 @@ class Run : public ::testing::Test {
 
 TEST_F(Run, IdentityNamesWhatRan) {
   const Json& id = report["identity"];
-  EXPECT_EQ(report["schema_version"], 2);
+  EXPECT_EQ(report["schema_version"], 3);
   EXPECT_EQ(id["config"]["given"], "trn3-gen2-ultraserver");
   ASSERT_EQ(id["config"]["files"].size(), 2u);  // the rack preset and the chip preset it extends
   EXPECT_TRUE(id["config"]["files"][1].get<std::string>().ends_with("configs/chips/trn3.json"));
@@ -224,25 +224,46 @@ TEST_F(Run, TimelineStructure) {
   EXPECT_EQ(counters.size(), 3u + 16u);  // machine tracks, and one per busiest link
 }
 
-// The timeline's power track is the quantity report.json's peak power reads: its largest value is
-// energy.peak_power_w (the run's peak is above its average, so the track decides it), and every
-// value is at least the static power (the used chips' and their share of the fabric's).
-TEST_F(Run, TimelinePowerTrackPeaksAtTheReportsPeakPower) {
-  double peak = 0, lowest = std::numeric_limits<double>::infinity();
+// The timeline's power track draws the power over each sample interval: every value is at least
+// the static power (the used chips' and their share of the fabric's). report.json's peak is over
+// the fixed window of /sim/peak_power_window (1 ms by default, shorter than the 4.6 ms step),
+// above the average.
+TEST_F(Run, TimelinePowerTrackAboveTheStaticPowerAndPeakOverTheWindow) {
+  double lowest = std::numeric_limits<double>::infinity();
   int n = 0;
   for (const auto& e : timeline["traceEvents"]) {
     if (e["ph"] != "C" || e["name"] != "power of the used chips and the fabric") continue;
-    const double w = e["args"]["W"].get<double>();
-    peak = std::max(peak, w);
-    lowest = std::min(lowest, w);
+    lowest = std::min(lowest, e["args"]["W"].get<double>());
     ++n;
   }
   const Json& energy = report["energy"];
   ASSERT_GT(n, 1);
-  ASSERT_GT(energy["peak_power_w"].get<double>(), energy["average_power_w"].get<double>());
-  EXPECT_EQ(peak, energy["peak_power_w"].get<double>());
   const double T = report["performance"]["step_time_ns"].get<double>() * 1e-9;
   EXPECT_GE(lowest, energy["static_j"].get<double>() / T * (1 - 1e-12));
+  EXPECT_GT(energy["peak_power_w"].get<double>(), energy["average_power_w"].get<double>());
+  EXPECT_EQ(energy["peak_power_window_ns"].get<double>(), 1e6);
+  EXPECT_GT(energy["power_sample_interval_ns"].get<double>(), 0);
+}
+
+// A window longer than the step takes in the whole step: the peak is then the average power
+// (static, and the dynamic energy of the used chips and the fabric, over the step), in watts.
+TEST(PeakPower, AWindowLongerThanTheStepIsTheAveragePower) {
+  const auto r = run_trnsim("run --json --config trn3-gen2-ultraserver --trace "
+                            "tests/golden/inputs/golden-moe-16.json --set sim.peak_power_window=1s",
+                            false);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const Json e = Json::parse(r.out)["energy"];
+  const double average = e["total_j"].get<double>() /
+                         (Json::parse(r.out)["performance"]["step_time_ns"].get<double>() * 1e-9);
+  EXPECT_NEAR(e["average_power_w"].get<double>(), average, 1e-9 * average);
+  EXPECT_NEAR(e["peak_power_w"].get<double>(), average, 1e-9 * average);
+  EXPECT_LT(e["peak_power_window_ns"].get<double>(), 1e9);  // the step's span, not the window
+}
+
+TEST(PeakPower, AWindowOfNoLengthIsRefused) {
+  const auto r = run_trnsim("config trn3-gen2-ultraserver --set sim.peak_power_window=0s");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("/sim/peak_power_window"), std::string::npos) << r.out;
 }
 
 // One step with fast-forward off ([0]) and on ([1]): the figures the two runs must agree on,

@@ -42,6 +42,9 @@ struct SimParams {
   std::uint64_t core_workers = 16384;
   Bytes memory_budget{};  // 0: default_memory_budget() (io.hpp)
   std::uint64_t work_budget = 0;  // simulation events; 0: run::kDefaultWorkBudget
+  // The span report.json's peak power is the largest average over (run::PeakWindow): fixed, so
+  // that the figure means the same at every fidelity tier and run length.
+  Duration peak_power_window = Duration(1e-3);
   template <class V>
   void visit(V& v) {
     v.field("seed", seed, "seed of every random choice of a run");
@@ -85,6 +88,11 @@ struct SimParams {
     v.field("work_budget", work_budget,
             "most simulation events a run's inputs may be estimated to need; a larger estimate is "
             "refused before the run (0: 10^12, about a day of simulation)");
+    v.field("peak_power_window", peak_power_window,
+            "report.json's peak_power_w is the largest average power of the used chips and the "
+            "fabric over any window of this length (the whole step when it is shorter); a "
+            "reporting choice, the same at every fidelity tier (docs/report.md)",
+            Positive{});
   }
 };
 

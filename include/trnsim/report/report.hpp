@@ -23,7 +23,9 @@ namespace trnsim::report {
 using Json = nlohmann::json;
 
 // report.json's "schema_version": raised whenever a field changes meaning or moves.
-inline constexpr int kSchemaVersion = 2;  // 2: fabric.messages counts pieces at every tier
+// 2: fabric.messages counts pieces at every tier; 3: energy.peak_power_w over a fixed window
+// (/sim/peak_power_window), not one sample interval
+inline constexpr int kSchemaVersion = 3;
 
 // Where a run came from: what only the command line knows.
 struct Identity {
@@ -84,11 +86,14 @@ TimelineSelection select_timeline_ops(const run::RunData& run, const TimelineOpt
 // The chips the workload runs on (those of run.rank_to_chip), in order.
 std::vector<int> used_chips(const run::RunData& run);
 
+// The static power of the used chips and their share of the fabric's (the chips used over all
+// chips), over the step.
+double workload_static_power(const run::RunData& run, const std::vector<int>& used);
 // The workload's power over each interval between consecutive samples: the dynamic energy of the
-// used chips and of the fabric in it, over the part of it inside the step, plus the constant
-// static power of the used chips and their share of the fabric's (the chips used over all chips).
-// report.json's peak_power_w is the largest of them and timeline.json's power track draws them,
-// so the two mean the same. Intervals of no length inside the step are left out.
+// used chips and of the fabric in it, over the part of it inside the step, plus the static power
+// above. timeline.json's power track draws them; report.json's peak_power_w is over a fixed
+// window instead (/sim/peak_power_window), as no interval is the same at every tier. Intervals
+// of no length inside the step are left out.
 struct PowerInterval {
   double start_s = 0;
   double watts = 0;

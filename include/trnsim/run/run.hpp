@@ -55,6 +55,10 @@ struct Sample {
 // At most this many samples are kept: when the budget is reached every other one is dropped and
 // the interval doubles (the figures are cumulative, so nothing is lost but resolution).
 inline constexpr std::size_t kMaxSamples = 256;
+// Between those samples, the peak power's window (/sim/peak_power_window) is sampled at op and
+// transfer ends at least this fraction of it apart: energy taken as linear between samples
+// misplaces at most the work of one such spacing at each end of the window.
+inline constexpr double kPeakSamplesPerWindow = 16;
 
 // What one run measured, before any of it is formatted.
 struct RunData {
@@ -115,6 +119,10 @@ struct RunData {
   std::vector<Sample> samples;              // at 0, at op or transfer ends >= sample_interval_s apart, at the end
   std::vector<std::string> link_names;      // link directions sampled (block names)
   double sample_interval_s = 0;             // the spacing reached (it doubles as samples are merged)
+  // The peak power's window (/sim/peak_power_window), the length it was over (the window, or
+  // the samples' span when shorter) and the most dynamic power of the used chips and the fabric
+  // over that length (run::PeakWindow).
+  double peak_power_window_s = 0, peak_power_length_s = 0, peak_dynamic_w = 0;
   double fabric_capacity_bytes_per_s = 0;   // all link directions together
   // What bounds the peak power: a chip's TDP, and the fabric's most dynamic power (every link
   // direction at its bandwidth, priced by the link and the node it enters).
