@@ -35,22 +35,25 @@ namespace {
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 // The experts each token of a data-parallel group is routed to: top_k distinct experts drawn
-// uniformly from a hash of (seed, layer, group, token), the same in every run.
-std::vector<std::vector<std::uint64_t>> route(const IterationSpec& s, std::uint64_t layer,
-                                              int group, std::uint64_t tokens) {
+// uniformly from a hash of (seed, layer, group, token), the same in every run. Calls
+// `f(expert)` for each, token by token (no vector per token: a prefill's thousands of tokens
+// in every layer of every group allocated one each).
+template <class F>
+void route(const IterationSpec& s, std::uint64_t layer, int group, std::uint64_t tokens, F&& f) {
   const auto& e = *s.model.moe;
-  std::vector<std::vector<std::uint64_t>> out(tokens);
+  std::vector<std::uint64_t> picked;
+  picked.reserve(e.top_k);
   for (std::uint64_t t = 0; t < tokens; ++t) {
     std::uint64_t x = splitmix64(s.seed ^ splitmix64(layer * 1'000'003ULL + std::uint64_t(group)) ^
                                  splitmix64(t + 0x51ed27ULL));
-    auto& picked = out[t];
+    picked.clear();
     while (picked.size() < e.top_k) {
       x = splitmix64(x);
       const std::uint64_t ex = x % e.experts;
       if (std::find(picked.begin(), picked.end(), ex) == picked.end()) picked.push_back(ex);
     }
+    for (const std::uint64_t ex : picked) f(ex);
   }
-  return out;
 }
 
 }  // namespace
@@ -83,6 +86,7 @@ class IterationBuilder {
     src_.series_.resize(std::size_t(n));
     for (int r = 0; r < n; ++r) {
       build_rank(r);
+      most_ops_ = std::max(most_ops_, src_.w_.ranks[std::size_t(r)].ops.size());
       layer_series(r);
     }
   }
@@ -339,9 +343,8 @@ class IterationBuilder {
       // (after the attention's all-reduce) and holds experts [t x per, (t + 1) x per) whole,
       // t its place in the group; it runs the rows routed to them, and the all-reduce that
       // follows sums the experts' outputs of the group's ranks (no all-to-all).
-      const auto routes = route(s_, std::uint64_t(layer_), group_, T);
       std::vector<std::uint64_t> count(e.experts, 0);
-      for (const auto& r : routes) for (auto ex : r) ++count[ex];
+      route(s_, std::uint64_t(layer_), group_, T, [&](std::uint64_t ex) { ++count[ex]; });
       std::uint64_t rows = T * e.top_k, width = e.expert_ffn / tp;
       auto from = count.begin(), to = count.end();
       if (l.ep > 1) {
@@ -406,12 +409,10 @@ class IterationBuilder {
     r.to_owner.assign(std::uint64_t(s_.layout.dp) * ep, 0);
     r.per_expert.assign(e.experts, 0);
     for (int g = 0; g < s_.layout.dp; ++g) {
-      for (const auto& t : route(s_, std::uint64_t(layer_), g, tokens_of(g))) {
-        for (auto ex : t) {
-          ++r.to_owner[std::uint64_t(g) * ep + ex / per];
-          ++r.per_expert[ex];
-        }
-      }
+      route(s_, std::uint64_t(layer_), g, tokens_of(g), [&](std::uint64_t ex) {
+        ++r.to_owner[std::uint64_t(g) * ep + ex / per];
+        ++r.per_expert[ex];
+      });
     }
     return ep_routing_.emplace(key, std::move(r)).first->second;
   }
@@ -453,6 +454,13 @@ class IterationBuilder {
     parts_ = &src_.parts_[std::size_t(r)];
     blocks_ = &src_.blocks_[std::size_t(r)];
     work_ = &src_.work_[std::size_t(r)];
+    // Ranks have about as many ops as each other (the same layers): room for an eighth more
+    // than the most so far, so that the ops are written once instead of moved through every
+    // doubling of the vector (fresh memory each: a shape's page faults).
+    const std::size_t hint = most_ops_ + most_ops_ / 8;
+    rank_->ops.reserve(hint);
+    parts_->reserve(hint);
+    blocks_->reserve(hint);
     pool_ = r / n_;
     const int lr = r % n_;
     stage_ = lr / l.stage_ranks();
@@ -536,6 +544,7 @@ class IterationBuilder {
   const IterationSpec& s_;
   const ModelParams& m_;
   trace::RankTrace* rank_ = nullptr;
+  std::size_t most_ops_ = 0;  // of the ranks built so far
   std::vector<Part>* parts_ = nullptr;
   std::vector<std::uint8_t>* blocks_ = nullptr;
   std::uint8_t block_ = 0;  // the fast-forward block of the ops being added (unit_key)
