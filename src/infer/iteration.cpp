@@ -86,7 +86,6 @@ class IterationBuilder {
     src_.series_.resize(std::size_t(n));
     for (int r = 0; r < n; ++r) {
       build_rank(r);
-      most_ops_ = std::max(most_ops_, src_.w_.ranks[std::size_t(r)].ops.size());
       layer_series(r);
     }
   }
@@ -454,13 +453,6 @@ class IterationBuilder {
     parts_ = &src_.parts_[std::size_t(r)];
     blocks_ = &src_.blocks_[std::size_t(r)];
     work_ = &src_.work_[std::size_t(r)];
-    // Ranks have about as many ops as each other (the same layers): room for an eighth more
-    // than the most so far, so that the ops are written once instead of moved through every
-    // doubling of the vector (fresh memory each: a shape's page faults).
-    const std::size_t hint = most_ops_ + most_ops_ / 8;
-    rank_->ops.reserve(hint);
-    parts_->reserve(hint);
-    blocks_->reserve(hint);
     pool_ = r / n_;
     const int lr = r % n_;
     stage_ = lr / l.stage_ranks();
@@ -544,7 +536,6 @@ class IterationBuilder {
   const IterationSpec& s_;
   const ModelParams& m_;
   trace::RankTrace* rank_ = nullptr;
-  std::size_t most_ops_ = 0;  // of the ranks built so far
   std::vector<Part>* parts_ = nullptr;
   std::vector<std::uint8_t>* blocks_ = nullptr;
   std::uint8_t block_ = 0;  // the fast-forward block of the ops being added (unit_key)
