@@ -221,46 +221,6 @@ struct OperandSlots {
   std::uint64_t ready(std::uint64_t t) const { return cur_base + (per_tile ? t + 1 : 1); }
 };
 
-// What lower_gemm_core() appends for `batches` GEMMs of [m x k x n] under `p`, counted from the
-// same loops without building them: per batch, every output tile's matmuls (its K steps in groups
-// of `group`) and its eviction and store, the resident operand's DMAs (one per tile) and the
-// streamed one's (one per block), both reloaded per K block when K is blocked.
-struct GemmCounts {
-  double mt = 0, nt = 0;           // output tiles along M and N
-  double matmuls_per_tile = 0;     // per output tile, over the whole K
-  double loads = 0;                // DMAs of A and B, per batch
-};
-
-GemmCounts gemm_core_counts(const GemmPlan& p, std::uint64_t m, std::uint64_t k, std::uint64_t n,
-                            std::uint64_t group) {
-  GemmCounts c;
-  c.mt = double(ceil_div(m, p.tm));
-  c.nt = double(ceil_div(n, p.tn));
-  const std::uint64_t kt = ceil_div(k, p.tk);
-  const std::uint64_t kblocks = ceil_div(kt, p.kb);
-  const std::uint64_t last = kt - (kblocks - 1) * p.kb;
-  c.matmuls_per_tile =
-      double(kblocks - 1) * double(ceil_div(p.kb, group)) + double(ceil_div(last, group));
-  const bool a_res = p.a_resident || !p.full_k;
-  const double outer_tiles = a_res ? c.mt : c.nt, inner_tiles = a_res ? c.nt : c.mt;
-  const double outer = std::ceil(outer_tiles / double(a_res ? p.mb : p.nb));
-  const double inner = std::ceil(inner_tiles / double(a_res ? p.nb : p.mb));
-  c.loads = p.full_k ? outer_tiles + outer * inner : double(kblocks) * inner * (c.mt + outer);
-  return c;
-}
-
-// Reserves each queue's instructions before any is built (`counts[e]` for EngineId e), so that
-// the program is written once: a queue growing by doubling wrote up to twice its size into fresh
-// pages, and first-touch page faults are a fifth of a serve run's CPU. A count beyond any
-// program that fits in memory (an estimate of a huge op) is left to grow.
-void reserve_queues(Program& prog, const std::array<double, kEngineQueues>& counts) {
-  for (std::size_t e = 0; e < counts.size(); ++e) {
-    if (counts[e] > 0 && counts[e] < double(1ULL << 30)) {
-      prog.queues[e].reserve(prog.queues[e].size() + std::size_t(counts[e]));
-    }
-  }
-}
-
 // Appends the program of one core: `batches` GEMMs of [m x k x n].
 void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, std::uint64_t m,
                      std::uint64_t k, std::uint64_t n, Dtype dtype, const config::ChipParams& chip,
@@ -286,19 +246,6 @@ void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, st
   }
   for (int i = 0; i < kOutSlots; ++i) out_free.push_back(prog.new_semaphore());
   prog.done = prog.new_semaphore();
-  {
-    // Tensor: the matmuls; Sync: the loads; each output tile's eviction and store on Vector and
-    // Scalar in turn, Vector first.
-    const GemmCounts c = gemm_core_counts(p, m, k, n, group);
-    const double tiles = double(batches) * c.mt * c.nt;
-    const double odd = std::fmod(tiles, 2.0);
-    std::array<double, kEngineQueues> counts{};
-    counts[std::size_t(EngineId::tensor)] = tiles * c.matmuls_per_tile;
-    counts[std::size_t(EngineId::vector)] = tiles + odd;
-    counts[std::size_t(EngineId::scalar)] = tiles - odd;
-    counts[std::size_t(EngineId::sync)] = double(batches) * c.loads;
-    reserve_queues(prog, counts);
-  }
 
   // Issues the DMAs of one operand's block: `tiles` tiles of `tile_bytes(t)` at `addr(t)`, one
   // DMA per tile or one for the block.
@@ -502,16 +449,12 @@ std::vector<GemmShard> gemm_shards(const GemmOp& g, const config::ChipParams& ch
   return shards;
 }
 
-void check_gemm(const GemmOp& g, const std::string& name) {
+LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::ChipParams& chip,
+                       HbmAllocator& hbm, int granularity) {
   if (g.m == 0 || g.k == 0 || g.n == 0 || g.batch == 0) {
     throw InputError(fmt::format("op '{}': GEMM dimensions must be >= 1, got m={} k={} n={} batch={}",
                                  name, g.m, g.k, g.n, g.batch));
   }
-}
-
-LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::ChipParams& chip,
-                       HbmAllocator& hbm, int granularity) {
-  check_gemm(g, name);
   LoweredStep step;
   step.per_core.resize(std::size_t(chip.cores));
   step.flops = 2.0 * double(g.m) * double(g.k) * double(g.n) * double(g.batch);
@@ -542,80 +485,32 @@ LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::C
 
 // ------------------------------------------------------------------------------- element-wise
 
-// The largest footprint of lower_gemm()'s programs (one per shard), from the same plans.
-Footprint gemm_footprint(const GemmOp& g, const std::string& name, const config::ChipParams& chip) {
-  check_gemm(g, name);
-  Footprint f;
-  for (const GemmShard& sh : gemm_shards(g, chip, name)) {
-    const GemmPlan plan = plan_gemm(sh.m, g.k, sh.n, sh.batches, g.dtype, chip, name);
-    f.sbuf_bytes_per_partition = std::max(f.sbuf_bytes_per_partition, plan.sbuf_bytes_per_partition);
-    f.psum_banks = std::max(f.psum_banks, plan.psum_banks);
-  }
-  return f;
-}
-
-// An attention op's steps: S = Q K^T, softmax over S, O = P V.
-struct AttentionSteps {
-  GemmOp qk;
-  ElementOp softmax;
-  GemmOp pv;
-};
-
-AttentionSteps attention_steps(const AttentionOp& a, const std::string& name) {
-  if (a.batch == 0 || a.heads == 0 || a.seq_q == 0 || a.seq_kv == 0 || a.head_dim == 0) {
-    throw InputError(fmt::format("op '{}': attention dimensions must be >= 1", name));
-  }
-  const std::uint64_t bh = a.batch * a.heads;
-  // P is BF16 after softmax (FP32 stays FP32); the PV GEMM runs in that type.
-  const Dtype p = a.dtype == Dtype::fp32 ? Dtype::fp32 : Dtype::bf16;
-  return {GemmOp{a.seq_q, a.head_dim, a.seq_kv, a.dtype, bh},
-          ElementOp{ElementKind::softmax, bh * a.seq_q * a.seq_kv, p, 1},
-          GemmOp{a.seq_q, a.seq_kv, a.head_dim, p, bh}};
-}
-
-// Free size per tile of an element-wise op: 8 KiB per partition per input (>= 4 KiB saturates
-// DMA, DMAO), in kElementSlots slots.
-constexpr int kElementSlots = 3;
-
-std::uint64_t element_free(const ElementOp& op, const config::ChipParams& chip) {
-  const double elem = dtype_bytes(op.dtype);
-  const std::uint64_t parts = std::uint64_t(chip.core.sbuf.partitions);
-  return std::max<std::uint64_t>(
-      1, std::min<std::uint64_t>(ceil_div(op.elements, parts), std::uint64_t(8192 / elem)));
-}
-
-// The SBUF bytes per partition of lower_element()'s programs; the op's errors.
-std::uint64_t element_footprint(const ElementOp& op, const std::string& name,
-                                const config::ChipParams& chip) {
+LoweredStep lower_element(const ElementOp& op, const std::string& name,
+                          const config::ChipParams& chip, HbmAllocator& hbm) {
   if (op.elements == 0 || op.inputs < 1) {
     throw InputError(fmt::format("op '{}': {} needs elements >= 1 and inputs >= 1", name,
                                  to_string(op.kind)));
   }
-  const double elem = dtype_bytes(op.dtype);
-  const int inputs = op.kind == ElementKind::elementwise ? op.inputs : 1;
-  const double slot_bytes = double(inputs + 1) * double(element_free(op, chip)) * elem;
-  const auto bytes = std::uint64_t(std::ceil(kElementSlots * slot_bytes));
-  if (double(bytes) > chip.core.sbuf.bytes_per_partition.si) {
-    throw WorkloadError(fmt::format(
-        "op '{}': {} tiles need {} bytes per SBUF partition, the core has {:.0f} "
-        "(/chip/core/sbuf/bytes_per_partition)",
-        name, to_string(op.kind), bytes, chip.core.sbuf.bytes_per_partition.si));
-  }
-  return bytes;
-}
-
-LoweredStep lower_element(const ElementOp& op, const std::string& name,
-                          const config::ChipParams& chip, HbmAllocator& hbm) {
-  const std::uint64_t sbuf_bytes = element_footprint(op, name, chip);  // the op's errors first
   LoweredStep step;
   step.per_core.resize(std::size_t(chip.cores));
   const double elem = dtype_bytes(op.dtype);
   const bool wide = !is_narrow(op.dtype);
   const int inputs = op.kind == ElementKind::elementwise ? op.inputs : 1;
   const std::uint64_t parts = std::uint64_t(chip.core.sbuf.partitions);
-  const std::uint64_t free = element_free(op, chip);
+  // Free size per tile: 8 KiB per partition per input (>= 4 KiB saturates DMA, DMAO), 3 slots.
+  constexpr int kSlots = 3;
+  const std::uint64_t free = std::max<std::uint64_t>(
+      1, std::min<std::uint64_t>(ceil_div(op.elements, parts), std::uint64_t(8192 / elem)));
   const std::uint64_t tile = parts * free;
   const std::uint64_t tiles = ceil_div(op.elements, tile);
+  const double slot_bytes = double(inputs + 1) * double(free) * elem;
+  const auto footprint = std::uint64_t(std::ceil(kSlots * slot_bytes));
+  if (double(footprint) > chip.core.sbuf.bytes_per_partition.si) {
+    throw WorkloadError(fmt::format(
+        "op '{}': {} tiles need {} bytes per SBUF partition, the core has {:.0f} "
+        "(/chip/core/sbuf/bytes_per_partition)",
+        name, to_string(op.kind), footprint, chip.core.sbuf.bytes_per_partition.si));
+  }
   const std::uint64_t in_addr =
       hbm.alloc(std::uint64_t(double(op.elements) * elem * double(inputs)));
   const std::uint64_t out_addr = hbm.alloc(std::uint64_t(double(op.elements) * elem));
@@ -641,45 +536,19 @@ LoweredStep lower_element(const ElementOp& op, const std::string& name,
       step.per_core[ci] = std::make_unique<Program>();
       cs.prog = step.per_core[ci].get();
       cs.prog->op_name = name;
-      cs.prog->sbuf_bytes_per_partition = sbuf_bytes;
+      cs.prog->sbuf_bytes_per_partition = footprint;
       cs.prog->done = cs.prog->new_semaphore();
-      for (int s = 0; s < kElementSlots; ++s) {
+      for (int s = 0; s < kSlots; ++s) {
         cs.loaded.push_back(cs.prog->new_semaphore());
         cs.free_.push_back(cs.prog->new_semaphore());
         cs.stage1.push_back(cs.prog->new_semaphore());
         cs.stage2.push_back(cs.prog->new_semaphore());
       }
-      cs.uses.assign(kElementSlots, 0);
-      // The core's tiles (every cores-th), each a load on Sync, the kind's instructions and a
-      // store on the engine of the last one (the switch below).
-      const auto cores = std::uint64_t(chip.cores);
-      const double mine = double(tiles / cores + (ci < tiles % cores ? 1 : 0));
-      const double half_up = std::ceil(mine / 2), half_down = std::floor(mine / 2);
-      std::array<double, kEngineQueues> counts{};
-      counts[std::size_t(EngineId::sync)] = mine;
-      auto& on_vector = counts[std::size_t(EngineId::vector)];
-      auto& on_scalar = counts[std::size_t(EngineId::scalar)];
-      switch (op.kind) {
-        case ElementKind::elementwise:  // Vector and GpSimd in turn, Vector first
-          on_vector = 2 * half_up;
-          counts[std::size_t(EngineId::gpsimd)] = 2 * half_down;
-          break;
-        case ElementKind::activation: on_scalar = 2 * mine; break;
-        case ElementKind::reduction: on_vector = 2 * mine; break;
-        case ElementKind::softmax:
-          on_vector = 3 * mine;
-          on_scalar = mine;
-          break;
-        case ElementKind::norm:
-          on_vector = mine;
-          on_scalar = 2 * mine;
-          break;
-      }
-      reserve_queues(*cs.prog, counts);
+      cs.uses.assign(kSlots, 0);
     }
     Program& prog = *cs.prog;
     const int s = cs.slot;
-    cs.slot = (cs.slot + 1) % kElementSlots;
+    cs.slot = (cs.slot + 1) % kSlots;
     const std::uint64_t use = ++cs.uses[std::size_t(s)];
     const std::uint64_t elems = std::min(tile, op.elements - t * tile);
     const auto in_bytes = std::uint64_t(double(elems) * elem * double(inputs));
@@ -760,10 +629,6 @@ LoweredStep lower_memcpy(const MemcpyOp& op, const std::string& name,
       p = std::make_unique<Program>();
       p->op_name = name;
       p->done = p->new_semaphore();
-      const auto cores = std::uint64_t(chip.cores);
-      std::array<double, kEngineQueues> counts{};
-      counts[std::size_t(EngineId::sync)] = double(chunks / cores + (ci < chunks % cores ? 1 : 0));
-      reserve_queues(*p, counts);
     }
     const std::uint64_t bytes = std::min(kChunk, op.bytes - c * kChunk);
     Instr in = dma(bytes, src + c * kChunk, DmaEndpoint::hbm, DmaEndpoint::hbm, kQueueA,
@@ -779,11 +644,24 @@ LoweredStep lower_memcpy(const MemcpyOp& op, const std::string& name,
   return step;
 }
 
-// What lower_gemm_core() appends, all queues (gemm_core_counts()).
+// What lower_gemm_core() appends for `batches` GEMMs of [m x k x n] under `p`, counted from the
+// same loops without building them: per batch, every output tile's matmuls (its K steps in groups
+// of `group`) and its eviction and store, the resident operand's DMAs (one per tile) and the
+// streamed one's (one per block), both reloaded per K block when K is blocked.
 double gemm_core_instructions(const GemmPlan& p, std::uint64_t batches, std::uint64_t m,
                               std::uint64_t k, std::uint64_t n, std::uint64_t group) {
-  const GemmCounts c = gemm_core_counts(p, m, k, n, group);
-  return double(batches) * (c.mt * c.nt * (c.matmuls_per_tile + 2) + c.loads);
+  const double mt = double(ceil_div(m, p.tm)), nt = double(ceil_div(n, p.tn));
+  const std::uint64_t kt = ceil_div(k, p.tk);
+  const std::uint64_t kblocks = ceil_div(kt, p.kb);
+  const std::uint64_t last = kt - (kblocks - 1) * p.kb;
+  const double matmuls_per_tile =
+      double(kblocks - 1) * double(ceil_div(p.kb, group)) + double(ceil_div(last, group));
+  const bool a_res = p.a_resident || !p.full_k;
+  const double outer_tiles = a_res ? mt : nt, inner_tiles = a_res ? nt : mt;
+  const double outer = std::ceil(outer_tiles / double(a_res ? p.mb : p.nb));
+  const double inner = std::ceil(inner_tiles / double(a_res ? p.nb : p.mb));
+  const double loads = p.full_k ? outer_tiles + outer * inner : double(kblocks) * inner * (mt + outer);
+  return double(batches) * (mt * nt * (matmuls_per_tile + 2) + loads);
 }
 
 double gemm_instructions(const GemmOp& g, const config::ChipParams& chip, int granularity) {
@@ -819,10 +697,20 @@ std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
   } else if (const auto* e = std::get_if<ElementOp>(&op)) {
     steps.push_back(lower_element(*e, name, chip, hbm));
   } else if (const auto* a = std::get_if<AttentionOp>(&op)) {
-    const AttentionSteps at = attention_steps(*a, name);
-    steps.push_back(lower_gemm(at.qk, name + "/qk", chip, hbm, granularity));
-    steps.push_back(lower_element(at.softmax, name + "/softmax", chip, hbm));
-    steps.push_back(lower_gemm(at.pv, name + "/pv", chip, hbm, granularity));
+    if (a->batch == 0 || a->heads == 0 || a->seq_q == 0 || a->seq_kv == 0 || a->head_dim == 0) {
+      throw InputError(fmt::format("op '{}': attention dimensions must be >= 1", name));
+    }
+    const std::uint64_t bh = a->batch * a->heads;
+    steps.push_back(lower_gemm(GemmOp{a->seq_q, a->head_dim, a->seq_kv, a->dtype, bh},
+                               name + "/qk", chip, hbm, granularity));
+    steps.push_back(lower_element(
+        ElementOp{ElementKind::softmax, bh * a->seq_q * a->seq_kv,
+                  a->dtype == Dtype::fp32 ? Dtype::fp32 : Dtype::bf16, 1},
+        name + "/softmax", chip, hbm));
+    // P is BF16 after softmax (FP32 stays FP32); the PV GEMM runs in that type.
+    steps.push_back(lower_gemm(GemmOp{a->seq_q, a->seq_kv, a->head_dim,
+                                      a->dtype == Dtype::fp32 ? Dtype::fp32 : Dtype::bf16, bh},
+                               name + "/pv", chip, hbm, granularity));
   } else if (const auto* c = std::get_if<MemcpyOp>(&op)) {
     steps.push_back(lower_memcpy(*c, name, chip, hbm));
   }
@@ -847,27 +735,6 @@ double lowered_instructions(const ComputeOp& op, const config::ChipParams& chip,
   }
   if (const auto* c = std::get_if<MemcpyOp>(&op)) return std::ceil(double(c->bytes) / double(1 << 20));
   return 0;
-}
-
-Footprint footprint(const ComputeOp& op, const std::string& name, const config::ChipParams& chip) {
-  auto widest = [](Footprint a, const Footprint& b) {
-    a.sbuf_bytes_per_partition = std::max(a.sbuf_bytes_per_partition, b.sbuf_bytes_per_partition);
-    a.psum_banks = std::max(a.psum_banks, b.psum_banks);
-    return a;
-  };
-  if (const auto* g = std::get_if<GemmOp>(&op)) return gemm_footprint(*g, name, chip);
-  if (const auto* e = std::get_if<ElementOp>(&op)) return {element_footprint(*e, name, chip), 0};
-  if (const auto* a = std::get_if<AttentionOp>(&op)) {
-    // In lower()'s order, so that an op it refuses fails with the same error.
-    const AttentionSteps at = attention_steps(*a, name);
-    Footprint f = gemm_footprint(at.qk, name + "/qk", chip);
-    f = widest(f, {element_footprint(at.softmax, name + "/softmax", chip), 0});
-    return widest(f, gemm_footprint(at.pv, name + "/pv", chip));
-  }
-  if (const auto* c = std::get_if<MemcpyOp>(&op)) {
-    if (c->bytes == 0) throw InputError(fmt::format("op '{}': memcpy of 0 bytes", name));
-  }
-  return {};
 }
 
 }  // namespace trnsim::model

@@ -66,20 +66,9 @@ std::vector<LoweredStep> lower(const ComputeOp& op, const std::string& name,
 
 // The instructions lower() builds for `op` (all steps, all cores), counted from the same plans
 // without building them (exact; 0 for an op lower() refuses for a zero dimension), and the
-// memory each takes while its op runs (a vector slot, the queues reserved exactly; twice that
-// leaves room for the engines' FIFOs of pointers and the semaphores' increments).
+// memory each takes while its op runs (a vector slot, up to twice that while a queue grows).
 // What a run of tile-model ops costs, known before any is lowered (run::estimate_work).
 double lowered_instructions(const ComputeOp& op, const config::ChipParams& chip, int granularity = 1);
-
-// What lower()'s programs for `op` hold while they run: the largest SBUF bytes per partition and
-// PSUM banks of any of them, from the same plans without building an instruction (op-level
-// calibration records them; lowering a GEMM for them alone wrote its whole program). Throws what
-// lower() throws for an op it refuses, naming `name`.
-struct Footprint {
-  std::uint64_t sbuf_bytes_per_partition = 0;
-  int psum_banks = 0;
-};
-Footprint footprint(const ComputeOp& op, const std::string& name, const config::ChipParams& chip);
 inline constexpr double kLoweredBytesPerInstruction = 2.0 * sizeof(Instr);
 
 }  // namespace trnsim::model

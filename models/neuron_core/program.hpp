@@ -27,32 +27,30 @@ enum class DmaEndpoint : std::uint8_t { hbm, sbuf, external };
 
 struct Instr {
   enum class Kind : std::uint8_t { matmul, element, dma };
-  // Members by size, largest first, so that none pads (168 bytes, 184 in declaration order): a
-  // GEMM's program holds one per tile instruction, hundreds of thousands of them.
+  Kind kind = Kind::element;
+  std::uint8_t nwaits = 0, nsignals = 0;
   std::array<SemWait, 3> waits{};
   std::array<Semaphore*, 3> signals{};
-  // element: elements processed, number of input tensors, whether they are 32-bit (PSUM FP32),
-  // bytes read from PSUM and SBUF and written to SBUF (for energy).
-  std::uint64_t elements = 0;
-  std::uint64_t psum_read = 0, sbuf_read = 0, sbuf_write = 0;
-  // dma: bytes, source and destination, HBM (or external) byte address, queue, engines.
-  std::uint64_t bytes = 0, addr = 0;
-  MemoryPort* external = nullptr;
+  Dtype dtype = Dtype::bf16;
   // matmul: rows of the contraction used (k), stationary columns (m), moving free size (n);
   // whether the stationary tile changes (a LoadStationary precedes it).
   // reps > 1 (coarse granularity, /sim/compute_granularity): `reps` back-to-back matmuls of the
   // same m x n tile in one instruction; k is then their total contraction.
   std::uint32_t k = 0, m = 0, n = 0;
   std::uint32_t reps = 1;
-  std::uint32_t inputs = 1;  // element
-  Dtype dtype = Dtype::bf16;  // matmul
-  std::uint16_t queue = 0, engines = 16, first_engine = 0;  // dma
-  Kind kind = Kind::element;
-  std::uint8_t nwaits = 0, nsignals = 0;
-  bool new_stationary = true;  // matmul
-  bool accumulate = false;  // matmul: adds into the PSUM bank (read-modify-write), not overwrites
-  bool wide = false;        // element
-  DmaEndpoint src = DmaEndpoint::hbm, dst = DmaEndpoint::sbuf;  // dma
+  bool new_stationary = true;
+  bool accumulate = false;  // adds into the PSUM bank (read-modify-write) instead of overwriting
+  // element: elements processed, number of input tensors, whether they are 32-bit (PSUM FP32),
+  // bytes read from PSUM and SBUF and written to SBUF (for energy).
+  std::uint64_t elements = 0;
+  std::uint32_t inputs = 1;
+  bool wide = false;
+  std::uint64_t psum_read = 0, sbuf_read = 0, sbuf_write = 0;
+  // dma: bytes, source and destination, HBM (or external) byte address, queue, engines.
+  std::uint64_t bytes = 0, addr = 0;
+  DmaEndpoint src = DmaEndpoint::hbm, dst = DmaEndpoint::sbuf;
+  MemoryPort* external = nullptr;
+  std::uint16_t queue = 0, engines = 16, first_engine = 0;
   // True when the DMA's trigger waits on a semaphore set by another engine: only then does it
   // pay the DMA start latency (DMAG's ~1.3 us is measured from such a semaphore to the start).
   bool cross_engine = true;

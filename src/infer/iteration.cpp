@@ -35,25 +35,22 @@ namespace {
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 // The experts each token of a data-parallel group is routed to: top_k distinct experts drawn
-// uniformly from a hash of (seed, layer, group, token), the same in every run. Calls
-// `f(expert)` for each, token by token (no vector per token: a prefill's thousands of tokens
-// in every layer of every group allocated one each).
-template <class F>
-void route(const IterationSpec& s, std::uint64_t layer, int group, std::uint64_t tokens, F&& f) {
+// uniformly from a hash of (seed, layer, group, token), the same in every run.
+std::vector<std::vector<std::uint64_t>> route(const IterationSpec& s, std::uint64_t layer,
+                                              int group, std::uint64_t tokens) {
   const auto& e = *s.model.moe;
-  std::vector<std::uint64_t> picked;
-  picked.reserve(e.top_k);
+  std::vector<std::vector<std::uint64_t>> out(tokens);
   for (std::uint64_t t = 0; t < tokens; ++t) {
     std::uint64_t x = splitmix64(s.seed ^ splitmix64(layer * 1'000'003ULL + std::uint64_t(group)) ^
                                  splitmix64(t + 0x51ed27ULL));
-    picked.clear();
+    auto& picked = out[t];
     while (picked.size() < e.top_k) {
       x = splitmix64(x);
       const std::uint64_t ex = x % e.experts;
       if (std::find(picked.begin(), picked.end(), ex) == picked.end()) picked.push_back(ex);
     }
-    for (const std::uint64_t ex : picked) f(ex);
   }
+  return out;
 }
 
 }  // namespace
@@ -342,8 +339,9 @@ class IterationBuilder {
       // (after the attention's all-reduce) and holds experts [t x per, (t + 1) x per) whole,
       // t its place in the group; it runs the rows routed to them, and the all-reduce that
       // follows sums the experts' outputs of the group's ranks (no all-to-all).
+      const auto routes = route(s_, std::uint64_t(layer_), group_, T);
       std::vector<std::uint64_t> count(e.experts, 0);
-      route(s_, std::uint64_t(layer_), group_, T, [&](std::uint64_t ex) { ++count[ex]; });
+      for (const auto& r : routes) for (auto ex : r) ++count[ex];
       std::uint64_t rows = T * e.top_k, width = e.expert_ffn / tp;
       auto from = count.begin(), to = count.end();
       if (l.ep > 1) {
@@ -408,10 +406,12 @@ class IterationBuilder {
     r.to_owner.assign(std::uint64_t(s_.layout.dp) * ep, 0);
     r.per_expert.assign(e.experts, 0);
     for (int g = 0; g < s_.layout.dp; ++g) {
-      route(s_, std::uint64_t(layer_), g, tokens_of(g), [&](std::uint64_t ex) {
-        ++r.to_owner[std::uint64_t(g) * ep + ex / per];
-        ++r.per_expert[ex];
-      });
+      for (const auto& t : route(s_, std::uint64_t(layer_), g, tokens_of(g))) {
+        for (auto ex : t) {
+          ++r.to_owner[std::uint64_t(g) * ep + ex / per];
+          ++r.per_expert[ex];
+        }
+      }
     }
     return ep_routing_.emplace(key, std::move(r)).first->second;
   }

@@ -83,11 +83,16 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
   model::Driver drv("driver", [&] {
     for (const auto& op : ops) {
       model::OpProfile p;
-      // From the plans alone: lowering the op aside for it wrote its whole program a second
-      // time (half of a calibration's page faults, measured in docs/serving.md).
-      const model::Footprint f = model::footprint(op, "footprint", tile.params);
-      p.sbuf_bytes_per_partition = f.sbuf_bytes_per_partition;
-      p.psum_banks = f.psum_banks;
+      {
+        model::HbmAllocator scratch;  // the footprint only: lower it aside
+        for (const auto& step : model::lower(op, "footprint", tile.params, scratch, tile.granularity)) {
+          for (const auto& prog : step.per_core) {
+            if (!prog) continue;
+            p.sbuf_bytes_per_partition = std::max(p.sbuf_bytes_per_partition, prog->sbuf_bytes_per_partition);
+            p.psum_banks = std::max(p.psum_banks, prog->psum_banks);
+          }
+        }
+      }
       chip->hbm_allocator().next = 0;
       model::zero_actions(chip.get());
       const Counters before = counters(*chip, *memory);

@@ -2,7 +2,6 @@
 // The chip: lowering fits SBUF/PSUM, errors name the op, concurrent ops contend, idle power.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <array>
 #include <memory>
 
@@ -144,70 +143,6 @@ TEST(Lowering, InstructionCountWithoutLoweringIsExact) {
   // matmul, an eviction, a store and one DMA of A and of B: 40.
   EXPECT_EQ(lowered_instructions(MemcpyOp{(5u << 20) + 1}, p), 6);
   EXPECT_EQ(lowered_instructions(GemmOp{1000, 1, 1, Dtype::bf16, 1}, p), 40);
-}
-
-// Each queue of every program is reserved at its size before it is built (written once, never
-// moved), and footprint() gives the largest SBUF and PSUM footprint of the programs without
-// building them, for the same plan shapes as above.
-TEST(Lowering, QueuesReservedExactlyAndFootprintWithoutLowering) {
-  const auto p = chip_preset("trn2");
-  const std::vector<ComputeOp> ops = {
-      GemmOp{8192, 8192, 1024, Dtype::bf16, 1}, GemmOp{1024, 8192, 8192, Dtype::bf16, 1},
-      GemmOp{1024, 1u << 20, 1024, Dtype::bf16, 1}, GemmOp{300, 700, 900, Dtype::fp8, 5},
-      GemmOp{1000, 1, 1, Dtype::bf16, 1}, GemmOp{128, 128, 128, Dtype::fp32, 37},
-      ElementOp{ElementKind::elementwise, 1000000, Dtype::bf16, 3},
-      ElementOp{ElementKind::activation, 3000001, Dtype::bf16, 1},
-      ElementOp{ElementKind::softmax, 777777, Dtype::fp32, 1},
-      ElementOp{ElementKind::norm, 5, Dtype::bf16, 1},
-      ElementOp{ElementKind::reduction, 1u << 20, Dtype::bf16, 1},
-      AttentionOp{2, 4, 1000, 3000, 128, Dtype::bf16}, MemcpyOp{(5u << 20) + 1}};
-  for (int granularity : {1, 4}) {
-    for (const auto& op : ops) {
-      HbmAllocator hbm;
-      Footprint built;
-      for (const auto& step : lower(op, "x", p, hbm, granularity)) {
-        for (const auto& prog : step.per_core) {
-          if (!prog) continue;
-          for (const auto& q : prog->queues) {
-            EXPECT_EQ(q.capacity(), q.size()) << op_key(op) << " g" << granularity;
-          }
-          built.sbuf_bytes_per_partition =
-              std::max(built.sbuf_bytes_per_partition, prog->sbuf_bytes_per_partition);
-          built.psum_banks = std::max(built.psum_banks, prog->psum_banks);
-        }
-      }
-      const Footprint planned = footprint(op, "x", p);
-      EXPECT_EQ(planned.sbuf_bytes_per_partition, built.sbuf_bytes_per_partition) << op_key(op);
-      EXPECT_EQ(planned.psum_banks, built.psum_banks) << op_key(op);
-    }
-  }
-  // A GEMM keeps PSUM banks and SBUF; a copy neither.
-  EXPECT_GT(footprint(GemmOp{8192, 8192, 1024, Dtype::bf16, 1}, "x", p).psum_banks, 0);
-  EXPECT_EQ(footprint(MemcpyOp{4096}, "x", p).sbuf_bytes_per_partition, 0u);
-}
-
-// footprint() refuses what lower() refuses, with the same message naming the op.
-TEST(Lowering, FootprintFailsAsLoweringDoes) {
-  const auto p = chip_preset("trn2");
-  const std::vector<ComputeOp> bad = {GemmOp{0, 128, 128, Dtype::bf16, 1},
-                                      ElementOp{ElementKind::elementwise, 0, Dtype::bf16, 2},
-                                      AttentionOp{1, 0, 16, 16, 64, Dtype::bf16}, MemcpyOp{0}};
-  for (const auto& op : bad) {
-    std::string lowered, planned;
-    try {
-      HbmAllocator hbm;
-      lower(op, "attn.qk", p, hbm);
-    } catch (const InputError& e) {
-      lowered = e.what();
-    }
-    try {
-      footprint(op, "attn.qk", p);
-    } catch (const InputError& e) {
-      planned = e.what();
-    }
-    EXPECT_NE(lowered.find("attn.qk"), std::string::npos);
-    EXPECT_EQ(planned, lowered);
-  }
 }
 
 // Planning a GEMM takes constant time in its size: m = 2^64 - 1 used to scan 1.4e17 block sizes.
