@@ -76,7 +76,7 @@ void register_bench_chip(CLI::App& bench, Registry& reg) {
     sub->add_flag("--sweep", a->sweep, "square 128..16384 and skinny shapes, one row each");
     sub->add_flag("--fallback-memory", a->fallback_memory,
                   "use the fixed-latency HBM fallback instead of the HBM model");
-    reg.add(sub, [o, a] {
+    reg.add(sub, Footprint::builds_models, [o, a] {
       const json r = bench::gemm(o->source, *a);
       if (o->json) {
         fmt::print("{}\n", r.dump(2));
@@ -99,7 +99,7 @@ void register_bench_chip(CLI::App& bench, Registry& reg) {
                   "the trigger waits on another engine's semaphore (pays dma/start_latency)");
     sub->add_flag("--fallback-memory", a->fallback_memory,
                   "use the fixed-latency HBM fallback instead of the HBM model");
-    reg.add(sub, [o, a] {
+    reg.add(sub, Footprint::builds_models, [o, a] {
       const json r = bench::dma(o->source, *a);
       if (o->json) {
         fmt::print("{}\n", r.dump(2));

@@ -58,7 +58,7 @@ void register_bench_collective(CLI::App& bench, Registry& reg) {
                   "consecutive ranks per chip (ranks on one chip exchange through HBM)");
   sub->add_flag("--sweep", a.sweep, "sizes from 1 KiB to 1 GiB in steps of --sweep-factor");
   sub->add_option("--sweep-factor", a.sweep_factor, "ratio of consecutive sweep sizes (default 4)");
-  reg.add(sub, [o, ranks_opt]() {
+  reg.add(sub, Footprint::builds_models, [o, ranks_opt]() {
     if (ranks_opt->count() > 0) o->args.ranks = o->ranks;
     const auto r = bench::collective(o->common.source, o->args);
     if (o->common.json) {

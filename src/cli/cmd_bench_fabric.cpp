@@ -113,7 +113,7 @@ void register_bench_fabric(CLI::App& bench, Registry& reg) {
     add_bench_options(sub, *opts);
     sub->add_option("--bytes", args->bytes, "message size (\"64\", \"4KiB\"); 0 is a bare completion")
         ->capture_default_str();
-    reg.add(sub, [opts, args]() -> int {
+    reg.add(sub, Footprint::builds_models, [opts, args]() -> int {
       const auto j = bench::ping(opts->source, *args);
       if (opts->json) {
         fmt::print("{}\n", j.dump(2));
@@ -141,7 +141,8 @@ void register_bench_fabric(CLI::App& bench, Registry& reg) {
                          ->capture_default_str();
   auto* warmup_opt = sub->add_option("--warmup", args->warmup, "uniform: warm-up before it")
                          ->capture_default_str();
-  reg.add(sub, [opts, args, load_opt, sweep_opt, window_opt, warmup_opt]() -> int {
+  reg.add(sub, Footprint::builds_models,
+          [opts, args, load_opt, sweep_opt, window_opt, warmup_opt]() -> int {
     args->given = {load_opt->count() > 0, sweep_opt->count() > 0, window_opt->count() > 0,
                    warmup_opt->count() > 0};
     const auto j = bench::traffic(opts->source, *args);

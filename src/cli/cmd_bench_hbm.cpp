@@ -65,7 +65,7 @@ void register_bench_hbm(CLI::App& bench, Registry& reg) {
       sub->add_option("--second-base", args->second_base,
                       "streams: start of a second region every stream also reads, alternating "
                       "chunks with its own")};
-  reg.add(sub, [opts, args, so]() -> int {
+  reg.add(sub, Footprint::builds_models, [opts, args, so]() -> int {
     args->given = {so.stride->count() > 0, so.group->count() > 0, so.group_stride->count() > 0,
                    so.depth->count() > 0, so.second_base->count() > 0};
     const auto j = bench::hbm(opts->source, *args);

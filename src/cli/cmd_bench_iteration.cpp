@@ -122,7 +122,7 @@ void register_bench_iteration(CLI::App& bench, Registry& reg) {
   sub->add_option("--seq-buckets", a.seq_buckets,
                   "compiled sequence lengths for the context and the prefill chunk, e.g. "
                   "128,256,512,1024,2048 (default: exact shapes)");
-  reg.add(sub, [o]() {
+  reg.add(sub, Footprint::builds_models, [o]() {
     const auto r = bench::iteration(o->first.source, o->second);
     if (o->first.json) {
       fmt::print("{}\n", r.dump(2));

@@ -32,7 +32,7 @@ void register_bench_kernel(CLI::App& bench, Registry& reg) {
                 "thread processes that wait(period) instead of method processes (what an "
                 "activation costs for being a thread)");
   sub->add_flag("--json", o->json, "print one JSON object");
-  reg.add(sub, [o]() {
+  reg.add(sub, Footprint::builds_models, [o]() {
     const auto r = bench::kernel(o->args);
     if (o->json) {
       fmt::print("{}\n", r.dump(2));

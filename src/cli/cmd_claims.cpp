@@ -45,7 +45,7 @@ void register_claims_command(CLI::App& app, Registry& reg) {
   sub->add_option("--readings", o->readings,
                   "also run under these readings of disputed specs (\"all\" or a comma list of "
                   "the file's /readings): a matrix claim x reading");
-  reg.add(sub, [o]() {
+  reg.add(sub, Footprint::builds_models, [o]() {
     const auto t0 = std::chrono::steady_clock::now();
     const claims::ClaimsFile f = claims::load_claims(o->file);
     // Read the baseline before running anything: a bad one must not cost a full run.

@@ -21,7 +21,7 @@ void register_compare_command(CLI::App& app, Registry& reg) {
   cmp->add_option("A", o->a, "first directory")->required();
   cmp->add_option("B", o->b, "second directory")->required();
   cmp->add_flag("--json", o->json, "print one JSON object instead of tables");
-  reg.add(cmp, [o]() {
+  reg.add(cmp, Footprint::light, [o]() {
     const auto c = sweep::compare(o->a, o->b);
     if (o->json) {
       fmt::print("{}\n", c.dump(2));

@@ -24,7 +24,7 @@ void register_config_commands(CLI::App& app, Registry& reg) {
   cfg->add_option("FILE", o->file, "preset or config file")->required();
   add_set_option(cfg, o->sets);
   auto* out_opt = cfg->add_option("--out", o->out, "write the JSON to this file instead of stdout");
-  reg.add(cfg, [o, out_opt]() {
+  reg.add(cfg, Footprint::light, [o, out_opt]() {
     // Given but empty is an error, not stdout (docs/configuration.md §6).
     if (out_opt->count() > 0 && o->out.empty()) throw InputError("--out: an empty file name");
     const auto loaded = config::load_config(resolve_preset(o->file), o->sets);
@@ -45,7 +45,7 @@ void register_config_commands(CLI::App& app, Registry& reg) {
                     "parameters, ports and statistics");
   auto types_json = std::make_shared<bool>(false);
   types->add_flag("--json", *types_json, "print one JSON array");
-  reg.add(types, [types_json]() {
+  reg.add(types, Footprint::light, [types_json]() {
     registry::Registry registry;
     registry::register_builtin_models(registry);
     nlohmann::json all = nlohmann::json::array();
@@ -91,7 +91,7 @@ void register_config_commands(CLI::App& app, Registry& reg) {
                    "print them as JSON: [{pointer, type, default, description}], default null "
                    "where the field is required")
       ->excludes(md);
-  reg.add(schema, [markdown, json]() {
+  reg.add(schema, Footprint::light, [markdown, json]() {
     const auto fields = config::schema_fields();
     if (*json) {
       nlohmann::json out = nlohmann::json::array();

@@ -17,7 +17,7 @@ void register_presets_command(CLI::App& app, Registry& reg) {
                  "bundled traces --trace does");
   auto json = std::make_shared<bool>(false);
   sub->add_flag("--json", *json, "print them as JSON: [{name, kind, path, title, description}]");
-  reg.add(sub, [json] {
+  reg.add(sub, Footprint::light, [json] {
     const auto all = list_presets();
     const auto traces = list_traces();
     if (*json) {

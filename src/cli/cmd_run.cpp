@@ -223,7 +223,8 @@ void register_run_command(CLI::App& app, Registry& reg) {
                 "reading nor writing the calibration or trace cache (also TRNSIM_NO_CACHE=1; the cache is in TRNSIM_CACHE_DIR, "
                 "else $XDG_CACHE_HOME/trnsim or ~/.cache/trnsim)");
   timeline_opts.push_back(out_files_opt);  // also only with --out
-  reg.add(run, [o, out_opt, trace_opt, timeline_opts, out_files_opt, &reg]() {
+  reg.add(run, Footprint::builds_models,
+          [o, out_opt, trace_opt, timeline_opts, out_files_opt, &reg]() {
     // Refuse what would be ignored or fail only after the simulation.
     if (trace_opt->count() > 0 && o->trace.path.empty()) throw TraceError("--trace: an empty file name");
     for (const CLI::Option* t : timeline_opts) {

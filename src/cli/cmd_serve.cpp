@@ -81,7 +81,7 @@ void register_serve_command(CLI::App& app, Registry& reg) {
                   "grid timing: after the run, simulate this many of the shapes it interpolated "
                   "exactly and report each one's interpolation error (report.json timing.held_back)")
       ->check(CLI::Range(std::uint64_t(0), std::uint64_t(1000)));
-  reg.add(sub, [o, out_opt, &reg]() {
+  reg.add(sub, Footprint::builds_models, [o, out_opt, &reg]() {
     for (const auto& f : o->out_files) {
       if (std::find(kFiles.begin(), kFiles.end(), f) == kFiles.end()) {
         throw InputError(fmt::format("--out-files {}: not a file serve writes; expected some of report.json, "

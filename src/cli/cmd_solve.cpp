@@ -53,7 +53,7 @@ void register_solve_command(CLI::App& app, Registry& reg) {
   sub->add_option("COMMAND", o->p.command,
                   "after --: `run --config C [--trace T]` or `bench KIND ... --json`")
       ->required();
-  reg.add(sub, [o]() {
+  reg.add(sub, Footprint::builds_models, [o]() {
     o->p.check_ends = !o->no_check_ends;
     if (o->out.empty()) o->out = "out/solve/" + o->p.param;
     sweep::SolveOptions so;

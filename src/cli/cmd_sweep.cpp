@@ -207,7 +207,7 @@ void register_sweep_command(CLI::App& app, Registry& reg) {
   mg->add_option("DIR", *merge_dirs, "sweep directories of one plan")->required();
   mg->add_option("--out", *merge_out, "write the merged files here (default: the first DIR)");
 
-  reg.add(sw, [=]() {
+  reg.add(sw, Footprint::builds_models, [=]() {
     if (resume->parsed()) return run_local(read_plan(ro->out), *ro);
     if (status->parsed()) {
       const Plan plan = read_plan(*status_dir);

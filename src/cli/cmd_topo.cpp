@@ -28,7 +28,7 @@ void register_topo_command(CLI::App& app, Registry& reg) {
   add_set_option(sub, o->sets);
   sub->add_option("--dot", o->dot, "write the topology as Graphviz to this file");
   sub->add_flag("--json", o->json, "print the figures as one JSON object");
-  reg.add(sub, [o]() {
+  reg.add(sub, Footprint::light, [o]() {
     const auto loaded = config::load_config(resolve_preset(o->file), o->sets);
     if (!loaded.config.rack) {
       throw ConfigError(fmt::format("{}:/rack: missing: a topology needs a rack section "

@@ -82,7 +82,7 @@ void register_trace_command(CLI::App& app, Registry& reg) {
   add_input(info, *oi);
   info->add_flag("--json", oi->json, "print it as one JSON object (trace::describe_json, with "
                                      "format, files, bytes and sha256)");
-  reg.add(info, [oi] {
+  reg.add(info, Footprint::light, [oi] {
     const LoadedTrace t = load_trace(oi->in, "");
     const char* format = t.chakra                                                   ? "Chakra"
                          : t.workload.metadata.value("source", "") == "pytorch-et" ? "PyTorch ET"
@@ -109,7 +109,7 @@ void register_trace_command(CLI::App& app, Registry& reg) {
   auto* convert = trace->add_subcommand("convert", "convert a trace between native and Chakra forms");
   add_input(convert, *oc);
   add_output(convert, *oc, true);
-  reg.add(convert, [oc] {
+  reg.add(convert, Footprint::light, [oc] {
     const LoadedTrace t = load_trace(oc->in, "");
     fmt::print("wrote {}\n", write_trace(t.workload, *oc));
     return 0;
@@ -120,7 +120,7 @@ void register_trace_command(CLI::App& app, Registry& reg) {
   add_input(exp, *oe);
   add_output(exp, *oe, false);
   exp->add_flag("--json", oe->json, "Chakra's JSON form (PREFIX.<rank>.json) instead of protobuf");
-  reg.add(exp, [oe] {
+  reg.add(exp, Footprint::light, [oe] {
     TraceOpts o = *oe;
     o.to = o.json ? "chakra-json" : "chakra";
     const LoadedTrace t = load_trace(o.in, "");

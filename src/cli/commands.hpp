@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -13,11 +14,24 @@ namespace trnsim::cli {
 
 using Action = std::function<int()>;
 
-// Registers `sub` with its action in `actions` (run when `sub` was given).
+// What a command's process holds, which main() reads before running it. A command that
+// elaborates models or forks children that do (hundreds of MB allocated) is re-executed once
+// with malloc on huge pages (exec_with_huge_page_malloc, trnsim/isolate.hpp); a light one
+// (config, topo, trace, compare, presets) starts and ends in milliseconds and is left as it is.
+enum class Footprint : std::uint8_t { light, builds_models };
+
+// Registers `sub` with its footprint and its action in `actions` (run when `sub` was given).
 struct Registry {
-  std::vector<std::pair<CLI::App*, Action>> actions;
+  struct Entry {
+    CLI::App* sub;
+    Footprint footprint;
+    Action action;
+  };
+  std::vector<Entry> actions;
   std::vector<std::string> argv;  // the command line, for the report's identity
-  void add(CLI::App* sub, Action action) { actions.emplace_back(sub, std::move(action)); }
+  void add(CLI::App* sub, Footprint footprint, Action action) {
+    actions.push_back({sub, footprint, std::move(action)});
+  }
 };
 
 // Adds the repeatable `--set path=value` option.

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <iostream>
@@ -60,18 +59,6 @@ class HelpFormatter : public CLI::Formatter {
   }
 };
 
-// The commands that elaborate models or fork children that do (hundreds of MB allocated), whose
-// process is worth re-executing with malloc on huge pages; the others (config, topo, trace,
-// compare, ...) start and end in milliseconds and are left as they are.
-bool builds_models(const CLI::App& sub) {
-  const CLI::App* top = &sub;
-  while (top->get_parent() != nullptr && top->get_parent()->get_parent() != nullptr) {
-    top = top->get_parent();
-  }
-  static constexpr std::string_view kHeavy[] = {"run", "serve", "sweep", "claims", "solve", "bench"};
-  return std::find(std::begin(kHeavy), std::end(kHeavy), top->get_name()) != std::end(kHeavy);
-}
-
 int run(int argc, char** argv) {
   CLI::App app{"trnsim: cycle-approximate simulator of AWS Trainium UltraServers", "trnsim"};
   app.set_version_flag("--version", fmt::format("trnsim {} (commit {})", report::version(),
@@ -106,10 +93,10 @@ int run(int argc, char** argv) {
     return code == 0 ? 0 : 2;
   }
   set_log_level(log_level);
-  for (auto& [sub, action] : reg.actions) {
-    if (!sub->parsed()) continue;
-    if (builds_models(*sub)) exec_with_huge_page_malloc(argv);
-    return action();
+  for (const Registry::Entry& e : reg.actions) {
+    if (!e.sub->parsed()) continue;
+    if (e.footprint == Footprint::builds_models) exec_with_huge_page_malloc(argv);
+    return e.action();
   }
   throw InternalError("no subcommand action ran");
 }
