@@ -128,6 +128,7 @@ struct FlowNetwork::Flow {
   std::shared_ptr<TransferState> t;
   std::vector<std::uint32_t> path;  // link directions
   std::vector<std::uint32_t> pos;   // index of this flow in each direction's list
+  std::vector<std::uint32_t> input;  // arbiter-fair sharing: its input at each direction
   std::vector<topo::NodeId> via;    // nodes passed through (not the ends)
   double wire = 0;       // bytes on the wire: whole flits of every packet, headers included
   double remaining = 0;  // wire bytes not yet sent, over `efficiency`
@@ -186,6 +187,7 @@ FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topolo
       overhead_(to_sc(plan.params.endpoint_overhead)),
       resolution_s_(sc_core::sc_get_time_resolution().to_seconds()),
       coupled_(plan.params.flow_contention == config::FlowContention::coupled),
+      arbiter_(plan.params.flow_contention == config::FlowContention::arbiter),
       route_salt_(seed_salt(plan.seed, kRouteTag, 0)),
       s_transfers_(stats().add(FlowNetworkStats::transfers)),
       s_bytes_(stats().add(FlowNetworkStats::bytes_delivered)),
@@ -552,6 +554,20 @@ void FlowNetwork::activate(std::uint32_t id) {
     f.pos[h] = std::uint32_t(d.flows.size());
     d.flows.push_back(id);
   }
+  if (arbiter_) {
+    // Its input at each direction: the direction before it, or the chip's own transfers (a
+    // node has few ports, so a search of the inputs seen so far is short).
+    f.input.assign(f.path.size(), 0);
+    for (std::size_t h = 0; h < f.path.size(); ++h) {
+      auto& ins = dirs_[f.path[h]].inputs;
+      const std::uint32_t from = h == 0 ? kLocal : f.path[h - 1];
+      std::size_t i = 0;
+      while (i < ins.size() && ins[i].from != from) ++i;
+      if (i == ins.size()) ins.push_back(Input{from});
+      ++ins[i].flows;
+      f.input[h] = std::uint32_t(i);
+    }
+  }
   ++active_;
   max_flows_ = std::max(max_flows_, active_);
   injected_ += req.bytes;
@@ -575,6 +591,11 @@ void FlowNetwork::detach(std::uint32_t id) {
     }
     d.used -= f.rate;
     if (d.flows.empty()) d.used = 0;  // no rounding residue on an idle link
+    if (arbiter_) {
+      Input& in = d.inputs[f.input[h]];
+      in.used -= f.rate;
+      if (--in.flows == 0) in.used = 0;
+    }
   }
   f.active = false;
   --active_;
@@ -663,7 +684,8 @@ void FlowNetwork::complete(std::uint32_t id) {
 // the held flows leave fixes the rate of its flows still open. With coupled contention, the
 // open flows that share a receive buffer (link direction and hop) with a flow fixed at a later
 // hop are fixed at its rate per piece too, and so on upstream; coupling reaches only the flows
-// of the recomputation, the held ones keep their rates.
+// of the recomputation, the held ones keep their rates. With arbiter-fair sharing the
+// filling is fill_arbiter's.
 void FlowNetwork::recompute() {
   ++recomputations_;
   s_recomputations_ += 1;
@@ -700,6 +722,10 @@ void FlowNetwork::recompute() {
     dir.residual = dir.capacity - dir.used;
     dir.unfrozen = 0;
     dir.unfrozen_weight = 0;
+    for (Input& in : dir.inputs) {
+      in.open = 0;
+      in.open_weight = 0;
+    }
   }
   for (const std::uint32_t f : set) {
     Flow& fl = *flows_[f];
@@ -712,19 +738,194 @@ void FlowNetwork::recompute() {
       ++dirs_[d].unfrozen;
       dirs_[d].unfrozen_weight += fl.weight;
     }
+    if (arbiter_) {
+      for (std::size_t h = 0; h < fl.path.size(); ++h) {
+        Input& in = dirs_[fl.path[h]].inputs[fl.input[h]];
+        in.used -= fl.rate;
+        ++in.open;
+        in.open_weight += fl.weight;
+      }
+    }
   }
-  // (share, direction) of each direction with open flows, smallest first; ties by direction id.
-  // A direction's entry is updated in place when its share changes.
+  std::size_t left = set.size();
+  if (arbiter_) {
+    fill_arbiter(open, left);
+  } else {
+    // (share, direction) of each direction with open flows, smallest first; ties by direction id.
+    // A direction's entry is updated in place when its share changes.
+    std::vector<ShareEntry>& heap = scratch_heap_;
+    heap.clear();
+    // Per piece: a flow of weight w gets w shares.
+    auto share = [&](const Dir& d) { return std::max(0.0, d.residual) / d.unfrozen_weight; };
+    for (const std::uint32_t d : dirs) {
+      if (dirs_[d].unfrozen == 0) continue;
+      heap.push_back({share(dirs_[d]), d});
+      share_up(std::uint32_t(heap.size() - 1));
+    }
+    // Takes direction e out of the heap.
+    auto remove = [&](std::uint32_t e) {
+      const std::uint32_t i = dirs_[e].slot;
+      const ShareEntry last = heap.back();
+      heap.pop_back();
+      if (i == heap.size()) return;
+      const bool earlier = last.before(heap[i]);
+      heap[i] = last;
+      dirs_[last.dir].slot = i;
+      if (earlier) {
+        share_up(i);
+      } else {
+        share_down(i);
+      }
+    };
+    while (left > 0 && !heap.empty()) {
+      const ShareEntry top = heap.front();
+      const double s = top.share;
+      const std::uint32_t d = top.dir;
+      remove(d);
+      Dir& dir = dirs_[d];
+      // A floor keeps a flow moving when rounding leaves a link a hair short.
+      const double rate = std::max(s, dir.capacity * 1e-12);
+      std::vector<std::uint32_t>& fix = scratch_fix_;
+      fix.clear();
+      for (const std::uint32_t f : dir.flows) {
+        if (flow_mark_[f] == open) fix.push_back(f);
+      }
+      std::sort(fix.begin(), fix.end());
+      std::vector<Group>& groups = scratch_groups_;
+      groups.clear();
+      // Fixes open flow f at `rate` per piece; with coupled contention, the groups of the hops
+      // before `hop` on its path (where its packets wait for the link that limits it) follow.
+      auto fix_flow = [&](std::uint32_t f, std::uint32_t hop) {
+        Flow& fl = *flows_[f];
+        flow_mark_[f] = open + 1;
+        fl.rate = rate * fl.weight;
+        --left;
+        for (const std::uint32_t e : fl.path) {
+          Dir& o = dirs_[e];
+          o.residual -= fl.rate;
+          o.used += fl.rate;
+          --o.unfrozen;
+          o.unfrozen_weight -= fl.weight;
+          if (e == d) continue;  // out of the heap, its flows being fixed now
+          if (o.unfrozen == 0) {
+            remove(e);
+            continue;
+          }
+          const std::uint32_t i = o.slot;
+          const double sh = share(o);
+          const bool down = heap[i].share < sh;
+          heap[i].share = sh;
+          if (down) {
+            share_down(i);
+          } else {
+            share_up(i);
+          }
+        }
+        if (!coupled_) return;
+        for (std::uint32_t h = 0; h < hop && h < 64; ++h) {
+          Dir& u = dirs_[fl.path[h]];
+          if (u.coupled_epoch != epoch) {
+            u.coupled_epoch = epoch;
+            u.coupled_hops = 0;
+          }
+          const std::uint64_t bit = std::uint64_t(1) << h;
+          if (u.coupled_hops & bit) continue;
+          u.coupled_hops |= bit;
+          groups.push_back({fl.path[h], h});
+        }
+      };
+      auto hop_of = [&](const Flow& fl, std::uint32_t on) {
+        const auto it = std::find(fl.path.begin(), fl.path.end(), on);
+        return std::uint32_t(it - fl.path.begin());
+      };
+      for (const std::uint32_t f : fix) fix_flow(f, hop_of(*flows_[f], d));
+      // Congestion spreading: a flow limited at a hop fills the receive buffer of the hop before
+      // it, which every flow crossing that link direction on that hop (the same VC) shares; the
+      // link passes them at one rate per piece, this one, and their own links before it back up
+      // in turn. The open flows of each such group are fixed now, in flow id order.
+      for (std::size_t g = 0; g < groups.size(); ++g) {
+        const Group grp = groups[g];
+        fix.clear();
+        for (const std::uint32_t f : dirs_[grp.dir].flows) {
+          if (flow_mark_[f] != open) continue;
+          const Flow& fl = *flows_[f];
+          if (grp.hop < fl.path.size() && fl.path[grp.hop] == grp.dir) fix.push_back(f);
+        }
+        std::sort(fix.begin(), fix.end());
+        for (const std::uint32_t f : fix) fix_flow(f, grp.hop);
+      }
+    }
+  }
+  const sc_core::sc_time t_now = sc_core::sc_time_stamp();
+  for (const std::uint32_t f : set) {
+    Flow& fl = *flows_[f];
+    if (flow_mark_[f] != open + 1) throw InternalError("FlowNetwork: a flow left without a rate");
+    // A flow whose rate did not change keeps its drain event: the end it predicts is the same,
+    // and re-posting it for every flow of a busy link filled the event heap with stale entries.
+    if (fl.drain_posted && fl.rate == fl.old_rate) continue;
+    fl.drain_posted = true;
+    const double left_s = std::max(0.0, fl.remaining - fl.milestone) / fl.rate;
+    schedule(std::max(t_now, ceil_time(now + left_s, resolution_s_)), Kind::drained, f);
+  }
+}
+
+// Under arbiter-fair sharing a direction's capacity goes round robin to its inputs, and an
+// input's share to its flows by pieces. An input whose flows are all fixed takes what they use;
+// the open inputs split the rest equally, but an input whose fixed flows already use more than
+// that keeps it (its open flows get nothing more: a rate held from an earlier recomputation).
+double FlowNetwork::arbiter_level(Dir& d) {
+  double rest = d.capacity;
+  std::vector<double>& used = scratch_used_;
+  used.clear();
+  for (const Input& in : d.inputs) {
+    if (in.open > 0) {
+      used.push_back(in.used);
+    } else {
+      rest -= in.used;
+    }
+  }
+  // The level L of the open inputs: sum over them of max(L, used) = rest.
+  double level = std::max(0.0, rest) / double(used.size());
+  if (*std::max_element(used.begin(), used.end()) > level) {
+    std::sort(used.begin(), used.end());
+    double above = 0;  // sum of the used of the inputs from k on
+    level = 0;
+    for (std::size_t k = used.size(); k > 0; --k) {
+      const double l = (rest - above) / double(k);
+      if (used[k - 1] <= l) {
+        level = l;
+        break;
+      }
+      above += used[k - 1];
+    }
+  }
+  double low = std::numeric_limits<double>::infinity();
+  for (std::uint32_t i = 0; i < d.inputs.size(); ++i) {
+    const Input& in = d.inputs[i];
+    if (in.open == 0) continue;
+    const double l = std::max(0.0, level - in.used) / in.open_weight;
+    if (l < low) {
+      low = l;
+      d.low_input = i;
+    }
+  }
+  return low;
+}
+
+// Progressive filling with arbiter-fair shares: each round, the direction whose lowest open
+// input has the smallest level per piece fixes that input's open flows at it. Every flow so
+// fixed gets no more at any other direction it crosses (that direction's level is not lower),
+// and fixing it leaves the other flows' levels no lower, so the result is the two-level fair
+// allocation; each direction stays within its capacity.
+void FlowNetwork::fill_arbiter(std::uint64_t open, std::size_t left) {
   std::vector<ShareEntry>& heap = scratch_heap_;
   heap.clear();
-  // Per piece: a flow of weight w gets w shares.
-  auto share = [&](const Dir& d) { return std::max(0.0, d.residual) / d.unfrozen_weight; };
-  for (const std::uint32_t d : dirs) {
+  for (const std::uint32_t d : scratch_dirs_) {
+    dirs_[d].slot = kNoSlot;  // not in the heap
     if (dirs_[d].unfrozen == 0) continue;
-    heap.push_back({share(dirs_[d]), d});
+    heap.push_back({arbiter_level(dirs_[d]), d});
     share_up(std::uint32_t(heap.size() - 1));
   }
-  // Takes direction e out of the heap.
   auto remove = [&](std::uint32_t e) {
     const std::uint32_t i = dirs_[e].slot;
     const ShareEntry last = heap.back();
@@ -739,95 +940,67 @@ void FlowNetwork::recompute() {
       share_down(i);
     }
   };
-  std::size_t left = set.size();
+  auto update = [&](std::uint32_t e) {
+    const std::uint32_t i = dirs_[e].slot;
+    const double sh = arbiter_level(dirs_[e]);
+    const bool down = heap[i].share < sh;
+    heap[i].share = sh;
+    if (down) {
+      share_down(i);
+    } else {
+      share_up(i);
+    }
+  };
+  std::vector<std::uint32_t>& fix = scratch_fix_;
   while (left > 0 && !heap.empty()) {
     const ShareEntry top = heap.front();
-    const double s = top.share;
     const std::uint32_t d = top.dir;
-    remove(d);
     Dir& dir = dirs_[d];
-    // A floor keeps a flow moving when rounding leaves a link a hair short.
-    const double rate = std::max(s, dir.capacity * 1e-12);
-    std::vector<std::uint32_t>& fix = scratch_fix_;
+    const std::uint32_t input = dir.low_input;
+    // A floor keeps a flow moving when rounding (or a held rate) leaves it nothing.
+    const double rate = std::max(top.share, dir.capacity * 1e-12);
     fix.clear();
-    for (const std::uint32_t f : dir.flows) {
-      if (flow_mark_[f] == open) fix.push_back(f);
+    for (std::size_t k = 0; k < dir.flows.size(); ++k) {
+      const std::uint32_t f = dir.flows[k];
+      if (flow_mark_[f] != open) continue;
+      const Flow& fl = *flows_[f];
+      std::size_t h = 0;  // its hop on d
+      while (fl.path[h] != d) ++h;
+      if (fl.input[h] == input) fix.push_back(f);
     }
+    if (fix.empty()) throw InternalError("FlowNetwork: an open input without open flows");
     std::sort(fix.begin(), fix.end());
-    std::vector<Group>& groups = scratch_groups_;
-    groups.clear();
-    // Fixes open flow f at `rate` per piece; with coupled contention, the groups of the hops
-    // before `hop` on its path (where its packets wait for the link that limits it) follow.
-    auto fix_flow = [&](std::uint32_t f, std::uint32_t hop) {
+    for (const std::uint32_t f : fix) {
       Flow& fl = *flows_[f];
       flow_mark_[f] = open + 1;
       fl.rate = rate * fl.weight;
       --left;
-      for (const std::uint32_t e : fl.path) {
-        Dir& o = dirs_[e];
+      for (std::size_t h = 0; h < fl.path.size(); ++h) {
+        Dir& o = dirs_[fl.path[h]];
+        Input& in = o.inputs[fl.input[h]];
+        in.used += fl.rate;
+        in.open_weight -= fl.weight;
+        --in.open;
         o.residual -= fl.rate;
         o.used += fl.rate;
         --o.unfrozen;
         o.unfrozen_weight -= fl.weight;
-        if (e == d) continue;  // out of the heap, its flows being fixed now
-        if (o.unfrozen == 0) {
-          remove(e);
-          continue;
-        }
-        const std::uint32_t i = o.slot;
-        const double sh = share(o);
-        const bool down = heap[i].share < sh;
-        heap[i].share = sh;
-        if (down) {
-          share_down(i);
-        } else {
-          share_up(i);
-        }
       }
-      if (!coupled_) return;
-      for (std::uint32_t h = 0; h < hop && h < 64; ++h) {
-        Dir& u = dirs_[fl.path[h]];
-        if (u.coupled_epoch != epoch) {
-          u.coupled_epoch = epoch;
-          u.coupled_hops = 0;
-        }
-        const std::uint64_t bit = std::uint64_t(1) << h;
-        if (u.coupled_hops & bit) continue;
-        u.coupled_hops |= bit;
-        groups.push_back({fl.path[h], h});
-      }
-    };
-    auto hop_of = [&](const Flow& fl, std::uint32_t on) {
-      const auto it = std::find(fl.path.begin(), fl.path.end(), on);
-      return std::uint32_t(it - fl.path.begin());
-    };
-    for (const std::uint32_t f : fix) fix_flow(f, hop_of(*flows_[f], d));
-    // Congestion spreading: a flow limited at a hop fills the receive buffer of the hop before
-    // it, which every flow crossing that link direction on that hop (the same VC) shares; the
-    // link passes them at one rate per piece, this one, and their own links before it back up
-    // in turn. The open flows of each such group are fixed now, in flow id order.
-    for (std::size_t g = 0; g < groups.size(); ++g) {
-      const Group grp = groups[g];
-      fix.clear();
-      for (const std::uint32_t f : dirs_[grp.dir].flows) {
-        if (flow_mark_[f] != open) continue;
-        const Flow& fl = *flows_[f];
-        if (grp.hop < fl.path.size() && fl.path[grp.hop] == grp.dir) fix.push_back(f);
-      }
-      std::sort(fix.begin(), fix.end());
-      for (const std::uint32_t f : fix) fix_flow(f, grp.hop);
     }
-  }
-  const sc_core::sc_time t_now = sc_core::sc_time_stamp();
-  for (const std::uint32_t f : set) {
-    Flow& fl = *flows_[f];
-    if (flow_mark_[f] != open + 1) throw InternalError("FlowNetwork: a flow left without a rate");
-    // A flow whose rate did not change keeps its drain event: the end it predicts is the same,
-    // and re-posting it for every flow of a busy link filled the event heap with stale entries.
-    if (fl.drain_posted && fl.rate == fl.old_rate) continue;
-    fl.drain_posted = true;
-    const double left_s = std::max(0.0, fl.remaining - fl.milestone) / fl.rate;
-    schedule(std::max(t_now, ceil_time(now + left_s, resolution_s_)), Kind::drained, f);
+    // The levels of the directions the fixed flows cross, d's included, each once.
+    const std::uint64_t stamp = ++arbiter_rounds_;
+    for (const std::uint32_t f : fix) {
+      for (const std::uint32_t e : flows_[f]->path) {
+        if (dirs_[e].slot == kNoSlot || dirs_[e].updated == stamp) continue;
+        dirs_[e].updated = stamp;
+        if (dirs_[e].unfrozen == 0) {
+          remove(e);
+          dirs_[e].slot = kNoSlot;
+        } else {
+          update(e);
+        }
+      }
+    }
   }
 }
 

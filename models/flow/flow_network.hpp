@@ -19,6 +19,9 @@
 // rack.fabric.flow_contention coupled, the steady state of one of them: flows that share a link
 // direction on the same hop (one receive buffer, the packet fabric's hop-indexed VC) are held to
 // one rate per piece once one of them is limited further on, and the links before it in turn.
+// With rack.fabric.flow_contention arbiter, the sharing the packet switch's output arbiter does:
+// a link direction goes round robin to its inputs (the link direction a flow arrives on; at a
+// chip, its own transfers are one more input), and an input's share to its flows by pieces.
 #pragma once
 
 #include <cstdint>
@@ -131,6 +134,17 @@ class FlowNetwork : public Block, public PathNetwork {
 
  private:
   struct Flow;
+  // One input of a link direction under arbiter-fair sharing: the flows that reach it through
+  // one input port of the node it leaves, which the packet switch's output arbiter serves in
+  // turn with the other inputs.
+  struct Input {
+    std::uint32_t from;        // the link direction before, or kLocal
+    std::uint32_t flows = 0;   // active flows through it
+    double used = 0;           // sum of their rates (wire bytes per second)
+    double open_weight = 0;    // in a recomputation: pieces of its flows not yet fixed
+    std::uint32_t open = 0;    // and how many
+  };
+  static constexpr std::uint32_t kLocal = ~std::uint32_t(0);
   struct Dir {
     double capacity = 0;  // wire bytes per second
     double used = 0;      // sum of the rates of its flows
@@ -146,6 +160,12 @@ class FlowNetwork : public Block, public PathNetwork {
     // a recomputation has already held to a coupled rate, valid in the epoch `coupled_epoch`.
     std::uint64_t coupled_epoch = 0;
     std::uint64_t coupled_hops = 0;
+    // Arbiter-fair sharing: the inputs that feed it (the link direction before it on a flow's
+    // path, or kLocal: the transfers of the chip it leaves) in the order they first appeared,
+    // and, in a recomputation, which open input has the smallest level (its share entry's).
+    std::vector<Input> inputs;
+    std::uint32_t low_input = 0;
+    std::uint64_t updated = 0;  // the last round of fill_arbiter that updated its level
   };
   enum class Kind : std::uint8_t { activate, drained, complete, piece };
   // A flow's one pending event: its activation, its drain at its current rate, or its
@@ -192,6 +212,12 @@ class FlowNetwork : public Block, public PathNetwork {
   static std::uint32_t pieces_after(const Flow& f, std::uint32_t delivery);
   void complete(std::uint32_t f);
   void recompute();
+  // Arbiter-fair progressive filling of the open flows of a recomputation (`open`: their
+  // flow_mark_), `left` of them.
+  void fill_arbiter(std::uint64_t open, std::size_t left);
+  // Under arbiter-fair sharing, the rate per piece the open flows of direction d's lowest
+  // input would get if d limited them (records that input in d.low_input).
+  double arbiter_level(Dir& d);
   void detach(std::uint32_t f);
   std::uint32_t new_flow();
   sc_core::sc_time memory_pass(MemoryPort* m, std::uint64_t addr, std::uint64_t bytes,
@@ -239,6 +265,9 @@ class FlowNetwork : public Block, public PathNetwork {
   sc_core::sc_time overhead_;
   double resolution_s_;  // the kernel's time resolution, seconds
   bool coupled_;         // rack.fabric.flow_contention coupled
+  bool arbiter_;         // rack.fabric.flow_contention arbiter
+  std::vector<double> scratch_used_;  // arbiter_level's open inputs' rates
+  std::uint64_t arbiter_rounds_ = 0;
   std::uint64_t route_salt_ = 0;  // from sim.seed: the packet fabric's, so both take one path
   ActivityCounter activity_;
 

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Flow-level network tests with hand-computed expected values: max-min fairness (two flows on a
 // link, a parking-lot chain, a flow ending frees bandwidth at that instant), the fixed per-hop
-// terms, conservation of bytes, and determinism. Each TEST elaborates once (its own process).
+// terms, conservation of bytes, and determinism; arbiter-fair sharing (per input, then per
+// flow) on a star and the parking lot. Each TEST elaborates once (its own process).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -228,12 +229,138 @@ TEST(FlowNetwork, ParkingLotIsMaxMinFair) {
   EXPECT_EQ(lng.record().last_packet.hops, 4);
 }
 
+// Chips a, b, c on one switch s (150 ns); every link 100 GB/s, 100 ns.
+topo::Topology star3() {
+  topo::TopologySpec s;
+  for (const char* c : {"a", "b", "c"}) s.nodes.push_back(node(c, topo::NodeKind::chip));
+  s.nodes.push_back(node("s", topo::NodeKind::switch_, 8, Duration(150e-9)));
+  s.links = {link("a", "s", 100, 100), link("b", "s", 100, 100), link("c", "s", 100, 100)};
+  return build(s);
+}
+
+config::FabricParams arbiter_params() {
+  auto p = params();
+  p.flow_contention = config::FlowContention::arbiter;
+  return p;
+}
+
+// Three flows a -> c and one b -> c, 64 packets each (278,528 wire bytes), started together on
+// star3(): their rates 1 us later and their completions (ns).
+struct ThreeAndOne {
+  std::vector<double> rate, end;
+};
+ThreeAndOne three_and_one(const config::FabricParams& p) {
+  const auto topo = star3();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(p, topo));
+  auto id = [&](const char* n) { return *topo.node(*topo.find(n)).chip; };
+  std::vector<TransferHandle> h;
+  ThreeAndOne r;
+  sc_core::sc_spawn([&] {
+    for (std::uint64_t k = 0; k < 3; ++k) h.push_back(f.start({id("a"), id("c"), 64 * 4096, k + 1, 0, 0}));
+    h.push_back(f.start({id("b"), id("c"), 64 * 4096, 4, 0, 0}));
+    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
+    for (const auto& t : h) r.rate.push_back(f.rate_of(t));
+  });
+  sc_core::sc_start();
+  for (const auto& t : h) {
+    EXPECT_TRUE(t.done());
+    r.end.push_back(ns(t.record().completed));
+  }
+  return r;
+}
+
+// Fixed terms of a two-hop route on star3(): two links of 100 ns, one flit (2.56 ns) of
+// cut-through, the switch's 150 ns, 500 ns at each end.
+constexpr double kStarFixed = 500 + 200 + 2.56 + 150 + 500;
+
+// Max-min: the four flows into c get a quarter of s -> c each and drain together after
+// 278,528 B / 25 GB/s = 11,141.12 ns.
+TEST(FlowNetwork, ThreeAndOneIntoOneOutputMaxMin) {
+  const auto r = three_and_one(params());
+  ASSERT_EQ(r.rate.size(), 4u);
+  const double k = 1e9 * 4096 / 4352;
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_NEAR(r.rate[std::size_t(i)], 25 * k, 1);
+    EXPECT_NEAR(r.end[std::size_t(i)], kStarFixed + 11141.12, 1e-3);
+  }
+}
+
+// Arbiter-fair: s -> c is shared round robin between its two inputs, a's link and b's: b's flow
+// gets 50 GB/s, a's three 50/3 each (1/6, 1/6, 1/6, 1/2 of the link). b's drains at
+// 278,528 B / 50 GB/s = 5,570.56 ns, when a's have sent a third; a's then share the link,
+// 100/3 each, and drain their remaining two thirds in 5,570.56 ns more.
+TEST(FlowNetwork, ThreeAndOneIntoOneOutputArbiter) {
+  const auto r = three_and_one(arbiter_params());
+  ASSERT_EQ(r.rate.size(), 4u);
+  const double k = 1e9 * 4096 / 4352;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(r.rate[std::size_t(i)], 50.0 / 3 * k, 1);
+    EXPECT_NEAR(r.end[std::size_t(i)], kStarFixed + 11141.12, 1e-3);
+  }
+  EXPECT_NEAR(r.rate[3], 50 * k, 1);
+  EXPECT_NEAR(r.end[3], kStarFixed + 5570.56, 1e-3);
+}
+
+// Within one input the share goes by pieces, as at a chip's own link: a's three flows as one
+// flow of three pieces (192 packets) still get half of s -> c, and b's flow the other half.
+TEST(FlowNetwork, ArbiterSharesAnInputByPieces) {
+  const auto topo = star3();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(arbiter_params(), topo));
+  auto id = [&](const char* n) { return *topo.node(*topo.find(n)).chip; };
+  TransferRequest three{id("a"), id("c"), 3 * 64 * 4096, 1, 0, 0};
+  three.pieces = 3;
+  TransferHandle h3, h1;
+  double r3 = 0, r1 = 0;
+  sc_core::sc_spawn([&] {
+    h3 = f.start(three);
+    h1 = f.start({id("b"), id("c"), 64 * 4096, 2, 0, 0});
+    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
+    r3 = f.rate_of(h3);
+    r1 = f.rate_of(h1);
+  });
+  sc_core::sc_start();
+  const double k = 1e9 * 4096 / 4352;
+  EXPECT_NEAR(r3, 50 * k, 1);
+  EXPECT_NEAR(r1, 50 * k, 1);
+  // Then the three pieces alone: 557,056 B left at 100 GB/s.
+  EXPECT_NEAR(ns(h3.record().completed), kStarFixed + 5570.56 + 5570.56, 1e-3);
+}
+
+// Arbiter-fair on the parking lot of ParkingLotIsMaxMinFair: s0 -> s1 gives its inputs a's link
+// and b's link half each, so a -> d gets 50 GB/s and the two b -> c 25 each; s1 -> s2 gives
+// s0's input (a -> d) and c's (c -> e) half each: c -> e 50 (max-min: 100/3, 100/3, 100/3, 200/3).
+TEST(FlowNetwork, ParkingLotIsArbiterFair) {
+  const auto topo = parking_lot();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(arbiter_params(), topo));
+  auto id = [&](const char* n) { return *topo.node(*topo.find(n)).chip; };
+  TransferHandle lng, bc1, bc2, ce;
+  std::vector<double> r;
+  sc_core::sc_spawn([&] {
+    const std::uint64_t big = 1000 * 4096;
+    lng = f.start({id("a"), id("d"), big, 1, 0, 0});
+    bc1 = f.start({id("b"), id("c"), big, 2, 0, 0});
+    bc2 = f.start({id("b"), id("c"), big, 3, 0, 0});
+    ce = f.start({id("c"), id("e"), big, 4, 0, 0});
+    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
+    r = {f.rate_of(lng), f.rate_of(bc1), f.rate_of(bc2), f.rate_of(ce)};
+  });
+  sc_core::sc_start();
+  ASSERT_EQ(r.size(), 4u);
+  const double k = 1e9 * 4096 / 4352;
+  EXPECT_NEAR(r[0], 50 * k, 1);
+  EXPECT_NEAR(r[1], 25 * k, 1);
+  EXPECT_NEAR(r[2], 25 * k, 1);
+  EXPECT_NEAR(r[3], 50 * k, 1);
+}
+
 // 400 transfers between random chips of a torus at random times: every byte is delivered once,
 // the totals agree with the requests, and every link direction carried exactly the wire bytes
 // of the flows that crossed it.
-TEST(FlowNetwork, ConservesBytes) {
+void conserves_bytes(config::FlowContention contention) {
   const auto topo = torus4x4();
-  const auto plan = resolve::plan_fabric(params(16384), topo);
+  auto p = params(16384);
+  p.flow_contention = contention;
+  const auto plan = resolve::plan_fabric(p, topo);
   FlowNetwork f("fabric", topo, plan);
   std::vector<TransferHandle> hs;
   std::uint64_t requested = 0;
@@ -270,6 +397,9 @@ TEST(FlowNetwork, ConservesBytes) {
   }
   EXPECT_NEAR(per_dir, wire_hops, 1e-6 * wire_hops);
 }
+
+TEST(FlowNetwork, ConservesBytes) { conserves_bytes(config::FlowContention::max_min); }
+TEST(FlowNetwork, ConservesBytesArbiter) { conserves_bytes(config::FlowContention::arbiter); }
 
 TEST(FlowNetwork, RejectsASendToItself) {
   const auto topo = two_chips();

@@ -61,11 +61,15 @@ constexpr auto enum_names(FlowCalibration) {
 // packet fabric's hop-indexed VC, one receive buffer shared by all of them) are held to one rate
 // per piece once one of them is limited further on: its packets fill the shared buffer and the
 // link passes the others at the rate it drains (tree saturation), and the links before it back
-// up in turn.
-enum class FlowContention { max_min, coupled };
+// up in turn. arbiter: each link direction is shared as the packet switch's output arbiter
+// shares it, round robin over its inputs (the link direction a flow arrives on; at a chip, its
+// own transfers are one more input), then among the flows of one input by pieces; progressive
+// filling over those two levels ("Arbiter-fair sharing").
+enum class FlowContention { max_min, coupled, arbiter };
 constexpr auto enum_names(FlowContention) {
   return std::array{std::pair{FlowContention::max_min, std::string_view("max_min")},
-                    std::pair{FlowContention::coupled, std::string_view("coupled")}};
+                    std::pair{FlowContention::coupled, std::string_view("coupled")},
+                    std::pair{FlowContention::arbiter, std::string_view("arbiter")}};
 }
 
 // How traffic is spread over equal-cost next hops.
@@ -134,7 +138,9 @@ struct FabricParams {
     v.field("flow_contention", flow_contention,
             "flow network: max_min (each flow limited by its own bottleneck) or coupled (flows "
             "sharing a link direction on the same hop, one receive buffer, held to one rate per "
-            "piece once one of them is limited further on: congestion spreading)");
+            "piece once one of them is limited further on: congestion spreading) or arbiter "
+            "(each link direction shared equally among the inputs that feed it, then among the "
+            "flows of one input by pieces, as the switch's round-robin output arbiter)");
     v.field("link_idle_fraction", link_idle_fraction,
             "link idle power as a fraction of full-rate power (default: chip.link.idle_fraction)",
             InRange{0, 1});
