@@ -13,6 +13,11 @@ of a bare SystemC event loop (`trnsim bench kernel`) measured in the same invoca
                                        # the job on another binary and this one, alternately:
                                        # wall, CPU and peak memory per phase, and whether the
                                        # reports are the same
+    tools/bench_run.py --serve-requests 1000,10000,100000 [-- SPEC and trnsim serve arguments]
+                                       # cost of `trnsim serve` against requests: each count
+                                       # cold (a fresh shape cache), warm (the same cache again)
+                                       # and loop (warm, timing.parallel=1: no child): wall,
+                                       # CPU, peak memory, page faults, shapes
 
 Prints a table, or one JSON object with --json. Figures vary with the machine and its load:
 they belong in benchmark output, never in test assertions (docs/bench.md#speed-of-the-main-job).
@@ -147,6 +152,84 @@ def scaling_table(trnsim, extra, base_seq, factors):
     return rows
 
 
+# What `trnsim serve --log-level info` says of its shapes (src/serve/serve.cpp).
+SHAPES_LINE = re.compile(r"(?P<shapes>\d+) shapes: (?P<simulated>\d+) simulated, (?P<cached>\d+) from "
+                         r"the shape cache")
+
+
+def run_serve(trnsim, requests, cache_dir, extra, sets=()):
+    """`trnsim serve` of `requests` requests (no warm-up) with the shape cache in `cache_dir`:
+    its wall, its CPU and peak memory with its children's (the shapes' simulations), page faults,
+    the load average before it, its shapes and iterations."""
+    env = dict(os.environ, SYSTEMC_DISABLE_COPYRIGHT_MESSAGE="1", TRNSIM_CACHE_DIR=cache_dir)
+    env.pop("TRNSIM_NO_CACHE", None)
+    load = os.getloadavg()[0]
+    with tempfile.TemporaryDirectory() as out_dir, tempfile.TemporaryFile() as out, \
+            tempfile.TemporaryFile() as err:
+        cmd = [trnsim, "serve", *extra, "--set", f"run.requests={requests}", "--set",
+               "run.warmup_requests=0", *sets, "--out", out_dir, "--log-level", "info"]
+        t0 = time.monotonic()
+        p = subprocess.Popen(cmd, stdout=out, stderr=err, env=env)
+        _, status, usage = os.wait4(p.pid, 0)
+        elapsed = time.monotonic() - t0
+        code = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        stderr = err.read().decode()
+        if code != 0:
+            fail(f"trnsim serve exited with {code}: {stderr.strip()[-2000:]}")
+        with open(os.path.join(out_dir, "report.json")) as f:
+            report = json.load(f)
+    m = SHAPES_LINE.search(stderr)
+    if not m:
+        fail("trnsim serve --log-level info printed no 'N shapes: S simulated, C from the shape "
+             "cache' line")
+    cpu = usage.ru_utime + usage.ru_stime
+    return {
+        "requests": requests,
+        "wall_s": elapsed,
+        "cpu_s": cpu,
+        "user_s": usage.ru_utime,
+        "system_s": usage.ru_stime,
+        "cpu_ms_per_request": cpu / requests * 1e3,
+        # wait4's figures: the process and the children it waited for (the shapes' simulations
+        # and their calibrations); the peak is the largest single process's (Linux: KiB).
+        "peak_memory_mib": usage.ru_maxrss / 1024,
+        "page_faults": usage.ru_minflt + usage.ru_majflt,
+        "load_average": [load, os.getloadavg()[0]],
+        "shapes": int(m["shapes"]),
+        "shapes_simulated": int(m["simulated"]),
+        "shapes_from_cache": int(m["cached"]),
+        "iterations": report["results"]["requests"]["iterations"],
+        "measured": report["results"]["requests"]["measured"],
+        "results": {k: report["results"][k]["p50"] for k in ("ttft_s", "tpot_s")},
+    }
+
+
+def serve_table(trnsim, counts, extra):
+    """Each count cold, in a shape cache of its own; warm, the same cache again (the shapes read
+    back, but with timing.parallel above 1 the children of the shapes ahead that the cold run did
+    not finish still run); loop, warm with timing.parallel=1 (no child: the request loop, the
+    report and the fixed start alone). docs/serving.md#cost-against-requests."""
+    rows = []
+    for n in counts:
+        with tempfile.TemporaryDirectory() as cache:
+            for phase, sets in (("cold", ()), ("warm", ()), ("loop", ("--set", "timing.parallel=1"))):
+                rows.append({"phase": phase, **run_serve(trnsim, n, cache, extra, sets)})
+    return rows
+
+
+def print_serve(rows):
+    print(f"{'requests':>9} {'cache':>5} {'shapes sim.':>11} {'iterations':>10} {'wall s':>8} "
+          f"{'CPU s':>8} {'(user+sys)':>15} {'CPU ms/req':>10} {'peak MiB':>8} {'faults':>10} "
+          f"{'load':>11}")
+    for r in rows:
+        us = f"({r['user_s']:.1f}+{r['system_s']:.1f})"
+        load = f"{r['load_average'][0]:.1f}-{r['load_average'][1]:.1f}"
+        print(f"{r['requests']:>9,} {r['phase']:>5} {r['shapes_simulated']:>11,} {r['iterations']:>10,} "
+              f"{r['wall_s']:8.1f} {r['cpu_s']:8.1f} {us:>15} {r['cpu_ms_per_request']:10.3f} "
+              f"{r['peak_memory_mib']:8.0f} {r['page_faults']:>10,} {load:>11}")
+
+
 def comparable(report):
     """report.json without what names the binary and its command line."""
     r = json.loads(json.dumps(report))
@@ -244,8 +327,13 @@ def main():
                          "wall and CPU time, peak memory and phases, and their reports")
     ap.add_argument("--repeat", type=int, default=1,
                     help="with --compare: runs of each binary (default 1; the medians print)")
+    ap.add_argument("--serve-requests", metavar="N,N,...",
+                    help="cost of trnsim serve (the arguments after --: a spec and its --set's; "
+                         "none: the default spec) at each request count: cold, warm and the "
+                         "request loop alone")
     ap.add_argument("extra", nargs=argparse.REMAINDER,
-                    help="after --: arguments passed to trnsim run")
+                    help="after --: arguments passed to trnsim run (trnsim serve with "
+                         "--serve-requests)")
     a = ap.parse_args()
     if not os.access(a.trnsim, os.X_OK):
         fail(f"--trnsim: {a.trnsim} is not an executable (build it: tools/build.sh release)")
@@ -254,6 +342,20 @@ def main():
     if a.kernel_activations < 1:
         fail(f"--kernel-activations: expected an integer >= 1, got {a.kernel_activations}")
     extra = a.extra[1:] if a.extra[:1] == ["--"] else a.extra
+    if a.serve_requests is not None:
+        try:
+            counts = [int(x) for x in a.serve_requests.split(",")]
+        except ValueError:
+            counts = []
+        if not counts or min(counts) < 1:
+            fail(f"--serve-requests: expected request counts >= 1 separated by commas, got "
+                 f"\"{a.serve_requests}\"")
+        rows = serve_table(a.trnsim, counts, extra)
+        if a.json:
+            print(json.dumps(rows, indent=2, sort_keys=True))
+        else:
+            print_serve(rows)
+        return
     if a.compare:
         if not os.access(a.compare, os.X_OK):
             fail(f"--compare: {a.compare} is not an executable")

@@ -678,6 +678,26 @@ TEST(Stats, NearestRankPercentile) {
   EXPECT_DOUBLE_EQ(percentile({1, 2, 3, 4}, 0.5), 2);
 }
 
+// Several ranks of one copy, each selected above the one before: the values a sort gives.
+TEST(Stats, PercentilesSelectTheSortedRanks) {
+  // Sorted: 1 1 2 3 3 4 5 5 6 9; ranks ceil(p x 10): 3, 5, 9, 10.
+  EXPECT_EQ(percentiles({3, 1, 4, 1, 5, 9, 2, 6, 5, 3}, {0.3, 0.5, 0.9, 0.99}),
+            (std::vector<double>{2, 3, 6, 9}));
+  EXPECT_EQ(percentiles({}, {0.5, 0.9}), (std::vector<double>{0, 0}));
+  EXPECT_THROW(percentiles({1, 2}, {0.9, 0.5}), InternalError);
+  // 10,007 values with many ties, against the sorted copy's nearest ranks.
+  std::vector<double> v;
+  for (std::uint64_t i = 0; i < 10'007; ++i) v.push_back(double((i * 7919) % 613) * 0.25);
+  std::vector<double> sorted = v;
+  std::sort(sorted.begin(), sorted.end());
+  const std::vector<double> ps = {0.0, 0.25, 0.5, 0.5, 0.9, 0.99, 1.0};
+  const std::vector<double> got = percentiles(v, ps);
+  for (std::size_t i = 0; i < ps.size(); ++i) {
+    const auto rank = std::size_t(std::ceil(ps[i] * double(sorted.size())));
+    EXPECT_EQ(got[i], sorted[rank == 0 ? 0 : rank - 1]) << ps[i];
+  }
+}
+
 TEST(Arrivals, ReadsTheAzureTraceInPlace) {
   const std::string path =
       std::string(TRNSIM_SOURCE_DIR) + "/../shared/traces/serving/azure/AzureLLMInferenceTrace_conv.csv";

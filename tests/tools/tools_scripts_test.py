@@ -228,6 +228,25 @@ def bench_run():
     # --compare on the same binary: the same report, exit 0.
     out = tool("--trnsim", TRNSIM, "--compare", TRNSIM, *job)
     check("report.json        the same" in out, "the same binary's reports compare the same")
+    # --serve-requests: one request of 128 + 3 tokens, every shape simulated (the prefill and
+    # the decodes at KV 129 and 130: ServeCli.OneRequestIsItsSimulatedPrefillIteration), cold in
+    # a shape cache of its own, then warm from it, then warm with timing.parallel 1.
+    tool("--trnsim", TRNSIM, "--serve-requests", "0", expect=2)
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "one.json")
+        with open(spec, "w") as f:
+            json.dump({"name": "one", "rack": "trn2-ultraserver", "model": "llama-3.1-8b", "layout": "tp=1",
+                       "arrivals": {"kind": "poisson", "rate_per_s": 1, "input_tokens": 128,
+                                    "output_tokens": 3},
+                       "timing": {"mode": "exact"}}, f)
+        rows = json.loads(tool("--trnsim", TRNSIM, "--serve-requests", "1", "--json", "--", spec))
+    check([(r["requests"], r["phase"], r["measured"], r["iterations"], r["shapes_simulated"],
+            r["shapes_from_cache"]) for r in rows] == [(1, "cold", 1, 3, 3, 0), (1, "warm", 1, 3, 0, 3),
+                                                 (1, "loop", 1, 3, 0, 3)],
+          "one request: 3 iterations, 3 shapes simulated cold and 3 read back warm (twice)")
+    check(all(close(r["cpu_s"], r["user_s"] + r["system_s"]) and close(r["cpu_ms_per_request"], r["cpu_s"] * 1e3)
+              for r in rows), "CPU is user + system, per request the same over one request")
+    check(rows[0]["results"] == rows[1]["results"] == rows[2]["results"], "the same TTFT and TPOT each time")
 
 
 def bench_sweep():
