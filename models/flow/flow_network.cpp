@@ -762,26 +762,11 @@ void FlowNetwork::recompute() {
       heap.push_back({share(dirs_[d]), d});
       share_up(std::uint32_t(heap.size() - 1));
     }
-    // Takes direction e out of the heap.
-    auto remove = [&](std::uint32_t e) {
-      const std::uint32_t i = dirs_[e].slot;
-      const ShareEntry last = heap.back();
-      heap.pop_back();
-      if (i == heap.size()) return;
-      const bool earlier = last.before(heap[i]);
-      heap[i] = last;
-      dirs_[last.dir].slot = i;
-      if (earlier) {
-        share_up(i);
-      } else {
-        share_down(i);
-      }
-    };
     while (left > 0 && !heap.empty()) {
       const ShareEntry top = heap.front();
       const double s = top.share;
       const std::uint32_t d = top.dir;
-      remove(d);
+      share_remove(d);
       Dir& dir = dirs_[d];
       // A floor keeps a flow moving when rounding leaves a link a hair short.
       const double rate = std::max(s, dir.capacity * 1e-12);
@@ -808,18 +793,10 @@ void FlowNetwork::recompute() {
           o.unfrozen_weight -= fl.weight;
           if (e == d) continue;  // out of the heap, its flows being fixed now
           if (o.unfrozen == 0) {
-            remove(e);
+            share_remove(e);
             continue;
           }
-          const std::uint32_t i = o.slot;
-          const double sh = share(o);
-          const bool down = heap[i].share < sh;
-          heap[i].share = sh;
-          if (down) {
-            share_down(i);
-          } else {
-            share_up(i);
-          }
+          share_set(e, share(o));
         }
         if (!coupled_) return;
         for (std::uint32_t h = 0; h < hop && h < 64; ++h) {
@@ -926,31 +903,7 @@ void FlowNetwork::fill_arbiter(std::uint64_t open, std::size_t left) {
     heap.push_back({arbiter_level(dirs_[d]), d});
     share_up(std::uint32_t(heap.size() - 1));
   }
-  auto remove = [&](std::uint32_t e) {
-    const std::uint32_t i = dirs_[e].slot;
-    const ShareEntry last = heap.back();
-    heap.pop_back();
-    if (i == heap.size()) return;
-    const bool earlier = last.before(heap[i]);
-    heap[i] = last;
-    dirs_[last.dir].slot = i;
-    if (earlier) {
-      share_up(i);
-    } else {
-      share_down(i);
-    }
-  };
-  auto update = [&](std::uint32_t e) {
-    const std::uint32_t i = dirs_[e].slot;
-    const double sh = arbiter_level(dirs_[e]);
-    const bool down = heap[i].share < sh;
-    heap[i].share = sh;
-    if (down) {
-      share_down(i);
-    } else {
-      share_up(i);
-    }
-  };
+  auto update = [&](std::uint32_t e) { share_set(e, arbiter_level(dirs_[e])); };
   std::vector<std::uint32_t>& fix = scratch_fix_;
   while (left > 0 && !heap.empty()) {
     const ShareEntry top = heap.front();
@@ -994,13 +947,43 @@ void FlowNetwork::fill_arbiter(std::uint64_t open, std::size_t left) {
         if (dirs_[e].slot == kNoSlot || dirs_[e].updated == stamp) continue;
         dirs_[e].updated = stamp;
         if (dirs_[e].unfrozen == 0) {
-          remove(e);
+          share_remove(e);
           dirs_[e].slot = kNoSlot;
         } else {
           update(e);
         }
       }
     }
+  }
+}
+
+// Takes direction e out of the heap of shares.
+void FlowNetwork::share_remove(std::uint32_t e) {
+  std::vector<ShareEntry>& heap = scratch_heap_;
+  const std::uint32_t i = dirs_[e].slot;
+  const ShareEntry last = heap.back();
+  heap.pop_back();
+  if (i == heap.size()) return;
+  const bool earlier = last.before(heap[i]);
+  heap[i] = last;
+  dirs_[last.dir].slot = i;
+  if (earlier) {
+    share_up(i);
+  } else {
+    share_down(i);
+  }
+}
+
+// Gives direction e, in the heap of shares, the share `sh`, moving its entry into place.
+void FlowNetwork::share_set(std::uint32_t e, double sh) {
+  std::vector<ShareEntry>& heap = scratch_heap_;
+  const std::uint32_t i = dirs_[e].slot;
+  const bool down = heap[i].share < sh;
+  heap[i].share = sh;
+  if (down) {
+    share_down(i);
+  } else {
+    share_up(i);
   }
 }
 

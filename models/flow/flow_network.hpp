@@ -251,6 +251,8 @@ class FlowNetwork : public Block, public PathNetwork {
       return share < o.share || (share == o.share && dir < o.dir);
     }
   };
+  void share_remove(std::uint32_t dir);
+  void share_set(std::uint32_t dir, double share);
   void share_up(std::uint32_t i);
   void share_down(std::uint32_t i);
   std::vector<std::uint32_t> scratch_set_, scratch_dirs_, scratch_fix_;

@@ -196,32 +196,45 @@ TEST(FlowNetwork, AFlowEndingFreesBandwidthAtThatInstant) {
   EXPECT_NEAR(ns(longer.record().completed), 500 + 2 * 2785.28 + 100 + 500, 1e-3);
 }
 
+// The parking lot's four flows (a -> d, two b -> c, c -> e) started together: their rates
+// 1 µs in, and the handles of a -> d and c -> e once the run has ended.
+struct ParkingLot {
+  std::vector<double> rates;
+  TransferHandle lng, ce;
+};
+ParkingLot run_parking_lot(const config::FabricParams& p) {
+  const auto topo = parking_lot();
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(p, topo));
+  auto id = [&](const char* n) { return *topo.node(*topo.find(n)).chip; };
+  ParkingLot out;
+  TransferHandle bc1, bc2;
+  sc_core::sc_spawn([&] {
+    const std::uint64_t big = 1000 * 4096;
+    out.lng = f.start({id("a"), id("d"), big, 1, 0, 0});
+    bc1 = f.start({id("b"), id("c"), big, 2, 0, 0});
+    bc2 = f.start({id("b"), id("c"), big, 3, 0, 0});
+    out.ce = f.start({id("c"), id("e"), big, 4, 0, 0});
+    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
+    out.rates = {f.rate_of(out.lng), f.rate_of(bc1), f.rate_of(bc2), f.rate_of(out.ce)};
+  });
+  sc_core::sc_start();
+  return out;
+}
+
 // Max-min on the parking lot: the long flow a -> d crosses s0->s1 (with two flows b -> c) and
 // s1->s2 (with c -> e). s0->s1 is the bottleneck: a->d and both b->c get 100/3 GB/s; c -> e then
 // takes what the long flow leaves on s1->s2: 200/3 GB/s.
 TEST(FlowNetwork, ParkingLotIsMaxMinFair) {
-  const auto topo = parking_lot();
-  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
-  auto id = [&](const char* n) { return *topo.node(*topo.find(n)).chip; };
-  TransferHandle lng, bc1, bc2, ce;
-  std::vector<double> r;
-  sc_core::sc_spawn([&] {
-    const std::uint64_t big = 1000 * 4096;
-    lng = f.start({id("a"), id("d"), big, 1, 0, 0});
-    bc1 = f.start({id("b"), id("c"), big, 2, 0, 0});
-    bc2 = f.start({id("b"), id("c"), big, 3, 0, 0});
-    ce = f.start({id("c"), id("e"), big, 4, 0, 0});
-    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
-    r = {f.rate_of(lng), f.rate_of(bc1), f.rate_of(bc2), f.rate_of(ce)};
-  });
-  sc_core::sc_start();
+  const ParkingLot run = run_parking_lot(params());
+  const std::vector<double>& r = run.rates;
   ASSERT_EQ(r.size(), 4u);
   const double k = 1e9 * 4096 / 4352;
   EXPECT_NEAR(r[0], 100.0 / 3 * k, 1);
   EXPECT_NEAR(r[1], 100.0 / 3 * k, 1);
   EXPECT_NEAR(r[2], 100.0 / 3 * k, 1);
   EXPECT_NEAR(r[3], 200.0 / 3 * k, 1);
-  ASSERT_TRUE(lng.done() && ce.done());
+  const TransferHandle& lng = run.lng;
+  ASSERT_TRUE(lng.done() && run.ce.done());
   // Fixed terms of a -> d: four links of 100 ns (a-s0, s0-s1, s1-s2, s2-d) and three switches
   // of 150 ns, on top of the endpoint overheads and the data.
   EXPECT_NEAR(lng.record().last_packet.link.si * 1e9, 400, 1e-9);
@@ -330,21 +343,8 @@ TEST(FlowNetwork, ArbiterSharesAnInputByPieces) {
 // and b's link half each, so a -> d gets 50 GB/s and the two b -> c 25 each; s1 -> s2 gives
 // s0's input (a -> d) and c's (c -> e) half each: c -> e 50 (max-min: 100/3, 100/3, 100/3, 200/3).
 TEST(FlowNetwork, ParkingLotIsArbiterFair) {
-  const auto topo = parking_lot();
-  FlowNetwork f("fabric", topo, resolve::plan_fabric(arbiter_params(), topo));
-  auto id = [&](const char* n) { return *topo.node(*topo.find(n)).chip; };
-  TransferHandle lng, bc1, bc2, ce;
-  std::vector<double> r;
-  sc_core::sc_spawn([&] {
-    const std::uint64_t big = 1000 * 4096;
-    lng = f.start({id("a"), id("d"), big, 1, 0, 0});
-    bc1 = f.start({id("b"), id("c"), big, 2, 0, 0});
-    bc2 = f.start({id("b"), id("c"), big, 3, 0, 0});
-    ce = f.start({id("c"), id("e"), big, 4, 0, 0});
-    sc_core::wait(sc_core::sc_time(1000, sc_core::SC_NS));
-    r = {f.rate_of(lng), f.rate_of(bc1), f.rate_of(bc2), f.rate_of(ce)};
-  });
-  sc_core::sc_start();
+  const ParkingLot run = run_parking_lot(arbiter_params());
+  const std::vector<double>& r = run.rates;
   ASSERT_EQ(r.size(), 4u);
   const double k = 1e9 * 4096 / 4352;
   EXPECT_NEAR(r[0], 50 * k, 1);
