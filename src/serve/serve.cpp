@@ -162,10 +162,16 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
   auto rate = [&](double x) { return window > 0 ? x / window : 0.0; };
   // Mean requests in the system over the window, from the iterations' own counts (each
   // replica's waiting and running requests at an iteration's start, held over it; idle: none),
-  // against Little's law's throughput x mean latency from the requests' own times.
+  // against Little's law's throughput x mean latency from the requests' own times. Past
+  // EngineOptions::max_iteration_records the engine keeps the iterations that started first,
+  // every one up to the last kept one's start: the mean is over that part of the window, which
+  // the report gives (`over_s`), rather than their area over the whole window.
+  const bool all_kept = r.iterations.size() == r.iterations_total;
+  const double t_area = all_kept || r.iterations.empty() ? t1 : std::min(t1, r.iterations.back().start_s);
+  const double area_window = std::max(0.0, t_area - t0);
   double area = 0;
   for (const auto& it : r.iterations) {
-    const double a = std::max(it.start_s, t0), b = std::min(it.end_s, t1);
+    const double a = std::max(it.start_s, t0), b = std::min(it.end_s, t_area);
     if (b > a) area += double(it.in_system) * (b - a);
   }
   const double mean_e2e = e2e.empty() ? 0 : std::accumulate(e2e.begin(), e2e.end(), 0.0) / double(e2e.size());
@@ -205,7 +211,8 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
                  {"joules_per_output_token", all_out > 0 ? energy / all_out : 0},
                  {"output_tokens_per_joule", energy > 0 ? all_out / energy : 0},
                  {"output_tokens_per_s_per_mw", energy > 0 ? all_out / energy * 1e6 : 0}};
-  j["littles_law"] = {{"mean_in_system", window > 0 ? area / window : 0},
+  j["littles_law"] = {{"mean_in_system", area_window > 0 ? area / area_window : 0},
+                      {"over_s", measured ? area_window : 0},
                       {"throughput_x_latency", rate(double(measured)) * mean_e2e}};
   if (r.prefill_replicas > 0) {
     // Per pool, from the iterations kept (all of them below 2^20): batch and KV blocks used
