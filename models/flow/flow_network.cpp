@@ -811,11 +811,7 @@ void FlowNetwork::recompute() {
           groups.push_back({fl.path[h], h});
         }
       };
-      auto hop_of = [&](const Flow& fl, std::uint32_t on) {
-        const auto it = std::find(fl.path.begin(), fl.path.end(), on);
-        return std::uint32_t(it - fl.path.begin());
-      };
-      for (const std::uint32_t f : fix) fix_flow(f, hop_of(*flows_[f], d));
+      for (const std::uint32_t f : fix) fix_flow(f, hop_on(*flows_[f], d));
       // Congestion spreading: a flow limited at a hop fills the receive buffer of the hop before
       // it, which every flow crossing that link direction on that hop (the same VC) shares; the
       // link passes them at one rate per piece, this one, and their own links before it back up
@@ -844,6 +840,12 @@ void FlowNetwork::recompute() {
     const double left_s = std::max(0.0, fl.remaining - fl.milestone) / fl.rate;
     schedule(std::max(t_now, ceil_time(now + left_s, resolution_s_)), Kind::drained, f);
   }
+}
+
+std::uint32_t FlowNetwork::hop_on(const Flow& f, std::uint32_t dir) {
+  const auto it = std::find(f.path.begin(), f.path.end(), dir);
+  if (it == f.path.end()) throw InternalError("FlowNetwork: a flow listed on a direction off its path");
+  return std::uint32_t(it - f.path.begin());
 }
 
 // Under arbiter-fair sharing a direction's capacity goes round robin to its inputs, and an
@@ -917,9 +919,7 @@ void FlowNetwork::fill_arbiter(std::uint64_t open, std::size_t left) {
       const std::uint32_t f = dir.flows[k];
       if (flow_mark_[f] != open) continue;
       const Flow& fl = *flows_[f];
-      std::size_t h = 0;  // its hop on d
-      while (fl.path[h] != d) ++h;
-      if (fl.input[h] == input) fix.push_back(f);
+      if (fl.input[hop_on(fl, d)] == input) fix.push_back(f);
     }
     if (fix.empty()) throw InternalError("FlowNetwork: an open input without open flows");
     std::sort(fix.begin(), fix.end());

@@ -210,6 +210,7 @@ class FlowNetwork : public Block, public PathNetwork {
   void drained(std::uint32_t f);
   void piece_arrived(std::uint32_t f);  // a merged flow reached its next piece milestone
   static std::uint32_t pieces_after(const Flow& f, std::uint32_t delivery);
+  static std::uint32_t hop_on(const Flow& f, std::uint32_t dir);  // the index of dir on f's path
   void complete(std::uint32_t f);
   void recompute();
   // Arbiter-fair progressive filling of the open flows of a recomputation (`open`: their

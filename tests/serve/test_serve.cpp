@@ -425,17 +425,28 @@ TEST(Engine, RefusesWhatCanNeverFitAndPreemptsWhenTheCacheRunsOut) {
   EXPECT_TRUE(recomputed);
 }
 
-TEST(Engine, LittlesLawOnASteadyRun) {
+// The steady load of the Little's-law tests: 6,000 Poisson requests at 200/s of 200 input and 50
+// output tokens, in batches of at most 64 and 2,048 tokens: a load the table timer's iterations
+// keep up with (the throughput is the offered rate).
+Workload steady_load() {
   ArrivalParams a;
   a.kind = ArrivalKind::poisson;
   a.rate_per_s = 200;
   a.input_tokens = 200;
   a.output_tokens = 50;
   a.seed = 7;
-  const Workload w = make_workload(a, 6000, "test");
-  EngineOptions o = options();
+  return make_workload(a, 6000, "test");
+}
+
+EngineOptions steady_batching(EngineOptions o) {
   o.scheduler.max_batch = 64;
   o.scheduler.token_budget = 2048;
+  return o;
+}
+
+TEST(Engine, LittlesLawOnASteadyRun) {
+  const Workload w = steady_load();
+  EngineOptions o = steady_batching(options());
   TableTimer timer;
   const EngineResult r = simulate(w, o, timer, 1000);
   SloParams slo;
@@ -455,16 +466,8 @@ TEST(Engine, LittlesLawOnASteadyRun) {
 // (`over_s`), and still agrees with throughput x latency on the steady run above. Averaged over
 // the whole window it fell short by the fraction not covered.
 TEST(Engine, LittlesLawPastTheIterationRecordCap) {
-  ArrivalParams a;
-  a.kind = ArrivalKind::poisson;
-  a.rate_per_s = 200;
-  a.input_tokens = 200;
-  a.output_tokens = 50;
-  a.seed = 7;
-  const Workload w = make_workload(a, 6000, "test");
-  EngineOptions o = options();
-  o.scheduler.max_batch = 64;
-  o.scheduler.token_budget = 2048;
+  const Workload w = steady_load();
+  EngineOptions o = steady_batching(options());
   TableTimer timer;
   const std::uint64_t total = simulate(w, o, timer, 1000).iterations_total;
   // Kept: the iterations of the first 3/5 of the run; the warm-up (1,000 of the 6,000
@@ -486,16 +489,8 @@ TEST(Engine, DisaggregatedLittlesLawOnASteadyRun) {
   // The same load on one prefill and one decode replica: a request is counted by its prefill
   // replica while waiting or prefilling, then by its decode replica (waiting for blocks, in
   // transfer, running), each at its iterations' starts.
-  ArrivalParams a;
-  a.kind = ArrivalKind::poisson;
-  a.rate_per_s = 200;
-  a.input_tokens = 200;
-  a.output_tokens = 50;
-  a.seed = 7;
-  const Workload w = make_workload(a, 6000, "test");
-  EngineOptions o = disaggregated();
-  o.scheduler.max_batch = 64;
-  o.scheduler.token_budget = 2048;
+  const Workload w = steady_load();
+  EngineOptions o = steady_batching(disaggregated());
   TableTimer timer;
   const EngineResult r = simulate(w, o, timer, 1000);
   const Json f = figures(r, SloParams{}, 2, 2, timer.static_w());
