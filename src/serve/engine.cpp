@@ -49,6 +49,8 @@ struct Replica {
   int link = -1;
   std::deque<Seq*> incoming;
   std::size_t record = 0;  // its IterationRecord (>= size: not kept)
+  IterationRecord current;  // the iteration in flight's, kept or not
+  std::uint64_t current_index = 0;  // its number in start order
   // The iteration in flight.
   std::vector<std::pair<Seq*, std::uint64_t>> prefills;  // sequence, chunk tokens
   std::vector<Seq*> decodes;
@@ -118,6 +120,9 @@ class Engine {
       }
     }
     out_.end_s = now_;
+    std::sort(sampled_.begin(), sampled_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& e : sampled_) out_.sampled.push_back(e.second);
     for (auto& r : replicas_) {
       if (!r.waiting.empty() || !r.running.empty() || !r.incoming.empty() || r.held || r.inflight) {
         throw InternalError("serving engine stopped with requests left");
@@ -385,20 +390,19 @@ class Engine {
     set_share(r, c.transfer_share);
     r.busy = true;
     ++out_.iterations_total;
-    if (r.role == Role::prefill) ++out_.prefill_iterations;
     out_.dynamic_j += c.dynamic_j;
     r.record = out_.iterations.size();
-    if (out_.iterations.size() < o_.max_iteration_records) {
-      IterationRecord ir;
-      ir.replica = index;
-      ir.start_s = now_;
-      ir.end_s = now_ + c.time_s;
-      ir.shape = sh;
-      ir.batch = r.decodes.size() + r.prefills.size();
-      ir.waiting = waiting;
-      ir.in_system = r.load();
-      out_.iterations.push_back(ir);
-    }
+    IterationRecord& ir = r.current;
+    ir = IterationRecord{};
+    ir.replica = index;
+    ir.start_s = now_;
+    ir.end_s = now_ + c.time_s;
+    ir.shape = sh;
+    ir.batch = r.decodes.size() + r.prefills.size();
+    ir.waiting = waiting;
+    ir.in_system = r.load();
+    r.current_index = out_.iterations_total - 1;
+    if (out_.iterations.size() < o_.max_iteration_records) out_.iterations.push_back(ir);
     events_.push({now_ + c.time_s, Ev::iteration_end, std::uint64_t(index)});
   }
 
@@ -441,13 +445,28 @@ class Engine {
       }
     }
     r.running = std::move(keep);
-    if (r.record < out_.iterations.size()) {
-      out_.iterations[r.record].tokens_out = tokens_;
-      out_.iterations[r.record].kv_blocks = r.kv.used_blocks();
-    }
+    r.current.tokens_out = tokens_;
+    r.current.kv_blocks = r.kv.used_blocks();
+    if (r.record < out_.iterations.size()) out_.iterations[r.record] = r.current;
+    tally(r);
     for (Seq* s : handed) hand_off(s);
     if (r.role == Role::decode) admit_incoming(index);
     start_iteration(index);
+  }
+
+  // An ended iteration into its pool's totals and, on the stride, the sample over the run.
+  void tally(const Replica& r) {
+    const IterationRecord& ir = r.current;
+    PoolTotals& p = out_.pools[r.role == Role::decode ? 1 : 0];
+    ++p.iterations;
+    p.batch += ir.batch;
+    p.kv_blocks += ir.kv_blocks;
+    p.kv_blocks_max = std::max(p.kv_blocks_max, ir.kv_blocks);
+    if (r.current_index % out_.sampled_stride != 0) return;
+    sampled_.emplace_back(r.current_index, ir);
+    if (sampled_.size() < std::max<std::size_t>(2, o_.max_sampled)) return;
+    out_.sampled_stride *= 2;
+    std::erase_if(sampled_, [&](const auto& e) { return e.first % out_.sampled_stride != 0; });
   }
 
   const Workload& w_;
@@ -466,6 +485,7 @@ class Engine {
   TransferNet net_;
   std::uint64_t net_generation_ = 0;
   std::map<std::uint64_t, double> latency_;  // transfers in flight: their latency
+  std::vector<std::pair<std::uint64_t, IterationRecord>> sampled_;  // by end: (start index, it)
 };
 
 }  // namespace

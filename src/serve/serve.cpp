@@ -215,29 +215,21 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
                       {"over_s", measured ? area_window : 0},
                       {"throughput_x_latency", rate(double(measured)) * mean_e2e}};
   if (r.prefill_replicas > 0) {
-    // Per pool, from the iterations kept (all of them below 2^20): batch and KV blocks used
-    // after each iteration, as a fraction of a replica's blocks.
+    // Per pool, over all its iterations: batch and KV blocks used after each iteration, as a
+    // fraction of a replica's blocks.
     const int P = r.prefill_replicas;
     Json pools;
     for (int pool = 0; pool < 2; ++pool) {
       const double blocks = double(pool == 0 ? r.kv_blocks : r.decode_kv_blocks);
-      double batch = 0, kv = 0, kv_max = 0;
-      std::uint64_t n_it = 0;
-      for (const auto& it : r.iterations) {
-        if ((it.replica < P) != (pool == 0)) continue;
-        ++n_it;
-        batch += double(it.batch);
-        const double occ = blocks > 0 ? double(it.kv_blocks) / blocks : 0;
-        kv += occ;
-        kv_max = std::max(kv_max, occ);
-      }
+      const PoolTotals& t = r.pools[pool];
+      const double n = double(t.iterations);
       pools[pool == 0 ? "prefill" : "decode"] = {
           {"replicas", pool == 0 ? P : replicas - P},
-          {"iterations", pool == 0 ? r.prefill_iterations : r.iterations_total - r.prefill_iterations},
-          {"batch_mean", n_it ? batch / double(n_it) : 0},
+          {"iterations", t.iterations},
+          {"batch_mean", n > 0 ? double(t.batch) / n : 0},
           {"kv_blocks_per_replica", pool == 0 ? r.kv_blocks : r.decode_kv_blocks},
-          {"kv_occupancy_mean", n_it ? kv / double(n_it) : 0},
-          {"kv_occupancy_max", kv_max}};
+          {"kv_occupancy_mean", n > 0 && blocks > 0 ? double(t.kv_blocks) / n / blocks : 0},
+          {"kv_occupancy_max", blocks > 0 ? double(t.kv_blocks_max) / blocks : 0}};
     }
     j["pools"] = pools;
     // Each measured request's transfer, what it would have taken alone on its path (the rest:
@@ -260,11 +252,14 @@ Json figures(const EngineResult& r, const SloParams& slo, int replicas, double c
                         {"alone_s", stats_json(std::move(alone))},
                         {"wait_s", stats_json(std::move(wait))}};
   }
-  // Batch, KV occupancy and queue over time: at most 512 points, evenly spaced iterations.
+  // Batch, KV occupancy and queue over time: evenly spaced iterations over the whole run, 512
+  // to 1,023 of them (all when fewer). Past the records' cap, the engine's sample spans the run.
   Json series = Json::array();
-  const std::size_t n = r.iterations.size(), step = std::max<std::size_t>(1, n / 512);
+  const bool sample = r.iterations.size() < r.iterations_total;
+  const std::vector<IterationRecord>& its = sample ? r.sampled : r.iterations;
+  const std::size_t n = its.size(), step = std::max<std::size_t>(1, n / 512);
   for (std::size_t i = 0; i < n; i += step) {
-    const auto& it = r.iterations[i];
+    const auto& it = its[i];
     series.push_back({it.start_s, it.replica, it.batch, it.kv_blocks, it.waiting});
   }
   j["over_time"] = {{"columns", {"t_s", "replica", "batch", "kv_blocks", "waiting"}},

@@ -134,7 +134,14 @@ TEST(Engine, DisaggregatedOneRequestOnAnIdleSystem) {
   EXPECT_DOUBLE_EQ(r.transfer_bytes, 100000);
   EXPECT_NEAR(r.transfer_s, TableTimer::x(100), 1e-15);  // end - start
   EXPECT_EQ(r.iterations_total, 5u);
-  EXPECT_EQ(r.prefill_iterations, 1u);
+  // The pools' totals: the prefill iteration (one sequence, its 7 blocks held after it) and the
+  // four decodes (one sequence each).
+  EXPECT_EQ(r.pools[0].iterations, 1u);
+  EXPECT_EQ(r.pools[0].batch, 1u);
+  EXPECT_EQ(r.pools[0].kv_blocks, 7u);
+  EXPECT_EQ(r.pools[0].kv_blocks_max, 7u);
+  EXPECT_EQ(r.pools[1].iterations, 4u);
+  EXPECT_EQ(r.pools[1].batch, 4u);
   // Iteration 1 on the prefill replica (the prompt's 7 blocks, held until the transfer ends),
   // the others on the decode replica.
   EXPECT_EQ(r.iterations[0].replica, 0);
@@ -483,6 +490,60 @@ TEST(Engine, LittlesLawPastTheIterationRecordCap) {
   const double L = f["littles_law"]["mean_in_system"].get<double>();
   const double lw = f["littles_law"]["throughput_x_latency"].get<double>();
   EXPECT_NEAR(L / lw, 1.0, 0.05) << "L " << L << " lambda W " << lw;
+}
+
+// Past the cap on iteration records, the disaggregated pools' means are still over every
+// iteration (the same as with every record kept), and over_time still spans the run.
+TEST(Engine, PoolsAndOverTimeCoverTheRunPastTheIterationRecordCap) {
+  const Workload w = steady_load();
+  EngineOptions o = steady_batching(disaggregated());
+  TableTimer timer;
+  const EngineResult all = simulate(w, o, timer, 1000);
+  ASSERT_EQ(all.iterations.size(), all.iterations_total);
+  o.max_iteration_records = all.iterations_total / 10;
+  const EngineResult capped = simulate(w, o, timer, 1000);
+  ASSERT_EQ(capped.iterations.size(), o.max_iteration_records);
+  const Json fa = figures(all, SloParams{}, 2, 2, timer.static_w());
+  const Json fc = figures(capped, SloParams{}, 2, 2, timer.static_w());
+  EXPECT_EQ(fc["pools"], fa["pools"]);
+  EXPECT_EQ(fa["pools"]["prefill"]["iterations"].get<std::uint64_t>() +
+                fa["pools"]["decode"]["iterations"].get<std::uint64_t>(),
+            all.iterations_total);
+  // The sample: every stride-th iteration, 512 to 1,023 of them (the cap 1,024); the last within
+  // a stride of the run's last iteration.
+  const std::uint64_t n = all.iterations_total, stride = capped.sampled_stride;
+  ASSERT_EQ(capped.sampled.size(), (n + stride - 1) / stride);
+  EXPECT_GE(capped.sampled.size(), 512u);
+  EXPECT_LT(capped.sampled.size(), 1024u);
+  for (std::size_t k = 0; k < capped.sampled.size(); ++k) {
+    const IterationRecord& a = capped.sampled[k];
+    const IterationRecord& b = all.iterations[k * stride];
+    ASSERT_EQ(a.start_s, b.start_s) << k;
+    ASSERT_EQ(a.replica, b.replica) << k;
+    ASSERT_EQ(a.kv_blocks, b.kv_blocks) << k;
+  }
+  const Json& rows = fc["over_time"]["rows"];
+  ASSERT_EQ(rows.size(), capped.sampled.size());
+  EXPECT_GT(rows.back()[0].get<double>(), all.iterations[n - stride].start_s - 1e-12);
+  // Below the cap, over_time is as before: every (n / 512)-th record.
+  EXPECT_EQ(fa["over_time"]["rows"].size(), (n + n / 512 - 1) / (n / 512));
+}
+
+// The sample's stride on a hand-counted run: one request of 100 output tokens on one replica is
+// 100 iterations (its prefill, then 99 decodes). With room for 8, the stride doubles at the 8th
+// kept (indices 0 to 7, then 0, 2, ..., 14, ...) until 100 iterations fit in 7: stride 16, kept
+// 0, 16, ..., 96.
+TEST(Engine, SampledIterationsDoubleTheirStride) {
+  Workload w;
+  w.open.push_back({0, 0.0, 10, 100});
+  EngineOptions o = options();
+  o.max_sampled = 8;
+  TableTimer timer;
+  const EngineResult r = simulate(w, o, timer, 0);
+  ASSERT_EQ(r.iterations_total, 100u);
+  EXPECT_EQ(r.sampled_stride, 16u);
+  ASSERT_EQ(r.sampled.size(), 7u);
+  for (std::size_t k = 0; k < 7; ++k) EXPECT_EQ(r.sampled[k].start_s, r.iterations[16 * k].start_s);
 }
 
 TEST(Engine, DisaggregatedLittlesLawOnASteadyRun) {

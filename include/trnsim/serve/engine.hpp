@@ -105,6 +105,13 @@ struct IterationRecord {
   std::uint64_t tokens_out = 0;
 };
 
+// Per pool of a disaggregated run, over all its iterations (not only those kept as records):
+// the sequences in them and the KV blocks their replica used after each, summed (whole numbers,
+// so in any order), and the most blocks used after one.
+struct PoolTotals {
+  std::uint64_t iterations = 0, batch = 0, kv_blocks = 0, kv_blocks_max = 0;
+};
+
 struct EngineOptions {
   SchedulerParams scheduler;
   int replicas = 1;
@@ -115,15 +122,23 @@ struct EngineOptions {
   int prefill_replicas = 0;
   std::uint64_t decode_kv_blocks = 0;
   std::uint64_t max_iteration_records = 1u << 20;
+  // The most iterations kept evenly spaced over the whole run (`EngineResult::sampled`).
+  std::size_t max_sampled = 1024;
 };
 
 struct EngineResult {
   std::vector<RequestRecord> requests;  // by id
-  std::vector<IterationRecord> iterations;
+  std::vector<IterationRecord> iterations;  // the first max_iteration_records, in start order
+  // Every sampled_stride-th iteration (by start order: 0, stride, 2 stride, ...), in start
+  // order; the stride doubles (and every other one is dropped) when they reach max_sampled, so
+  // they span the whole run past the records' cap.
+  std::vector<IterationRecord> sampled;
+  std::uint64_t sampled_stride = 1;
+  PoolTotals pools[2];  // disaggregated: prefill, decode
   std::uint64_t iterations_total = 0, preemptions = 0, refused = 0;
   // Disaggregated: KV transfers, their bytes and the time they took (summed), and the layout
   // of the pools (prefill_replicas 0: co-located).
-  std::uint64_t transfers = 0, prefill_iterations = 0;
+  std::uint64_t transfers = 0;
   double transfer_bytes = 0, transfer_s = 0;
   int prefill_replicas = 0;
   std::uint64_t kv_blocks = 0, decode_kv_blocks = 0;
