@@ -6,7 +6,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config clang
+  build-essential cmake ninja-build pkg-config clang lld
   libsystemc-dev libboost-graph-dev libfmt-dev libspdlog-dev nlohmann-json3-dev
   libgtest-dev libcli11-dev libprotobuf-dev protobuf-compiler zlib1g-dev nettle-dev
   python3 python3-matplotlib python3-pandas python3-nbclient python3-nbformat python3-ipykernel
