@@ -48,9 +48,10 @@ struct Replica {
   std::uint64_t held = 0, inflight = 0;
   int link = -1;
   std::deque<Seq*> incoming;
-  std::size_t record = 0;  // its IterationRecord (>= size: not kept)
   IterationRecord current;  // the iteration in flight's, kept or not
-  std::uint64_t current_index = 0;  // its number in start order
+  // Its number in start order, which is its place in the records when it is kept (they are the
+  // first max_iteration_records iterations).
+  std::uint64_t current_index = 0;
   // The iteration in flight.
   std::vector<std::pair<Seq*, std::uint64_t>> prefills;  // sequence, chunk tokens
   std::vector<Seq*> decodes;
@@ -391,7 +392,6 @@ class Engine {
     r.busy = true;
     ++out_.iterations_total;
     out_.dynamic_j += c.dynamic_j;
-    r.record = out_.iterations.size();
     IterationRecord& ir = r.current;
     ir = IterationRecord{};
     ir.replica = index;
@@ -447,7 +447,7 @@ class Engine {
     r.running = std::move(keep);
     r.current.tokens_out = tokens_;
     r.current.kv_blocks = r.kv.used_blocks();
-    if (r.record < out_.iterations.size()) out_.iterations[r.record] = r.current;
+    if (r.current_index < out_.iterations.size()) out_.iterations[r.current_index] = r.current;
     tally(r);
     for (Seq* s : handed) hand_off(s);
     if (r.role == Role::decode) admit_incoming(index);
