@@ -148,7 +148,7 @@ std::map<std::string, model::OpProfile> calibrate_ops(const resolve::ChipPlan& p
   for (const auto& op : ops) distinct.emplace(model::op_key(op), op);
   std::map<std::string, model::OpProfile> out;
   if (distinct.empty()) return out;
-  const std::size_t chunks = std::min(kCalibrationChunks, distinct.size());
+  const std::size_t chunks = parallel > 1 ? std::min(kCalibrationChunks, distinct.size()) : 1;
   std::vector<std::vector<model::ComputeOp>> chunk_ops(chunks);
   std::vector<std::vector<std::string>> chunk_keys(chunks);
   std::size_t i = 0;

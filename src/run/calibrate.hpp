@@ -20,15 +20,18 @@
 
 namespace trnsim::run {
 
-// Children the ops are spread over: fixed, so that which ops share a chip, and thus every
-// result, does not depend on how many children run at once.
+// Children the ops are spread over when more than one runs at a time (a load spread over
+// `parallel` children); with one at a time, every op goes to one child, which elaborates its
+// tile chip once. A profile does not depend on which ops share its chip
+// (OpCalibration.ProfileDoesNotDependOnItsCompany), so no result depends on the chunking.
 inline constexpr std::size_t kCalibrationChunks = 8;
 // Children of a run's calibration at a time (the 2-core machine).
 inline constexpr int kCalibrationJobs = 2;
 
 // The profile of each op (by model::op_key) on the tile model of `plan` (its compute model is
-// ignored), `parallel` children at a time. Each op starts on an idle chip with its HBM
-// allocator reset, so a profile depends only on the op and the plan.
+// ignored), `parallel` children at a time (kCalibrationChunks children in all, or one when
+// `parallel` is 1). Each op starts on an idle chip with its HBM allocator reset, so a profile
+// depends only on the op and the plan.
 std::map<std::string, model::OpProfile> calibrate_ops(const resolve::ChipPlan& plan,
                                                       const std::vector<model::ComputeOp>& ops,
                                                       int parallel, double* static_power_w = nullptr);

@@ -115,6 +115,7 @@ struct Simulation::State {
   ProgressFn progress;
   Clock::time_point t0, tc, t1, t2;
   bool sampling = true;  // set_samples()
+  int calibration_jobs = kCalibrationJobs;  // set_calibration_jobs()
 
   State(const config::LoadedConfig& l, Driver& d, resolve::Purpose p)
       : loaded(l), driver(d), purpose(p) {}
@@ -155,6 +156,13 @@ void Simulation::set_rack_plan(resolve::RackPlan rack) {
 void Simulation::set_samples(bool on) {
   if (s_->phase >= Phase::probed) throw InternalError("Simulation::set_samples after attach_probes()");
   s_->sampling = on;
+}
+
+void Simulation::set_calibration_jobs(int jobs) {
+  if (s_->phase >= Phase::calibrated) {
+    throw InternalError("Simulation::set_calibration_jobs after calibrate()");
+  }
+  s_->calibration_jobs = std::max(1, jobs);
 }
 
 void Simulation::set_flow_efficiency(const std::array<double, 16>& efficiency) {
@@ -204,7 +212,7 @@ void Simulation::calibrate() {
   // profiles, so a run of any compute model with it calibrates too.
   const auto& compute = s.models.compute->capabilities;
   if (compute.needs_calibration || s.plan->fast_forward) {
-    s.calibration = calibrate_workload(s.plan->chip, s.driver.source(), kCalibrationJobs,
+    s.calibration = calibrate_workload(s.plan->chip, s.driver.source(), s.calibration_jobs,
                                        compute.times_op_heads, &s.cache, &s.origin);
   }
   s.tc = Clock::now();
@@ -216,7 +224,7 @@ void Simulation::calibrate() {
   } else if (s.plan->fabric.model == "flow" &&
              s.plan->fabric.params.flow_calibration == config::FlowCalibration::packet) {
     const CacheSettings cache = s.cache.enabled ? s.cache : cache_settings_from_env(false);
-    s.flow_calibration = calibrate_flow(s.loaded, *s.plan, cache, kCalibrationJobs);
+    s.flow_calibration = calibrate_flow(s.loaded, *s.plan, cache, s.calibration_jobs);
     s.plan->fabric.flow_efficiency = s.flow_calibration->efficiency;
   }
 }

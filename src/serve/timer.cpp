@@ -208,6 +208,8 @@ RackTimer::Begun RackTimer::start(const Shape& sh, bool wanted, bool unclaimed) 
     // The shapes' op calibrations share one op profile store: a shape simulates only the ops no
     // shape before it (or beside it) has calibrated; a profile is the same whoever calibrated it.
     sim.set_cache(store_);
+    // Shapes already run timing.parallel at once: a shape's missing ops go to one child.
+    sim.set_calibration_jobs(1);
     return cost_line(sim.run());
   });
   children_[id] = {sh, wanted};

@@ -261,7 +261,8 @@ TEST(OpCompute, ASmallOpQueuesBehindALargeOnesDmaStream) {
   }
 }
 
-// Same profiles with one child or two, and whatever the order of the ops.
+// Same profiles with one child (the six ops on one tile chip) or two (each op on a chip of its
+// own: calibrate_ops's chunks), and whatever the order of the ops.
 TEST(OpCompute, CalibrationIsIndependentOfParallelismAndOrder) {
   const resolve::ChipPlan plan = trn3_plan();
   std::vector<model::ComputeOp> reversed(kSmall.rbegin(), kSmall.rend());

@@ -93,6 +93,12 @@ class Simulation {
   // figure is the same. Before attach_probes().
   void set_samples(bool on);
 
+  // Children of the calibrations at a time (default kCalibrationJobs, 2). A caller that already
+  // runs simulations side by side (a serving run's shapes, timing.parallel at once) gives 1: the
+  // ops its calibration lacks then go to one child instead of up to eight, each elaborating a
+  // tile chip. Results do not depend on it (run::calibrate_ops). Before calibrate().
+  void set_calibration_jobs(int jobs);
+
   // Every phase in order.
   RunData run(const ProgressFn& progress = {});
 
