@@ -288,7 +288,11 @@ OpStats Chip::run_lowered(const ComputeOp& op, const std::string& name) {
   for (auto& step : steps) {
     Job job;
     for (std::size_t c = 0; c < step.per_core.size(); ++c) {
-      if (Program* prog = step.per_core[c].get()) start_program(int(c), *prog, job);
+      Program* prog = step.per_core[c].get();
+      if (!prog) continue;
+      st.sbuf_bytes_per_partition = std::max(st.sbuf_bytes_per_partition, prog->sbuf_bytes_per_partition);
+      st.psum_banks = std::max(st.psum_banks, prog->psum_banks);
+      start_program(int(c), *prog, job);
     }
     st.cores_used = std::max(st.cores_used, job.left);
     if (job.left > 0) {

@@ -49,6 +49,10 @@ struct OpStats {
   double hbm_bytes = 0;  // bytes the op's DMAs moved to or from HBM
   std::uint64_t instructions = 0;
   int cores_used = 0;
+  // The largest SBUF (bytes per partition) and PSUM (banks) footprint of the programs the op
+  // was lowered to: the tile model's, 0 where nothing was lowered.
+  std::uint64_t sbuf_bytes_per_partition = 0;
+  int psum_banks = 0;
 };
 
 }  // namespace trnsim::model

@@ -83,16 +83,6 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
   model::Driver drv("driver", [&] {
     for (const auto& op : ops) {
       model::OpProfile p;
-      {
-        model::HbmAllocator scratch;  // the footprint only: lower it aside
-        for (const auto& step : model::lower(op, "footprint", tile.params, scratch, tile.granularity)) {
-          for (const auto& prog : step.per_core) {
-            if (!prog) continue;
-            p.sbuf_bytes_per_partition = std::max(p.sbuf_bytes_per_partition, prog->sbuf_bytes_per_partition);
-            p.psum_banks = std::max(p.psum_banks, prog->psum_banks);
-          }
-        }
-      }
       chip->hbm_allocator().next = 0;
       model::zero_actions(chip.get());
       const Counters before = counters(*chip, *memory);
@@ -103,6 +93,8 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       p.flops = st.flops;
       p.hbm_bytes = st.hbm_bytes;
       p.instructions = st.instructions;
+      p.sbuf_bytes_per_partition = st.sbuf_bytes_per_partition;  // the lowering's footprint
+      p.psum_banks = st.psum_banks;
       const Counters after = counters(*chip, *memory);
       p.read_bytes = after.read - before.read;
       p.write_bytes = after.written - before.written;

@@ -10,6 +10,7 @@
 #include "calibrate.hpp"
 #include "profile_cache.hpp"
 #include "chip/chip.hpp"
+#include "chip/lowering.hpp"
 #include "chip/op_chip.hpp"
 #include "common/activity.hpp"
 #include "test_support.hpp"
@@ -57,6 +58,33 @@ const std::vector<model::ComputeOp> kSmall = {
     ElementOp{ElementKind::activation, 1u << 16, Dtype::bf16, 1},
     ElementOp{ElementKind::softmax, 4096 * 128, Dtype::bf16, 1},
 };
+
+// A profile's SBUF and PSUM footprint (what the op-level chip reserves while the op runs) is the
+// largest of the programs the op was lowered to, taken from the lowering the calibration ran.
+TEST(OpCalibration, ProfileCarriesTheFootprintOfItsLowering) {
+  const resolve::ChipPlan plan = trn3_plan();
+  const auto table = table_of(plan, kSmall, 1);
+  for (const auto& op : kSmall) {
+    SCOPED_TRACE(model::op_key(op));
+    model::HbmAllocator hbm;
+    std::uint64_t sbuf = 0;
+    int psum = 0;
+    for (const auto& step : model::lower(op, "op", plan.params, hbm, plan.granularity)) {
+      for (const auto& prog : step.per_core) {
+        if (!prog) continue;
+        sbuf = std::max(sbuf, prog->sbuf_bytes_per_partition);
+        psum = std::max(psum, prog->psum_banks);
+      }
+    }
+    const model::OpProfile& p = table->exact.at(model::op_key(op));
+    EXPECT_GT(sbuf, 0u);
+    EXPECT_EQ(p.sbuf_bytes_per_partition, sbuf);
+    EXPECT_EQ(p.psum_banks, psum);
+    if (std::holds_alternative<GemmOp>(op)) {
+      EXPECT_GT(p.psum_banks, 0);
+    }
+  }
+}
 
 // Each op alone on a fresh tile chip and on a fresh op-level chip: the same picosecond, the
 // same work (2 m k n flops for a GEMM).
