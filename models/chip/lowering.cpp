@@ -221,6 +221,34 @@ struct OperandSlots {
   std::uint64_t ready(std::uint64_t t) const { return cur_base + (per_tile ? t + 1 : 1); }
 };
 
+// What lower_gemm_core() appends for `batches` GEMMs of [m x k x n] under `p`, counted from the
+// same loops without building them: per batch, every output tile's matmuls (its K steps in groups
+// of `group`) and its eviction and store, the resident operand's DMAs (one per tile) and the
+// streamed one's (one per block), both reloaded per K block when K is blocked.
+struct GemmCounts {
+  double matmuls = 0;  // the Tensor engine's queue
+  double tiles = 0;    // output tiles: an eviction and a store each, Vector and Scalar alternating
+  double loads = 0;    // the Sync engine's DMAs
+  double total() const { return matmuls + 2 * tiles + loads; }
+};
+
+GemmCounts gemm_core_counts(const GemmPlan& p, std::uint64_t batches, std::uint64_t m,
+                            std::uint64_t k, std::uint64_t n, std::uint64_t group) {
+  const double mt = double(ceil_div(m, p.tm)), nt = double(ceil_div(n, p.tn));
+  const std::uint64_t kt = ceil_div(k, p.tk);
+  const std::uint64_t kblocks = ceil_div(kt, p.kb);
+  const std::uint64_t last = kt - (kblocks - 1) * p.kb;
+  const double matmuls_per_tile =
+      double(kblocks - 1) * double(ceil_div(p.kb, group)) + double(ceil_div(last, group));
+  const bool a_res = p.a_resident || !p.full_k;
+  const double outer_tiles = a_res ? mt : nt, inner_tiles = a_res ? nt : mt;
+  const double outer = std::ceil(outer_tiles / double(a_res ? p.mb : p.nb));
+  const double inner = std::ceil(inner_tiles / double(a_res ? p.nb : p.mb));
+  const double loads = p.full_k ? outer_tiles + outer * inner : double(kblocks) * inner * (mt + outer);
+  const double tiles = double(batches) * mt * nt;
+  return {tiles * matmuls_per_tile, tiles, double(batches) * loads};
+}
+
 // Appends the program of one core: `batches` GEMMs of [m x k x n].
 void lower_gemm_core(Program& prog, const GemmPlan& p, std::uint64_t batches, std::uint64_t m,
                      std::uint64_t k, std::uint64_t n, Dtype dtype, const config::ChipParams& chip,
@@ -475,8 +503,18 @@ LoweredStep lower_gemm(const GemmOp& g, const std::string& name, const config::C
     const auto off_a = std::uint64_t(double(sh.batch0 * g.m * g.k + sh.m0 * g.k) * elem);
     const auto off_b = std::uint64_t(double(sh.batch0 * g.k * g.n + sh.n0) * elem);
     const auto off_c = std::uint64_t(double(sh.batch0 * g.m * g.n + sh.m0 * g.n + sh.n0) * out_elem);
+    const auto group = std::uint64_t(std::max(1, granularity));
+    // Each queue's room, reserved before its instructions are built: a queue of millions (an
+    // attention GEMM of a long context) is then not copied, and its pages not faulted again,
+    // each time it grows. Room only: the program is the same.
+    const GemmCounts want = gemm_core_counts(plan, sh.batches, sh.m, g.k, sh.n, group);
+    const auto half = std::size_t(want.tiles) / 2;
+    prog->queues[int(EngineId::tensor)].reserve(std::size_t(want.matmuls));
+    prog->queues[int(EngineId::vector)].reserve(2 * (std::size_t(want.tiles) - half));
+    prog->queues[int(EngineId::scalar)].reserve(2 * half);
+    prog->queues[int(EngineId::sync)].reserve(std::size_t(want.loads));
     lower_gemm_core(*prog, plan, sh.batches, sh.m, g.k, sh.n, g.dtype, chip, a + off_a, b + off_b,
-                    c + off_c, step.hbm_bytes, std::uint64_t(std::max(1, granularity)));
+                    c + off_c, step.hbm_bytes, group);
     step.instructions += count_instructions(*prog);
     step.per_core[s % std::size_t(cores)] = std::move(prog);
   }
@@ -644,24 +682,9 @@ LoweredStep lower_memcpy(const MemcpyOp& op, const std::string& name,
   return step;
 }
 
-// What lower_gemm_core() appends for `batches` GEMMs of [m x k x n] under `p`, counted from the
-// same loops without building them: per batch, every output tile's matmuls (its K steps in groups
-// of `group`) and its eviction and store, the resident operand's DMAs (one per tile) and the
-// streamed one's (one per block), both reloaded per K block when K is blocked.
 double gemm_core_instructions(const GemmPlan& p, std::uint64_t batches, std::uint64_t m,
                               std::uint64_t k, std::uint64_t n, std::uint64_t group) {
-  const double mt = double(ceil_div(m, p.tm)), nt = double(ceil_div(n, p.tn));
-  const std::uint64_t kt = ceil_div(k, p.tk);
-  const std::uint64_t kblocks = ceil_div(kt, p.kb);
-  const std::uint64_t last = kt - (kblocks - 1) * p.kb;
-  const double matmuls_per_tile =
-      double(kblocks - 1) * double(ceil_div(p.kb, group)) + double(ceil_div(last, group));
-  const bool a_res = p.a_resident || !p.full_k;
-  const double outer_tiles = a_res ? mt : nt, inner_tiles = a_res ? nt : mt;
-  const double outer = std::ceil(outer_tiles / double(a_res ? p.mb : p.nb));
-  const double inner = std::ceil(inner_tiles / double(a_res ? p.nb : p.mb));
-  const double loads = p.full_k ? outer_tiles + outer * inner : double(kblocks) * inner * (mt + outer);
-  return double(batches) * (mt * nt * (matmuls_per_tile + 2) + loads);
+  return gemm_core_counts(p, batches, m, k, n, group).total();
 }
 
 double gemm_instructions(const GemmOp& g, const config::ChipParams& chip, int granularity) {
