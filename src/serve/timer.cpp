@@ -260,6 +260,7 @@ std::vector<std::string> RackTimer::cost_lines(const std::vector<Shape>& shapes)
     }
     todo.push_back(i);
   }
+  missed_ = missed_ || !todo.empty();
   // The shapes already simulated ahead, or in flight, are taken as they are; the others started,
   // `parallel` of the run's at once (beside children simulating ahead that are still running).
   std::vector<Shape> queue;
@@ -331,7 +332,10 @@ std::vector<std::string> RackTimer::cost_lines(const std::vector<Shape>& shapes)
 }
 
 void RackTimer::look_ahead(const Shape& shape) {
-  if (parallel_ < 2) return;
+  // Only once the run has needed a shape the disk cache did not hold: a rerun that finds all of
+  // its shapes there (a warm run) starts no child, where it used to start `parallel` children
+  // for shapes the cold run had killed unfinished and kill them again at its end.
+  if (parallel_ < 2 || !missed_) return;
   if (!children_.empty()) collect(false);
   if (children_.size() >= std::size_t(parallel_)) return;
   // The candidates around the shape's cell (recomputed when the cell changes): the iterations

@@ -1948,4 +1948,43 @@ TEST(RackTimer, ChildWithoutSamplesAndWithTheParentsRackGivesTheSameCost) {
   EXPECT_GT(std::stoull(out[1].substr(b + 1)), 0u);  // the iteration's end (time units)
 }
 
+// Shapes are simulated ahead of need only once the run has needed one the disk cache did not hold
+// (docs/serving.md#shapes-ahead). A Llama 3.1 8B decode of 4 sequences at KV 300 on the Trn2
+// UltraServer (grid mode): timed with one child into an empty cache, it simulates its grid
+// corners and starts nothing ahead; timed again with two children from that cache, every corner
+// is read back and no child is left running, though the cells next to it are not in the cache;
+// with two children and an empty cache, the same lookup leaves children simulating them.
+TEST(RackTimer, AWarmRunSimulatesNothingAhead) {
+  const config::LoadedConfig cfg = bench::ConfigSource{
+      bench::data_path("configs/racks/trn2-ultraserver.json"), {"sim.fidelity=fast"}}.load();
+  infer::IterationSpec spec;
+  spec.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
+  spec.layout = infer::parse_layout("tp=1");
+  const fs::path dir = fs::temp_directory_path() / fmt::format("trnsim-warm-ahead-{}", ::getpid());
+  fs::remove_all(dir);
+  const run::CacheSettings warm{true, (dir / "warm").string()}, cold{true, (dir / "cold").string()};
+  const Shape s{4, 300, 0, 0};
+  {
+    RackTimer one(cfg, spec, TimingMode::grid, 1, 2, warm);
+    one.cost(s);
+    EXPECT_GE(one.shapes_simulated(), 2u);
+    EXPECT_EQ(one.shapes_from_disk(), 0u);
+    EXPECT_EQ(one.shapes_in_flight(), 0u);
+  }
+  {
+    RackTimer two(cfg, spec, TimingMode::grid, 2, 2, warm);
+    two.cost(s);
+    EXPECT_GE(two.shapes_simulated(), 2u);
+    EXPECT_EQ(two.shapes_from_disk(), two.shapes_simulated());
+    EXPECT_EQ(two.shapes_in_flight(), 0u);
+  }
+  {
+    RackTimer two(cfg, spec, TimingMode::grid, 2, 2, cold);
+    two.cost(s);
+    EXPECT_EQ(two.shapes_from_disk(), 0u);
+    EXPECT_GE(two.shapes_in_flight(), 1u);  // the control: a miss turns the look-ahead on
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace trnsim::serve

@@ -89,6 +89,8 @@ class RackTimer : public IterationTimer {
   // never used (kept in the disk cache).
   std::size_t shapes_ahead_used() const { return ahead_used_; }
   std::size_t shapes_ahead_unused() const { return ahead_.size(); }
+  // Children simulating a shape now (between cost() calls: shapes ahead of need).
+  std::size_t shapes_in_flight() const { return children_.size(); }
 
   // Held-back shapes (grid mode): cost() remembers the distinct shapes it interpolated once
   // this is on; held_back(k) simulates k of them exactly (evenly spread over their order) and
@@ -143,6 +145,7 @@ class RackTimer : public IterationTimer {
   std::size_t ahead_used_ = 0;
   std::vector<Shape> ahead_queue_;  // look_ahead's candidates, next first
   std::array<std::uint64_t, 6> ahead_cell_{};  // the cell they were taken around
+  bool missed_ = false;  // a shape the run needed was not in the disk cache: look_ahead() is on
   std::size_t simulated_ = 0;
   std::uint64_t lookups_ = 0;
   double wall_s_ = 0;
