@@ -1906,17 +1906,32 @@ TEST(ServeCli, BadSpecsExit2NamingFileAndPointer) {
 
 namespace trnsim::serve {
 
+namespace {
+
+// The Trn2 UltraServer at fast fidelity, and a Llama 3.1 8B iteration laid out as `layout` (its
+// shape fields left to the test).
+config::LoadedConfig trn2_fast() {
+  return bench::ConfigSource{bench::data_path("configs/racks/trn2-ultraserver.json"),
+                             {"sim.fidelity=fast"}}.load();
+}
+
+infer::IterationSpec llama_8b(const std::string& layout) {
+  infer::IterationSpec spec;
+  spec.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
+  spec.layout = infer::parse_layout(layout);
+  return spec;
+}
+
+}  // namespace
+
 // What a serving shape's child does (RackTimer::start): the rack resolved once in the parent and
 // handed over, and no energy samples, since only the end's figures are read. Neither changes
 // them: a Llama 3.1 8B TP 2 decode of 4 sequences at KV 300 on the Trn2 UltraServer, simulated
 // as `bench iteration` does (the rack resolved in the child, samples taken) and as the timer does,
 // ends at the same picosecond with the same energy of each chip and of the fabric, to the bit.
 TEST(RackTimer, ChildWithoutSamplesAndWithTheParentsRackGivesTheSameCost) {
-  const config::LoadedConfig cfg = bench::ConfigSource{
-      bench::data_path("configs/racks/trn2-ultraserver.json"), {"sim.fidelity=fast"}}.load();
-  infer::IterationSpec spec;
-  spec.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
-  spec.layout = infer::parse_layout("tp=2");
+  const config::LoadedConfig cfg = trn2_fast();
+  infer::IterationSpec spec = llama_8b("tp=2");
   spec.decode_seqs = 4;
   spec.context = 300;
   resolve::RackPlan rack = std::move(*resolve::plan(cfg, resolve::Purpose::run).rack);
@@ -1955,11 +1970,8 @@ TEST(RackTimer, ChildWithoutSamplesAndWithTheParentsRackGivesTheSameCost) {
 // is read back and no child is left running, though the cells next to it are not in the cache;
 // with two children and an empty cache, the same lookup leaves children simulating them.
 TEST(RackTimer, AWarmRunSimulatesNothingAhead) {
-  const config::LoadedConfig cfg = bench::ConfigSource{
-      bench::data_path("configs/racks/trn2-ultraserver.json"), {"sim.fidelity=fast"}}.load();
-  infer::IterationSpec spec;
-  spec.model = infer::load_model(infer::model_path("llama-3.1-8b", bench::data_path("configs/models")));
-  spec.layout = infer::parse_layout("tp=1");
+  const config::LoadedConfig cfg = trn2_fast();
+  const infer::IterationSpec spec = llama_8b("tp=1");
   const fs::path dir = fs::temp_directory_path() / fmt::format("trnsim-warm-ahead-{}", ::getpid());
   fs::remove_all(dir);
   const run::CacheSettings warm{true, (dir / "warm").string()}, cold{true, (dir / "cold").string()};
