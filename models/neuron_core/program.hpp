@@ -26,31 +26,33 @@ const char* engine_name(EngineId e);
 enum class DmaEndpoint : std::uint8_t { hbm, sbuf, external };
 
 struct Instr {
-  enum class Kind : std::uint8_t { matmul, element, dma };
-  Kind kind = Kind::element;
-  std::uint8_t nwaits = 0, nsignals = 0;
+  // Members ordered by alignment so that no padding sits between them: a large op's programs
+  // hold millions of instructions (an attention of 8,192 x 20,480 x 128 heads: 2.9 M).
   std::array<SemWait, 3> waits{};
   std::array<Semaphore*, 3> signals{};
-  Dtype dtype = Dtype::bf16;
+  // element: elements processed; bytes read from PSUM and SBUF and written to SBUF (for energy).
+  std::uint64_t elements = 0;
+  std::uint64_t psum_read = 0, sbuf_read = 0, sbuf_write = 0;
+  // dma: bytes, HBM (or external) byte address, the external port (below: source and
+  // destination, queue, engines).
+  std::uint64_t bytes = 0, addr = 0;
+  MemoryPort* external = nullptr;
   // matmul: rows of the contraction used (k), stationary columns (m), moving free size (n);
   // whether the stationary tile changes (a LoadStationary precedes it).
   // reps > 1 (coarse granularity, /sim/compute_granularity): `reps` back-to-back matmuls of the
   // same m x n tile in one instruction; k is then their total contraction.
   std::uint32_t k = 0, m = 0, n = 0;
   std::uint32_t reps = 1;
+  std::uint32_t inputs = 1;  // element: number of input tensors
+  Dtype dtype = Dtype::bf16;
+  std::uint16_t queue = 0, engines = 16, first_engine = 0;  // dma
+  enum class Kind : std::uint8_t { matmul, element, dma };
+  Kind kind = Kind::element;
+  std::uint8_t nwaits = 0, nsignals = 0;
+  DmaEndpoint src = DmaEndpoint::hbm, dst = DmaEndpoint::sbuf;
   bool new_stationary = true;
   bool accumulate = false;  // adds into the PSUM bank (read-modify-write) instead of overwriting
-  // element: elements processed, number of input tensors, whether they are 32-bit (PSUM FP32),
-  // bytes read from PSUM and SBUF and written to SBUF (for energy).
-  std::uint64_t elements = 0;
-  std::uint32_t inputs = 1;
-  bool wide = false;
-  std::uint64_t psum_read = 0, sbuf_read = 0, sbuf_write = 0;
-  // dma: bytes, source and destination, HBM (or external) byte address, queue, engines.
-  std::uint64_t bytes = 0, addr = 0;
-  DmaEndpoint src = DmaEndpoint::hbm, dst = DmaEndpoint::sbuf;
-  MemoryPort* external = nullptr;
-  std::uint16_t queue = 0, engines = 16, first_engine = 0;
+  bool wide = false;        // element: the inputs are 32-bit (PSUM FP32)
   // True when the DMA's trigger waits on a semaphore set by another engine: only then does it
   // pay the DMA start latency (DMAG's ~1.3 us is measured from such a semaphore to the start).
   bool cross_engine = true;
@@ -64,6 +66,7 @@ struct Instr {
     return *this;
   }
 };
+static_assert(sizeof(Instr) <= 168, "Instr: members reordered or grown; see the comment above");
 
 // Everything one op runs on one core. Semaphores live as long as the program.
 struct Program {

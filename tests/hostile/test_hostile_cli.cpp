@@ -292,7 +292,7 @@ TEST_F(Hostile, BenchSizesBeyondTheBudgetsAreRefusedBeforeTheRun) {
                  "--m: Value 99999999999999999999 not in range 1 to 1099511627776");
   // 10^9 rows of one column: 7.8e6 row tiles, 4 instructions each.
   expect_refused("bench gemm --m 1000000000 --k 1 --n 1 --set sim.memory_budget=6GB",
-                 "bench gemm --m 1000000000 --k 1 --n 1 --batch 1: needs about 11.5 GB of memory "
+                 "bench gemm --m 1000000000 --k 1 --n 1 --batch 1: needs about 10.5 GB of memory "
                  "(3.125e+07 tile-model instructions), more than the memory budget of 6 GB "
                  "(/sim/memory_budget); use smaller --m, --k, --n or --batch");
   expect_refused("bench gemm --m 4294967296 --k 128 --n 128 --set sim.memory_budget=6GB", "(/sim/memory_budget)");
