@@ -138,6 +138,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
     const int ports = int(topo.incident(rp.node).size());
     if (node.chip) {
       rp.local_port = true;
+      rp.relay_in_memory = p.chip_relay == config::ChipRelay::memory;
       InterfaceParams ip;
       ip.chip = *node.chip;
       ip.packet_bytes = packet_bytes_;

@@ -156,6 +156,18 @@ void NetworkInterface::deliver(int in, Packet* p) {
   account(p, done);
 }
 
+sc_core::sc_time NetworkInterface::relay_store(Packet* p) {
+  if (!memory_ || p->payload == 0) return p->tail_ready;
+  // Written where the destination will hold it (an address is needed to spread the bytes over
+  // the HBM stacks; a relay buffer's own place is not modelled); read back as it is written,
+  // as the DMA that sends it on reads ahead.
+  const std::uint64_t addr = p->transfer->record.request.dst_addr + p->offset;
+  const sc_core::sc_time written =
+      std::max(p->tail_ready, memory_->access({addr, p->payload, true}));
+  p->tail_ready = std::max(written, memory_->access({addr, p->payload, false}));
+  return written;
+}
+
 void NetworkInterface::account(Packet* p, const sc_core::sc_time& written) {
   TransferState* t = p->transfer;
   if (written > t->written) t->written = written;

@@ -90,6 +90,7 @@ class NetworkInterface : public Router {
   sc_core::sc_time local_ready(int out) override;
   Packet* local_take(int out) override;
   void deliver(int in, Packet* p) override;
+  sc_core::sc_time relay_store(Packet* p) override;
   void on_timer(int kind, std::uint64_t arg) override;
 
  private:

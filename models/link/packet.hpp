@@ -36,6 +36,9 @@ struct Packet {
   int vc = -1;  // virtual channel of the last link crossed (= links crossed - 1); -1 at source
   sc_core::sc_time ready;       // eligible for the crossbar at the current node
   sc_core::sc_time tail_ready;  // its last flit is at the current node
+  // Its receive buffer at the current node is already free: a chip stored it in its memory to
+  // relay it (config::ChipRelay::memory).
+  bool stored = false;
   // Latency breakdown, summed over hops (serialisation is what remains of the total).
   sc_core::sc_time t_link, t_switch, t_forward, t_queue;
 };

@@ -127,6 +127,11 @@ void Router::packet_arrived(int in, Packet* p) {
                                     p->id, p->vc, p_.vcs));
   }
   p->ready = now();
+  if (p_.relay_in_memory) {
+    // Store and forward: the buffer is free once the packet is in memory; it waits there.
+    free_input(in, p->vc, p->flits, relay_store(p));
+    p->stored = true;
+  }
   if (!order_.empty()) order_[std::size_t(in * p_.vcs + p->vc)].push(out);
   o.q[std::size_t(in * p_.vcs + p->vc)].push(p);
   ++o.waiting;
@@ -272,9 +277,12 @@ void Router::dispatch(int out, int in, int vc) {
   *o.s_packets += 1;
   *o.s_bytes += double(p->payload);
   if (!local) {
-    // The buffer at this node is free once the tail has left.
-    const auto& input = inputs_[std::size_t(in)];
-    input.link->free_buffer(input.dir, p->vc, p->flits, end);
+    // The buffer at this node is free once the tail has left (or was, once stored).
+    if (!p->stored) {
+      const auto& input = inputs_[std::size_t(in)];
+      input.link->free_buffer(input.dir, p->vc, p->flits, end);
+    }
+    p->stored = false;
     s_forwarded_ += 1;
     s_fwd_bytes_ += double(p->payload);
     if (!forward_meter_) {

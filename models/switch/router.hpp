@@ -42,6 +42,9 @@ struct RouterParams {
   config::FabricQueueing queueing = config::FabricQueueing::voq;
   config::FabricCutThrough cut_through = config::FabricCutThrough::share;
   bool local_port = false;  // a chip: has injection and delivery
+  // A chip that relays through its memory (config::ChipRelay::memory): a packet for another
+  // node frees its receive buffer once stored (relay_store()), not when its tail has left.
+  bool relay_in_memory = false;
   // Perturbs the arbitrary choices of this node (0: none): where each output's round-robin
   // pointers start, which of two equally old packets oldest_first takes, and the order of
   // simultaneous timer events. From sim.seed (models/fabric/fabric.cpp).
@@ -102,6 +105,10 @@ class Router : public Block, public LinkEndpoint {
   virtual Packet* local_take(int out);
   // Packet `p` ends at this node (arrived on input `in`, at its tail).
   virtual void deliver(int in, Packet* p);
+  // relay_in_memory: stores packet `p`, relayed through this chip, in its memory; returns when
+  // the write ends (its receive buffer is freed then) and sets `p->tail_ready` to when it can
+  // be sent on. The default (no memory): both at its tail's arrival.
+  virtual sc_core::sc_time relay_store(Packet* p) { return p->tail_ready; }
   // Timers of a derived class (kind >= kFirstUserTimer).
   virtual void on_timer(int kind, std::uint64_t arg);
 

@@ -414,5 +414,84 @@ TEST(TiersAgree, AccountedTransferChargesWhatTheSimulatedOneUses) {
                    sim_actions.at(Action::switch_).quantity);
 }
 
+
+// A chip that relays onto a slower link (rack.fabric.chip_relay, docs/models/fabric.md "Relays"):
+// chips a, b, r, d; a, b and r on switch s (150 ns), r also linked to d and forwarding in 50 ns;
+// every link 100 ns, 100
+// GB/s but r -> d at 25 GB/s (a packet 174.08 ns there). R (a -> d, relayed by r) and B (b -> r)
+// share the link s -> r, on the same hop (VC 1: one receive buffer at r), and are 64 packets each.
+//
+// memory (r stores what it relays): s -> r takes its two inputs in turn, so B gets half of it and
+// ends as two_into_one's flows do, L + 128 x 43.52 = 6,923.12 ns. R is limited by r -> d alone:
+// its first packet's head reaches r after 500 + 100 + 150 + 2.56 + 100 ns (as a two-hop
+// transfer's) and is forwarded after 50, then r -> d carries its 64 packets back to back, 64 x
+// 174.08 ns, then 100 ns of link and 500 of overhead: 12,643.68 ns (its packets reach r every 87.04 ns, faster than they
+// leave, and wait in r's memory).
+// router (r forwards cut through): R's packets wait for r -> d in r's receive buffer on VC 1, the
+// buffer fills, and B's packets, which need room in the same buffer, enter only as R's leave, at
+// about R's rate on r -> d: B ends after about 64 x 174.08 ns, well after 6,923.12. (Measured:
+// memory 6,879.60 and 12,689.76 ns for B and R, one packet time off the hand values, as in
+// two_into_one; router 11,092.48 and 12,689.76; flow 5,066.27 and 12,653.92.)
+// The flow tier (max-min) has no buffers: R gets 25 GB/s, B the other 75 of s -> r and ends
+// after 64 x 43.52 / 0.75 = 3,713.71 ns of data, 5,066.27 ns in all, whichever relay; it
+// leaves out a store-and-forward relay's first segment running ahead of its second.
+topo::Topology relay_line() {
+  topo::TopologySpec s;
+  for (const char* c : {"a", "b", "r", "d"}) {
+    // r forwards (an explicit chip forwards when it has a latency) in 50 ns.
+    s.nodes.push_back(test::node(c, topo::NodeKind::chip, 0, Duration(c[0] == 'r' ? 50e-9 : 0)));
+  }
+  s.nodes.push_back(test::node("s", topo::NodeKind::switch_, 3, Duration(150e-9)));
+  for (const char* c : {"a", "b", "r"}) s.links.push_back(test::link(c, "s", 100, 100));
+  s.links.push_back(test::link("r", "d", 25, 100));
+  return test::build(s);
+}
+
+std::vector<double> run_relay(bool flow, config::ChipRelay relay) {
+  static const topo::Topology topo = relay_line();
+  auto p = test::fabric_params(4096, flow ? "flow" : "packet");
+  p.chip_relay = relay;
+  const auto plan = resolve::plan_fabric(p, topo);
+  std::unique_ptr<Network> net;
+  if (flow) {
+    net = std::make_unique<FlowNetwork>("net", topo, plan);
+  } else {
+    net = std::make_unique<Fabric>("net", topo, plan);
+  }
+  // Chips are numbered in the order of their nodes: a 0, b 1, r 2, d 3.
+  const auto id = [](std::uint32_t c) { return ChipId{c}; };
+  TransferHandle relayed, beside;
+  sc_core::sc_spawn([&] {
+    relayed = net->start({id(0), id(3), kBytes, 1, 0, 0});
+    beside = net->start({id(1), id(2), kBytes, 2, 0, 0});
+  });
+  sc_core::sc_start();
+  EXPECT_TRUE(relayed.done() && beside.done());
+  return {relayed.record().completed.to_seconds() * 1e9,
+          beside.record().completed.to_seconds() * 1e9};
+}
+
+constexpr double kRelayedNs = 500 + 100 + 150 + 2.56 + 100 + 50 + 64 * 174.08 + 100 + 500;
+
+TEST(TiersAgree, RelayThroughMemoryDoesNotHoldBackTheLinkBeforeIt) {
+  EXPECT_DOUBLE_EQ(kRelayedNs, 12643.68);
+  const auto ends = run_relay(false, config::ChipRelay::memory);
+  expect_near_rel(ends[0], kRelayedNs, "relayed");
+  expect_near_rel(ends[1], kFixedNs + 2 * kPackets * kPacketNs, "beside");
+}
+
+TEST(TiersAgree, RelayThroughARouterHoldsBackTheLinkBeforeIt) {
+  const auto ends = run_relay(false, config::ChipRelay::router);
+  expect_near_rel(ends[0], kRelayedNs, "relayed");
+  // Held to about the relayed transfer's rate: at least 1.5 x its time through memory.
+  EXPECT_GT(ends[1], 1.5 * (kFixedNs + 2 * kPackets * kPacketNs)) << ends[1];
+}
+
+TEST(TiersAgree, RelayAtTheFlowTier) {
+  const auto ends = run_relay(true, config::ChipRelay::memory);
+  expect_near_rel(ends[0], kRelayedNs, "relayed");
+  expect_near_rel(ends[1], kFixedNs + kPackets * kPacketNs / 0.75, "beside");
+}
+
 }  // namespace
 }  // namespace trnsim::model

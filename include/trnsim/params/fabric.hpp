@@ -72,6 +72,19 @@ constexpr auto enum_names(FlowContention) {
                     std::pair{FlowContention::arbiter, std::string_view("arbiter")}};
 }
 
+// What a chip does with a packet it relays for others (a route through the chip: a torus, or
+// the direct links between the racks of a NeuronSwitch UltraServer). router: a router inside the
+// chip forwards it as a switch does, cut through, holding its receive buffer until its tail has
+// left, so a relay whose next link is busy back-pressures the links before it. memory: the
+// chip's DMA stores it in its HBM and sends it on from there (store and forward, as a PCIe
+// endpoint relays): its receive buffer is freed once it is written, and it waits in memory, not
+// in the link's buffers, for its next link. docs/models/fabric.md, "Relays".
+enum class ChipRelay { router, memory };
+constexpr auto enum_names(ChipRelay) {
+  return std::array{std::pair{ChipRelay::router, std::string_view("router")},
+                    std::pair{ChipRelay::memory, std::string_view("memory")}};
+}
+
 // How traffic is spread over equal-cost next hops.
 enum class FabricSpreading { per_flow, per_packet };
 constexpr auto enum_names(FabricSpreading) {
@@ -97,6 +110,7 @@ struct FabricParams {
   FabricSpreading spreading = FabricSpreading::per_flow;
   FabricQueueing queueing = FabricQueueing::voq;
   FabricCutThrough cut_through = FabricCutThrough::share;
+  ChipRelay chip_relay = ChipRelay::router;
   FlowCalibration flow_calibration = FlowCalibration::none;
   FlowContention flow_contention = FlowContention::max_min;
   std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
@@ -132,6 +146,11 @@ struct FabricParams {
     v.field("cut_through", cut_through,
             "a packet cut through onto a faster output takes it for its serialisation at the "
             "output's rate (share) or until its tail has left (hold)");
+    v.field("chip_relay", chip_relay,
+            "packet network: a chip relaying a packet for others forwards it through a router "
+            "(router: cut through, its receive buffer held until the packet has left) or "
+            "stores it in its HBM and sends it on from there (memory: the buffer freed once "
+            "written)");
     v.field("flow_calibration", flow_calibration,
             "flow network: none (nominal link bandwidth) or packet (each collective algorithm's "
             "link efficiency measured on the packet fabric of the same rack before the run)");
