@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <optional>
@@ -87,6 +88,7 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       model::zero_actions(chip.get());
       const Counters before = counters(*chip, *memory);
       const sc_time t0 = sc_core::sc_time_stamp();
+      const auto wall0 = std::chrono::steady_clock::now();
       const model::OpStats st = chip->execute(op, model::op_key(op));
       p.time_ps = to_ps(sc_core::sc_time_stamp() - t0);
       p.cores_used = st.cores_used;
@@ -121,6 +123,10 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       p.memory_ps = to_ps(done - now);
       sc_core::wait(done - now + gap);
       out.push_back(profile_to_json(p));
+      // Which ops a calibration spends its time on (--log-level debug; wall time, not a result).
+      logger("calibrate")->debug(
+          "{}: {} instructions in {:.1f} ms", model::op_key(op), p.instructions,
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count());
     }
   });
   sc_core::sc_start();
