@@ -1972,8 +1972,8 @@ TEST(RackTimer, ChildWithoutSamplesAndWithTheParentsRackGivesTheSameCost) {
 TEST(RackTimer, AWarmRunSimulatesNothingAhead) {
   const config::LoadedConfig cfg = trn2_fast();
   const infer::IterationSpec spec = llama_8b("tp=1");
-  const fs::path dir = fs::temp_directory_path() / fmt::format("trnsim-warm-ahead-{}", ::getpid());
-  fs::remove_all(dir);
+  const SpecDir tmp("warm-ahead");
+  const fs::path& dir = tmp.dir;
   const run::CacheSettings warm{true, (dir / "warm").string()}, cold{true, (dir / "cold").string()};
   const Shape s{4, 300, 0, 0};
   {
@@ -1996,7 +1996,6 @@ TEST(RackTimer, AWarmRunSimulatesNothingAhead) {
     EXPECT_EQ(two.shapes_from_disk(), 0u);
     EXPECT_GE(two.shapes_in_flight(), 1u);  // the control: a miss turns the look-ahead on
   }
-  fs::remove_all(dir);
 }
 
 }  // namespace trnsim::serve
