@@ -56,6 +56,13 @@ topo::Topology star() {
   return test::build(s);
 }
 
+// The network p.model names ("flow" or "packet") on `topo`.
+std::unique_ptr<Network> make_network(const topo::Topology& topo, const config::FabricParams& p) {
+  const auto plan = resolve::plan_fabric(p, topo);
+  if (p.model == "flow") return std::make_unique<FlowNetwork>("net", topo, plan);
+  return std::make_unique<Fabric>("net", topo, plan);
+}
+
 // Runs `pairs` (source, destination), all started at time 0, on `tier`; the completion times
 // in ns, in the order of `pairs`.
 // `bytes` per transfer.
@@ -70,13 +77,7 @@ std::vector<double> run_tier(Tier tier, const std::vector<std::pair<int, int>>& 
   p.flow_contention = tier == Tier::flow_coupled   ? config::FlowContention::coupled
                       : tier == Tier::flow_arbiter ? config::FlowContention::arbiter
                                                    : config::FlowContention::max_min;
-  const auto plan = resolve::plan_fabric(p, topo);
-  std::unique_ptr<Network> net;
-  if (flow) {
-    net = std::make_unique<FlowNetwork>("net", topo, plan);
-  } else {
-    net = std::make_unique<Fabric>("net", topo, plan);
-  }
+  const std::unique_ptr<Network> net = make_network(topo, p);
   std::vector<TransferHandle> h(pairs.size());
   sc_core::sc_spawn([&] {
     for (std::size_t i = 0; i < pairs.size(); ++i) {
@@ -451,13 +452,7 @@ std::vector<double> run_relay(bool flow, config::ChipRelay relay) {
   static const topo::Topology topo = relay_line();
   auto p = test::fabric_params(4096, flow ? "flow" : "packet");
   p.chip_relay = relay;
-  const auto plan = resolve::plan_fabric(p, topo);
-  std::unique_ptr<Network> net;
-  if (flow) {
-    net = std::make_unique<FlowNetwork>("net", topo, plan);
-  } else {
-    net = std::make_unique<Fabric>("net", topo, plan);
-  }
+  const std::unique_ptr<Network> net = make_network(topo, p);
   // Chips are numbered in the order of their nodes: a 0, b 1, r 2, d 3.
   const auto id = [](std::uint32_t c) { return ChipId{c}; };
   TransferHandle relayed, beside;
