@@ -6,12 +6,14 @@
     tools/bench_fidelity.py [--trnsim build/release/src/cli/trnsim] [--quick] [--json]
                             [--racks trn2-instance,trn3-gen2-ultraserver] [--part network|step]
                             [--ops all-to-all,all-reduce] [--sizes 1MiB,16MiB]
-                            [--queueing voq|input_fifo] [--flow-calibration none|packet|both]
+                            [--ranks N] [--queueing voq|input_fifo]
+                            [--flow-calibration none|packet|both]
                             [--set PATH=VALUE ...] [--traces A.json,B.json] [--split]
 
 Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter, all-to-all,
 1 MiB to 1 GiB), `bench traffic` (all-to-all of 1 MiB per pair, uniform at load 0.5) and
-`bench ping` on each rack preset; `step` runs `trnsim run` on the bundled 16-rank Mixtral step
+`bench ping` on each rack preset (`--ranks N`: the collectives on ranks 0..N-1 only, a
+subgroup as a step's EP all-to-all runs on, instead of every chip); `step` runs `trnsim run` on the bundled 16-rank Mixtral step
 (2 layers) and the golden 16-rank trace. The difference is (fast - detailed) / detailed of the
 time (completion time, step time, latency). `--queueing` sets the packet fabric's switch
 queueing (`rack.fabric.queueing`, docs/models/fabric.md#switch-queueing; the flow tier does not
@@ -82,16 +84,18 @@ def pair(trnsim, args, metric):
     return row
 
 
-def network_rows(trnsim, racks, sizes, ops, extras=True):
+def network_rows(trnsim, racks, sizes, ops, extras=True, ranks=0):
     rows = []
+    on = ["--ranks", str(ranks)] if ranks else []
     for rack in racks:
         cfg = f"configs/racks/{rack}.json"
         for op in ops:
             for size in sizes:
                 r = pair(trnsim, ["bench", "collective", "--config", cfg, "--op", op, "--bytes",
-                                  size, "--json"], lambda j: j["time_ns"] if "time_ns" in j
+                                  size, *on, "--json"], lambda j: j["time_ns"] if "time_ns" in j
                          else j["rows"][0]["time_ns"])
-                rows.append({"rack": rack, "case": f"{op} {size}", "metric": "time_ns", **r})
+                case = f"{op} {size}" + (f" on {ranks} ranks" if ranks else "")
+                rows.append({"rack": rack, "case": case, "metric": "time_ns", **r})
         if not extras:
             continue
         r = pair(trnsim, ["bench", "traffic", "--config", cfg, "--pattern", "all-to-all",
@@ -160,6 +164,8 @@ def main():
     ap.add_argument("--ops", default=",".join(OPS), help="collectives of the network part")
     ap.add_argument("--sizes", default="", help="sizes of the collectives (default: 1MiB, "
                     "16MiB, 256MiB, 1GiB; --quick: 1MiB, 64MiB)")
+    ap.add_argument("--ranks", type=int, default=0,
+                    help="network part: the collectives on ranks 0..N-1 (default: every chip)")
     ap.add_argument("--collectives-only", action="store_true",
                     help="network part without traffic and ping")
     ap.add_argument("--queueing", choices=["voq", "input_fifo"],
@@ -178,6 +184,8 @@ def main():
         if o not in OPS:
             fail(f"--ops: unknown collective '{o}' (expected some of {', '.join(OPS)})")
     sizes = [x for x in a.sizes.split(",") if x] or (QUICK_SIZES if a.quick else SIZES)
+    if a.ranks < 0 or a.ranks == 1:
+        fail(f"--ranks: expected 0 (every chip) or at least 2 ranks, got {a.ranks}")
     EXTRA_SETS.extend(a.set)
     if a.queueing:
         EXTRA_SETS.append(f"rack.fabric.queueing={a.queueing}")
@@ -198,7 +206,7 @@ def main():
             fail(f"--traces: no trace {t}")
     rows = []
     if a.part in ("network", "all"):
-        rows += network_rows(a.trnsim, racks, sizes, ops, not a.collectives_only)
+        rows += network_rows(a.trnsim, racks, sizes, ops, not a.collectives_only, a.ranks)
     if a.part in ("step", "all"):
         rows += (split_rows if a.split else step_rows)(a.trnsim, racks, traces)
     if a.json:

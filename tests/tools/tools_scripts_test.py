@@ -117,6 +117,15 @@ def bench_fidelity():
                            "all-reduce", "--bytes", "1MiB", "--json", "--set", f"sim.fidelity={fid}")["time_ns"]
         check(close(r[fid], want), f"{fid}: {r[fid]} ns, direct bench collective {want} ns")
     check(close(r["diff"], (r["fast"] - r["detailed"]) / r["detailed"]), "diff is (fast - detailed) / detailed")
+    # --ranks: a subgroup's collective, as a step's EP all-to-all.
+    tool("--trnsim", TRNSIM, "--ranks", "1", expect=2)
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "network", "--ops",
+                           "all-to-all", "--sizes", "1MiB", "--ranks", "4", "--collectives-only", "--json"))
+    check(len(rows) == 1 and rows[0]["case"] == "all-to-all 1MiB on 4 ranks", "one row: all-to-all on 4 ranks")
+    want = trnsim_json("bench", "collective", "--config", "configs/racks/trn2-instance.json", "--op",
+                       "all-to-all", "--bytes", "1MiB", "--ranks", "4", "--json", "--set",
+                       "sim.fidelity=detailed")["time_ns"]
+    check(close(rows[0]["detailed"], want), f"4 ranks, detailed: {rows[0]['detailed']} ns, direct {want} ns")
     # --split: the four network x compute combinations of one step, fast-forward on.
     tool("--trnsim", TRNSIM, "--traces", "no-such-trace.json", expect=2)
     golden = "tests/golden/inputs/golden-moe-16.json"
