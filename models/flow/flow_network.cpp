@@ -24,10 +24,17 @@ std::string module_name(std::string s) {
 // a transfer must not grow with its pieces.
 constexpr std::uint32_t kPieceDeliveries = 16;
 
+// The latest tick the network schedules an event at: 2^62, 53 days at the kernel's default
+// resolution of 1 ps. StaleTimes buckets a time by the highest bit in which it differs from now,
+// so every time stays below 2^63.
+constexpr std::uint64_t kLastTick = std::uint64_t(1) << 62;
+
 // The smallest sc_time not before `s` seconds: an event at it finds the flow's bytes all sent.
-// `res`: the kernel's time resolution in seconds.
+// `res`: the kernel's time resolution in seconds. A time past kLastTick (a flow held to a
+// recomputation's floor rate, whose drain a later recomputation moves) is kLastTick.
 sc_core::sc_time ceil_time(double s, double res) {
   const double ticks = std::ceil(s / res - 1e-6);
+  if (!(ticks < double(kLastTick))) return sc_core::sc_time::from_value(kLastTick);
   return sc_core::sc_time::from_value(std::uint64_t(std::max(0.0, ticks)));
 }
 
@@ -79,6 +86,7 @@ class FlowNetwork::StaleTimes {
   void push(std::uint64_t t) {
     if (t < last_) throw InternalError("FlowNetwork: a replaced event before now");
     const std::size_t b = std::size_t(std::bit_width(t ^ last_));
+    if (b >= bucket_.size()) throw InternalError("FlowNetwork: an event time past 2^63 ticks");
     if (!(mask_ >> b & 1)) {
       mask_ |= std::uint64_t(1) << b;
       min_[b] = t;
@@ -637,6 +645,17 @@ void FlowNetwork::drained(std::uint32_t id) {
     return;
   }
   const auto& req = f.t->record.request;
+  if (sc_core::sc_time_stamp().value() >= kLastTick &&
+      f.remaining - f.rate * (sc_core::sc_time_stamp().to_seconds() - f.since) > 1) {
+    // Its drain was put at kLastTick, not at its end: the end is past what the network times.
+    // (Thrown inside the network's process, it reaches the caller as SystemC's report of it.)
+    throw InternalError(fmt::format(
+        "flow network: the transfer of {} B from chip {} to chip {} would take {:.3g} s at its "
+        "rate of {:.3g} B/s, past the {:.3g} s the network times (2^62 ticks); check the link "
+        "bandwidths and the transfer's size",
+        req.bytes, req.src.v, req.dst.v, f.remaining / f.rate, f.rate,
+        sc_core::sc_time::from_value(kLastTick).to_seconds()));
+  }
   charge(f, req.bytes);  // statistics and energy of the wire bytes, per hop
   detach(id);
   f.remaining = 0;

@@ -408,6 +408,29 @@ TEST(FlowNetwork, RejectsASendToItself) {
   EXPECT_THROW(f.start({ChipId{0}, ChipId{2}, 10, 0, 0, 0}), InputError);
 }
 
+// A drain past the network's last tick (2^62 ps, 53 days): 10^13 B over a link of 1 kB/s would
+// take 10^10 s. It used to be scheduled at a time whose bits overflowed the table of replaced
+// event times (a crash); it is now an error naming the transfer and its rate (thrown in the
+// network's process, it reaches sc_start() as SystemC's report, hence std::exception). A flow
+// held to a recomputation's floor rate, whose drain a later recomputation moves, is scheduled at
+// the last tick too, and never reaches it (the default step with flow_contention arbiter crashed
+// so).
+TEST(FlowNetwork, RefusesATransferPastTheLastTick) {
+  topo::TopologySpec s;
+  s.nodes = {node("a", topo::NodeKind::chip), node("b", topo::NodeKind::chip)};
+  s.links = {link("a", "b", 1e-6, 100)};
+  const auto topo = build(s);
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
+  sc_core::sc_spawn([&] { f.start({ChipId{0}, ChipId{1}, 10'000'000'000'000ULL, 1, 0, 0}); });
+  try {
+    sc_core::sc_start();
+    ADD_FAILURE() << "no error";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("from chip 0 to chip 1 would take"), std::string::npos)
+        << e.what();
+  }
+}
+
 // The same run twice gives byte-identical summaries; the packet network gives a different step.
 // Two runs of the same command line, each into a fresh folder of this process's own (suites run
 // at once in other build trees share the temp folder).
