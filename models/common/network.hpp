@@ -77,6 +77,10 @@ class Network {
   // Whether start() honours TransferRequest::pieces > 1 (the flow network: one flow with the
   // share of that many, instead of a flow per piece); others need one request per piece.
   virtual bool merges_pieces() const { return false; }
+  // Rethrows the error, if any, that stopped the simulation from inside the network's own
+  // processes (SystemC would report it as one of its own, untyped, so the network keeps it):
+  // the caller of sc_start() calls it when sc_start() returns.
+  virtual void rethrow_error() const {}
 };
 
 // A network on which a transfer may follow an explicit path, which may end where it began: the

@@ -500,6 +500,21 @@ void FlowNetwork::account(const TransferRequest& r) {
 }
 
 void FlowNetwork::fire() {
+  if (error_) return;  // stopped by an error: sc_start() returns, the caller rethrows it
+  try {
+    fire_events();
+  } catch (...) {
+    // SystemC would report an exception out of a process as its own, untyped: keep it whole.
+    error_ = std::current_exception();
+    sc_core::sc_stop();
+  }
+}
+
+void FlowNetwork::rethrow_error() const {
+  if (error_) std::rethrow_exception(error_);
+}
+
+void FlowNetwork::fire_events() {
   activity_.count(Activity::link);
   const std::uint64_t now = sc_core::sc_time_stamp().value();
   events_ += stale_->advance(now);
@@ -640,21 +655,21 @@ void FlowNetwork::piece_arrived(std::uint32_t id) {
 
 void FlowNetwork::drained(std::uint32_t id) {
   Flow& f = *flows_[id];
+  const auto& req = f.t->record.request;
+  // The wire bytes it has left (to the end, past its next piece's milestone too).
+  const double left = f.remaining - f.rate * (sc_core::sc_time_stamp().to_seconds() - f.since);
+  if (sc_core::sc_time_stamp().value() >= kLastTick && left - f.milestone > 1) {
+    // Its drain was put at kLastTick, not at its end: the end is past what the network times.
+    throw WorkloadError(fmt::format(
+        "flow network: the transfer of {} B from chip {} to chip {} has {:.3g} B left on the wire "
+        "at {:.3g} s, the last time the network simulates (2^62 ticks), at its rate of {:.3g} "
+        "B/s; expected every transfer to end before: check the link bandwidths and the "
+        "transfer's size",
+        req.bytes, req.src.v, req.dst.v, left, sc_core::sc_time_stamp().to_seconds(), f.rate));
+  }
   if (f.delivered + 1 < f.deliveries) {  // a piece's arrival, not the end
     piece_arrived(id);
     return;
-  }
-  const auto& req = f.t->record.request;
-  if (sc_core::sc_time_stamp().value() >= kLastTick &&
-      f.remaining - f.rate * (sc_core::sc_time_stamp().to_seconds() - f.since) > 1) {
-    // Its drain was put at kLastTick, not at its end: the end is past what the network times.
-    // (Thrown inside the network's process, it reaches the caller as SystemC's report of it.)
-    throw InternalError(fmt::format(
-        "flow network: the transfer of {} B from chip {} to chip {} would take {:.3g} s at its "
-        "rate of {:.3g} B/s, past the {:.3g} s the network times (2^62 ticks); check the link "
-        "bandwidths and the transfer's size",
-        req.bytes, req.src.v, req.dst.v, f.remaining / f.rate, f.rate,
-        sc_core::sc_time::from_value(kLastTick).to_seconds()));
   }
   charge(f, req.bytes);  // statistics and energy of the wire bytes, per hop
   detach(id);

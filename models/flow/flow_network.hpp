@@ -26,6 +26,7 @@
 
 #include <cstdint>
 #include <array>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <queue>
@@ -126,6 +127,7 @@ class FlowNetwork : public Block, public PathNetwork {
   // flight have sent by `t`, priced by the blocks they cross.
   Energy dynamic_unmetered(const PowerModel& power, const sc_core::sc_time& t) const override;
   bool has_unmetered() const override { return true; }
+  void rethrow_error() const override;
 
   // Current rate of the flow of a transfer in flight, in payload bytes per second (tests).
   double rate_of(const TransferHandle& h) const;
@@ -206,6 +208,7 @@ class FlowNetwork : public Block, public PathNetwork {
   void sift_down(std::uint32_t i);
   void pop_event();
   void fire();
+  void fire_events();
   void activate(std::uint32_t f);
   void drained(std::uint32_t f);
   void piece_arrived(std::uint32_t f);  // a merged flow reached its next piece milestone
@@ -226,6 +229,7 @@ class FlowNetwork : public Block, public PathNetwork {
 
   const topo::Topology& topo_;
   resolve::FabricPlan plan_;
+  std::exception_ptr error_;  // the first error out of fire(): it stopped the simulation
   std::vector<MemoryPort*> memories_;
   std::vector<Dir> dirs_;  // 2 per link: index 2*l + (0: a->b, 1: b->a)
   std::vector<std::unique_ptr<sc_core::sc_module>> link_modules_;

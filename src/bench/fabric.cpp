@@ -159,6 +159,7 @@ json measure_ping(const ConfigSource& o, std::uint64_t bytes) {
   PingDriver driver("ping", *fab.net, rack.topo, bytes);
   const auto t0 = std::chrono::steady_clock::now();
   sc_core::sc_start();
+  fab.net->rethrow_error();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();
   fab.net->finish(end);
@@ -314,6 +315,7 @@ void measure_uniform(const Rack& rack, const Net& fab, const TrafficPlan& plan, 
   const std::uint64_t msg = plan.bytes ? plan.bytes : fab.plan.packet_bytes;
   UniformDriver driver("uniform", fab, rack.topo, plan, msg, rack.loaded.config.sim.seed);
   sc_core::sc_start();
+  fab.net->rethrow_error();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();
   fab.net->finish(end);
@@ -349,6 +351,7 @@ void measure_bulk(const Rack& rack, const Net& fab, const TrafficPlan& plan, dou
   const auto t0 = std::chrono::steady_clock::now();
   BulkDriver driver("bulk", *fab.net, rack.topo, plan.pattern, plan.bytes);
   sc_core::sc_start();
+  fab.net->rethrow_error();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();
   fab.net->finish(end);

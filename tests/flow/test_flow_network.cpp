@@ -408,25 +408,36 @@ TEST(FlowNetwork, RejectsASendToItself) {
   EXPECT_THROW(f.start({ChipId{0}, ChipId{2}, 10, 0, 0, 0}), InputError);
 }
 
-// A drain past the network's last tick (2^62 ps, 53 days): 10^13 B over a link of 1 kB/s would
-// take 10^10 s. It used to be scheduled at a time whose bits overflowed the table of replaced
-// event times (a crash); it is now an error naming the transfer and its rate (thrown in the
-// network's process, it reaches sc_start() as SystemC's report, hence std::exception). A flow
-// held to a recomputation's floor rate, whose drain a later recomputation moves, is scheduled at
-// the last tick too, and never reaches it (the default step with flow_contention arbiter crashed
-// so).
+// A drain past the network's last tick (2^62 ps = 4.61 x 10^6 s, 53 days): 10^13 B over a link
+// of 1 kB/s would take 1.0625 x 10^10 s (a 4,096 B packet and its 16 B header are 17 flits of
+// 256 B on the wire, 4,352 B: x 1.0625), and has 1.0625 x 10^13 - 4.61 x 10^9 = 1.062 x 10^13 B
+// left then. Its drain used to be scheduled at a time whose bits overflowed the table of replaced
+// event times (a crash); it is now a WorkloadError (exit 2) naming the transfer and what is
+// left of it, which stops the simulation and is rethrown typed once sc_start() returns (SystemC
+// would report it untyped). A flow held to a recomputation's floor rate, whose drain a later
+// recomputation moves, is scheduled at the last tick too, and never reaches it (the default
+// step with flow_contention arbiter crashed so).
 TEST(FlowNetwork, RefusesATransferPastTheLastTick) {
   topo::TopologySpec s;
   s.nodes = {node("a", topo::NodeKind::chip), node("b", topo::NodeKind::chip)};
   s.links = {link("a", "b", 1e-6, 100)};
   const auto topo = build(s);
   FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
-  sc_core::sc_spawn([&] { f.start({ChipId{0}, ChipId{1}, 10'000'000'000'000ULL, 1, 0, 0}); });
+  bool done = false;
+  sc_core::sc_spawn([&] {
+    f.start({ChipId{0}, ChipId{1}, 10'000'000'000'000ULL, 1, 0, 0},
+            [&](const TransferRecord&) { done = true; });
+  });
+  sc_core::sc_start();
+  EXPECT_FALSE(done);
+  EXPECT_EQ(sc_core::sc_time_stamp().value(), std::uint64_t(1) << 62);
   try {
-    sc_core::sc_start();
+    f.rethrow_error();
     ADD_FAILURE() << "no error";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find("from chip 0 to chip 1 would take"), std::string::npos)
+  } catch (const WorkloadError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "from chip 0 to chip 1 has 1.06e+13 B left on the wire at 4.61e+06 s"),
+              std::string::npos)
         << e.what();
   }
 }

@@ -151,6 +151,24 @@ TEST_F(Hostile, DelayBeyondSimulatedTimeIsRefused) {
                  "/rack/topology/torus/forward_latency: expected a duration");
 }
 
+// 5 x 10^11 B each way over links of 20 kB/s takes 2.5 x 10^7 s, past the 2^62 ps (4.61 x 10^6 s)
+// the flow network times: it used to crash (an event time past 2^63 ticks).
+TEST_F(Hostile, TransferBeyondSimulatedTimeIsRefused) {
+  const std::string ar =
+      R"({"id": 0, "op": "all_reduce", "group": "world", "bytes": 1000000000000})";
+  const auto t = write("slow.json", R"({"format": "trnsim-trace", "version": 1, "ranks": 2, )"
+                                    R"("groups": {"world": [0, 1]}, "rank_ops": [{"rank": 0, )"
+                                    R"("ops": [)" + ar + R"(]}, {"rank": 1, "ops": [)" + ar +
+                                        "]}]}");
+  const std::string link = R"({"bandwidth": "20kB/s", "latency": "29ns"})";
+  expect_refused("run --config " + kC + " --trace " + t +
+                     " --set 'rack.topology.torus.dim_links=[" + link + "," + link + "]'",
+                 "flow network: the transfer of 500000000000 B from chip 1 to chip 0 has ");
+  expect_refused("run --config " + kC + " --trace " + t +
+                     " --set 'rack.topology.torus.dim_links=[" + link + "," + link + "]'",
+                 "B left on the wire at 4.61e+06 s, the last time the network simulates");
+}
+
 // ---- input faults that used to be internal errors -----------------------------------------------
 TEST_F(Hostile, NumberBeyondDoubleRange) {
   const auto c = write("c.json", R"({"extends": ")" + fs::absolute(kC).string() +
