@@ -10,11 +10,14 @@
 // built; without a Simulation (module tests) nothing is counted.
 #pragma once
 
+#include <fmt/format.h>
 #include <systemc>
 
 #include <array>
 #include <cstdint>
 #include <utility>
+
+#include "trnsim/error.hpp"
 
 namespace trnsim::model {
 
@@ -63,6 +66,29 @@ template <class... A>
 void wait_counted(ActivityCounter& counter, A&&... a) {
   sc_core::wait(std::forward<A>(a)...);
   counter.count(Activity::thread);
+}
+
+// The latest simulated time a run reaches: 2^63 ticks (106 days at the kernel's resolution of
+// 1 ps). sc_time is 64 bits and the kernel does not check its sums, so a run that went on towards
+// 2^64 would wrap and schedule its events in the past.
+inline constexpr std::uint64_t kLastRunTick = std::uint64_t(1) << 63;
+
+// sc_start() up to kLastRunTick, returning as soon as nothing is left to do (the time stays at the
+// last event, as with sc_start()). A run that reaches the limit with events still pending after
+// it (an op, a transfer or a memory access that would end later) is a WorkloadError; the kernel
+// leaves its time at the last event before the limit. A run stopped by sc_stop() (an error
+// inside a process, kept by whoever caught it) returns as it is.
+inline void run_bounded() {
+  const sc_core::sc_time limit = sc_core::sc_time::from_value(kLastRunTick);
+  sc_core::sc_start(limit - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+  if (sc_core::sc_get_status() != sc_core::SC_PAUSED || !sc_core::sc_pending_activity()) return;
+  throw WorkloadError(fmt::format(
+      "the simulation has work pending past {:.3g} s of simulated time (2^63 ticks), the most a "
+      "run simulates: its next event is at {:.3g} s (an op, transfer or memory access that ends "
+      "later); expected a run that ends before: check the bandwidths and clocks against the "
+      "trace's sizes",
+      limit.to_seconds(),
+      (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).to_seconds()));
 }
 
 }  // namespace trnsim::model

@@ -25,8 +25,9 @@ std::string module_name(std::string s) {
 constexpr std::uint32_t kPieceDeliveries = 16;
 
 // The latest tick the network schedules an event at: 2^62, 53 days at the kernel's default
-// resolution of 1 ps. StaleTimes buckets a time by the highest bit in which it differs from now,
-// so every time stays below 2^63.
+// resolution of 1 ps, below the run's limit (model::kLastRunTick, 2^63), so a transfer that would
+// end later is this network's error, naming it. StaleTimes buckets a time by the highest bit in
+// which it differs from now, so every time stays below 2^63.
 constexpr std::uint64_t kLastTick = std::uint64_t(1) << 62;
 
 // The smallest sc_time not before `s` seconds: an event at it finds the flow's bytes all sent.

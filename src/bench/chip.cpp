@@ -15,6 +15,7 @@
 
 #include "chip/chip.hpp"
 #include "chip/lowering.hpp"
+#include "common/activity.hpp"
 #include "common/driver.hpp"
 #include "internal.hpp"
 #include "trnsim/registry/registry.hpp"
@@ -86,7 +87,7 @@ json measure_gemm(const ConfigSource& o, const GemmArgs& a, std::uint64_t m, std
     st = chip->execute(model::GemmOp{m, k, n, dt, a.batch}, fmt::format("gemm {}x{}x{}", m, k, n));
   });
   const auto t0 = std::chrono::steady_clock::now();
-  sc_core::sc_start();
+  model::run_bounded();
   const double wall = seconds_since(t0);
   const double elapsed = st.end_s;  // the op starts at t = 0
   const double peak = resolve::chip_peaks(p).tensor(dt);
@@ -156,7 +157,7 @@ json measure_dma(const ConfigSource& o, const DmaArgs& a) {
     r = chip->dma_sbuf(0, bytes, a.direction == "hbm-to-sbuf", a.engines, a.cross_engine);
   });
   const auto t0 = std::chrono::steady_clock::now();
-  sc_core::sc_start();
+  model::run_bounded();
   const double wall = seconds_since(t0);
   const double total = r.end_s - r.trigger_s;
   const double share = std::ceil(double(bytes) / a.engines);

@@ -21,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/activity.hpp"
 #include "common/histogram.hpp"
 #include "internal.hpp"
 #include "trnsim/registry/registry.hpp"
@@ -158,7 +159,7 @@ json measure_ping(const ConfigSource& o, std::uint64_t bytes) {
   const Net fab = make_fabric(rack);
   PingDriver driver("ping", *fab.net, rack.topo, bytes);
   const auto t0 = std::chrono::steady_clock::now();
-  sc_core::sc_start();
+  model::run_bounded();
   fab.net->rethrow_error();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();
@@ -314,7 +315,7 @@ void measure_uniform(const Rack& rack, const Net& fab, const TrafficPlan& plan, 
   const auto t0 = std::chrono::steady_clock::now();
   const std::uint64_t msg = plan.bytes ? plan.bytes : fab.plan.packet_bytes;
   UniformDriver driver("uniform", fab, rack.topo, plan, msg, rack.loaded.config.sim.seed);
-  sc_core::sc_start();
+  model::run_bounded();
   fab.net->rethrow_error();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();
@@ -350,7 +351,7 @@ void measure_bulk(const Rack& rack, const Net& fab, const TrafficPlan& plan, dou
   const auto n = rack.topo.chip_count();
   const auto t0 = std::chrono::steady_clock::now();
   BulkDriver driver("bulk", *fab.net, rack.topo, plan.pattern, plan.bytes);
-  sc_core::sc_start();
+  model::run_bounded();
   fab.net->rethrow_error();
   const double wall = seconds_since(t0);
   const auto end = sc_core::sc_time_stamp();

@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/activity.hpp"
 #include "hbm/hbm_system.hpp"
 #include "internal.hpp"
 #include "trnsim/error.hpp"
@@ -187,7 +188,7 @@ Json measure(const resolve::ChipPlan& chip_plan, const Plan& plan, const model::
                                  pattern_name(plan.pattern), need, geo.capacity()));
   }
   Requesters req("bench", hbm, plan);
-  sc_core::sc_start();
+  model::run_bounded();
   const sc_core::sc_time end = sc_core::sc_time_stamp();
   hbm.account_until(end);
 

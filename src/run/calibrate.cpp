@@ -129,7 +129,7 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count());
     }
   });
-  sc_core::sc_start();
+  model::run_bounded();
   const auto power = registry::make_power(registry, tile);
   const double static_w =
       model::collect_energy(*power, Duration(1.0), chip.get()).static_.si -

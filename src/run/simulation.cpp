@@ -334,7 +334,7 @@ void Simulation::simulate() {
   // ahead of the error itself.
   sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
                                           sc_core::SC_DO_NOTHING);
-  sc_core::sc_start();
+  model::run_bounded();
   s.t2 = Clock::now();
   for (const model::Network* net : s.nets) net->rethrow_error();
 }

@@ -18,6 +18,7 @@
 #include "../common/files.hpp"
 #include "../common/run_trnsim.hpp"
 #include "../common/topologies.hpp"
+#include "common/activity.hpp"
 #include "flow/flow_network.hpp"
 #include "trnsim/error.hpp"
 #include "trnsim/resolve/resolve.hpp"
@@ -440,6 +441,41 @@ TEST(FlowNetwork, RefusesATransferPastTheLastTick) {
               std::string::npos)
         << e.what();
   }
+}
+
+// A run ends at its last event, not at the limit (as sc_start() does): a thread that waits
+// 7 ns leaves the time at 7 ns.
+TEST(SimulatedTime, ARunEndsAtItsLastEvent) {
+  sc_core::sc_spawn([] { sc_core::wait(7, sc_core::SC_NS); });
+  model::run_bounded();
+  EXPECT_EQ(sc_core::sc_time_stamp().value(), 7000u);
+}
+
+// A thread that waits 2^62 + 5 ticks, then 2^62, would end at 2^63 + 5 ticks, past the limit of
+// 2^63 (9.22 x 10^6 s at 1 ps): the run stops with the second wait pending, an error (exit 2),
+// and the time stays at the last event before the limit. Before the bound, the packet fabric's
+// run of a 10^12 B all-reduce over 20 kB/s links wrapped the kernel's time ("TimedQueue: an item
+// scheduled in the past", an internal error).
+TEST(SimulatedTime, ARunStopsAtTheLimitWithWorkPending) {
+  constexpr std::uint64_t k62 = std::uint64_t(1) << 62;
+  bool ended = false;
+  sc_core::sc_spawn([&] {
+    sc_core::wait(sc_core::sc_time::from_value(k62 + 5));
+    sc_core::wait(sc_core::sc_time::from_value(k62));
+    ended = true;
+  });
+  try {
+    model::run_bounded();
+    ADD_FAILURE() << "no error";
+  } catch (const WorkloadError& e) {
+    EXPECT_NE(std::string(e.what()).find("has work pending past 9.22e+06 s of simulated time "
+                                         "(2^63 ticks), the most a run simulates: its next event "
+                                         "is at 9.22e+06 s"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(ended);
+  EXPECT_EQ(sc_core::sc_time_stamp().value(), k62 + 5);
 }
 
 // The same run twice gives byte-identical summaries; the packet network gives a different step.

@@ -28,6 +28,15 @@ std::string two_ranks(const std::string& op0 = R"({"id": 0, "op": "gemm", "m": 2
          R"(]}, {"rank": 1, "ops": [)" + gemm + ", " + ar + "]}]}";
 }
 
+// Two ranks whose only op is one all-reduce of `bytes`.
+std::string all_reduce_alone(const std::string& bytes) {
+  const std::string ar =
+      R"({"id": 0, "op": "all_reduce", "group": "world", "bytes": )" + bytes + "}";
+  return R"({"format": "trnsim-trace", "version": 1, "ranks": 2, "groups": {"world": [0, 1]}, )"
+         R"("rank_ops": [{"rank": 0, "ops": [)" + ar + R"(]}, {"rank": 1, "ops": [)" + ar +
+         "]}]}";
+}
+
 class Hostile : public ::testing::Test {
  protected:
   Hostile()
@@ -154,12 +163,7 @@ TEST_F(Hostile, DelayBeyondSimulatedTimeIsRefused) {
 // 5 x 10^11 B each way over links of 20 kB/s takes 2.5 x 10^7 s, past the 2^62 ps (4.61 x 10^6 s)
 // the flow network times: it used to crash (an event time past 2^63 ticks).
 TEST_F(Hostile, TransferBeyondSimulatedTimeIsRefused) {
-  const std::string ar =
-      R"({"id": 0, "op": "all_reduce", "group": "world", "bytes": 1000000000000})";
-  const auto t = write("slow.json", R"({"format": "trnsim-trace", "version": 1, "ranks": 2, )"
-                                    R"("groups": {"world": [0, 1]}, "rank_ops": [{"rank": 0, )"
-                                    R"("ops": [)" + ar + R"(]}, {"rank": 1, "ops": [)" + ar +
-                                        "]}]}");
+  const auto t = write("slow.json", all_reduce_alone("1000000000000"));
   const std::string link = R"({"bandwidth": "20kB/s", "latency": "29ns"})";
   expect_refused("run --config " + kC + " --trace " + t +
                      " --set 'rack.topology.torus.dim_links=[" + link + "," + link + "]'",
@@ -167,6 +171,19 @@ TEST_F(Hostile, TransferBeyondSimulatedTimeIsRefused) {
   expect_refused("run --config " + kC + " --trace " + t +
                      " --set 'rack.topology.torus.dim_links=[" + link + "," + link + "]'",
                  "B left on the wire at 4.61e+06 s, the last time the network simulates");
+}
+
+// At the detailed tier: 2 x 10^11 B each way over links of 16.4 kB/s (one 16 KiB packet a second)
+// takes 1.2 x 10^7 s, past the 2^63 ps (9.22 x 10^6 s) a run simulates. The packet fabric used
+// to run on until the kernel's time wrapped ("TimedQueue: an item scheduled in the past", an
+// internal error).
+TEST_F(Hostile, PacketTransferBeyondSimulatedTimeIsRefused) {
+  const auto t = write("slow.json", all_reduce_alone("400000000000"));
+  const std::string link = R"({"bandwidth": "16.4kB/s", "latency": "29ns"})";
+  expect_refused("run --config " + kC + " --trace " + t + " --set sim.fidelity=detailed" +
+                     " --set 'rack.topology.torus.dim_links=[" + link + "," + link + "]'",
+                 "the simulation has work pending past 9.22e+06 s of simulated time (2^63 "
+                 "ticks), the most a run simulates");
 }
 
 // ---- input faults that used to be internal errors -----------------------------------------------
