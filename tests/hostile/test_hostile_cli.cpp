@@ -160,9 +160,31 @@ TEST_F(Hostile, DelayBeyondSimulatedTimeIsRefused) {
                  "/rack/topology/torus/forward_latency: expected a duration");
 }
 
+// A run stopped at its time limit with op threads blocked and transfers in flight is unwound by
+// its error. Under AddressSanitizer that unwinding reports false errors: SystemC's stack switches
+// (not annotated for the sanitizer in Debian's build) leave its view of the main stack stale, so
+// the frames an exception leaves stay poisoned (a deque's destructor in the run's state failed
+// first, then others; the replay engine's queues are vectors for the same reason,
+// src/replay/engine.cpp), and LeakSanitizer counts the transfers in flight, held only from the
+// blocked threads' stacks, as leaked. These two cases run in the release suite only. (GCC says
+// ASan with __SANITIZE_ADDRESS__, Clang 14 only through __has_feature.)
+#if defined(__SANITIZE_ADDRESS__)
+#define TRNSIM_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TRNSIM_TEST_ASAN 1
+#endif
+#endif
+#ifdef TRNSIM_TEST_ASAN
+#define TRNSIM_SKIP_UNDER_ASAN() GTEST_SKIP() << "a run unwound with threads blocked (above)"
+#else
+#define TRNSIM_SKIP_UNDER_ASAN() (void)0
+#endif
+
 // 5 x 10^11 B each way over links of 20 kB/s takes 2.5 x 10^7 s, past the 2^62 ps (4.61 x 10^6 s)
 // the flow network times: it used to crash (an event time past 2^63 ticks).
 TEST_F(Hostile, TransferBeyondSimulatedTimeIsRefused) {
+  TRNSIM_SKIP_UNDER_ASAN();
   const auto t = write("slow.json", all_reduce_alone("1000000000000"));
   const std::string link = R"({"bandwidth": "20kB/s", "latency": "29ns"})";
   expect_refused("run --config " + kC + " --trace " + t +
@@ -178,6 +200,7 @@ TEST_F(Hostile, TransferBeyondSimulatedTimeIsRefused) {
 // to run on until the kernel's time wrapped ("TimedQueue: an item scheduled in the past", an
 // internal error).
 TEST_F(Hostile, PacketTransferBeyondSimulatedTimeIsRefused) {
+  TRNSIM_SKIP_UNDER_ASAN();
   const auto t = write("slow.json", all_reduce_alone("400000000000"));
   const std::string link = R"({"bandwidth": "16.4kB/s", "latency": "29ns"})";
   expect_refused("run --config " + kC + " --trace " + t + " --set sim.fidelity=detailed" +
