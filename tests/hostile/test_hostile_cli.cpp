@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "../common/asan.hpp"
 #include "../common/run_trnsim.hpp"
 
 namespace fs = std::filesystem;
@@ -166,15 +167,7 @@ TEST_F(Hostile, DelayBeyondSimulatedTimeIsRefused) {
 // the frames an exception leaves stay poisoned (a deque's destructor in the run's state failed
 // first, then others; the replay engine's queues are vectors for the same reason,
 // src/replay/engine.cpp), and LeakSanitizer counts the transfers in flight, held only from the
-// blocked threads' stacks, as leaked. These two cases run in the release suite only. (GCC says
-// ASan with __SANITIZE_ADDRESS__, Clang 14 only through __has_feature.)
-#if defined(__SANITIZE_ADDRESS__)
-#define TRNSIM_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TRNSIM_TEST_ASAN 1
-#endif
-#endif
+// blocked threads' stacks, as leaked. These two cases run in the release suite only.
 #ifdef TRNSIM_TEST_ASAN
 #define TRNSIM_SKIP_UNDER_ASAN() GTEST_SKIP() << "a run unwound with threads blocked (above)"
 #else

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "../common/asan.hpp"
 #include "../common/run_trnsim.hpp"
 #include "trnsim/bench/bench.hpp"
 #include "trnsim/error.hpp"
@@ -1617,15 +1618,7 @@ TEST(ForkPool, CollectsChildrenAsTheyEnd) {
 // at its top (grown once: 30 MB of small blocks fit without growing it again), and where the
 // kernel has transparent huge pages the heap's range is advised for them (VmFlags "hg" in
 // /proc/self/smaps). The parent's heap is left as it was.
-// (AddressSanitizer allocates from heaps of its own: glibc's is not used, and not checked.
-// GCC says ASan with __SANITIZE_ADDRESS__, Clang 14 only through __has_feature.)
-#if defined(__SANITIZE_ADDRESS__)
-#define TRNSIM_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TRNSIM_TEST_ASAN 1
-#endif
-#endif
+// (AddressSanitizer allocates from heaps of its own: glibc's is not used, and not checked.)
 TEST(ForkPool, ChildHeapIsGrownOnceAndAdvisedForHugePages) {
 #ifdef TRNSIM_TEST_ASAN
   GTEST_SKIP() << "AddressSanitizer's allocator: glibc's heap is not used";
