@@ -13,6 +13,7 @@
 
 #include "chip/lowering.hpp"
 #include "chip/op_profile.hpp"
+#include "common/activity.hpp"
 #include "calibrate.hpp"
 #include "compute_ops.hpp"
 #include "trnsim/error.hpp"
@@ -322,12 +323,13 @@ void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const s
         what, e.events, e.ops, double(e.messages), e.packets, e.instructions,
         e.calibration_instructions, e.calibration_shapes, work_budget(sim), largest));
   }
-  const double max_s = sc_core::sc_max_time().to_seconds();
+  // The most a run simulates (model::run_bounded()).
+  const double max_s = sc_core::sc_time::from_value(model::kLastRunTick).to_seconds();
   if (e.end_s >= max_s) {
     throw TraceError(fmt::format(
         "{}: rank {}'s longest chain of ops alone takes at least {:.4g} s (its delays, and its "
-        "compute at the chip's peak rate), beyond the {:.4g} s the simulation kernel can count at "
-        "its 1 ps resolution",
+        "compute at the chip's peak rate), beyond the {:.4g} s a run simulates (2^63 ticks of "
+        "the kernel's 1 ps)",
         what, e.end_rank, e.end_s, max_s));
   }
 }

@@ -205,19 +205,19 @@ TEST(HostileEstimate, EachBudgetNamesItsSetting) {
                       "--set sim.work_budget="),
             std::string::npos)
       << work;
-  // 19 chained delays of 10^6 s: 1.9e7 s, past 2^64 ps = 1.845e7 s.
+  // 10 chained delays of 10^6 s: 10^7 s, past the 2^63 ps = 9.223e6 s a run simulates.
   auto delays = world(1, [](int) {
     std::vector<trace::Op> ops;
-    for (trace::OpId i = 0; i < 19; ++i) {
+    for (trace::OpId i = 0; i < 10; ++i) {
       ops.push_back(op_of(i, OpKind::delay, i ? std::vector<trace::OpId>{i - 1} : std::vector<trace::OpId>{}));
       ops.back().duration = Duration(1e6);
     }
     return ops;
   });
   EXPECT_EQ(message(delays, {}),
-            "workload t: rank 0's longest chain of ops alone takes at least 1.9e+07 s (its delays, "
-            "and its compute at the chip's peak rate), beyond the 1.845e+07 s the simulation "
-            "kernel can count at its 1 ps resolution");
+            "workload t: rank 0's longest chain of ops alone takes at least 1e+07 s (its delays, "
+            "and its compute at the chip's peak rate), beyond the 9.223e+06 s a run simulates "
+            "(2^63 ticks of the kernel's 1 ps)");
   // Side by side, the same delays are no chain.
   for (auto& op : delays.ranks[0].ops) op.deps.clear();
   EXPECT_EQ(message(delays, {}), "");
