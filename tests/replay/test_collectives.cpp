@@ -8,6 +8,7 @@
 #include <set>
 
 #include "trnsim/replay/collectives.hpp"
+#include "trnsim/replay/pattern.hpp"
 
 using namespace trnsim;
 using namespace trnsim::replay;
@@ -210,6 +211,23 @@ TEST(Collectives, AllToAllVFollowsSendBytes) {
   for (const auto& t : s.members[1][0].recvs) got += t.bytes;
   EXPECT_EQ(got, 18u);
   expect_balanced(s);
+}
+
+// The flow calibration's patterns (replay/pattern.hpp), by hand from its table: all_to_all_v is
+// all_to_all's pattern (the same direct steps; it was 0, never calibrated, while a MoE step's
+// dispatch and combine are all_to_all_v); the reductions 2 + 4 x collective + algorithm.
+TEST(Collectives, TrafficPatternsByCollectiveAndAlgorithm) {
+  using A = config::CollectiveAlgorithm;
+  EXPECT_EQ(traffic_pattern(OpKind::all_to_all, A::mesh), 1);
+  EXPECT_EQ(traffic_pattern(OpKind::all_to_all_v, A::mesh), 1);
+  EXPECT_EQ(traffic_pattern(OpKind::all_gather, A::ring), 2);
+  EXPECT_EQ(traffic_pattern(OpKind::reduce_scatter, A::multi_ring), 7);
+  EXPECT_EQ(traffic_pattern(OpKind::all_reduce, A::rdh), 12);
+  EXPECT_EQ(traffic_pattern(OpKind::all_reduce, A::hierarchical), 13);
+  EXPECT_EQ(traffic_pattern(OpKind::reduce_scatter, A::mesh), 14);
+  EXPECT_EQ(traffic_pattern(OpKind::all_reduce, A::torus), 0);
+  EXPECT_EQ(traffic_pattern(OpKind::all_gather, A::bidir_ring), 0);
+  EXPECT_EQ(traffic_pattern(OpKind::send, A::mesh), 0);
 }
 
 TEST(Collectives, BroadcastChainIsPipelined) {

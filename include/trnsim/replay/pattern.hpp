@@ -19,7 +19,9 @@ inline constexpr int kTrafficPatterns = 15;  // 0 to 14
 constexpr std::uint8_t traffic_pattern(trace::OpKind op, config::CollectiveAlgorithm a) {
   using Alg = config::CollectiveAlgorithm;
   using K = trace::OpKind;
-  if (op == K::all_to_all) return a == Alg::mesh ? 1 : 0;
+  // all_to_all_v runs the same staggered direct steps as all_to_all (replay/collectives.cpp),
+  // with per-peer sizes: the same pattern (a MoE step's dispatch and combine are all_to_all_v).
+  if (op == K::all_to_all || op == K::all_to_all_v) return a == Alg::mesh ? 1 : 0;
   // A reduction-free and two reducing collectives: each combination its own pattern.
   const int base = op == K::all_gather ? 2 : op == K::reduce_scatter ? 6 : op == K::all_reduce ? 10 : -1;
   if (base < 0) return 0;
