@@ -77,8 +77,11 @@ inline constexpr std::uint64_t kLastRunTick = std::uint64_t(1) << 63;
 // last event, as with sc_start()). A run that reaches the limit with events still pending after
 // it (an op, a transfer or a memory access that would end later) is a WorkloadError; the kernel
 // leaves its time at the last event before the limit. A run stopped by sc_stop() (an error
-// inside a process, kept by whoever caught it) returns as it is.
+// inside a process, kept by whoever caught it) returns as it is, without SystemC's "stopped by
+// user" line on stdout ahead of the error.
 inline void run_bounded() {
+  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
+                                          sc_core::SC_DO_NOTHING);
   const sc_core::sc_time limit = sc_core::sc_time::from_value(kLastRunTick);
   sc_core::sc_start(limit - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
   if (sc_core::sc_get_status() != sc_core::SC_PAUSED || !sc_core::sc_pending_activity()) return;

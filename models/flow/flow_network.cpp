@@ -657,16 +657,18 @@ void FlowNetwork::piece_arrived(std::uint32_t id) {
 void FlowNetwork::drained(std::uint32_t id) {
   Flow& f = *flows_[id];
   const auto& req = f.t->record.request;
-  // The wire bytes it has left (to the end, past its next piece's milestone too).
-  const double left = f.remaining - f.rate * (sc_core::sc_time_stamp().to_seconds() - f.since);
-  if (sc_core::sc_time_stamp().value() >= kLastTick && left - f.milestone > 1) {
+  // At kLastTick, the wire bytes it has left (to the end, past its next piece's milestone too).
+  const sc_core::sc_time now = sc_core::sc_time_stamp();
+  const double left =
+      now.value() < kLastTick ? 0.0 : f.remaining - f.rate * (now.to_seconds() - f.since);
+  if (left - f.milestone > 1) {
     // Its drain was put at kLastTick, not at its end: the end is past what the network times.
     throw WorkloadError(fmt::format(
         "flow network: the transfer of {} B from chip {} to chip {} has {:.3g} B left on the wire "
         "at {:.3g} s, the last time the network simulates (2^62 ticks), at its rate of {:.3g} "
         "B/s; expected every transfer to end before: check the link bandwidths and the "
         "transfer's size",
-        req.bytes, req.src.v, req.dst.v, left, sc_core::sc_time_stamp().to_seconds(), f.rate));
+        req.bytes, req.src.v, req.dst.v, left, now.to_seconds(), f.rate));
   }
   if (f.delivered + 1 < f.deliveries) {  // a piece's arrival, not the end
     piece_arrived(id);
@@ -676,7 +678,6 @@ void FlowNetwork::drained(std::uint32_t id) {
   detach(id);
   f.remaining = 0;
   for (const std::uint32_t d : f.path) changed_.push_back(d);
-  const sc_core::sc_time now = sc_core::sc_time_stamp();
   sc_core::sc_time arrive = now + f.fixed;
   arrive = std::max({arrive, f.ready + f.fixed, f.written});
   schedule(arrive + overhead_, Kind::complete, id);

@@ -89,7 +89,8 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       const Counters before = counters(*chip, *memory);
       const sc_time t0 = sc_core::sc_time_stamp();
       const auto wall0 = std::chrono::steady_clock::now();
-      const model::OpStats st = chip->execute(op, model::op_key(op));
+      const std::string key = model::op_key(op);
+      const model::OpStats st = chip->execute(op, key);
       p.time_ps = to_ps(sc_core::sc_time_stamp() - t0);
       p.cores_used = st.cores_used;
       p.flops = st.flops;
@@ -125,7 +126,7 @@ json calibrate_chunk(const resolve::ChipPlan& plan, const std::vector<model::Com
       out.push_back(profile_to_json(p));
       // Which ops a calibration spends its time on (--log-level debug; wall time, not a result).
       logger("calibrate")->debug(
-          "{}: {} instructions in {:.1f} ms", model::op_key(op), p.instructions,
+          "{}: {} instructions in {:.1f} ms", key, p.instructions,
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall0).count());
     }
   });

@@ -330,10 +330,6 @@ void Simulation::simulate() {
   State& s = *s_;
   s.enter(Phase::probed, Phase::simulated);
   s.t1 = Clock::now();
-  // An error inside a process stops the run (sc_stop()), which SystemC would announce on stdout
-  // ahead of the error itself.
-  sc_core::sc_report_handler::set_actions("/OSCI/SystemC", sc_core::SC_INFO,
-                                          sc_core::SC_DO_NOTHING);
   model::run_bounded();
   s.t2 = Clock::now();
   for (const model::Network* net : s.nets) net->rethrow_error();
