@@ -7,7 +7,8 @@
                             [--racks trn2-instance,trn3-gen2-ultraserver] [--part network|step]
                             [--ops all-to-all,all-reduce] [--sizes 1MiB,16MiB]
                             [--ranks N] [--queueing voq|input_fifo]
-                            [--flow-calibration none|packet|both]
+                            [--flow-calibration none|packet|workload|both]
+                            [--also-uncalibrated]
                             [--set PATH=VALUE ...] [--traces A.json,B.json] [--split]
 
 Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter, all-to-all,
@@ -17,10 +18,11 @@ subgroup as a step's EP all-to-all runs on, instead of every chip); `step` runs 
 (2 layers) and the golden 16-rank trace. The difference is (fast - detailed) / detailed of the
 time (completion time, step time, latency). `--queueing` sets the packet fabric's switch
 queueing (`rack.fabric.queueing`, docs/models/fabric.md#switch-queueing; the flow tier does not
-read it); `--flow-calibration` (`none`, `packet`, or `both`: packet, with a column of the fast tier
-without it) sets the flow network's calibration from the packet fabric
+read it); `--flow-calibration` (`none`, `packet`, `workload`, or `both`: packet with
+`--also-uncalibrated`) sets the flow network's calibration from the packet fabric
 (`rack.fabric.flow_calibration`, docs/models/fidelity.md#flow-calibration; the packet run does
 not read it; the first fast run of a rack calibrates, later ones read the calibration cache);
+`--also-uncalibrated` adds a column of the fast tier without it;
 `--set` is passed to both runs. `--split` (step part) runs every step at the four
 combinations of network (`rack.fabric.model=flow|packet`) and compute (`chip.compute.model=op|tile`),
 all with `sim.fast_forward=true`, and splits fast - detailed into its compute part (op against
@@ -170,9 +172,11 @@ def main():
                     help="network part without traffic and ping")
     ap.add_argument("--queueing", choices=["voq", "input_fifo"],
                     help="rack.fabric.queueing of the packet fabric (default: the config's)")
-    ap.add_argument("--flow-calibration", choices=["none", "packet", "both"],
+    ap.add_argument("--flow-calibration", choices=["none", "packet", "workload", "both"],
                     help="rack.fabric.flow_calibration of the flow network (default: the "
-                    "config's); both: packet, and a column without it")
+                    "config's); both: packet with --also-uncalibrated")
+    ap.add_argument("--also-uncalibrated", action="store_true",
+                    help="a column of the fast tier with rack.fabric.flow_calibration=none")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="passed to every run")
     ap.add_argument("--traces", default=",".join(STEP_TRACES), help="traces of the step part")
@@ -192,8 +196,8 @@ def main():
     if a.flow_calibration:
         cal = "packet" if a.flow_calibration == "both" else a.flow_calibration
         EXTRA_SETS.append(f"rack.fabric.flow_calibration={cal}")
-        if a.flow_calibration == "both":
-            BOTH.append(True)
+    if a.flow_calibration == "both" or a.also_uncalibrated:
+        BOTH.append(True)
     if not os.access(a.trnsim, os.X_OK):
         fail(f"--trnsim: {a.trnsim} is not an executable")
     racks = [r for r in a.racks.split(",") if r]

@@ -120,7 +120,7 @@ ChipPlan resolve_chip(const config::LoadedConfig& loaded, ChipUse use, config::F
 }
 
 FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topology& topology,
-                          bool replay, config::Fidelity fid) {
+                          bool replay, config::Fidelity fid, Purpose purpose) {
   const config::Config& cfg = loaded.config;
   if (!cfg.rack) {
     throw ConfigError(fmt::format("{}:/rack: missing: expected a rack preset", loaded.path));
@@ -128,6 +128,14 @@ FabricPlan resolve_fabric(const config::LoadedConfig& loaded, const topo::Topolo
   Where at(&loaded.provenance);
   config::FabricParams params = cfg.rack->fabric;
   if (params.model.empty()) params.model = models_for(fid).network;
+  // A run's flow network is calibrated on the workload's own collectives on one rack; a
+  // cluster splits them across UltraServers (rules.cpp refuses workload there), and a
+  // benchmark's collective is the calibration's own case.
+  if (params.flow_calibration == config::FlowCalibration::auto_) {
+    params.flow_calibration = purpose == Purpose::run && !cfg.cluster
+                                  ? config::FlowCalibration::workload
+                                  : config::FlowCalibration::none;
+  }
   if (replay) {
     params.packet_bytes = cfg.replay.fabric_packet_bytes;
     at.alias("/rack/fabric/packet_bytes", "/replay/fabric_packet_bytes");
@@ -187,7 +195,7 @@ topo::Topology rack_topology(const config::LoadedConfig& loaded) {
       {&loaded.provenance, "/rack/topology", config::memory_budget(cfg.sim)});
 }
 
-RackPlan resolve_rack(const config::LoadedConfig& loaded, config::Fidelity fid) {
+RackPlan resolve_rack(const config::LoadedConfig& loaded, config::Fidelity fid, Purpose purpose) {
   const config::Config& cfg = loaded.config;
   if (!cfg.chip || !cfg.rack) {
     throw ConfigError(fmt::format("{}:{}: missing: a run needs a rack preset (with chip and rack)",
@@ -270,7 +278,7 @@ RackPlan resolve_rack(const config::LoadedConfig& loaded, config::Fidelity fid) 
       loaded, cfg.cluster ? std::size_t(scale_out->chips_per_ultraserver()) *
                                 std::size_t(cfg.cluster->ultraservers_per_replica)
                           : topology.chip_count());
-  FabricPlan fabric = resolve_fabric(loaded, topology, true, fid);
+  FabricPlan fabric = resolve_fabric(loaded, topology, true, fid, purpose);
   const int local = topology.first_tier_chips();
   const bool fast_forward = cfg.sim.fast_forward.value_or(fid == config::Fidelity::fast);
   if (fast_forward) chip.op_head = cfg.sim.fast_forward_op_head;
@@ -304,7 +312,7 @@ Plan plan(const config::LoadedConfig& loaded, Purpose purpose) {
   switch (purpose) {
     case Purpose::run:
     case Purpose::bench_collective:
-      out.rack = resolve_rack(loaded, fidelity(purpose));
+      out.rack = resolve_rack(loaded, fidelity(purpose), purpose);
       break;
     case Purpose::bench_chip:
       out.chip = resolve_chip(loaded, ChipUse::as_configured, fidelity(purpose));
@@ -314,7 +322,7 @@ Plan plan(const config::LoadedConfig& loaded, Purpose purpose) {
         throw ConfigError(fmt::format("{}:/rack: missing: expected a rack preset", loaded.path));
       }
       out.topology = rack_topology(loaded);
-      out.fabric = resolve_fabric(loaded, *out.topology, false, fidelity(purpose));
+      out.fabric = resolve_fabric(loaded, *out.topology, false, fidelity(purpose), purpose);
       break;
     case Purpose::config:
       // Every part every command builds: the chip as the benchmarks build it, the rack as a run
@@ -323,9 +331,10 @@ Plan plan(const config::LoadedConfig& loaded, Purpose purpose) {
         out.chip = resolve_chip(loaded, ChipUse::as_configured, fidelity(Purpose::bench_chip));
       }
       if (cfg.rack) {
-        if (cfg.chip) out.rack = resolve_rack(loaded, fidelity(Purpose::run));
+        if (cfg.chip) out.rack = resolve_rack(loaded, fidelity(Purpose::run), Purpose::run);
         out.topology = out.rack ? out.rack->topology : rack_topology(loaded);
-        out.fabric = resolve_fabric(loaded, *out.topology, false, fidelity(Purpose::bench_fabric));
+        out.fabric = resolve_fabric(loaded, *out.topology, false, fidelity(Purpose::bench_fabric),
+                                    Purpose::bench_fabric);
       }
       break;
   }

@@ -73,6 +73,13 @@ void check_config(const config::LoadedConfig& loaded) {
       check_step(fmt::format("/rack/topology/links/{}/bandwidth", i), packet,
                  t.links[i].bandwidth, "one fabric packet");
     }
+    // The workload's cases replay its collectives on one rack's ranks; a cluster's collectives
+    // are split across UltraServers and the scale-out network (run/flow_calibration.hpp).
+    if (c.cluster && c.rack->fabric.flow_calibration == config::FlowCalibration::workload) {
+      at.fail("/rack/fabric/flow_calibration",
+              "expected none or packet with /cluster: workload calibrates one rack's fabric on "
+              "the workload's collectives, which a cluster splits across UltraServers");
+    }
   }
 }
 

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <system_error>
 
@@ -61,19 +62,57 @@ constexpr CalCase kCalCases[] = {
     {CollectiveAlgorithm::mesh, trace::OpKind::all_gather},
 };
 
+// Workload cases (`workload`): at most this many classes of the workload's collectives, those
+// with the most bytes; the rest keep the nominal bandwidth (a bound on the packet simulation a
+// trace with many group sizes could ask for).
+constexpr std::size_t kMaxWorkloadCases = 8;
+// A workload case's collective sends at most this much per rank (a larger one is scaled down,
+// its per-peer sizes in proportion): seconds of packet simulation per group of 16 chips.
+constexpr std::uint64_t kMaxWorkloadCaseBytes = 1ull << 30;
+
+// What a collective sends per member: its size, or an all_to_all_v's per-peer sizes together.
+std::uint64_t op_bytes(const trace::Op& op) {
+  if (op.kind != trace::OpKind::all_to_all_v) return op.bytes;
+  std::uint64_t sum = 0;
+  for (auto b : op.send_bytes) sum += b;
+  return sum;
+}
+
 std::string_view op_name(trace::OpKind k) {
   switch (k) {
     case trace::OpKind::all_to_all: return "all-to-all";
+    case trace::OpKind::all_to_all_v: return "all-to-all-v";
     case trace::OpKind::all_gather: return "all-gather";
     case trace::OpKind::reduce_scatter: return "reduce-scatter";
     default: return "all-reduce";
   }
 }
 
+bool calibrated_kind(trace::OpKind k) {
+  using K = trace::OpKind;
+  return k == K::all_to_all || k == K::all_to_all_v || k == K::all_gather ||
+         k == K::reduce_scatter || k == K::all_reduce;
+}
+
+// One case: a collective on some of the ranks, run on the packet fabric and twice on the flow
+// network.
+struct Case {
+  trace::Workload workload;
+  trace::OpKind op = trace::OpKind::all_to_all;
+  std::string asked;        // the algorithm the case's config asks for
+  bool canonical = true;    // its algorithm and one rank per chip forced; else the config's
+  CollectiveAlgorithm algorithm = CollectiveAlgorithm::auto_;  // canonical: the one forced
+  std::uint64_t bytes_per_rank = 0;
+  int ranks = 0;
+  json describe;  // what the case is beyond that (a workload case's class, group, count)
+};
+
 // One collective on every chip of the rack, as `trnsim bench collective` runs it.
-trace::Workload canonical_workload(const CalCase& c, int n) {
-  trace::Workload w;
-  w.name = fmt::format("flow calibration {} {}", op_name(c.op), replay::algorithm_name(c.algorithm));
+Case canonical_case(const CalCase& c, int n) {
+  Case out;
+  trace::Workload& w = out.workload;
+  w.name = fmt::format("flow calibration {} {}", op_name(c.op),
+                       replay::algorithm_name(c.algorithm));
   w.ranks.resize(std::size_t(n));
   for (int r = 0; r < n; ++r) {
     w.groups["world"].push_back(r);
@@ -85,31 +124,158 @@ trace::Workload canonical_workload(const CalCase& c, int n) {
     w.ranks[std::size_t(r)].rank = r;
     w.ranks[std::size_t(r)].ops = {op};
   }
-  return w;
+  out.op = c.op;
+  out.asked = std::string(replay::algorithm_name(c.algorithm));
+  out.canonical = true;
+  out.algorithm = c.algorithm;
+  out.bytes_per_rank = kFlowCalibrationBytes;
+  out.ranks = n;
+  return out;
+}
+
+// The workload's own cases: its collectives in classes of one kind, group size and size range
+// (below mesh_max_bytes, below rdh_max_bytes, above: the ranges `auto` picks an algorithm by),
+// the classes with the most bytes first. A class's case is its median collective by size (the
+// first visited of that size), on the group it ran on and every other rank idle, each member
+// sending that size (an all_to_all_v's member its per-peer sizes rotated by its place in the
+// group), with the config's algorithm and placement. Deterministic: the source visits its ops
+// in a fixed order.
+std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
+                                 const replay::WorkSource& source) {
+  const auto& params = loaded.config.replay.collectives;
+  const auto& groups = source.groups();
+  struct Key {
+    trace::OpKind kind;
+    std::size_t members;
+    int range;
+    auto operator<=>(const Key&) const = default;
+  };
+  struct Class {
+    std::vector<std::uint64_t> sizes;  // every instance's, in visit order
+    double bytes = 0;                  // all its members send, over every instance
+  };
+  std::map<Key, Class> classes;
+  source.calibration_ops([&](const trace::Op& op) {
+    if (!calibrated_kind(op.kind)) return;
+    const auto g = groups.find(op.group);
+    if (g == groups.end() || g->second.size() < 2) return;
+    const std::uint64_t b = op_bytes(op);
+    const bool a2a = op.kind == trace::OpKind::all_to_all || op.kind == trace::OpKind::all_to_all_v;
+    const int range = a2a ? 0 : double(b) < params.mesh_max_bytes.si ? 0
+                           : double(b) < params.rdh_max_bytes.si   ? 1
+                                                                   : 2;
+    Class& c = classes[Key{op.kind, g->second.size(), range}];
+    c.sizes.push_back(b);
+    c.bytes += double(b);
+  });
+  // The classes with the most bytes (ties: in key order), and each one's median size.
+  std::vector<std::pair<Key, const Class*>> order;
+  for (const auto& [k, c] : classes) order.emplace_back(k, &c);
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.second->bytes > b.second->bytes; });
+  if (order.size() > kMaxWorkloadCases) {
+    logger("run")->warn("flow calibration: the workload's collectives fall in {} classes; the {} "
+                        "with the most bytes are calibrated, the others keep the links' nominal "
+                        "bandwidth",
+                        order.size(), kMaxWorkloadCases);
+    order.resize(kMaxWorkloadCases);
+  }
+  std::map<Key, std::uint64_t> median;
+  for (const auto& [k, c] : order) {
+    std::vector<std::uint64_t> s = c->sizes;
+    std::nth_element(s.begin(), s.begin() + std::ptrdiff_t(s.size() / 2), s.end());
+    median[k] = s[s.size() / 2];
+  }
+  // Each class's representative: the first instance visited of its median size.
+  std::map<Key, trace::Op> chosen;
+  source.calibration_ops([&](const trace::Op& op) {
+    if (!calibrated_kind(op.kind)) return;
+    const auto g = groups.find(op.group);
+    if (g == groups.end() || g->second.size() < 2) return;
+    for (const auto& [k, m] : median) {
+      if (k.kind == op.kind && k.members == g->second.size() && m == op_bytes(op) &&
+          !chosen.count(k)) {
+        chosen.emplace(k, op);
+      }
+    }
+  });
+  std::vector<Case> out;
+  for (const auto& [k, c] : order) {
+    trace::Op rep = chosen.at(k);
+    const std::vector<int>& members = groups.at(rep.group);
+    const std::uint64_t size = op_bytes(rep);
+    const std::uint64_t sent = std::min(size, kMaxWorkloadCaseBytes);
+    Case cs;
+    trace::Workload& w = cs.workload;
+    w.name = fmt::format("flow calibration {} on {} ({} members)", op_name(k.kind),
+                         rep.group, members.size());
+    w.groups[rep.group] = members;
+    w.ranks.resize(std::size_t(source.num_ranks()));
+    for (int r = 0; r < source.num_ranks(); ++r) w.ranks[std::size_t(r)].rank = r;
+    const std::size_t n = members.size();
+    for (std::size_t i = 0; i < n; ++i) {
+      trace::Op op;
+      op.id = 0;
+      op.kind = k.kind;
+      op.group = rep.group;
+      op.dtype = rep.dtype;
+      if (k.kind == trace::OpKind::all_to_all_v) {
+        op.send_bytes.resize(n);
+        for (std::size_t j = 0; j < n; ++j) {
+          const std::uint64_t b = rep.send_bytes.at((j + n - i) % n);
+          // Scaled down in proportion to the cap (exact when it is not reached).
+          op.send_bytes[j] = sent == size ? b
+                                          : std::uint64_t(double(b) * double(sent) / double(size));
+        }
+      } else {
+        op.bytes = sent;
+      }
+      w.ranks[std::size_t(members[i])].ops = {op};
+    }
+    cs.op = k.kind;
+    cs.asked = std::string(replay::algorithm_name(params.algorithm));
+    cs.canonical = false;
+    cs.bytes_per_rank = sent;
+    cs.ranks = int(n);
+    cs.describe = {{"group", rep.group},
+                   {"instances", c->sizes.size()},
+                   {"class_bytes", c->bytes},
+                   {"median_bytes_per_rank", size}};
+    if (sent != size) cs.describe["scaled_to"] = sent;
+    out.push_back(std::move(cs));
+  }
+  return out;
 }
 
 // The config of one run of a case: the network named outright (packet or flow), the flow one
-// uncalibrated, the case's algorithm, no fast-forward, one rank per chip.
-config::LoadedConfig case_config(const config::LoadedConfig& loaded, const CalCase& c,
+// uncalibrated, /sim's defaults with the run's seed, no fast-forward; a canonical case's
+// algorithm and one rank per chip.
+config::LoadedConfig case_config(const config::LoadedConfig& loaded, const Case& c,
                                  bool packet) {
   config::LoadedConfig cfg = loaded;
   auto& fabric = cfg.config.rack->fabric;
   fabric.model = packet ? "packet" : "flow";
   fabric.flow_calibration = config::FlowCalibration::none;
+  // /sim at its defaults but the seed, as the cache key has it: the run's own settings (a
+  // thread count for the fast tier's cores, budgets for its whole workload) are not the case's.
+  const auto seed = cfg.config.sim.seed;
+  cfg.config.sim = config::SimParams{};
+  cfg.config.sim.seed = seed;
   cfg.config.sim.fidelity = packet ? config::Fidelity::detailed : config::Fidelity::fast;
   cfg.config.sim.fast_forward = false;
-  cfg.config.replay.collectives.algorithm = c.algorithm;
-  cfg.config.replay.placement = config::RankPlacement::chip;
-  cfg.config.replay.ranks_per_chip = 1;
+  if (c.canonical) {
+    cfg.config.replay.collectives.algorithm = c.algorithm;
+    cfg.config.replay.placement = config::RankPlacement::chip;
+    cfg.config.replay.ranks_per_chip = 1;
+  }
   return cfg;
 }
 
 // {"time_ns", "algorithm"} of one run of a case, in this (child) process.
-std::string run_case(const config::LoadedConfig& loaded, const CalCase& c, int n, bool packet,
+std::string run_case(const config::LoadedConfig& loaded, const Case& c, bool packet,
                      double efficiency) {
   const config::LoadedConfig cfg = case_config(loaded, c, packet);
-  const trace::Workload w = canonical_workload(c, n);
-  TraceReplay driver(w);
+  TraceReplay driver(c.workload);
   Simulation sim(cfg, driver, resolve::Purpose::bench_collective);
   if (!packet) {
     std::array<double, 16> e{};
@@ -125,7 +291,8 @@ std::string run_case(const config::LoadedConfig& loaded, const CalCase& c, int n
 
 // The canonical key: everything the packet runs depend on (the whole config but the settings
 // that only choose models or budgets), the method and this build.
-json canonical_key(const config::LoadedConfig& loaded) {
+json canonical_key(const config::LoadedConfig& loaded, const std::vector<Case>& cases,
+                   bool workload) {
   json cfg = config::to_json(loaded.config);
   if (cfg.contains("sim")) {
     const json seed = cfg["sim"].value("seed", json(1));
@@ -137,10 +304,24 @@ json canonical_key(const config::LoadedConfig& loaded) {
   }
   cfg.erase("name");
   cfg.erase("description");
-  return json{{"format", kFlowCalibrationFormat},
+  json key = {{"format", kFlowCalibrationFormat},
               {"build", build_identity()},
               {"bytes_per_rank", kFlowCalibrationBytes},
               {"config", cfg}};
+  if (!workload) return key;
+  // A workload's cases: every op each runs, where.
+  json runs = json::array();
+  for (const Case& c : cases) {
+    json ranks = json::array();
+    for (const auto& r : c.workload.ranks) {
+      for (const auto& op : r.ops) {
+        ranks.push_back({r.rank, trace::kind_name(op.kind), op.group, op.bytes, op.send_bytes});
+      }
+    }
+    runs.push_back({{"members", c.workload.groups}, {"ops", ranks}});
+  }
+  key["workload_cases"] = runs;
+  return key;
 }
 
 std::optional<FlowCalibrationResult> read_entry(const std::string& path,
@@ -193,14 +374,33 @@ void write_entry(const std::string& path, const std::string& canonical,
 
 }  // namespace
 
-FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
-                                     const resolve::RackPlan& plan, const CacheSettings& cache,
-                                     int parallel) {
+std::optional<FlowCalibrationResult> calibrate_flow(const config::LoadedConfig& loaded,
+                                                    const resolve::RackPlan& plan,
+                                                    const CacheSettings& cache, int parallel,
+                                                    const replay::WorkSource* source) {
   const auto t0 = std::chrono::steady_clock::now();
   if (!loaded.config.rack) throw InternalError("flow calibration without a rack");
+  const bool from_workload = plan.fabric.params.flow_calibration == config::FlowCalibration::workload;
+  if (from_workload && !source) throw InternalError("flow calibration: no workload to calibrate on");
+  std::vector<Case> cases;
+  if (from_workload) {
+    cases = workload_cases(loaded, *source);
+    if (cases.empty()) {
+      // Nothing to calibrate on (a serving iteration declares its compute ops only): said when
+      // the config asked for it by name.
+      const bool asked =
+          loaded.config.rack->fabric.flow_calibration == config::FlowCalibration::workload;
+      logger("run")->log(asked ? spdlog::level::warn : spdlog::level::debug,
+                         "flow calibration: the workload declares no collective on a group of 2 "
+                         "or more ranks; every link keeps its nominal bandwidth");
+      return std::nullopt;
+    }
+  } else {
+    for (const CalCase& c : kCalCases) cases.push_back(canonical_case(c, int(plan.topology.chip_count())));
+  }
   // Hashed as every other cache's key (profile_cache.hpp): the file name; the entry's key is
   // compared in full before it is trusted.
-  const CacheKey key = cache_key(canonical_key(loaded));
+  const CacheKey key = cache_key(canonical_key(loaded, cases, from_workload));
   const std::string& canonical = key.canonical;
   const std::string& hex = key.hex;
   const std::string path =
@@ -222,22 +422,26 @@ FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
       return finish(std::move(*hit), "cache");
     }
   }
-  const int n = int(plan.topology.chip_count());
   // Three runs per case: the packet fabric, the flow network at full and at half efficiency.
   std::vector<std::function<std::string()>> jobs;
-  for (const CalCase& c : kCalCases) {
-    jobs.push_back([&loaded, c, n] { return run_case(loaded, c, n, true, 1.0); });
-    jobs.push_back([&loaded, c, n] { return run_case(loaded, c, n, false, 1.0); });
-    jobs.push_back([&loaded, c, n] { return run_case(loaded, c, n, false, kProbeEfficiency); });
+  for (const Case& c : cases) {
+    jobs.push_back([&loaded, &c] { return run_case(loaded, c, true, 1.0); });
+    jobs.push_back([&loaded, &c] { return run_case(loaded, c, false, 1.0); });
+    jobs.push_back([&loaded, &c] { return run_case(loaded, c, false, kProbeEfficiency); });
   }
-  logger("run")->info("flow calibration: {} canonical cases on the packet fabric of {} chips",
-                      std::size(kCalCases), n);
+  if (from_workload) {
+    logger("run")->info("flow calibration: {} of the workload's collectives on the packet fabric",
+                        cases.size());
+  } else {
+    logger("run")->info("flow calibration: {} canonical cases on the packet fabric of {} chips",
+                        cases.size(), plan.topology.chip_count());
+  }
   const std::vector<std::string> out = run_forked(jobs, std::max(1, parallel));
   FlowCalibrationResult r;
-  json cases = json::array();
+  json rows = json::array();
   std::array<bool, 16> set{};
-  for (std::size_t i = 0; i < std::size(kCalCases); ++i) {
-    const CalCase& c = kCalCases[i];
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
     const json p = json::parse(out[3 * i]), f1 = json::parse(out[3 * i + 1]),
                f2 = json::parse(out[3 * i + 2]);
     const double tp = p.at("time_ns"), t1 = f1.at("time_ns"), t2 = f2.at("time_ns");
@@ -254,8 +458,10 @@ FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
     if (eff > 1.0) note = "packet faster than the flow network's full bandwidth: kept at 1";
     if (eff < kMinEfficiency) note = fmt::format("below {}: kept at it", kMinEfficiency);
     eff = std::clamp(eff, kMinEfficiency, 1.0);
-    // The pattern is that of the algorithm that ran (one that cannot run on this rack falls
-    // back to the ring, whose case comes first).
+    // The pattern is that of the algorithm that ran (a canonical case's algorithm that cannot
+    // run on this rack falls back to the ring, whose case comes first; a workload case's is
+    // what `auto` or the config chose). Cases come in order of precedence: the first of a
+    // pattern sets it.
     const std::string ran = p.at("algorithm");
     CollectiveAlgorithm alg = c.algorithm;
     for (const auto& [a, name] : enum_names(CollectiveAlgorithm{})) {
@@ -268,11 +474,11 @@ FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
       set[pattern] = true;
     }
     json row = {{"pattern", pattern},
-                {"algorithm", std::string(replay::algorithm_name(c.algorithm))},
+                {"algorithm", c.asked},
                 {"ran", ran},
                 {"op", std::string(op_name(c.op))},
-                {"bytes_per_rank", kFlowCalibrationBytes},
-                {"ranks", n},
+                {"bytes_per_rank", c.bytes_per_rank},
+                {"ranks", c.ranks},
                 {"packet_ns", tp},
                 {"flow_ns", t1},
                 {"flow_half_ns", t2},
@@ -280,12 +486,13 @@ FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
                 {"data_ns", data},
                 {"efficiency", eff},
                 {"applied", used}};
+    if (!c.describe.is_null()) row["workload"] = c.describe;
     if (!note.empty()) row["note"] = note;
-    cases.push_back(row);
+    rows.push_back(row);
   }
-  r.provenance = {{"method", "packet"},
+  r.provenance = {{"method", from_workload ? "workload" : "packet"},
                   {"format", kFlowCalibrationFormat},
-                  {"cases", cases}};
+                  {"cases", rows}};
   if (!path.empty()) {
     write_entry(path, canonical, r);
     evict_least_recently_used(fs::path(path).parent_path().string(), ".json", path,

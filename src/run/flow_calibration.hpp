@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The flow network's calibration from the packet fabric (rack.fabric.flow_calibration packet;
-// docs/models/fidelity.md, "Flow calibration"), as the op tier is calibrated from the tile tier.
+// The flow network's calibration from the packet fabric (rack.fabric.flow_calibration packet or
+// workload; docs/models/fidelity.md, "Flow calibration"), as the op tier is calibrated from the
+// tile tier.
 //
-// For each traffic pattern (replay::traffic_pattern: a collective and the algorithm `auto` picks
+// packet: for each traffic pattern (replay::traffic_pattern: a collective and the algorithm `auto` picks
 // for it), one canonical case: that collective with that algorithm, kFlowCalibrationBytes per
 // rank on every chip of the rack, run in child processes on the packet fabric and twice on the
 // flow network (links at full and at half efficiency). The two flow runs split the flow time
@@ -10,15 +11,24 @@
 // reductions off the links) and one that does (data); the pattern's efficiency is the flow data
 // time over the packet time less that fixed part, at most 1. A flow of that pattern then drains
 // its wire bytes over it.
+//
+// workload: the cases are the workload's own collectives instead (WorkSource::calibration_ops):
+// one per class of kind, group size and size range, its median instance on its own group at its
+// own size (up to 1 GiB per rank), with the config's algorithm and rank placement; the classes
+// with the most bytes set a pattern first. A collective whose traffic crosses the rack as the
+// workload's does (a 16-member expert-parallel all-to-all across servers) loses what the packet
+// fabric loses on it, which a whole-rack case of another size does not show.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "trnsim/config/config.hpp"
+#include "trnsim/replay/source.hpp"
 #include "trnsim/resolve/plan.hpp"
 #include "trnsim/run/run.hpp"
 
@@ -41,9 +51,11 @@ struct FlowCalibrationResult {
 // Calibrates the flow network of `plan` (the rack as `loaded` configures it). Deterministic: the
 // same config and build give the same efficiencies. Kept in the calibration cache's folder
 // (flow_calibration/<key>.json, `cache`; off when it is disabled) and reused on a match of the
-// whole canonical key.
-FlowCalibrationResult calibrate_flow(const config::LoadedConfig& loaded,
-                                     const resolve::RackPlan& plan, const CacheSettings& cache,
-                                     int parallel);
+// whole canonical key (with `workload`, the cases' ops too). `source` is the run's work (needed
+// with `workload` only); none when it has no collective to calibrate on.
+std::optional<FlowCalibrationResult> calibrate_flow(const config::LoadedConfig& loaded,
+                                                    const resolve::RackPlan& plan,
+                                                    const CacheSettings& cache, int parallel,
+                                                    const replay::WorkSource* source);
 
 }  // namespace trnsim::run

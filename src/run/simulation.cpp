@@ -222,10 +222,11 @@ void Simulation::calibrate() {
   if (s.flow_efficiency) {
     s.plan->fabric.flow_efficiency = *s.flow_efficiency;
   } else if (s.plan->fabric.model == "flow" &&
-             s.plan->fabric.params.flow_calibration == config::FlowCalibration::packet) {
+             s.plan->fabric.params.flow_calibration != config::FlowCalibration::none) {
     const CacheSettings cache = s.cache.enabled ? s.cache : cache_settings_from_env(false);
-    s.flow_calibration = calibrate_flow(s.loaded, *s.plan, cache, s.calibration_jobs);
-    s.plan->fabric.flow_efficiency = s.flow_calibration->efficiency;
+    s.flow_calibration =
+        calibrate_flow(s.loaded, *s.plan, cache, s.calibration_jobs, &s.driver.source());
+    if (s.flow_calibration) s.plan->fabric.flow_efficiency = s.flow_calibration->efficiency;
   }
 }
 

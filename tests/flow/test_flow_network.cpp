@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "../common/files.hpp"
@@ -508,6 +510,36 @@ TEST(FlowNetwork, RunsAreDeterministic) {
   std::filesystem::remove_all(t.b);
 }
 
+// A calibrated run twice with one cache: both succeed and give the same calibration (the
+// report's identity.models.network.flow_calibration, returned) and step; the first simulated
+// it, the second read it from the cache. Every case's flow time is its fixed part plus its data
+// part (which doubles at half efficiency), and its efficiency is within [0.05, 1].
+nlohmann::json calibrated_twice(const std::string& args, const std::string& name) {
+  const auto t = run_twice(args, name);
+  EXPECT_EQ(t.ra.code, 0) << t.ra.out;
+  EXPECT_EQ(t.rb.code, 0) << t.rb.out;
+  auto read = [](const std::filesystem::path& p) {
+    return nlohmann::json::parse(test::read_text(p));
+  };
+  const auto ra = read(t.a / "report.json"), rb = read(t.b / "report.json");
+  const auto cal = ra["identity"]["models"]["network"]["flow_calibration"];
+  EXPECT_TRUE(cal.is_object()) << ra["identity"].dump();
+  EXPECT_EQ(cal, rb["identity"]["models"]["network"]["flow_calibration"]);
+  for (const auto& c : cal["cases"]) {
+    EXPECT_GT(c["packet_ns"].get<double>(), 0) << c.dump();
+    EXPECT_NEAR(c["flow_ns"].get<double>(),
+                c["fixed_ns"].get<double>() + c["data_ns"].get<double>(), 1e-6);
+    EXPECT_GE(c["efficiency"].get<double>(), 0.05);
+    EXPECT_LE(c["efficiency"].get<double>(), 1);
+  }
+  EXPECT_EQ(ra["performance"]["step_time_ns"], rb["performance"]["step_time_ns"]);
+  EXPECT_EQ(read(t.a / "host.json")["flow_calibration"]["from"], "simulated");
+  EXPECT_EQ(read(t.b / "host.json")["flow_calibration"]["from"], "cache");
+  std::filesystem::remove_all(t.a);
+  std::filesystem::remove_all(t.b);
+  return cal;
+}
+
 // rack.fabric.flow_calibration packet: the flow network's efficiency per pattern measured on
 // the packet fabric of the rack before the run, recorded in report.json with every case's inputs
 // and outputs; the same whether simulated or read back from the cache (host.json says which).
@@ -519,34 +551,81 @@ TEST(FlowCalibration, IsDeterministicAndInTheReport) {
                            "/configs/racks/trn2-instance.json --trace " + TRNSIM_SOURCE_DIR +
                            "/tests/golden/inputs/golden-moe-16.json --set sim.fidelity=fast "
                            "--set rack.fabric.flow_calibration=packet";
-  const auto t = run_twice(base, "cal");
-  ASSERT_EQ(t.ra.code, 0) << t.ra.out;
-  ASSERT_EQ(t.rb.code, 0) << t.rb.out;
-  auto read = [](const std::filesystem::path& p) {
-    return nlohmann::json::parse(test::read_text(p));
-  };
-  const auto ra = read(t.a / "report.json"), rb = read(t.b / "report.json");
-  const auto cal = ra["identity"]["models"]["network"]["flow_calibration"];
-  ASSERT_TRUE(cal.is_object()) << ra["identity"].dump();
-  EXPECT_EQ(cal, rb["identity"]["models"]["network"]["flow_calibration"]);
+  const auto cal = calibrated_twice(base, "cal");
   EXPECT_EQ(cal["method"], "packet");
-  ASSERT_EQ(cal["cases"].size(), 14u);
-  for (const auto& c : cal["cases"]) {
-    EXPECT_GT(c["packet_ns"].get<double>(), 0) << c.dump();
-    // The flow time is its fixed part plus its data part, which doubles at half efficiency.
-    EXPECT_NEAR(c["flow_ns"].get<double>(),
-                c["fixed_ns"].get<double>() + c["data_ns"].get<double>(), 1e-6);
-    EXPECT_GT(c["efficiency"].get<double>(), 0);
-    EXPECT_LE(c["efficiency"].get<double>(), 1);
-  }
-  EXPECT_EQ(ra["performance"]["step_time_ns"], rb["performance"]["step_time_ns"]);
-  EXPECT_EQ(read(t.a / "host.json")["flow_calibration"]["from"], "simulated");
-  EXPECT_EQ(read(t.b / "host.json")["flow_calibration"]["from"], "cache");
+  EXPECT_EQ(cal["cases"].size(), 14u);
   // A value it does not know is refused with the key the user wrote.
   const auto bad = test::run_trnsim(base + " --set rack.fabric.flow_calibration=tiles");
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("flow_calibration"), std::string::npos) << bad.out;
-  for (const auto& d : {cache, t.a, t.b}) std::filesystem::remove_all(d);
+  std::filesystem::remove_all(cache);
+}
+
+// rack.fabric.flow_calibration workload: the cases are the workload's own collectives. 8 ranks
+// on the Trn2 instance, two groups of 4 (ep0, ep1) and the world; each rank runs three
+// all_to_all_v on its group (1, 2 and 0.5 MiB to each of 4 members: 4, 8 and 2 MiB) and one
+// 2 MiB all-reduce on the world. Two classes: the all-to-alls (24 instances, 8 x 14 MiB =
+// 117,440,512 B, median 4 MiB: the first visited of that size is rank 0's on ep0) before the
+// all-reduce (8 instances, 16,777,216 B; 2 MiB is above mesh_max_bytes and below
+// rdh_max_bytes on a power-of-two group: `auto` runs it by recursive halving-doubling,
+// pattern 12).
+TEST(FlowCalibration, WorkloadCasesAreItsOwnCollectives) {
+  const auto dir = test::fresh_dir("flow", "cal-workload");
+  ::setenv("TRNSIM_CACHE_DIR", (dir / "cache").c_str(), 1);
+  ::unsetenv("TRNSIM_NO_CACHE");
+  nlohmann::json w = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "two-groups"},
+                      {"ranks", 8}};
+  w["groups"] = {{"world", {0, 1, 2, 3, 4, 5, 6, 7}}, {"ep0", {0, 1, 2, 3}}, {"ep1", {4, 5, 6, 7}}};
+  constexpr std::uint64_t MiB = 1 << 20;
+  for (int r = 0; r < 8; ++r) {
+    nlohmann::json ops = nlohmann::json::array();
+    const std::string ep = r < 4 ? "ep0" : "ep1";
+    const std::uint64_t per_peer[] = {MiB, 2 * MiB, MiB / 2};
+    for (int i = 0; i < 3; ++i) {
+      nlohmann::json op = {{"id", i}, {"name", fmt::format("a2a{}", i)}, {"op", "all_to_all_v"},
+                           {"group", ep}, {"send_bytes", std::vector<std::uint64_t>(4, per_peer[i])}};
+      if (i > 0) op["deps"] = {i - 1};
+      ops.push_back(op);
+    }
+    ops.push_back({{"id", 3}, {"name", "ar"}, {"op", "all_reduce"}, {"group", "world"},
+                   {"bytes", 2 * MiB}, {"dtype", "bf16"}, {"deps", {2}}});
+    w["rank_ops"].push_back({{"rank", r}, {"ops", ops}});
+  }
+  {
+    std::ofstream f(dir / "trace.json");
+    f << w.dump();
+  }
+  const std::string base = std::string("run --config ") + TRNSIM_SOURCE_DIR +
+                           "/configs/racks/trn2-instance.json --trace " +
+                           (dir / "trace.json").string() +
+                           " --set sim.fidelity=fast --set rack.fabric.flow_calibration=workload";
+  const auto cal = calibrated_twice(base, "cal-workload");
+  EXPECT_EQ(cal["method"], "workload");
+  ASSERT_EQ(cal["cases"].size(), 2u) << cal.dump();
+  struct Want {
+    const char *op, *ran;
+    int pattern, ranks;
+    std::uint64_t bytes;
+    const char* group;
+    int instances;
+    double class_bytes;
+  };
+  const Want want[] = {{"all-to-all-v", "mesh", 1, 4, 4 * MiB, "ep0", 24, 117440512.0},
+                       {"all-reduce", "rdh", 12, 8, 2 * MiB, "world", 8, 16777216.0}};
+  for (std::size_t i = 0; i < 2; ++i) {
+    const auto& c = cal["cases"][i];
+    const Want& e = want[i];
+    EXPECT_EQ(c["op"], e.op);
+    EXPECT_EQ(c["ran"], e.ran);
+    EXPECT_EQ(c["pattern"], e.pattern);
+    EXPECT_EQ(c["ranks"], e.ranks);
+    EXPECT_EQ(c["bytes_per_rank"], e.bytes);
+    EXPECT_EQ(c["workload"]["group"], e.group);
+    EXPECT_EQ(c["workload"]["instances"], e.instances);
+    EXPECT_EQ(c["workload"]["class_bytes"].get<double>(), e.class_bytes);
+    EXPECT_EQ(c["applied"], true) << c.dump();
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

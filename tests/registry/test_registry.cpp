@@ -373,6 +373,36 @@ TEST(Resolve, RulesOverTheRawConfigAreThePlans) {
   }
 }
 
+// The workload's flow calibration replays its collectives on one rack; a cluster splits them
+// across UltraServers, so the combination is refused with the key the user set.
+TEST(Resolve, WorkloadFlowCalibrationIsForOneRack) {
+  const auto loaded = preset("clusters/trn3-gen2-ultracluster-8.json",
+                             {"rack.fabric.flow_calibration=workload"});
+  const std::string e = config_error([&] { resolve::plan(loaded, resolve::Purpose::run); });
+  EXPECT_EQ(e.find("--set rack.fabric.flow_calibration:/rack/fabric/flow_calibration: expected "
+                   "none or packet with /cluster"),
+            0u)
+      << e;
+  const auto ok = preset("clusters/trn3-gen2-ultracluster-8.json",
+                         {"rack.fabric.flow_calibration=packet"});
+  EXPECT_NO_THROW(resolve::plan(ok, resolve::Purpose::run));
+}
+
+// auto (the default): a run on one rack calibrates on its workload; a cluster's run and the
+// collective benchmark (whose collective is the calibration's own case) do not calibrate.
+TEST(Resolve, FlowCalibrationAutoIsTheWorkloadOfARunOnOneRack) {
+  using FC = config::FlowCalibration;
+  auto resolved = [](const char* file, resolve::Purpose p) {
+    return resolve::plan(preset(file), p).rack->fabric.params.flow_calibration;
+  };
+  EXPECT_EQ(preset("racks/trn3-gen2-ultraserver.json").config.rack->fabric.flow_calibration,
+            FC::auto_);
+  EXPECT_EQ(resolved("racks/trn3-gen2-ultraserver.json", resolve::Purpose::run), FC::workload);
+  EXPECT_EQ(resolved("racks/trn3-gen2-ultraserver.json", resolve::Purpose::bench_collective),
+            FC::none);
+  EXPECT_EQ(resolved("clusters/trn3-gen2-ultracluster-8.json", resolve::Purpose::run), FC::none);
+}
+
 TEST(Resolve, DmaQueueLimitIsCheckedBeforeTheModel) {
   const auto loaded = preset("chips/trn2.json", {"chip.core.dma.queues_per_engine=65"});
   EXPECT_THROW(resolve::plan(loaded, resolve::Purpose::config), ConfigError);

@@ -48,11 +48,16 @@ constexpr auto enum_names(FabricCutThrough) {
 // "Flow calibration"). none: every link direction carries its nominal bandwidth. packet: before
 // the run, the packet fabric of the same rack runs each collective algorithm once on every chip
 // (a canonical case), and a flow of that algorithm's transfers takes as long to drain as the
-// packet fabric's measured efficiency says (its wire bytes over that efficiency).
-enum class FlowCalibration { none, packet };
+// packet fabric's measured efficiency says (its wire bytes over that efficiency). workload: the
+// same, from the workload's own collectives (each class's median instance on its own group, at
+// its own size) instead of whole-rack cases. auto (the default): workload on one rack, none
+// with /cluster (resolve's rule).
+enum class FlowCalibration { auto_, none, packet, workload };
 constexpr auto enum_names(FlowCalibration) {
-  return std::array{std::pair{FlowCalibration::none, std::string_view("none")},
-                    std::pair{FlowCalibration::packet, std::string_view("packet")}};
+  return std::array{std::pair{FlowCalibration::auto_, std::string_view("auto")},
+                    std::pair{FlowCalibration::none, std::string_view("none")},
+                    std::pair{FlowCalibration::packet, std::string_view("packet")},
+                    std::pair{FlowCalibration::workload, std::string_view("workload")}};
 }
 
 // How the flow network shares a link direction among its flows (docs/models/fidelity.md,
@@ -111,7 +116,7 @@ struct FabricParams {
   FabricQueueing queueing = FabricQueueing::voq;
   FabricCutThrough cut_through = FabricCutThrough::share;
   ChipRelay chip_relay = ChipRelay::router;
-  FlowCalibration flow_calibration = FlowCalibration::none;
+  FlowCalibration flow_calibration = FlowCalibration::auto_;
   FlowContention flow_contention = FlowContention::max_min;
   std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
   template <class V>
@@ -152,8 +157,10 @@ struct FabricParams {
             "stores it in its HBM and sends it on from there (memory: the buffer freed once "
             "written)");
     v.field("flow_calibration", flow_calibration,
-            "flow network: none (nominal link bandwidth) or packet (each collective algorithm's "
-            "link efficiency measured on the packet fabric of the same rack before the run)");
+            "flow network: none (nominal link bandwidth), packet (each collective algorithm's "
+            "link efficiency measured on the packet fabric of the same rack before the run), "
+            "workload (the same, measured on the workload's own collectives and groups) or auto "
+            "(workload on one rack, none with /cluster)");
     v.field("flow_contention", flow_contention,
             "flow network: max_min (each flow limited by its own bottleneck) or coupled (flows "
             "sharing a link direction on the same hop, one receive buffer, held to one rate per "
