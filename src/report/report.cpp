@@ -814,9 +814,29 @@ std::string summary_text(const Json& s, const run::RunData& d, const ResourceLev
     t += fmt::format("  config               {}\n", id["config"]["given"].get<std::string>());
   }
   const Json& models = id["models"];
-  t += fmt::format("  fidelity             {}: network {}, compute {}, memory {}\n",
+  // A calibrated flow network says from what and the range of its applied efficiencies.
+  std::string calibrated;
+  if (const auto fc = models["network"].find("flow_calibration"); fc != models["network"].end()) {
+    double lo = 1, hi = 0;
+    std::size_t applied = 0;
+    for (const Json& c : (*fc)["cases"]) {
+      if (!c["applied"].get<bool>()) continue;
+      ++applied;
+      lo = std::min(lo, c["efficiency"].get<double>());
+      hi = std::max(hi, c["efficiency"].get<double>());
+    }
+    const std::string from = (*fc)["method"].get<std::string>() == "workload"
+                                 ? "the workload's collectives"
+                                 : "whole-rack cases";
+    calibrated = applied == 0
+                     ? fmt::format(" calibrated from {} (no pattern applied)", from)
+                     : fmt::format(" calibrated from {} on the packet fabric ({} at {:.3g} to "
+                                   "{:.3g} of link bandwidth)",
+                                   from, count_of(applied, "traffic pattern"), lo, hi);
+  }
+  t += fmt::format("  fidelity             {}: network {}{}, compute {}, memory {}\n",
                    id["fidelity"].get<std::string>(),
-                   models["network"]["model"].get<std::string>(),
+                   models["network"]["model"].get<std::string>(), calibrated,
                    models["compute"]["model"].get<std::string>(),
                    models["memory"]["model"].get<std::string>());
   // Fast-forward is reported where the trace has repeated micro-batches for it to skip.
