@@ -14,6 +14,7 @@
 #include <numeric>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 #include "trnsim/error.hpp"
 #include "trnsim/hash.hpp"
@@ -35,22 +36,26 @@ namespace {
 std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return (a + b - 1) / b; }
 
 // The experts each token of a data-parallel group is routed to: top_k distinct experts drawn
-// uniformly from a hash of (seed, layer, group, token), the same in every run.
-std::vector<std::vector<std::uint64_t>> route(const IterationSpec& s, std::uint64_t layer,
-                                              int group, std::uint64_t tokens) {
+// uniformly from a hash of (seed, layer, group, token), the same in every run. `pick(expert)` is
+// called for each, token after token (no routes are kept: a prefill chunk has thousands of
+// tokens in each of 58 layers).
+template <typename Pick>
+void route(const IterationSpec& s, std::uint64_t layer, int group, std::uint64_t tokens,
+           Pick&& pick) {
   const auto& e = *s.model.moe;
-  std::vector<std::vector<std::uint64_t>> out(tokens);
+  std::vector<std::uint64_t> picked;
+  picked.reserve(e.top_k);
   for (std::uint64_t t = 0; t < tokens; ++t) {
     std::uint64_t x = splitmix64(s.seed ^ splitmix64(layer * 1'000'003ULL + std::uint64_t(group)) ^
                                  splitmix64(t + 0x51ed27ULL));
-    auto& picked = out[t];
+    picked.clear();
     while (picked.size() < e.top_k) {
       x = splitmix64(x);
       const std::uint64_t ex = x % e.experts;
       if (std::find(picked.begin(), picked.end(), ex) == picked.end()) picked.push_back(ex);
     }
+    for (const std::uint64_t ex : picked) pick(ex);
   }
-  return out;
 }
 
 }  // namespace
@@ -339,9 +344,8 @@ class IterationBuilder {
       // (after the attention's all-reduce) and holds experts [t x per, (t + 1) x per) whole,
       // t its place in the group; it runs the rows routed to them, and the all-reduce that
       // follows sums the experts' outputs of the group's ranks (no all-to-all).
-      const auto routes = route(s_, std::uint64_t(layer_), group_, T);
       std::vector<std::uint64_t> count(e.experts, 0);
-      for (const auto& r : routes) for (auto ex : r) ++count[ex];
+      route(s_, std::uint64_t(layer_), group_, T, [&count](std::uint64_t ex) { ++count[ex]; });
       std::uint64_t rows = T * e.top_k, width = e.expert_ffn / tp;
       auto from = count.begin(), to = count.end();
       if (l.ep > 1) {
@@ -406,12 +410,10 @@ class IterationBuilder {
     r.to_owner.assign(std::uint64_t(s_.layout.dp) * ep, 0);
     r.per_expert.assign(e.experts, 0);
     for (int g = 0; g < s_.layout.dp; ++g) {
-      for (const auto& t : route(s_, std::uint64_t(layer_), g, tokens_of(g))) {
-        for (auto ex : t) {
-          ++r.to_owner[std::uint64_t(g) * ep + ex / per];
-          ++r.per_expert[ex];
-        }
-      }
+      route(s_, std::uint64_t(layer_), g, tokens_of(g), [&](std::uint64_t ex) {
+        ++r.to_owner[std::uint64_t(g) * ep + ex / per];
+        ++r.per_expert[ex];
+      });
     }
     return ep_routing_.emplace(key, std::move(r)).first->second;
   }
@@ -601,26 +603,40 @@ IterationSource::IterationSource(const IterationSpec& spec)
 // calibrates is what visiting every op gives, without a grid key formatted for each of the
 // 200,000 ops of a rack-wide MoE iteration.
 void IterationSource::calibration_ops(const replay::OpVisitor& visit) const {
-  using Key = std::tuple<trace::OpKind, DType, std::uint64_t, std::uint64_t, std::uint64_t,
-                         std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
-                         std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
-                         std::uint64_t, std::uint64_t, bool>;
-  std::set<Key> seen;
-  for (const auto& r : w_.ranks) {
-    for (const auto& op : r.ops) {
-      if (!trace::is_compute(op.kind) && op.kind != trace::OpKind::mem_load &&
-          op.kind != trace::OpKind::mem_store) {
-        continue;
+  // Found once: the run's op calibration and its flow calibration both ask.
+  if (!distinct_ops_) {
+    using Key = std::tuple<trace::OpKind, DType, std::uint64_t, std::uint64_t, std::uint64_t,
+                           std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                           std::uint64_t, std::uint64_t, std::uint64_t, std::uint64_t,
+                           std::uint64_t, std::uint64_t, bool>;
+    struct KeyHash {
+      std::size_t operator()(const Key& k) const {
+        std::uint64_t h = 0;
+        std::apply([&h](const auto&... f) { ((h = splitmix64(h ^ std::uint64_t(f))), ...); }, k);
+        return std::size_t(h);
       }
-      // The builder sets no producer-recorded flops or tensor_bytes (which the key leaves out).
-      if (seen.emplace(op.kind, op.dtype, op.m, op.k, op.n, op.batch, op.elements, op.inputs,
-                       op.outputs, op.rows, op.heads, op.seq_q, op.seq_kv, op.head_dim, op.bytes,
-                       op.causal)
-              .second) {
-        visit(op);
+    };
+    std::unordered_set<Key, KeyHash> seen;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> ops;  // (rank, op)
+    for (std::size_t rank = 0; rank < w_.ranks.size(); ++rank) {
+      for (std::size_t i = 0; i < w_.ranks[rank].ops.size(); ++i) {
+        const trace::Op& op = w_.ranks[rank].ops[i];
+        if (!trace::is_compute(op.kind) && op.kind != trace::OpKind::mem_load &&
+            op.kind != trace::OpKind::mem_store) {
+          continue;
+        }
+        // The builder sets no producer-recorded flops or tensor_bytes (which the key leaves out).
+        if (seen.emplace(op.kind, op.dtype, op.m, op.k, op.n, op.batch, op.elements, op.inputs,
+                         op.outputs, op.rows, op.heads, op.seq_q, op.seq_kv, op.head_dim, op.bytes,
+                         op.causal)
+                .second) {
+          ops.emplace_back(std::uint32_t(rank), std::uint32_t(i));
+        }
       }
     }
+    distinct_ops_ = std::move(ops);
   }
+  for (const auto& [rank, i] : *distinct_ops_) visit(w_.ranks[rank].ops[i]);
 }
 
 IterationDriver::IterationDriver(IterationSource& source) : source_(source) {}

@@ -12,7 +12,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "trnsim/infer/memory.hpp"
@@ -139,6 +141,8 @@ class IterationSource : public replay::WorkSource {
   std::vector<std::vector<std::uint8_t>> blocks_;  // [rank][op]: its fast-forward block
   // [rank]: (layer, block) -> fast-forward series
   std::vector<std::map<std::pair<std::int64_t, int>, std::int64_t>> series_;
+  // calibration_ops()'s distinct ops, in the order first met (found on its first call).
+  mutable std::optional<std::vector<std::pair<std::uint32_t, std::uint32_t>>> distinct_ops_;
   friend class IterationBuilder;
 };
 
