@@ -353,34 +353,42 @@ void FlowNetwork::terms_of(Flow& f) const {
   f.fixed = fixed;
 }
 
-void FlowNetwork::trace_route(const TransferRequest& r, Flow& f) const {
-  wire_of(r, f);
-  // The route the packet fabric's per-flow hashing takes.
+template <typename Hop, typename Via>
+void FlowNetwork::walk_route(const TransferRequest& r, Hop&& hop, Via&& via) const {
   topo::NodeId at = topo_.chip_node(r.src);
   const topo::NodeId end = topo_.chip_node(r.dst);
+  const std::uint64_t key = route_key(r.flow, route_salt_);
+  while (at != end) {
+    const topo::LinkId l = topo_.routes().next_hop(at, r.dst, key);
+    hop(2 * l.v + (topo_.link(l).a == at ? 0u : 1u));
+    at = topo_.other_end(l, at);
+    if (at != end) via(at);
+  }
+}
+
+void FlowNetwork::trace_route(const TransferRequest& r, Flow& f) const {
+  wire_of(r, f);
   f.bottleneck = std::numeric_limits<double>::infinity();
   sc_core::sc_time fixed = sc_core::SC_ZERO_TIME;
   bool first = true;
-  while (at != end) {
-    const topo::LinkId l = topo_.routes().next_hop(at, r.dst, route_key(r.flow, route_salt_));
-    const auto& link = topo_.link(l);
-    const std::uint32_t d = 2 * l.v + (link.a == at ? 0u : 1u);
-    f.path.push_back(d);
-    const Dir& dir = dirs_[d];
-    f.bottleneck = std::min(f.bottleneck, dir.capacity);
-    f.link += dir.latency;
-    fixed += dir.latency;
-    if (!first) fixed += dir.flit_time;  // cut-through: one flit per extra hop
-    first = false;
-    at = topo_.other_end(l, at);
-    if (at != end) {
-      const auto& node = topo_.node(at);
-      const sc_core::sc_time pass = to_sc(node.latency);
-      fixed += pass;
-      (node.kind == topo::NodeKind::chip ? f.forwarding : f.switching) += pass;
-      f.via.push_back(at);
-    }
-  }
+  walk_route(
+      r,
+      [&](std::uint32_t d) {
+        f.path.push_back(d);
+        const Dir& dir = dirs_[d];
+        f.bottleneck = std::min(f.bottleneck, dir.capacity);
+        f.link += dir.latency;
+        fixed += dir.latency;
+        if (!first) fixed += dir.flit_time;  // cut-through: one flit per extra hop
+        first = false;
+      },
+      [&](topo::NodeId at) {
+        const auto& node = topo_.node(at);
+        const sc_core::sc_time pass = to_sc(node.latency);
+        fixed += pass;
+        (node.kind == topo::NodeKind::chip ? f.forwarding : f.switching) += pass;
+        f.via.push_back(at);
+      });
   f.fixed = fixed;
 }
 
@@ -484,18 +492,15 @@ Energy FlowNetwork::dynamic_unmetered(const PowerModel& power, const sc_core::sc
 
 void FlowNetwork::account(const TransferRequest& r) {
   if (r.src == r.dst || r.bytes == 0) return;
-  // A fresh flow whose route vectors keep the storage of the last one: fast-forward accounts
-  // hundreds of thousands of transfers.
+  // Only what charge() reads (the route and the wire bytes), in a flow whose route vectors keep
+  // their storage: fast-forward accounts hundreds of thousands of transfers.
   if (!account_flow_) account_flow_ = std::make_unique<Flow>();
   Flow& f = *account_flow_;
-  auto path = std::move(f.path);
-  auto via = std::move(f.via);
-  path.clear();
-  via.clear();
-  f = Flow{};
-  f.path = std::move(path);
-  f.via = std::move(via);
-  trace_route(r, f);
+  f.path.clear();
+  f.via.clear();
+  wire_of(r, f);
+  walk_route(r, [&f](std::uint32_t d) { f.path.push_back(d); },
+             [&f](topo::NodeId at) { f.via.push_back(at); });
   charge(f, r.bytes);
   accounted_ += r.bytes;
 }

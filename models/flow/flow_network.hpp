@@ -198,6 +198,10 @@ class FlowNetwork : public Block, public PathNetwork {
 
   // The wire bytes, route and fixed terms of a request, into `f`.
   void trace_route(const TransferRequest& r, Flow& f) const;
+  // The hops of r's route (the packet fabric's per-flow hashing): hop(direction, node it leaves)
+  // for each link, via(node) for each node passed between them.
+  template <typename Hop, typename Via>
+  void walk_route(const TransferRequest& r, Hop&& hop, Via&& via) const;
   void wire_of(const TransferRequest& r, Flow& f) const;  // wire bytes of the request
   void terms_of(Flow& f) const;  // bottleneck and fixed terms of f.path and f.via
   TransferHandle launch(std::uint32_t flow);  // a traced flow: activated after the overhead
