@@ -41,8 +41,14 @@ class ForkPool {
   ForkPool(const ForkPool&) = delete;
   ForkPool& operator=(const ForkPool&) = delete;
   ~ForkPool();
-  // Starts `job` in a forked child; returns its id (1, 2, ...).
-  std::uint64_t start(const std::function<std::string()>& job);
+  // Starts `job` in a forked child; returns its id (1, 2, ...). A `background` child (and what
+  // it forks) runs at the lowest CPU priority (nice 19), so that on a busy machine it takes only
+  // the cores the normal children leave idle: serve's shapes simulated ahead of need.
+  std::uint64_t start(const std::function<std::string()>& job, bool background = false);
+  // A background child (and its children) back at this process's priority, from now on: the
+  // parent needs its result. Best effort: without the right to raise a priority (RLIMIT_NICE)
+  // the child stays at the low one.
+  void foreground(std::uint64_t id);
   std::size_t running() const { return running_.size(); }
   struct Done {
     std::uint64_t id = 0;

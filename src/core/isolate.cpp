@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <string_view>
 
@@ -21,6 +23,8 @@
 namespace trnsim {
 
 namespace {
+
+constexpr int kBackgroundNice = 19;
 
 bool write_all(int fd, const std::string& s) {
   std::size_t off = 0;
@@ -155,7 +159,7 @@ ForkPool::~ForkPool() {
   }
 }
 
-std::uint64_t ForkPool::start(const std::function<std::string()>& job) {
+std::uint64_t ForkPool::start(const std::function<std::string()>& job, bool background) {
   int fds[2];
   if (::pipe(fds) != 0) throw InternalError("pipe() failed");
   std::fflush(stdout);
@@ -165,11 +169,26 @@ std::uint64_t ForkPool::start(const std::function<std::string()>& job) {
   if (pid == 0) {
     ::close(fds[0]);
     for (const auto& [fd, c] : running_) ::close(fd);
+    if (background) ::setpriority(PRIO_PROCESS, 0, kBackgroundNice);
     child(job, fds[1]);
   }
   ::close(fds[1]);
   running_[fds[0]] = Child{next_, pid, {}};
   return next_++;
+}
+
+void ForkPool::foreground(std::uint64_t id) {
+  const int own = ::getpriority(PRIO_PROCESS, 0);
+  // The child, then the children it has forked (a calibration's: they took its priority), as
+  // /proc lists them; one that ends meanwhile is simply not found.
+  std::function<void(pid_t)> raise = [&](pid_t pid) {
+    ::setpriority(PRIO_PROCESS, id_t(pid), own);
+    std::ifstream kids(fmt::format("/proc/{}/task/{}/children", pid, pid));
+    for (pid_t k = 0; kids >> k;) raise(k);
+  };
+  for (const auto& [fd, c] : running_) {
+    if (c.id == id) raise(c.pid);
+  }
 }
 
 std::vector<ForkPool::Done> ForkPool::collect(bool block) {

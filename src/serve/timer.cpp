@@ -211,7 +211,7 @@ RackTimer::Begun RackTimer::start(const Shape& sh, bool wanted, bool unclaimed) 
     // Shapes already run timing.parallel at once: a shape's missing ops go to one child.
     sim.set_calibration_jobs(1);
     return cost_line(sim.run());
-  });
+  }, /*background=*/!wanted);
   children_[id] = {sh, wanted};
   in_flight_[sh] = id;
   return Begun::started;
@@ -269,6 +269,7 @@ std::vector<std::string> RackTimer::cost_lines(const std::vector<Shape>& shapes)
     if (ahead_.count(s)) continue;
     if (const auto f = in_flight_.find(s); f != in_flight_.end()) {
       children_.at(f->second).second = true;
+      pool_.foreground(f->second);
     } else if (std::find(queue.begin(), queue.end(), s) == queue.end()) {
       queue.push_back(s);
     }

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <malloc.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1612,6 +1613,66 @@ TEST(ForkPool, CollectsChildrenAsTheyEnd) {
     EXPECT_TRUE(p2.collect(false).empty());  // still running: nothing, without waiting
   }
   EXPECT_NE(::kill(sleeper, 0), 0);  // killed and reaped
+}
+
+// A background child (serve's shapes ahead of need) runs at nice 19, and the children it forks
+// take it from it; foreground() puts both back at the parent's priority (where the process may
+// raise a priority: root, or RLIMIT_NICE; otherwise they stay low, which is checked instead).
+TEST(ForkPool, BackgroundChildrenRunAtTheLowestPriorityUntilWanted) {
+  const int own = ::getpriority(PRIO_PROCESS, 0);
+  ASSERT_LT(own, 19) << "the test needs to run above the lowest priority";
+  ForkPool pool;
+  const std::uint64_t low = pool.start([] { return std::to_string(::getpriority(PRIO_PROCESS, 0)); },
+                                       /*background=*/true);
+  const std::uint64_t normal =
+      pool.start([] { return std::to_string(::getpriority(PRIO_PROCESS, 0)); });
+  // A background child that forks a grandchild, tells the parent both are up, and reports both
+  // priorities once the parent has called foreground() (the pipe's second byte).
+  int up[2], go[2];
+  ASSERT_EQ(::pipe(up), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  const std::uint64_t raised = pool.start(
+      [up, go]() -> std::string {
+        int report[2];
+        if (::pipe(report) != 0) return "pipe";
+        const pid_t kid = ::fork();
+        if (kid == 0) {
+          char c = 0;
+          (void)!::read(go[0], &c, 1);
+          const int p = ::getpriority(PRIO_PROCESS, 0);
+          (void)!::write(report[1], &p, sizeof p);
+          ::_exit(0);
+        }
+        (void)!::write(up[1], "u", 1);
+        char c = 0;
+        (void)!::read(go[0], &c, 1);
+        int kid_priority = -100;
+        (void)!::read(report[0], &kid_priority, sizeof kid_priority);
+        ::waitpid(kid, nullptr, 0);
+        return fmt::format("{} {}", ::getpriority(PRIO_PROCESS, 0), kid_priority);
+      },
+      /*background=*/true);
+  char c = 0;
+  ASSERT_EQ(::read(up[0], &c, 1), 1);
+  pool.foreground(raised);
+  ASSERT_EQ(::write(go[1], "gg", 2), 2);  // one byte each for the child and the grandchild
+  std::map<std::uint64_t, std::string> text;
+  while (pool.running() > 0) {
+    for (ForkPool::Done& d : pool.collect(true)) text[d.id] = d.text;
+  }
+  for (int fd : {up[0], up[1], go[0], go[1]}) ::close(fd);
+  EXPECT_EQ(text[low], "19");
+  EXPECT_EQ(text[normal], std::to_string(own));
+  // Raising a priority back needs the right to: probed in a child of our own.
+  const pid_t probe = ::fork();
+  if (probe == 0) {
+    ::setpriority(PRIO_PROCESS, 0, 19);
+    ::_exit(::setpriority(PRIO_PROCESS, 0, own) == 0 ? 0 : 1);
+  }
+  int st = 0;
+  ASSERT_EQ(::waitpid(probe, &st, 0), probe);
+  const bool may_raise = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  EXPECT_EQ(text[raised], may_raise ? fmt::format("{} {}", own, own) : "19 19");
 }
 
 // A forked child's heap (src/core/isolate.cpp, prepare_heap): it keeps at least the 64 MB pad free
