@@ -198,8 +198,9 @@ class FlowNetwork : public Block, public PathNetwork {
 
   // The wire bytes, route and fixed terms of a request, into `f`.
   void trace_route(const TransferRequest& r, Flow& f) const;
-  // The hops of r's route (the packet fabric's per-flow hashing): hop(direction, node it leaves)
-  // for each link, via(node) for each node passed between them.
+  // The hops of r's route (the packet fabric's per-flow hashing): hop(d) for each link taken,
+  // d its direction (2 x link id, + 1 when taken from its b end); via(node) for each node passed
+  // between two links.
   template <typename Hop, typename Via>
   void walk_route(const TransferRequest& r, Hop&& hop, Via&& via) const;
   void wire_of(const TransferRequest& r, Flow& f) const;  // wire bytes of the request

@@ -12,7 +12,6 @@
 #include <functional>
 #include <map>
 #include <numeric>
-#include <set>
 #include <tuple>
 #include <unordered_set>
 
