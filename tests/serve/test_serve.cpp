@@ -1718,7 +1718,11 @@ TEST(ForkPool, ChildHeapIsGrownOnceAndAdvisedForHugePages) {
 // and when, not the report: one request of 128 + 300 tokens (its decode contexts cross the key
 // tiles' cells 129..256 and 257..384), served with one child and with two, without the shape
 // cache. The first decode (KV 129) starts the next context cell's shape (1, 257) ahead; the run
-// takes it when its contexts get there.
+// takes it when its contexts get there. Whether shapes go ahead, and whether the run uses them,
+// depends on when the children end, so the test asks only that the report is the same: the
+// prefill's cell starts two shapes ahead too, and at the lowest CPU priority they can still hold
+// both places when the decodes pass KV 257 (seen once in CI under ASan: "0 used, 2 not used"),
+// or never end on a machine whose cores are busy (no shape ahead at all).
 TEST(ServeCli, ShapesAheadGiveTheSameReportAsOneChild) {
   SpecDir d("ahead");
   auto spec = [&](int parallel) {
@@ -1735,9 +1739,6 @@ TEST(ServeCli, ShapesAheadGiveTheSameReportAsOneChild) {
   const auto rb = test::run_trnsim(
       fmt::format("serve {} --out {} --log-level info --no-cache", spec(2), b));
   ASSERT_EQ(rb.code, 0) << rb.out;
-  const std::size_t at = rb.out.find("shapes simulated ahead of need: ");
-  ASSERT_NE(at, std::string::npos) << rb.out;
-  EXPECT_GE(std::stoi(rb.out.substr(at + 32)), 1) << rb.out;
   auto body = [](const std::string& dir) {
     std::ifstream in(dir + "/report.json");
     Json j = Json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
@@ -2022,7 +2023,8 @@ TEST(RackTimer, ChildWithoutSamplesAndWithTheParentsRackGivesTheSameCost) {
 // UltraServer (grid mode): timed with one child into an empty cache, it simulates its grid
 // corners and starts nothing ahead; timed again with two children from that cache, every corner
 // is read back and no child is left running, though the cells next to it are not in the cache;
-// with two children and an empty cache, the same lookup leaves children simulating them.
+// with two children and an empty cache, the same lookup leaves children simulating them, and a
+// lookup in the next context cell uses them.
 TEST(RackTimer, AWarmRunSimulatesNothingAhead) {
   const config::LoadedConfig cfg = trn2_fast();
   const infer::IterationSpec spec = llama_8b("tp=1");
@@ -2049,6 +2051,11 @@ TEST(RackTimer, AWarmRunSimulatesNothingAhead) {
     two.cost(s);
     EXPECT_EQ(two.shapes_from_disk(), 0u);
     EXPECT_GE(two.shapes_in_flight(), 1u);  // the control: a miss turns the look-ahead on
+    // The first it started are the corners of the next context cell (385..512), which a lookup
+    // there takes, ended or still in flight: whatever the timing, they count as used.
+    EXPECT_EQ(two.shapes_ahead_used(), 0u);
+    two.cost(Shape{4, 400, 0, 0});
+    EXPECT_GE(two.shapes_ahead_used(), 1u);
   }
 }
 
