@@ -4,7 +4,8 @@
 `--set sim.fidelity=detailed` and `--set sim.fidelity=fast`, side by side.
 
     tools/bench_fidelity.py [--trnsim build/release/src/cli/trnsim] [--quick] [--json]
-                            [--racks trn2-instance,trn3-gen2-ultraserver] [--part network|step]
+                            [--racks trn2-instance,trn3-gen2-ultraserver]
+                            [--part network|step|concurrent]
                             [--ops all-to-all,all-reduce] [--sizes 1MiB,16MiB]
                             [--ranks N] [--queueing voq|input_fifo]
                             [--flow-calibration none|packet|workload|both]
@@ -27,14 +28,24 @@ not read it; the first fast run of a rack calibrates, later ones read the calibr
 combinations of network (`rack.fabric.model=flow|packet`) and compute (`chip.compute.model=op|tile`),
 all with `sim.fast_forward=true`, and splits fast - detailed into its compute part (op against
 tile under each network) and its network part (flow against packet under each compute tier);
-`--traces` replaces the bundled step traces. Wall times are this machine's under its load: they
-belong here, never in a test (docs/models/fidelity.md).
+`--traces` replaces the bundled step traces. `concurrent` takes the collectives of each step
+trace (`--traces`, default the Mixtral step) in classes of one kind and group family (`ep0`,
+`ep1`, ... are `ep`), each at its median size per member (an `all_to_all_v` as an all-to-all
+of its members' median total), and runs each class alone and then all of them at once, every
+rank starting its ops together (one op per class, no dependencies, on the rank's group of the
+family): what the step's collectives lose when they overlap, which calibration on each alone
+cannot see (docs/models/fidelity.md#collectives-at-once-and-single-packets-issue-30-at-f472985).
+Wall times are this machine's under its load: they belong here, never in a test
+(docs/models/fidelity.md).
 """
 import argparse
+import gzip
 import json
 import os
+import re
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -43,6 +54,9 @@ OPS = ["all-reduce", "all-gather", "reduce-scatter", "all-to-all"]
 SIZES = ["1MiB", "16MiB", "256MiB", "1GiB"]
 QUICK_SIZES = ["1MiB", "64MiB"]
 STEP_TRACES = ["traces/mixtral-moe-16.json", "tests/golden/inputs/golden-moe-16.json"]
+CONCURRENT_TRACES = ["traces/mixtral-moe-16.json"]
+COLLECTIVES = {"all_to_all": "all_to_all", "all_to_all_v": "all_to_all", "all_gather": "all_gather",
+               "reduce_scatter": "reduce_scatter", "all_reduce": "all_reduce"}
 
 
 def fail(msg):
@@ -145,6 +159,87 @@ def split_rows(trnsim, racks, traces):
     return rows
 
 
+def load_trace(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(os.path.join(ROOT, path), "rt") as f:
+            t = json.load(f)
+    except (OSError, ValueError) as e:
+        fail(f"--traces: {path}: not a JSON trace ({e})")
+    if not isinstance(t, dict) or not isinstance(t.get("rank_ops"), list) or \
+            not isinstance(t.get("groups"), dict):
+        fail(f"--traces: {path}: expected a trnsim-trace object with /rank_ops and /groups")
+    return t
+
+
+def collective_classes(t, path):
+    """(kind, family, bytes per member): the trace's collectives by kind and group family, each
+    at its median size (the lower median), in order of their first appearance."""
+    sizes, order = {}, []
+    for r in t["rank_ops"]:
+        for op in r.get("ops", []):
+            kind = COLLECTIVES.get(op.get("op"))
+            group = op.get("group")
+            if not kind or group not in t["groups"]:
+                continue
+            family = re.sub(r"\d+$", "", group)
+            b = sum(op.get("send_bytes", [])) if op["op"] == "all_to_all_v" else op.get("bytes", 0)
+            key = (kind, family)
+            if key not in sizes:
+                sizes[key] = []
+                order.append(key)
+            sizes[key].append(int(b))
+    if not order:
+        fail(f"--traces: {path}: no collective on a group to run")
+    return [(k, f, sorted(sizes[(k, f)])[(len(sizes[(k, f)]) - 1) // 2]) for k, f in order]
+
+
+def concurrent_trace(t, classes, path):
+    """A trace of `classes` at once: each rank's op of each class on its group of the family."""
+    groups = t["groups"]
+    ranks = []
+    for r in t["rank_ops"]:
+        rank = r["rank"]
+        ops = []
+        for kind, family, b in classes:
+            g = next((name for name, members in sorted(groups.items())
+                      if re.sub(r"\d+$", "", name) == family and rank in members), None)
+            if g is not None and len(groups[g]) > 1:
+                ops.append({"id": len(ops), "name": f"{kind}.{family}", "op": kind, "group": g,
+                            "bytes": b})
+        ranks.append({"rank": rank, "ops": ops})
+    with open(path, "w") as f:
+        json.dump({"format": "trnsim-trace", "version": 1, "name": os.path.basename(path),
+                   "metadata": {}, "ranks": len(ranks), "groups": groups, "rank_ops": ranks}, f)
+
+
+def concurrent_rows(trnsim, racks, traces):
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for trace in traces:
+            t = load_trace(trace)
+            try:
+                classes = collective_classes(t, trace)
+                cases = [[c] for c in classes] + ([classes] if len(classes) > 1 else [])
+                for i, case in enumerate(cases):
+                    concurrent_trace(t, case, os.path.join(tmp, f"case{i}.json"))
+            except (AttributeError, KeyError, TypeError, ValueError) as e:
+                fail(f"--traces: {trace}: an op, rank or group is not as a trnsim-trace has it ({e!r})")
+            for i, case in enumerate(cases):
+                path = os.path.join(tmp, f"case{i}.json")
+                name = (f"{case[0][0].replace('_', '-')} on {case[0][1]}, "
+                        f"{case[0][2] / 2**20:.1f} MiB" if len(case) == 1
+                        else f"all {len(case)} at once")
+                if len(traces) > 1:
+                    name = f"{os.path.basename(trace)}: {name}"
+                for rack in racks:
+                    r = pair(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace",
+                                      path, "--json"],
+                             lambda j: j["performance"]["step_time_ns"])
+                    rows.append({"rack": rack, "case": name, "metric": "step_time_ns", **r})
+    return rows
+
+
 def step_rows(trnsim, racks, traces=STEP_TRACES):
     rows = []
     for rack in racks:
@@ -160,7 +255,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trnsim", default=os.path.join(ROOT, "build/release/src/cli/trnsim"))
     ap.add_argument("--racks", default=",".join(RACKS))
-    ap.add_argument("--part", choices=["network", "step", "all"], default="all")
+    ap.add_argument("--part", choices=["network", "step", "concurrent", "all"], default="all",
+                    help="all: network and step")
     ap.add_argument("--quick", action="store_true", help="two sizes per collective")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--ops", default=",".join(OPS), help="collectives of the network part")
@@ -179,7 +275,9 @@ def main():
                     help="a column of the fast tier with rack.fabric.flow_calibration=none")
     ap.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
                     help="passed to every run")
-    ap.add_argument("--traces", default=",".join(STEP_TRACES), help="traces of the step part")
+    ap.add_argument("--traces", default="", help="traces of the step part (default: "
+                    + ", ".join(STEP_TRACES) + ") or of the concurrent part (default: "
+                    + ", ".join(CONCURRENT_TRACES) + ")")
     ap.add_argument("--split", action="store_true",
                     help="step part: the four network x compute combinations, fast-forward on")
     a = ap.parse_args()
@@ -204,7 +302,8 @@ def main():
     for r in racks:
         if not os.path.exists(os.path.join(ROOT, "configs/racks", r + ".json")):
             fail(f"--racks: no preset configs/racks/{r}.json")
-    traces = [t for t in a.traces.split(",") if t]
+    traces = [t for t in a.traces.split(",") if t] or (
+        CONCURRENT_TRACES if a.part == "concurrent" else STEP_TRACES)
     for t in traces:
         if not os.path.exists(os.path.join(ROOT, t)):
             fail(f"--traces: no trace {t}")
@@ -213,6 +312,8 @@ def main():
         rows += network_rows(a.trnsim, racks, sizes, ops, not a.collectives_only, a.ranks)
     if a.part in ("step", "all"):
         rows += (split_rows if a.split else step_rows)(a.trnsim, racks, traces)
+    if a.part == "concurrent":
+        rows += concurrent_rows(a.trnsim, racks, traces)
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0

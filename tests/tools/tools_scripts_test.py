@@ -143,6 +143,31 @@ def bench_fidelity():
           "compute part under flows is (flow+op - flow+tile) / flow+tile")
     check(close(r["network_op"], (t["flow_op"] - t["packet_op"]) / t["packet_op"]),
           "network part under op compute is (flow+op - packet+op) / packet+op")
+    # concurrent: the golden trace's collectives by kind and group family (tp, ep, dp, edp), in
+    # order of appearance, each alone at its median size, then all six at once.
+    tool("--trnsim", TRNSIM, "--part", "concurrent", "--traces", "README.md", expect=2)
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "concurrent",
+                           "--traces", golden, "--flow-calibration", "none", "--json"))
+    names = [r["case"] for r in rows]
+    want_names = ["all-reduce on tp, 4.0 MiB", "all-to-all on ep, 8.0 MiB", "reduce-scatter on dp, 40.1 MiB",
+                  "reduce-scatter on edp, 336.0 MiB", "all-gather on dp, 40.1 MiB",
+                  "all-gather on edp, 336.0 MiB", "all 6 at once"]
+    check(names == want_names, f"concurrent rows {names}")
+    # Its every all-reduce is 4 MiB on a tp pair (2r, 2r + 1): the first row is that trace's run.
+    with tempfile.TemporaryDirectory() as tmp:
+        with open(os.path.join(ROOT, golden)) as f:
+            groups = json.load(f)["groups"]
+        path = os.path.join(tmp, "tp.json")
+        with open(path, "w") as f:
+            json.dump({"format": "trnsim-trace", "version": 1, "name": "tp", "ranks": 16, "groups": groups,
+                       "rank_ops": [{"rank": r, "ops": [{"id": 0, "name": "ar", "op": "all_reduce",
+                                                         "group": f"tp{r // 2}", "bytes": 4194304}]}
+                                    for r in range(16)]}, f)
+        for fid in ("detailed", "fast"):
+            want = trnsim_json("run", "--config", "configs/racks/trn2-instance.json", "--trace", path, "--json",
+                               "--set", f"sim.fidelity={fid}", "--set", "rack.fabric.flow_calibration=none"
+                               )["performance"]["step_time_ns"]
+            check(close(rows[0][fid], want), f"concurrent, all-reduce on tp, {fid}: {rows[0][fid]} ns, direct {want}")
 
 
 def find_astra():
