@@ -172,6 +172,11 @@ def load_trace(path):
     return t
 
 
+def family(group):
+    """A group's family: its name without the trailing index (`ep0`, `ep1`, ... are `ep`)."""
+    return re.sub(r"\d+$", "", group)
+
+
 def collective_classes(t, path):
     """(kind, family, bytes per member): the trace's collectives by kind and group family, each
     at its median size (the lower median), in order of their first appearance."""
@@ -182,9 +187,8 @@ def collective_classes(t, path):
             group = op.get("group")
             if not kind or group not in t["groups"]:
                 continue
-            family = re.sub(r"\d+$", "", group)
             b = sum(op.get("send_bytes", [])) if op["op"] == "all_to_all_v" else op.get("bytes", 0)
-            key = (kind, family)
+            key = (kind, family(group))
             if key not in sizes:
                 sizes[key] = []
                 order.append(key)
@@ -195,17 +199,22 @@ def collective_classes(t, path):
 
 
 def concurrent_trace(t, classes, path):
-    """A trace of `classes` at once: each rank's op of each class on its group of the family."""
+    """A trace of `classes` at once: each rank's op of each class on its group of the family
+    (the first by name that holds it and another rank)."""
     groups = t["groups"]
+    group_of = {}  # (family, rank) -> group
+    for name, members in sorted(groups.items()):
+        if len(members) > 1:
+            for rank in members:
+                group_of.setdefault((family(name), rank), name)
     ranks = []
     for r in t["rank_ops"]:
         rank = r["rank"]
         ops = []
-        for kind, family, b in classes:
-            g = next((name for name, members in sorted(groups.items())
-                      if re.sub(r"\d+$", "", name) == family and rank in members), None)
-            if g is not None and len(groups[g]) > 1:
-                ops.append({"id": len(ops), "name": f"{kind}.{family}", "op": kind, "group": g,
+        for kind, fam, b in classes:
+            g = group_of.get((fam, rank))
+            if g is not None:
+                ops.append({"id": len(ops), "name": f"{kind}.{fam}", "op": kind, "group": g,
                             "bytes": b})
         ranks.append({"rank": rank, "ops": ops})
     with open(path, "w") as f:
