@@ -35,7 +35,10 @@ of its members' median total), and runs each class alone and then all of them at
 rank starting its ops together (one op per class, no dependencies, on the rank's group of the
 family): what the step's collectives lose when they overlap, which calibration on each alone
 cannot see (docs/models/fidelity.md#collectives-at-once-and-single-packets-issue-30-at-f472985).
-Wall times are this machine's under its load: they belong here, never in a test
+After the table, the rows each of issue #30's targets covers (a collective of 1 MiB-1 GiB on
+every chip within 5 %, the uniform traffic's mean latency within 10 %, a step within 3 %) and
+how many are within it; with --json each row has `aim_category`, `aim` and `within` (null where
+no target covers it). Wall times are this machine's under its load: they belong here, never in a test
 (docs/models/fidelity.md).
 """
 import argparse
@@ -57,6 +60,48 @@ STEP_TRACES = ["traces/mixtral-moe-16.json", "tests/golden/inputs/golden-moe-16.
 CONCURRENT_TRACES = ["traces/mixtral-moe-16.json"]
 COLLECTIVES = {"all_to_all": "all_to_all", "all_to_all_v": "all_to_all", "all_gather": "all_gather",
                "reduce_scatter": "reduce_scatter", "all_reduce": "all_reduce"}
+
+
+# Issue #30's targets, fast against detailed: |diff| within the aim. (category, aim, the rows it
+# applies to): a collective of 1 MiB-1 GiB on every chip of a rack, the uniform traffic's mean
+# latency, a step's time (the issue's is with fast-forward on both tiers: --split).
+AIMS = [("collective, 1 MiB-1 GiB, every chip", 0.05,
+         re.compile(r"^(all-reduce|all-gather|reduce-scatter|all-to-all) (\d+)(MiB|GiB)$")),
+        ("uniform traffic, mean latency", 0.10, re.compile(r"^traffic uniform ")),
+        ("step time", 0.03, re.compile(r"^step "))]
+
+
+def aim_of(row):
+    """(category, aim) of a row that one of issue #30's targets covers, or None."""
+    for category, aim, pattern in AIMS:
+        m = pattern.match(row["case"])
+        if not m:
+            continue
+        if m.groups():
+            mib = int(m.group(2)) * (1024 if m.group(3) == "GiB" else 1)
+            if not 1 <= mib <= 1024:
+                return None
+        return category, aim
+    return None
+
+
+def summary(rows, split):
+    """Lines: per target, the rows within it and those outside."""
+    lines = []
+    for category, aim, _ in AIMS:
+        mine = [r for r in rows if r.get("aim_category") == category]
+        if not mine:
+            continue
+        out = [r for r in mine if not r["within"]]
+        note = ""
+        if category == "step time":
+            note = " (fast-forward on)" if split else \
+                " (fast-forward off; the issue's target has it on: --split)"
+        lines.append(f"{category}, within {100 * aim:.0f} %{note}: {len(mine) - len(out)} of "
+                     f"{len(mine)}" + ("; outside: " + ", ".join(
+                         f"{r['rack']} {r['case']} {100 * r['diff']:+.1f} %" for r in out)
+                         if out else ""))
+    return lines
 
 
 def fail(msg):
@@ -323,6 +368,10 @@ def main():
         rows += (split_rows if a.split else step_rows)(a.trnsim, racks, traces)
     if a.part == "concurrent":
         rows += concurrent_rows(a.trnsim, racks, traces)
+    for r in rows:
+        a_ = aim_of(r)
+        r["aim_category"], r["aim"] = a_ if a_ else (None, None)
+        r["within"] = abs(r["diff"]) <= r["aim"] if a_ else None
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0
@@ -343,6 +392,11 @@ def main():
                   f"{100 * r['compute_packet']:+13.2f}%")
             print(f"{'':24} {'  network (tile, op)':38} {100 * r['network_tile']:+13.2f}% "
                   f"{100 * r['network_op']:+13.2f}%")
+    lines = summary(rows, a.split)
+    if lines:
+        print("\nissue #30's targets (|fast - detailed|):")
+        for line in lines:
+            print("  " + line)
     return 0
 
 

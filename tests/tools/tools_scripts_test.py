@@ -117,6 +117,14 @@ def bench_fidelity():
                            "all-reduce", "--bytes", "1MiB", "--json", "--set", f"sim.fidelity={fid}")["time_ns"]
         check(close(r[fid], want), f"{fid}: {r[fid]} ns, direct bench collective {want} ns")
     check(close(r["diff"], (r["fast"] - r["detailed"]) / r["detailed"]), "diff is (fast - detailed) / detailed")
+    # Issue #30's target for a whole-rack collective of 1 MiB-1 GiB: within 5 %.
+    check(r["aim_category"] == "collective, 1 MiB-1 GiB, every chip" and r["aim"] == 0.05
+          and r["within"] == (abs(r["diff"]) <= 0.05), f"the row's target: {r}")
+    text = tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "network", "--ops", "all-reduce",
+                "--sizes", "1MiB,512KiB", "--collectives-only")
+    n = 1 if abs(r["diff"]) <= 0.05 else 0
+    check(f"collective, 1 MiB-1 GiB, every chip, within 5 %: {n} of 1" in text,
+          f"the summary counts the 1 MiB row and not the 512 KiB one:\n{text}")
     # --ranks: a subgroup's collective, as a step's EP all-to-all.
     tool("--trnsim", TRNSIM, "--ranks", "1", expect=2)
     rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "network", "--ops",
@@ -139,6 +147,7 @@ def bench_fidelity():
                        "chip.compute.model=op")["performance"]["step_time_ns"]
     check(close(t["packet_op"], want), f"packet + op: {t['packet_op']} ns, direct run {want} ns")
     check(r["fast"] == t["flow_op"] and r["detailed"] == t["packet_tile"], "fast is flow + op, detailed packet + tile")
+    check(r["aim"] == 0.03 and r["within"] == (abs(r["diff"]) <= 0.03), f"a step's target, 3 %: {r['aim']}")
     check(close(r["compute_flow"], (t["flow_op"] - t["flow_tile"]) / t["flow_tile"]),
           "compute part under flows is (flow+op - flow+tile) / flow+tile")
     check(close(r["network_op"], (t["flow_op"] - t["packet_op"]) / t["packet_op"]),
@@ -153,6 +162,7 @@ def bench_fidelity():
                   "reduce-scatter on edp, 336.0 MiB", "all-gather on dp, 40.1 MiB",
                   "all-gather on edp, 336.0 MiB", "all 6 at once"]
     check(names == want_names, f"concurrent rows {names}")
+    check(all(r["aim"] is None and r["within"] is None for r in rows), "no target covers the concurrent rows")
     # Its every all-reduce is 4 MiB on a tp pair (2r, 2r + 1): the first row is that trace's run.
     with tempfile.TemporaryDirectory() as tmp:
         with open(os.path.join(ROOT, golden)) as f:
