@@ -106,6 +106,17 @@ class RunTest(unittest.TestCase):
             self.assertGreater(r.step_time_ns, self.r.step_time_ns)
 
 
+class LoaderTest(unittest.TestCase):
+    def test_csv_numbers_are_the_doubles_their_text_names(self):
+        # pandas' default parser reads 90.10695116874703 as 90.10695116874705 (1.5.3): a summary
+        # would then differ from report.json in the last place.
+        with tempfile.TemporaryDirectory() as d:
+            (Path(d) / "summary.csv").write_text("energy_j,step_time_ns\n90.10695116874703,3.5\n")
+            s = trnsim.load_summary(d)
+        self.assertEqual(s["energy_j"][0], float("90.10695116874703"))
+        self.assertEqual(s["step_time_ns"][0], 3.5)
+
+
 class SweepTest(unittest.TestCase):
     def test_a_built_spec_runs_and_loads(self):
         spec = trnsim.sweep_spec(

@@ -218,6 +218,13 @@ def _pd():
     return pandas
 
 
+def _read_csv(path):
+    # round_trip: each number as the double its text names, as json.load reads report.json
+    # (pandas' default parser can be one unit in the last place off: 90.10695116874703 read as
+    # 90.10695116874705).
+    return _pd().read_csv(path, float_precision="round_trip")
+
+
 def _file(path, name):
     p = Path(path)
     return p / name if p.is_dir() else p
@@ -242,7 +249,7 @@ def report_frame(path):
 def load_summary(path):
     """summary.csv of a run, serving or sweep-point directory: one row, report.json's headline
     figures (docs/report.md#summarycsv); empty fields are NaN."""
-    return _pd().read_csv(_file(path, "summary.csv"))
+    return _read_csv(_file(path, "summary.csv"))
 
 
 def load_breakdown(path):
@@ -252,13 +259,13 @@ def load_breakdown(path):
 
 def load_ops(path):
     """ops.csv of a run (one row per op), when the run wrote it."""
-    return _pd().read_csv(_file(path, "ops.csv"))
+    return _read_csv(_file(path, "ops.csv"))
 
 
 def load_sweep(path):
     """sweep.csv of a merged sweep directory: one row per group (the points that differ only in
     the seed), the axis values, then each figure's mean (and FIGURE_sd with a seed axis)."""
-    return _pd().read_csv(_file(path, "sweep.csv"))
+    return _read_csv(_file(path, "sweep.csv"))
 
 
 def load_sweep_groups(path):
@@ -343,7 +350,7 @@ def load_serving(path):
 def load_requests(path):
     """requests.csv of a serving directory: one row per request (arrival, lengths, replica,
     warm-up, refused, preemptions, queueing, TTFT, E2E, TPOT)."""
-    return _pd().read_csv(_file(path, "requests.csv"))
+    return _read_csv(_file(path, "requests.csv"))
 
 
 # Spec builders -------------------------------------------------------------------------------
