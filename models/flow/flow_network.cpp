@@ -158,6 +158,8 @@ struct FlowNetwork::Flow {
   double tail = 0, milestone = 0;
   double old_rate = 0;   // its rate before the recomputation under way
   bool active = false;
+  std::uint32_t lane_at = 0;   // the packet lane: the hop its head has reached
+  std::uint64_t lane_tail = 0;  // and the earliest its tail can leave that hop (ticks)
   bool drain_posted = false;  // a drain event for its current rate is in the heap
   sc_core::sc_time fixed;       // per-hop latency terms
   sc_core::sc_time ready;       // the source has read the data (memory)
@@ -197,6 +199,7 @@ FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topolo
       resolution_s_(sc_core::sc_get_time_resolution().to_seconds()),
       coupled_(plan.params.flow_contention == config::FlowContention::coupled),
       arbiter_(plan.params.flow_contention == config::FlowContention::arbiter),
+      lane_(plan.params.flow_packets == config::FlowPackets::lane),
       route_salt_(seed_salt(plan.seed, kRouteTag, 0)),
       s_transfers_(stats().add(FlowNetworkStats::transfers)),
       s_bytes_(stats().add(FlowNetworkStats::bytes_delivered)),
@@ -544,6 +547,7 @@ void FlowNetwork::fire_events() {
       case Kind::activate: activate(e.flow); break;
       case Kind::drained: drained(e.flow); break;
       case Kind::complete: complete(e.flow); break;
+      case Kind::lane: lane_hop(e.flow); break;
     }
   }
   if (!changed_.empty()) recompute();
@@ -565,6 +569,13 @@ void FlowNetwork::activate(std::uint32_t id) {
   MemoryPort* dst = memories_.empty() ? nullptr : memories_[req.dst.v];
   f.ready = memory_pass(src, req.src_addr, req.bytes, false);
   f.written = memory_pass(dst, req.dst_addr, req.bytes, true);
+  if (lane_ && req.pieces <= 1 && req.bytes <= plan_.packet_bytes && !f.path.empty() &&
+      f.via.size() + 1 == f.path.size()) {
+    f.lane_at = 0;
+    f.lane_tail = 0;
+    lane_hop(id);
+    return;
+  }
   f.deliveries = f.delivered = 0;
   f.milestone = 0;
   if (req.pieces > 1 && f.t->on_pieces) {
@@ -601,6 +612,55 @@ void FlowNetwork::activate(std::uint32_t id) {
   max_flows_ = std::max(max_flows_, active_);
   injected_ += req.bytes;
   for (const std::uint32_t d : f.path) changed_.push_back(d);
+}
+
+// A one-packet transfer on the packet lane, at the arrival of its head at hop `lane_at`: each
+// link direction sends the packets that reach it in order of arrival (ties in the order they
+// were posted), at its full rate over the pattern's efficiency (as a flow drains), and never
+// sends two at once. Cut through, as the packet fabric's switches: the head reaches the next
+// node a flit and the link's latency after it started, and moves on after the node's traversal;
+// the tail leaves the next link no earlier than a flit of it after it arrived (a packet from a
+// slower link leaves at that link's rate, unless the traversal has let it catch up). The lane
+// and the flows do not see each other's load on a link they share (docs/models/fidelity.md,
+// "One-packet transfers").
+void FlowNetwork::lane_hop(std::uint32_t id) {
+  Flow& f = *flows_[id];
+  const auto& req = f.t->record.request;
+  const std::uint64_t now = sc_core::sc_time_stamp().value();
+  const std::size_t h = f.lane_at;
+  Dir& d = dirs_[f.path[h]];
+  const double serial_ticks = f.remaining / d.capacity / resolution_s_;
+  const std::uint64_t s = std::max(now, d.lane_free);
+  const bool last = h + 1 == f.path.size();
+  // From its start here to its head's start at the next hop, and from its tail's end here to the
+  // earliest its tail can end there (or, at the last hop, arrive).
+  const std::uint64_t pass =
+      last ? d.latency.value()
+           : d.flit_time.value() + d.latency.value() + to_sc(topo_.node(f.via[h]).latency).value();
+  const std::uint64_t follow =
+      last ? d.latency.value() : d.latency.value() + dirs_[f.path[h + 1]].flit_time.value();
+  if (!(double(s) + serial_ticks + double(pass + follow) < double(kLastTick)) ||
+      f.lane_tail >= kLastTick - pass - follow) {
+    throw WorkloadError(fmt::format(
+        "flow network: the packet of {} B from chip {} to chip {} would leave hop {} of its "
+        "route past {:.3g} s, the last time the network simulates (2^62 ticks); expected every "
+        "transfer to end before: check the link bandwidths and the transfer's size",
+        req.bytes, req.src.v, req.dst.v, h + 1, double(kLastTick) * resolution_s_));
+  }
+  const auto serial = std::uint64_t(std::ceil(serial_ticks - 1e-9));
+  d.lane_free = s + serial;
+  const std::uint64_t tail = std::max(s + serial, f.lane_tail);
+  if (!last) {
+    f.lane_tail = tail + follow;
+    f.lane_at = std::uint32_t(h + 1);
+    schedule(sc_core::sc_time::from_value(s + pass), Kind::lane, id);
+    return;
+  }
+  charge(f, req.bytes);  // statistics and energy of the wire bytes, per hop
+  f.remaining = 0;
+  injected_ += req.bytes;
+  const sc_core::sc_time end = sc_core::sc_time::from_value(tail + follow);
+  schedule(std::max({end, f.ready + f.fixed, f.written}) + overhead_, Kind::complete, id);
 }
 
 void FlowNetwork::detach(std::uint32_t id) {

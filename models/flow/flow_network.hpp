@@ -13,6 +13,13 @@
 // transfers sharing an output deliver them, when the caller asks (TransferState::on_pieces), in
 // at most 16 arrivals.
 //
+// A transfer of one packet (at most packet_bytes, one piece) is not a flow but a packet, with
+// rack.fabric.flow_packets lane (the default): it moves hop by hop, one event per hop, and each
+// link direction sends such packets in order of arrival at its full rate, cut through (a FIFO
+// link, as the packet fabric's: shared max-min, many small transfers all progressed together,
+// so under load none finished, and a fast run of uniform traffic past saturation took minutes).
+// The lane and the flows do not see each other's load on a link they share.
+//
 // Left out, against the packet fabric (measured in docs/models/fidelity.md): credit
 // back-pressure and buffer occupancy, head-of-line blocking, the interleaving of packets of flows
 // that share an output, per-packet spreading (a flow keeps one path), switch arbitration. With
@@ -149,6 +156,7 @@ class FlowNetwork : public Block, public PathNetwork {
   static constexpr std::uint32_t kLocal = ~std::uint32_t(0);
   struct Dir {
     double capacity = 0;  // wire bytes per second
+    std::uint64_t lane_free = 0;  // the packet lane: when it has sent the packets that reached it
     double used = 0;      // sum of the rates of its flows
     std::vector<std::uint32_t> flows;  // active flows (unordered)
     FlowLinkDirection* block = nullptr;
@@ -169,7 +177,7 @@ class FlowNetwork : public Block, public PathNetwork {
     std::uint32_t low_input = 0;
     std::uint64_t updated = 0;  // the last round of fill_arbiter that updated its level
   };
-  enum class Kind : std::uint8_t { activate, drained, complete, piece };
+  enum class Kind : std::uint8_t { activate, drained, complete, piece, lane };
   // A flow's one pending event: its activation, its drain at its current rate, or its
   // completion. A new one replaces the last in place, so the heap holds one entry per flow
   // rather than every drain a rate change superseded (millions of stale entries at 144 ranks);
@@ -278,6 +286,9 @@ class FlowNetwork : public Block, public PathNetwork {
   double resolution_s_;  // the kernel's time resolution, seconds
   bool coupled_;         // rack.fabric.flow_contention coupled
   bool arbiter_;         // rack.fabric.flow_contention arbiter
+  bool lane_;            // rack.fabric.flow_packets lane
+  // A one-packet transfer on the packet lane, its head at hop Flow::lane_at: sent on, or ended.
+  void lane_hop(std::uint32_t id);
   std::vector<double> scratch_used_;  // arbiter_level's open inputs' rates
   std::uint64_t arbiter_rounds_ = 0;
   std::uint64_t route_salt_ = 0;  // from sim.seed: the packet fabric's, so both take one path

@@ -149,12 +149,13 @@ void register_builtin_models(Registry& r) {
          "flow",
          "each transfer a flow on its route; flows share link directions max-min fairly, rates "
          "recomputed when a flow starts or ends for the flows sharing a link with it; per-hop "
-         "latency as fixed terms; no credits, head-of-line blocking or packet interleaving "
-         "(docs/models/fidelity.md)",
+         "latency as fixed terms; a transfer of one packet goes hop by hop, each link sending "
+         "such packets in order of arrival (flow_packets lane); no credits, head-of-line "
+         "blocking or packet interleaving (docs/models/fidelity.md)",
          "model::FlowNetwork (model::FlowLinkDirection, model::FlowNode)",
          {"/rack/fabric/packet_bytes", "/rack/fabric/flit_bytes", "/rack/fabric/header_bytes",
           "/rack/fabric/endpoint_overhead", "/rack/fabric/flow_calibration", "/rack/fabric/flow_contention",
-          "/rack/topology",
+          "/rack/fabric/flow_packets", "/rack/topology",
           "/chip/link/idle_fraction"},
          {{"transfers", "model::Network", "HBM-to-HBM transfers between chips"},
           {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "

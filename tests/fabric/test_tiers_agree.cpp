@@ -241,6 +241,88 @@ TEST(TiersAgree, CongestedAndFreeOutputFlowMaxMin) {
   for (const std::size_t i : {0u, 2u, 3u}) EXPECT_NEAR(ends[i], kCongestedNs, 1e-3) << i;
 }
 
+// One-packet transfers (rack.fabric.flow_packets, docs/models/fidelity.md#one-packet-transfers):
+// `pairs` of one packet of `bytes` each, all started at time 0 on `topo`, at the packet fabric
+// ("packet") or the flow network with the lane or as fluid flows; the completion times in ns,
+// smallest first.
+std::vector<double> run_packets(const topo::Topology& topo, const std::string& model,
+                                config::FlowPackets mode,
+                                const std::vector<std::pair<int, int>>& pairs,
+                                std::uint64_t bytes,
+                                config::FabricCutThrough ct = config::FabricCutThrough::share) {
+  auto p = test::fabric_params(4096, model);
+  p.flow_packets = mode;
+  p.cut_through = ct;
+  const std::unique_ptr<Network> net = make_network(topo, p);
+  std::vector<TransferHandle> h(pairs.size());
+  sc_core::sc_spawn([&] {
+    for (std::size_t i = 0; i < pairs.size(); ++i) {
+      h[i] = net->start({ChipId{std::uint32_t(pairs[i].first)},
+                         ChipId{std::uint32_t(pairs[i].second)}, bytes, i + 1, 0, 0});
+    }
+  });
+  sc_core::sc_start();
+  std::vector<double> ends;
+  for (const auto& t : h) {
+    EXPECT_TRUE(t.done());
+    ends.push_back(t.done() ? t.record().completed.to_seconds() * 1e9 : 0.0);
+  }
+  std::sort(ends.begin(), ends.end());
+  return ends;
+}
+
+// c0, c1 and c3 each send one packet of 4,096 B (43.52 ns on a link) to c2 at time 0. The output
+// to c2 sends them one after another: they end at L + 43.52, L + 87.04 and L + 130.56 ns. The
+// packet fabric and the lane end them so; the fluid flow network shares the output among the
+// three, which all end at the last of those times.
+constexpr double kPacketsIntoOne[] = {1396.08, 1439.60, 1483.12};
+
+void packets_into_one(const std::string& model, config::FlowPackets mode) {
+  static const topo::Topology topo = star();
+  for (int k = 0; k < 3; ++k) EXPECT_DOUBLE_EQ(kPacketsIntoOne[k], kFixedNs + (k + 1) * kPacketNs);
+  const auto ends = run_packets(topo, model, mode, {{0, 2}, {1, 2}, {3, 2}}, 4096);
+  ASSERT_EQ(ends.size(), 3u);
+  for (int k = 0; k < 3; ++k) {
+    const double want = mode == config::FlowPackets::fluid && model == "flow" ? kPacketsIntoOne[2]
+                                                                              : kPacketsIntoOne[k];
+    EXPECT_NEAR(ends[std::size_t(k)], want, 1e-3) << "packet " << k;
+  }
+}
+
+TEST(TiersAgree, PacketsIntoOneOutputPacket) { packets_into_one("packet", config::FlowPackets::lane); }
+TEST(TiersAgree, PacketsIntoOneOutputFlowLane) { packets_into_one("flow", config::FlowPackets::lane); }
+TEST(TiersAgree, PacketsIntoOneOutputFlowFluid) { packets_into_one("flow", config::FlowPackets::fluid); }
+
+// One packet of 4,096 B (4,352 wire bytes, 17 flits) from c0 over a 50 GB/s link to a switch
+// (150 ns) and on over a 100 GB/s link to c1, both links 100 ns. Cut through, its head reaches
+// the switch after one flit at 50 GB/s and the link's 100 ns, 105.12 ns; the switch starts it on
+// the second link 150 ns later, when its tail (87.04 ns at 50 GB/s, plus 100 ns) has long
+// arrived, so it leaves at 100 GB/s: 43.52 ns, then 100 ns to c1. With 500 ns of endpoint
+// overhead at each end: 500 + 105.12 + 150 + 43.52 + 100 + 500 = 1,398.64 ns, the packet
+// fabric's time with either cut-through and the lane's. A fluid flow moves at the slower link's
+// rate end to end, 87.04 ns, plus the fixed terms (two links, the switch, a flit of the second
+// link): 500 + 87.04 + 100 + 150 + 2.56 + 100 + 500 = 1,439.60 ns.
+void slow_then_fast(const std::string& model, config::FlowPackets mode,
+                    config::FabricCutThrough ct = config::FabricCutThrough::share) {
+  topo::TopologySpec spec;
+  spec.nodes = {test::node("c0", topo::NodeKind::chip), test::node("c1", topo::NodeKind::chip),
+                test::node("s", topo::NodeKind::switch_, 2, Duration(150e-9))};
+  spec.links = {test::link("c0", "s", 50, 100), test::link("s", "c1", 100, 100)};
+  static const topo::Topology topo = test::build(spec);
+  const auto ends = run_packets(topo, model, mode, {{0, 1}}, 4096, ct);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_DOUBLE_EQ(500 + 105.12 + 150 + 43.52 + 100 + 500, 1398.64);
+  const bool fluid = model == "flow" && mode == config::FlowPackets::fluid;
+  EXPECT_NEAR(ends[0], fluid ? 1439.60 : 1398.64, 1e-3);
+}
+TEST(TiersAgree, SlowThenFastLinkPacketHold) {
+  slow_then_fast("packet", config::FlowPackets::lane, config::FabricCutThrough::hold);
+}
+
+TEST(TiersAgree, SlowThenFastLinkPacket) { slow_then_fast("packet", config::FlowPackets::lane); }
+TEST(TiersAgree, SlowThenFastLinkFlowLane) { slow_then_fast("flow", config::FlowPackets::lane); }
+TEST(TiersAgree, SlowThenFastLinkFlowFluid) { slow_then_fast("flow", config::FlowPackets::fluid); }
+
 // A fast-forwarded transfer (Network::account) charges the links and switch of its route what
 // the simulated transfer puts on them, at both tiers: c0 -> c2 crosses c0 -> s and s -> c2, each
 // busy 64 x 43.52 = 2,785.28 ns with 64 x 4,352 wire bytes; the switch forwards 64 packets. The

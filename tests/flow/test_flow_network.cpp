@@ -73,6 +73,37 @@ TEST(FlowNetwork, OneMessageOverOneLink) {
   EXPECT_EQ(r.last_packet.hops, 1);
 }
 
+// One-packet transfers on the lane (rack.fabric.flow_packets lane, the default): two messages of
+// 1000 B (1,024 wire bytes, 10.24 ns at 100 GB/s) from chip 0 to chip 1 started together leave
+// one after the other, as a link sends packets: the first ends as one alone,
+// 500 + 10.24 + 100 + 500 = 1,110.24 ns, the second a packet time later, 1,120.48 ns. As fluid
+// flows they share the link and both end at 500 + 2 x 10.24 + 100 + 500 = 1,120.48 ns.
+void two_messages(config::FlowPackets mode, double first, double second) {
+  const auto topo = two_chips();
+  auto p = params();
+  p.flow_packets = mode;
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(p, topo));
+  TransferHandle a, b;
+  sc_core::sc_spawn([&] {
+    a = f.start({ChipId{0}, ChipId{1}, 1000, 1, 0, 0});
+    b = f.start({ChipId{0}, ChipId{1}, 1000, 2, 0, 0});
+  });
+  sc_core::sc_start();
+  ASSERT_TRUE(a.done() && b.done());
+  EXPECT_NEAR(ns(a.record().completed), first, 1e-3);
+  EXPECT_NEAR(ns(b.record().completed), second, 1e-3);
+  EXPECT_NEAR(b.record().last_packet.serialisation.si * 1e9, 10.24, 1e-3);
+  EXPECT_NEAR(b.record().last_packet.queueing.si * 1e9, 10.24, 1e-3);  // a packet time either way
+}
+
+TEST(FlowNetwork, OnePacketMessagesLeaveOneAfterTheOther) {
+  two_messages(config::FlowPackets::lane, 1110.24, 1120.48);
+}
+
+TEST(FlowNetwork, OnePacketMessagesAsFluidFlowsShareTheLink) {
+  two_messages(config::FlowPackets::fluid, 1120.48, 1120.48);
+}
+
 // Two requests started together from chip 0 to chip 1 of two_chips(): their rates 1 us later
 // and their completion times.
 struct Pair {
@@ -440,6 +471,32 @@ TEST(FlowNetwork, RefusesATransferPastTheLastTick) {
   } catch (const WorkloadError& e) {
     EXPECT_NE(std::string(e.what()).find(
                   "from chip 0 to chip 1 has 1.06e+13 B left on the wire at 4.61e+06 s"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+// The same on the packet lane: one packet of 4,096 B (4,352 wire bytes) over a link of
+// 1e-13 GB/s would take 4.35e7 s, past the 2^62 ticks (4.61e6 s at 1 ps) the network simulates:
+// an error naming the transfer, not a wrapped time.
+TEST(FlowNetwork, RefusesAPacketPastTheLastTick) {
+  topo::TopologySpec s;
+  s.nodes = {node("a", topo::NodeKind::chip), node("b", topo::NodeKind::chip)};
+  s.links = {link("a", "b", 1e-13, 100)};
+  const auto topo = build(s);
+  FlowNetwork f("fabric", topo, resolve::plan_fabric(params(), topo));
+  bool done = false;
+  sc_core::sc_spawn([&] {
+    f.start({ChipId{0}, ChipId{1}, 4096, 1, 0, 0}, [&](const TransferRecord&) { done = true; });
+  });
+  sc_core::sc_start();
+  EXPECT_FALSE(done);
+  try {
+    f.rethrow_error();
+    ADD_FAILURE() << "no error";
+  } catch (const WorkloadError& e) {
+    EXPECT_NE(std::string(e.what()).find("the packet of 4096 B from chip 0 to chip 1 would leave "
+                                         "hop 1 of its route past 4.61e+06 s"),
               std::string::npos)
         << e.what();
   }

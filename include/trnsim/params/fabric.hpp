@@ -77,6 +77,17 @@ constexpr auto enum_names(FlowContention) {
                     std::pair{FlowContention::arbiter, std::string_view("arbiter")}};
 }
 
+// How the flow network carries a transfer of one packet (at most packet_bytes, one piece). lane:
+// as the packet fabric carries a packet, hop by hop, each link direction sending the packets
+// that reach it in order of arrival at its full rate, cut through (docs/models/fidelity.md,
+// "One-packet transfers"). fluid: as a flow like any other, sharing every link of its path
+// max-min with the flows there.
+enum class FlowPackets { lane, fluid };
+constexpr auto enum_names(FlowPackets) {
+  return std::array{std::pair{FlowPackets::lane, std::string_view("lane")},
+                    std::pair{FlowPackets::fluid, std::string_view("fluid")}};
+}
+
 // What a chip does with a packet it relays for others (a route through the chip: a torus, or
 // the direct links between the racks of a NeuronSwitch UltraServer). router: a router inside the
 // chip forwards it as a switch does, cut through, holding its receive buffer until its tail has
@@ -118,6 +129,7 @@ struct FabricParams {
   ChipRelay chip_relay = ChipRelay::router;
   FlowCalibration flow_calibration = FlowCalibration::auto_;
   FlowContention flow_contention = FlowContention::max_min;
+  FlowPackets flow_packets = FlowPackets::lane;
   std::optional<double> link_idle_fraction;  // default: chip.link.idle_fraction (0 without chip)
   template <class V>
   void visit(V& v) {
@@ -167,6 +179,10 @@ struct FabricParams {
             "piece once one of them is limited further on: congestion spreading) or arbiter "
             "(each link direction shared equally among the inputs that feed it, then among the "
             "flows of one input by pieces, as the switch's round-robin output arbiter)");
+    v.field("flow_packets", flow_packets,
+            "flow network: a transfer of one packet goes hop by hop, each link direction "
+            "sending such packets in order of arrival at its full rate (lane), or is a flow "
+            "sharing its links max-min with the others (fluid)");
     v.field("link_idle_fraction", link_idle_fraction,
             "link idle power as a fraction of full-rate power (default: chip.link.idle_fraction)",
             InRange{0, 1});
