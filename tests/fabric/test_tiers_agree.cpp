@@ -63,20 +63,11 @@ std::unique_ptr<Network> make_network(const topo::Topology& topo, const config::
   return std::make_unique<Fabric>("net", topo, plan);
 }
 
-// Runs `pairs` (source, destination), all started at time 0, on `tier`; the completion times
-// in ns, in the order of `pairs`.
-// `bytes` per transfer.
-std::vector<double> run_tier(Tier tier, const std::vector<std::pair<int, int>>& pairs,
-                             std::uint64_t bytes = kBytes) {
-  static const topo::Topology topo = star();
-  const bool flow =
-      tier == Tier::flow || tier == Tier::flow_coupled || tier == Tier::flow_arbiter;
-  auto p = test::fabric_params(4096, flow ? "flow" : "packet");
-  p.queueing = tier == Tier::packet_input_fifo ? config::FabricQueueing::input_fifo
-                                               : config::FabricQueueing::voq;
-  p.flow_contention = tier == Tier::flow_coupled   ? config::FlowContention::coupled
-                      : tier == Tier::flow_arbiter ? config::FlowContention::arbiter
-                                                   : config::FlowContention::max_min;
+// Runs `pairs` (source, destination) of `bytes` each, all started at time 0, on the network p
+// names on `topo`; the completion times in ns, in the order of `pairs`.
+std::vector<double> run_pairs(const topo::Topology& topo, const config::FabricParams& p,
+                              const std::vector<std::pair<int, int>>& pairs,
+                              std::uint64_t bytes) {
   const std::unique_ptr<Network> net = make_network(topo, p);
   std::vector<TransferHandle> h(pairs.size());
   sc_core::sc_spawn([&] {
@@ -92,6 +83,23 @@ std::vector<double> run_tier(Tier tier, const std::vector<std::pair<int, int>>& 
     ends.push_back(t.done() ? t.record().completed.to_seconds() * 1e9 : 0.0);
   }
   return ends;
+}
+
+// Runs `pairs` (source, destination), all started at time 0, on `tier`; the completion times
+// in ns, in the order of `pairs`.
+// `bytes` per transfer.
+std::vector<double> run_tier(Tier tier, const std::vector<std::pair<int, int>>& pairs,
+                             std::uint64_t bytes = kBytes) {
+  static const topo::Topology topo = star();
+  const bool flow =
+      tier == Tier::flow || tier == Tier::flow_coupled || tier == Tier::flow_arbiter;
+  auto p = test::fabric_params(4096, flow ? "flow" : "packet");
+  p.queueing = tier == Tier::packet_input_fifo ? config::FabricQueueing::input_fifo
+                                               : config::FabricQueueing::voq;
+  p.flow_contention = tier == Tier::flow_coupled   ? config::FlowContention::coupled
+                      : tier == Tier::flow_arbiter ? config::FlowContention::arbiter
+                                                   : config::FlowContention::max_min;
+  return run_pairs(topo, p, pairs, bytes);
 }
 
 void expect_near_rel(double got, double want, const char* what) {
@@ -241,10 +249,10 @@ TEST(TiersAgree, CongestedAndFreeOutputFlowMaxMin) {
   for (const std::size_t i : {0u, 2u, 3u}) EXPECT_NEAR(ends[i], kCongestedNs, 1e-3) << i;
 }
 
-// One-packet transfers (rack.fabric.flow_packets, docs/models/fidelity.md#one-packet-transfers):
-// `pairs` of one packet of `bytes` each, all started at time 0 on `topo`, at the packet fabric
-// ("packet") or the flow network with the lane or as fluid flows; the completion times in ns,
-// smallest first.
+// One-packet transfers (rack.fabric.flow_packets,
+// docs/models/fidelity.md#one-packet-transfers-issue-30): `pairs` of one packet of `bytes` each,
+// all started at time 0 on `topo`, at the packet fabric ("packet") or the flow network with the
+// lane or as fluid flows; the completion times in ns, smallest first.
 std::vector<double> run_packets(const topo::Topology& topo, const std::string& model,
                                 config::FlowPackets mode,
                                 const std::vector<std::pair<int, int>>& pairs,
@@ -253,20 +261,7 @@ std::vector<double> run_packets(const topo::Topology& topo, const std::string& m
   auto p = test::fabric_params(4096, model);
   p.flow_packets = mode;
   p.cut_through = ct;
-  const std::unique_ptr<Network> net = make_network(topo, p);
-  std::vector<TransferHandle> h(pairs.size());
-  sc_core::sc_spawn([&] {
-    for (std::size_t i = 0; i < pairs.size(); ++i) {
-      h[i] = net->start({ChipId{std::uint32_t(pairs[i].first)},
-                         ChipId{std::uint32_t(pairs[i].second)}, bytes, i + 1, 0, 0});
-    }
-  });
-  sc_core::sc_start();
-  std::vector<double> ends;
-  for (const auto& t : h) {
-    EXPECT_TRUE(t.done());
-    ends.push_back(t.done() ? t.record().completed.to_seconds() * 1e9 : 0.0);
-  }
+  std::vector<double> ends = run_pairs(topo, p, pairs, bytes);
   std::sort(ends.begin(), ends.end());
   return ends;
 }
