@@ -15,10 +15,11 @@
 //
 // A transfer of one packet (at most packet_bytes, one piece) is not a flow but a packet, with
 // rack.fabric.flow_packets lane (the default): it moves hop by hop, one event per hop, and each
-// link direction sends such packets in order of arrival at its full rate, cut through (a FIFO
-// link, as the packet fabric's: shared max-min, many small transfers all progressed together,
-// so under load none finished, and a fast run of uniform traffic past saturation took minutes).
-// The lane and the flows do not see each other's load on a link they share.
+// link direction sends such packets in order of arrival at its full rate, cut through, as the
+// packet fabric's links do. (As flows sharing links max-min, many small transfers progressed
+// together, so under load none finished early, and a fast run of uniform traffic past
+// saturation took minutes.) The lane and the flows do not see each other's load on a link they
+// share.
 //
 // Left out, against the packet fabric (measured in docs/models/fidelity.md): credit
 // back-pressure and buffer occupancy, head-of-line blocking, the interleaving of packets of flows
