@@ -657,7 +657,6 @@ void FlowNetwork::lane_hop(std::uint32_t id) {
     return;
   }
   charge(f, req.bytes);  // statistics and energy of the wire bytes, per hop
-  f.remaining = 0;
   injected_ += req.bytes;
   const sc_core::sc_time end = sc_core::sc_time::from_value(tail + follow);
   schedule(std::max({end, f.ready + f.fixed, f.written}) + overhead_, Kind::complete, id);
