@@ -287,22 +287,20 @@ def concurrent_rows(trnsim, racks, traces):
                 if len(traces) > 1:
                     name = f"{os.path.basename(trace)}: {name}"
                 for rack in racks:
-                    r = pair(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace",
-                                      path, "--json"],
-                             lambda j: j["performance"]["step_time_ns"])
-                    rows.append({"rack": rack, "case": name, "metric": "step_time_ns", **r})
+                    rows.append(step_row(trnsim, rack, path, name))
     return rows
+
+
+def step_row(trnsim, rack, trace, case):
+    """The row of `trnsim run` of `trace` on `rack` at both tiers: its step time."""
+    r = pair(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace", trace,
+                      "--json"], lambda j: j["performance"]["step_time_ns"])
+    return {"rack": rack, "case": case, "metric": "step_time_ns", **r}
 
 
 def step_rows(trnsim, racks, traces=STEP_TRACES):
-    rows = []
-    for rack in racks:
-        for trace in traces:
-            r = pair(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace", trace,
-                              "--json"], lambda j: j["performance"]["step_time_ns"])
-            rows.append({"rack": rack, "case": f"step {os.path.basename(trace)}",
-                         "metric": "step_time_ns", **r})
-    return rows
+    return [step_row(trnsim, rack, trace, f"step {os.path.basename(trace)}")
+            for rack in racks for trace in traces]
 
 
 def main():
