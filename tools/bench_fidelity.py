@@ -34,7 +34,7 @@ trace (`--traces`, default the Mixtral step) in classes of one kind and group fa
 of its members' median total), and runs each class alone and then all of them at once, every
 rank starting its ops together (one op per class, no dependencies, on the rank's group of the
 family): what the step's collectives lose when they overlap, which calibration on each alone
-cannot see (docs/models/fidelity.md#collectives-at-once-and-single-packets-issue-30-at-f472985).
+cannot see (docs/models/fidelity-log.md#collectives-at-once-and-single-packets-issue-30-at-f472985).
 After the table, the rows each of issue #30's targets covers (a collective of 1 MiB-1 GiB on
 every chip within 5 %, the uniform traffic's mean latency within 10 %, a step within 3 %) and
 how many are within it; with --json each row has `aim_category`, `aim` and `within` (null where
