@@ -200,6 +200,7 @@ FlowNetwork::FlowNetwork(const sc_core::sc_module_name& name, const topo::Topolo
       coupled_(plan.params.flow_contention == config::FlowContention::coupled),
       arbiter_(plan.params.flow_contention == config::FlowContention::arbiter),
       lane_(plan.params.flow_packets == config::FlowPackets::lane),
+      relay_memory_(plan.params.chip_relay == config::ChipRelay::memory),
       route_salt_(seed_salt(plan.seed, kRouteTag, 0)),
       s_transfers_(stats().add(FlowNetworkStats::transfers)),
       s_bytes_(stats().add(FlowNetworkStats::bytes_delivered)),
@@ -569,6 +570,20 @@ void FlowNetwork::activate(std::uint32_t id) {
   MemoryPort* dst = memories_.empty() ? nullptr : memories_[req.dst.v];
   f.ready = memory_pass(src, req.src_addr, req.bytes, false);
   f.written = memory_pass(dst, req.dst_addr, req.bytes, true);
+  if (relay_memory_ && !memories_.empty()) {
+    // A chip that relays through its memory (rack.fabric.chip_relay memory) writes the payload
+    // to its HBM and reads it back to send it on, as the packet fabric's relay does
+    // (NetworkInterface::relay_store, at the address the destination will hold it); the
+    // transfer cannot complete before both are done. Its links are not held back meanwhile:
+    // the flow network has no buffers to fill.
+    for (const topo::NodeId n : f.via) {
+      const auto& chip = topo_.node(n).chip;
+      if (!chip) continue;
+      MemoryPort* relay = memories_[chip->v];
+      f.written = std::max(f.written, memory_pass(relay, req.dst_addr, req.bytes, true));
+      f.written = std::max(f.written, memory_pass(relay, req.dst_addr, req.bytes, false));
+    }
+  }
   if (lane_ && req.pieces <= 1 && req.bytes <= plan_.packet_bytes && !f.path.empty() &&
       f.via.size() + 1 == f.path.size()) {
     f.lane_at = 0;

@@ -288,6 +288,7 @@ class FlowNetwork : public Block, public PathNetwork {
   bool coupled_;         // rack.fabric.flow_contention coupled
   bool arbiter_;         // rack.fabric.flow_contention arbiter
   bool lane_;            // rack.fabric.flow_packets lane
+  bool relay_memory_;    // rack.fabric.chip_relay memory
   // A one-packet transfer on the packet lane, its head at hop Flow::lane_at: sent on, or ended.
   void lane_hop(std::uint32_t id);
   std::vector<double> scratch_used_;  // arbiter_level's open inputs' rates

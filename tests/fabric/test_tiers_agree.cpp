@@ -56,11 +56,14 @@ topo::Topology star() {
   return test::build(s);
 }
 
-// The network p.model names ("flow" or "packet") on `topo`.
-std::unique_ptr<Network> make_network(const topo::Topology& topo, const config::FabricParams& p) {
+// The network p.model names ("flow" or "packet") on `topo`, with the chips' memories if given.
+std::unique_ptr<Network> make_network(const topo::Topology& topo, const config::FabricParams& p,
+                                      std::vector<MemoryPort*> memories = {}) {
   const auto plan = resolve::plan_fabric(p, topo);
-  if (p.model == "flow") return std::make_unique<FlowNetwork>("net", topo, plan);
-  return std::make_unique<Fabric>("net", topo, plan);
+  if (p.model == "flow") {
+    return std::make_unique<FlowNetwork>("net", topo, plan, std::move(memories));
+  }
+  return std::make_unique<Fabric>("net", topo, plan, std::move(memories));
 }
 
 // Runs `pairs` (source, destination) of `bytes` each, all started at time 0, on the network p
@@ -557,6 +560,48 @@ TEST(TiersAgree, RelayThroughARouterHoldsBackTheLinkBeforeIt) {
   expect_near_rel(ends[0], kRelayedNs, "relayed");
   // Held to about the relayed transfer's rate: at least 1.5 x its time through memory.
   EXPECT_GT(ends[1], 1.5 * (kFixedNs + 2 * kPackets * kPacketNs)) << ends[1];
+}
+
+// A memory that serves every request in 10 ns and counts the bytes read and written.
+class CountingMemory : public MemoryPort {
+ public:
+  sc_core::sc_time access(const MemRequest& q) override {
+    (q.write ? written : read) += q.bytes;
+    return sc_core::sc_time_stamp() + sc_core::sc_time(10, sc_core::SC_NS);
+  }
+  std::uint64_t read = 0, written = 0;
+};
+
+// The bytes each chip of relay_line reads and writes when a sends kBytes to d through r: a reads
+// them and d writes them at both tiers and with either relay; r writes and reads them back with
+// `memory` (NetworkInterface::relay_store; the flow network's activate), none with `router`.
+std::vector<std::uint64_t> relay_memory_bytes(bool flow, config::ChipRelay relay) {
+  static const topo::Topology topo = relay_line();
+  auto p = test::fabric_params(4096, flow ? "flow" : "packet");
+  p.chip_relay = relay;
+  std::vector<CountingMemory> m(4);
+  const std::unique_ptr<Network> net = make_network(topo, p, {&m[0], &m[1], &m[2], &m[3]});
+  TransferHandle h;
+  sc_core::sc_spawn([&] { h = net->start({ChipId{0}, ChipId{3}, kBytes, 1, 0, 0}); });
+  sc_core::sc_start();
+  EXPECT_TRUE(h.done());
+  return {m[0].read, m[0].written, m[2].read, m[2].written, m[3].read, m[3].written};
+}
+
+const std::vector<std::uint64_t> kStored{kBytes, 0, kBytes, kBytes, 0, kBytes};
+const std::vector<std::uint64_t> kRouted{kBytes, 0, 0, 0, 0, kBytes};
+
+TEST(TiersAgree, ARelayThroughMemoryWritesAndReadsWhatItRelays) {
+  EXPECT_EQ(relay_memory_bytes(false, config::ChipRelay::memory), kStored);
+}
+TEST(TiersAgree, ARelayThroughMemoryWritesAndReadsWhatItRelaysFlow) {
+  EXPECT_EQ(relay_memory_bytes(true, config::ChipRelay::memory), kStored);
+}
+TEST(TiersAgree, ARelayThroughARouterLeavesItsMemoryAlone) {
+  EXPECT_EQ(relay_memory_bytes(false, config::ChipRelay::router), kRouted);
+}
+TEST(TiersAgree, ARelayThroughARouterLeavesItsMemoryAloneFlow) {
+  EXPECT_EQ(relay_memory_bytes(true, config::ChipRelay::router), kRouted);
 }
 
 TEST(TiersAgree, RelayAtTheFlowTier) {

@@ -164,10 +164,10 @@ struct FabricParams {
             "a packet cut through onto a faster output takes it for its serialisation at the "
             "output's rate (share) or until its tail has left (hold)");
     v.field("chip_relay", chip_relay,
-            "packet network: a chip relaying a packet for others forwards it through a router "
-            "(router: cut through, its receive buffer held until the packet has left) or "
-            "stores it in its HBM and sends it on from there (memory: the buffer freed once "
-            "written)");
+            "a chip relaying a packet for others forwards it through a router (router: cut "
+            "through, its receive buffer held until the packet has left) or stores it in its "
+            "HBM and sends it on from there (memory: the buffer freed once written; the flow "
+            "network, which has no buffers, charges the relay's HBM the write and read back)");
     v.field("flow_calibration", flow_calibration,
             "flow network: none (nominal link bandwidth), packet (each collective algorithm's "
             "link efficiency measured on the packet fabric of the same rack before the run), "
