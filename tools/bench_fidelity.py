@@ -11,6 +11,7 @@
                             [--flow-calibration none|packet|workload|both]
                             [--also-uncalibrated]
                             [--set PATH=VALUE ...] [--traces A.json,B.json] [--split]
+                            [--reference-packets 64KiB,16KiB]
 
 Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter, all-to-all,
 1 MiB to 1 GiB), `bench traffic` (all-to-all of 1 MiB per pair, uniform at load 0.5) and
@@ -35,6 +36,10 @@ of its members' median total), and runs each class alone and then all of them at
 rank starting its ops together (one op per class, no dependencies, on the rank's group of the
 family): what the step's collectives lose when they overlap, which calibration on each alone
 cannot see (docs/models/fidelity-log.md#collectives-at-once-and-single-packets-issue-30-at-f472985).
+`--reference-packets` (network part) runs the detailed side of every collective row outside
+its target again at each of these packet sizes (`replay.fabric_packet_bytes`; the default is
+256 KiB): how far the reference itself moves with its granularity, against the same fast time
+(`detailed_by_packet`, `diff_by_packet` in --json; in the summary beside the row).
 After the table, the rows each of issue #30's targets covers (a collective of 1 MiB-1 GiB on
 every chip within 5 %, the uniform traffic's mean latency within 10 %, a step within 3 %) and
 how many are within it; with --json each row has `aim_category`, `aim` and `within` (null where
@@ -99,9 +104,36 @@ def summary(rows, split):
                 " (fast-forward off; the issue's target has it on: --split)"
         lines.append(f"{category}, within {100 * aim:.0f} %{note}: {len(mine) - len(out)} of "
                      f"{len(mine)}" + ("; outside: " + ", ".join(
-                         f"{r['rack']} {r['case']} {100 * r['diff']:+.1f} %" for r in out)
+                         outside(r) for r in out)
                          if out else ""))
     return lines
+
+
+def reference_spread(trnsim, rows, packets):
+    """Each collective row outside its target: the detailed time again at each packet size."""
+    sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
+    for r in rows:
+        if r.get("within") is not False or not r["aim_category"].startswith("collective"):
+            continue
+        op, size = r["case"].split()
+        r["detailed_by_packet"], r["diff_by_packet"] = {}, {}
+        for pb in packets:
+            j, _ = trnsim_json(trnsim, ["bench", "collective", "--config",
+                                        f"configs/racks/{r['rack']}.json", "--op", op, "--bytes",
+                                        size, "--json", "--set", "sim.fidelity=detailed", *sets,
+                                        "--set", f"replay.fabric_packet_bytes={pb}"])
+            d = j["time_ns"]
+            r["detailed_by_packet"][pb] = d
+            r["diff_by_packet"][pb] = (r["fast"] - d) / d
+
+
+def outside(r):
+    """A row outside its target, for the summary: its difference, and at other packet sizes."""
+    s = f"{r['rack']} {r['case']} {100 * r['diff']:+.1f} %"
+    by = r.get("diff_by_packet")
+    if by:
+        s += " (detailed at " + ", ".join(f"{pb}: {100 * d:+.1f} %" for pb, d in by.items()) + ")"
+    return s
 
 
 def fail(msg):
@@ -332,12 +364,19 @@ def main():
                     + ", ".join(CONCURRENT_TRACES) + ")")
     ap.add_argument("--split", action="store_true",
                     help="step part: the four network x compute combinations, fast-forward on")
+    ap.add_argument("--reference-packets", default="", metavar="SIZES",
+                    help="network part: the detailed side of each collective outside its target "
+                    "again at these packet sizes, e.g. 64KiB,16KiB")
     a = ap.parse_args()
     ops = [o for o in a.ops.split(",") if o]
     for o in ops:
         if o not in OPS:
             fail(f"--ops: unknown collective '{o}' (expected some of {', '.join(OPS)})")
     sizes = [x for x in a.sizes.split(",") if x] or (QUICK_SIZES if a.quick else SIZES)
+    packets = [x for x in a.reference_packets.split(",") if x]
+    for pb in packets:
+        if not re.fullmatch(r"[1-9]\d*(B|KiB|MiB)", pb):
+            fail(f"--reference-packets: '{pb}' is not a packet size such as 16KiB")
     if a.ranks < 0 or a.ranks == 1:
         fail(f"--ranks: expected 0 (every chip) or at least 2 ranks, got {a.ranks}")
     EXTRA_SETS.extend(a.set)
@@ -370,6 +409,8 @@ def main():
         a_ = aim_of(r)
         r["aim_category"], r["aim"] = a_ if a_ else (None, None)
         r["within"] = abs(r["diff"]) <= r["aim"] if a_ else None
+    if packets:
+        reference_spread(a.trnsim, rows, packets)
     if a.json:
         print(json.dumps(rows, indent=1))
         return 0
