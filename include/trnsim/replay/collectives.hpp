@@ -73,8 +73,8 @@ struct GroupLayout {
 std::string_view algorithm_name(CollectiveAlgorithm a);
 
 // The algorithm used for `op` on the group: the configured one, or by size and group shape when
-// it is auto (docs/models/collectives.md#selection-auto). An algorithm that cannot run on this group
-// falls back to the ring, with the reason appended to `notes`.
+// it is auto (docs/models/collectives.md#selection-auto). An algorithm that cannot run on this
+// group falls back to the ring, with the reason appended to `notes`.
 CollectiveAlgorithm choose_algorithm(const trace::Op& op, int n,
                                      const config::CollectiveParams& params,
                                      const GroupLayout& layout, std::vector<std::string>* notes);
