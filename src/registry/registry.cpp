@@ -155,7 +155,7 @@ void register_builtin_models(Registry& r) {
          "model::FlowNetwork (model::FlowLinkDirection, model::FlowNode)",
          {"/rack/fabric/packet_bytes", "/rack/fabric/flit_bytes", "/rack/fabric/header_bytes",
           "/rack/fabric/endpoint_overhead", "/rack/fabric/flow_calibration", "/rack/fabric/flow_contention",
-          "/rack/fabric/flow_packets", "/rack/topology",
+          "/rack/fabric/flow_packets", "/rack/fabric/chip_relay", "/rack/topology",
           "/chip/link/idle_fraction"},
          {{"transfers", "model::Network", "HBM-to-HBM transfers between chips"},
           {"memories", "model::MemoryPort", "each chip's HBM, read at the source and written at "
