@@ -109,6 +109,12 @@ def summary(rows, split):
     return lines
 
 
+def collective_args(rack, op, size, on=()):
+    """`trnsim bench collective` of `op` at `size` on `rack` (`on`: its --ranks), as JSON."""
+    return ["bench", "collective", "--config", f"configs/racks/{rack}.json", "--op", op,
+            "--bytes", size, *on, "--json"]
+
+
 def reference_spread(trnsim, rows, packets):
     """Each collective row outside its target: the detailed time again at each packet size."""
     sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
@@ -118,10 +124,9 @@ def reference_spread(trnsim, rows, packets):
         op, size = r["case"].split()
         r["detailed_by_packet"], r["diff_by_packet"] = {}, {}
         for pb in packets:
-            j, _ = trnsim_json(trnsim, ["bench", "collective", "--config",
-                                        f"configs/racks/{r['rack']}.json", "--op", op, "--bytes",
-                                        size, "--json", "--set", "sim.fidelity=detailed", *sets,
-                                        "--set", f"replay.fabric_packet_bytes={pb}"])
+            j, _ = trnsim_json(trnsim, [*collective_args(r["rack"], op, size), "--set",
+                                        "sim.fidelity=detailed", *sets, "--set",
+                                        f"replay.fabric_packet_bytes={pb}"])
             d = j["time_ns"]
             r["detailed_by_packet"][pb] = d
             r["diff_by_packet"][pb] = (r["fast"] - d) / d
@@ -184,9 +189,8 @@ def network_rows(trnsim, racks, sizes, ops, extras=True, ranks=0):
         cfg = f"configs/racks/{rack}.json"
         for op in ops:
             for size in sizes:
-                r = pair(trnsim, ["bench", "collective", "--config", cfg, "--op", op, "--bytes",
-                                  size, *on, "--json"], lambda j: j["time_ns"] if "time_ns" in j
-                         else j["rows"][0]["time_ns"])
+                r = pair(trnsim, collective_args(rack, op, size, on),
+                         lambda j: j["time_ns"] if "time_ns" in j else j["rows"][0]["time_ns"])
                 case = f"{op} {size}" + (f" on {ranks} ranks" if ranks else "")
                 rows.append({"rack": rack, "case": case, "metric": "time_ns", **r})
         if not extras:
