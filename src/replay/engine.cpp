@@ -121,6 +121,13 @@ struct Replay::Impl : Emitter {
     }
     sc_event* operator->() { return &**this; }
   };
+  // The pieces one collective step sends to one peer at once (Machine::set_message): their id,
+  // counted over the run from 1, and the transfers that carry them.
+  struct Message {
+    std::uint64_t id = 0;
+    std::uint32_t transfers = 1;
+  };
+  std::uint64_t messages_ = 0;
   // One collective: the k-th collective of a group, joined by every member.
   struct Instance {
     std::uint64_t id = 0;
@@ -146,6 +153,7 @@ struct Replay::Impl : Emitter {
       std::uint64_t bytes;
       int pieces;
       bool progressive;
+      Message message;
     };
     std::vector<std::vector<Waiting>> waiting;
     // Fast-forward: decided by the first member to arrive, followed by every member.
@@ -880,7 +888,9 @@ struct Replay::Impl : Emitter {
     inst.rec.last_arrival = now;
     // Sends that were waiting for this member to join go out now.
     auto waiting = std::move(inst.waiting[m]);
-    for (const auto& ws : waiting) send(inst, ws.from, me, ws.bytes, ws.pieces, ws.progressive);
+    for (const auto& ws : waiting) {
+      send(inst, ws.from, me, ws.bytes, ws.pieces, ws.progressive, ws.message);
+    }
     // Unplanned: a member's op has not been emitted yet (or never will be: reported after the run).
     while (inst.schedule.members.empty()) model::wait_counted(activity_, *inst.planned);
     const trace::DType dtype = inst.ops[m]->dtype;
@@ -903,19 +913,25 @@ struct Replay::Impl : Emitter {
       // symmetric: a member's step reduces when its peers' matching steps do).
       const bool progressive = step.reduce_bytes > 0;
       for (std::size_t k = 0; k < step.sends.size();) {
-        const Transfer& t = step.sends[k];
-        std::size_t e = k + 1;
-        std::uint64_t bytes = t.bytes;
-        while (merge && e < step.sends.size() && step.sends[e].peer == t.peer) bytes += step.sends[e++].bytes;
-        const int pieces = int(e - k);
-        k = e;
-        inst.outstanding[m] += pieces;
-        if (t.peer < 0) {
-          mirror_send(inst, me, t.peer, bytes, pieces, progressive);
-        } else if (inst.arrived[std::size_t(t.peer)]) {
-          send(inst, me, t.peer, bytes, pieces, progressive);
-        } else {
-          inst.waiting[std::size_t(t.peer)].push_back({me, bytes, pieces, progressive});
+        // The consecutive pieces to one peer are sent together.
+        const int peer = step.sends[k].peer;
+        std::size_t g = k + 1;
+        while (g < step.sends.size() && step.sends[g].peer == peer) ++g;
+        const Message message{++messages_, merge ? 1u : std::uint32_t(g - k)};
+        while (k < g) {
+          const std::size_t e = merge ? g : k + 1;
+          std::uint64_t bytes = 0;
+          for (std::size_t i = k; i < e; ++i) bytes += step.sends[i].bytes;
+          const int pieces = int(e - k);
+          k = e;
+          inst.outstanding[m] += pieces;
+          if (peer < 0) {
+            mirror_send(inst, me, peer, bytes, pieces, progressive, true, message);
+          } else if (inst.arrived[std::size_t(peer)]) {
+            send(inst, me, peer, bytes, pieces, progressive, message);
+          } else {
+            inst.waiting[std::size_t(peer)].push_back({me, bytes, pieces, progressive, message});
+          }
         }
       }
       // Each received piece is reduced as soon as it is there, while later pieces arrive; the
@@ -932,7 +948,7 @@ struct Replay::Impl : Emitter {
       for (const Transfer& t : step.recvs) {
         if (t.peer >= 0 || step_sends_to(step, t.peer)) continue;
         ++mirror_pieces[t.peer];
-        mirror_send(inst, me, t.peer, t.bytes, 1, false, false);
+        mirror_send(inst, me, t.peer, t.bytes, 1, false, false, Message{0, 1});
       }
       for (const Transfer& t : step.recvs) {
         const int need = t.peer < 0
@@ -998,7 +1014,8 @@ struct Replay::Impl : Emitter {
   // One send (`pieces` pieces, `bytes` in all) of a collective step from member `from` to member
   // `to` (which has joined): the deliveries are counted at `to` when the data has arrived.
   // With `progressive`, pieces are counted as they arrive where the machine says so.
-  void send(Instance& inst, int from, int to, std::uint64_t bytes, int pieces, bool progressive) {
+  void send(Instance& inst, int from, int to, std::uint64_t bytes, int pieces, bool progressive,
+            Message message) {
     const int src_chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
     const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(to)])];
     // Pieces counted before the last arrived (shared by both callbacks).
@@ -1012,12 +1029,14 @@ struct Replay::Impl : Emitter {
     };
     const std::uint64_t flow = mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(to));
     machine.set_pattern(traffic_pattern(inst.rec.kind, inst.rec.algorithm));
+    machine.set_message(message.id, message.transfers);
     if (pieces > 1) {
       machine.start_pieces(src_chip, dst_chip, bytes, std::uint32_t(pieces), flow, std::move(done),
                            early_arrivals(inst, to, from, early));
     } else {
       machine.start_transfer(src_chip, dst_chip, bytes, flow, std::move(done));
     }
+    machine.set_message(0, 1);
     machine.set_pattern(0);
   }
 
@@ -1031,7 +1050,7 @@ struct Replay::Impl : Emitter {
   // `outgoing` false: only the arrival is counted (a receive with no send of ours).
   // `progressive` as for send().
   void mirror_send(Instance& inst, int from, int peer, std::uint64_t bytes, int pieces,
-                   bool progressive, bool outgoing = true) {
+                   bool progressive, bool outgoing, Message message) {
     const int chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
     auto early = progressive && pieces > 1 ? std::make_shared<int>(0) : nullptr;
     auto done = [&inst, from, peer, pieces, outgoing, early] {
@@ -1043,8 +1062,10 @@ struct Replay::Impl : Emitter {
     };
     const std::uint64_t flow =
         mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(std::uint32_t(peer)) | (outgoing ? 0 : 1ull << 63));
+    machine.set_message(message.id, message.transfers);
     machine.start_replica_transfer(chip, chip, -peer, bytes, std::uint32_t(pieces), flow,
                                    std::move(done), early_arrivals(inst, from, peer, early));
+    machine.set_message(0, 1);
   }
 
   std::string describe_op(int r, std::size_t i) const {

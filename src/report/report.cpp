@@ -466,10 +466,10 @@ Json fabric_json(const run::RunData& d, double T) {
     return v;
   };
   Json tiers = Json::object();
-  // A message is a piece as the workload issued it, whatever the network made of it: each of a
-  // transfer's pieces is one sample of its latency (the flow network carries the pieces of a
-  // collective step to one peer as one transfer, delivered together; the packet network one
-  // transfer per piece), so both tiers count and weigh messages alike.
+  // A message is a piece as the workload issued it, whatever the network made of it: each is
+  // one sample, whose latency runs to the arrival of the last of the pieces sent with it (what
+  // its collective step sends to the same peer at once; run::TransferSample), so both tiers
+  // count, weigh and time messages alike.
   std::array<std::vector<double>, 3> msg;
   std::uint64_t messages_simulated = 0;
   for (const auto& x : d.transfers) messages_simulated += x.pieces;
@@ -942,8 +942,7 @@ std::string summary_text(const Json& s, const run::RunData& d, const ResourceLev
     const Json& ml = v["message_latency_ns"];
     const Json& pl = v["packet_latency_ns"];
     const Json& ul = v["packet_unloaded_latency_ns"];
-    t += fmt::format("    {:<18} message p50 {}, p99 {}", k,
-                     packets ? fmt_time(ml["p50"].get<double>()) : detailed_only,
+    t += fmt::format("    {:<18} message p50 {}, p99 {}", k, fmt_time(ml["p50"].get<double>()),
                      fmt_time(ml["p99"].get<double>()));
     if (!pl.empty()) {
       t += fmt::format("; packet p50 {}, p99 {} (unloaded p99 {})", fmt_time(pl["p50"].get<double>()),

@@ -334,11 +334,35 @@ std::vector<model::Network*> Rack::fabric_model_networks() const {
   return out;
 }
 
-void Rack::record(const model::TransferRecord& rec, int src, int dst) {
+void Rack::record(const model::TransferRecord& rec, int src, int dst, Message message) {
   transfer_latency_.push_back(rec.latency().si);
   packet_latency_.push_back(rec.last_packet.total.si);
-  transfers_.push_back({src, dst, rec.request.bytes, rec.packets,
-                        std::max<std::uint32_t>(1, rec.request.pieces), rec.latency().si});
+  const TransferSample sample{src, dst, rec.request.bytes, rec.packets,
+                              std::max<std::uint32_t>(1, rec.request.pieces), rec.latency().si};
+  if (message.id == 0 || message.transfers <= 1) {
+    transfers_.push_back(sample);
+  } else {
+    // Pieces sent together that the packet fabric carries as one transfer each: one sample from
+    // their issue to the last one's arrival, as the flow network's one transfer gives it.
+    auto [it, first] = open_messages_.try_emplace(message.id);
+    OpenMessage& m = it->second;
+    if (first) {
+      m.sample = sample;
+      m.issued = rec.issued;
+      m.completed = rec.completed;
+    } else {
+      m.sample.bytes += sample.bytes;
+      m.sample.packets += sample.packets;
+      m.sample.pieces += sample.pieces;
+      m.issued = std::min(m.issued, rec.issued);
+      m.completed = std::max(m.completed, rec.completed);
+    }
+    if (++m.arrived == message.transfers) {
+      m.sample.latency_s = (m.completed - m.issued).to_seconds();
+      transfers_.push_back(m.sample);
+      open_messages_.erase(it);
+    }
+  }
   hbm_bytes_ += 2.0 * double(rec.request.bytes);  // read at the source, written at the destination
   if (observer_) observer_();
 }
@@ -355,7 +379,7 @@ void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
                                       ? scale_out_->start_on_path(r, folded_->path(src, 0, dst))
                                       : route(r).start(r);
   if (!h.done()) model::wait_counted(activity_, h.done_event());
-  record(h.record(), src, dst);
+  record(h.record(), src, dst, {});
 }
 
 void Rack::start_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow,
@@ -372,8 +396,9 @@ void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pie
   }
   model::TransferRequest r = request(src, dst, bytes, flow);
   r.pieces = pieces;
-  auto on_done = [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
-    record(rec, src, dst);
+  auto on_done = [this, done = std::move(done), src, dst,
+                  message = message_](const model::TransferRecord& rec) {
+    record(rec, src, dst, message);
     done();
   };
   const model::TransferHandle h =
@@ -396,8 +421,8 @@ void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t 
   r.pieces = pieces;
   const model::TransferHandle h = scale_out_->start_on_path(
       r, folded_->path(src, distance * folded_->per_replica(), dst),
-      [this, done = std::move(done), src, dst](const model::TransferRecord& rec) {
-        record(rec, src, dst);
+      [this, done = std::move(done), src, dst, message = message_](const model::TransferRecord& rec) {
+        record(rec, src, dst, message);
         done();
       });
   if (arrived && pieces > 1) h.on_pieces(std::move(arrived));

@@ -121,22 +121,24 @@ TEST_F(Tiers, OneTierFiguresAreMarkedNotZero) {
     ADD_FAILURE() << "no figure " << name;
     return Json();
   };
-  // The median message latency too: the flow network gives both pieces of a peer one arrival.
-  for (const char* n : {"packet_latency_p50_ns", "packet_latency_p99_ns", "credit_stall_ns",
-                        "message_latency_p50_ns"}) {
+  for (const char* n : {"packet_latency_p50_ns", "packet_latency_p99_ns", "credit_stall_ns"}) {
     const Json ff = figure(fast, n), fd = figure(detailed, n);
     EXPECT_TRUE(ff["value"].is_null()) << n;
     EXPECT_EQ(ff["only_at"], "detailed") << n;
     EXPECT_TRUE(fd["value"].is_number()) << n;
   }
-  // A torus of one tier: no message crosses servers at either tier.
-  EXPECT_TRUE(figure(fast, "message_latency_across_servers_p50_ns")["value"].is_null());
-  EXPECT_EQ(figure(fast, "message_latency_across_servers_p50_ns")["only_at"], "detailed");
+  // A torus of one tier: no message crosses servers at either tier, and neither says it lacks
+  // the figure.
+  for (const Json* r : {&fast, &detailed}) {
+    EXPECT_TRUE(figure(*r, "message_latency_across_servers_p50_ns")["value"].is_null());
+    EXPECT_FALSE(figure(*r, "message_latency_across_servers_p50_ns").contains("only_at"));
+  }
   EXPECT_TRUE(fast["fabric"]["packets_delivered"].is_null());
   EXPECT_TRUE(fast["fabric"]["credit_stall_ns"].is_null());
   EXPECT_GT(detailed["fabric"]["packets_delivered"].get<std::uint64_t>(), kMessages);
   // Figures of every tier have a value at both.
-  for (const char* n : {"fabric_messages", "message_latency_p99_ns", "link_mean_utilisation",
+  for (const char* n : {"fabric_messages", "message_latency_p50_ns", "message_latency_p99_ns",
+                        "link_mean_utilisation",
                         "engine_busiest_utilisation", "core_busiest_utilisation"}) {
     EXPECT_TRUE(figure(fast, n)["value"].is_number()) << n;
     EXPECT_TRUE(figure(detailed, n)["value"].is_number()) << n;
@@ -146,8 +148,10 @@ TEST_F(Tiers, OneTierFiguresAreMarkedNotZero) {
   EXPECT_NE(fast_text.find("packets \u2014 (detailed tier only)"), std::string::npos) << fast_text;
   EXPECT_NE(fast_text.find("packet latency \u2014 (detailed tier only)"), std::string::npos) << fast_text;
   EXPECT_NE(fast_text.find("credit stalls \u2014 (detailed tier only)"), std::string::npos) << fast_text;
-  EXPECT_NE(fast_text.find("message p50 \u2014 (detailed tier only), p99 "), std::string::npos) << fast_text;
   EXPECT_EQ(detailed_text.find("tier only"), std::string::npos) << detailed_text;
+  // The message latency is at both tiers.
+  EXPECT_NE(fast_text.find("    all                message p50 "), std::string::npos) << fast_text;
+  EXPECT_EQ(fast_text.find("message p50 \u2014"), std::string::npos) << fast_text;
   EXPECT_NE(fast_text.find("fabric               26 messages"), std::string::npos) << fast_text;
   EXPECT_NE(detailed_text.find("fabric               26 messages"), std::string::npos) << detailed_text;
 }
@@ -209,10 +213,7 @@ TEST_F(Tiers, CompareReadsLineByLine) {
     const bool one_tier = fast["figures"][i].contains("only_at");
     if (one_tier) {
       EXPECT_EQ(r["a_note"], "\u2014 (detailed tier only)") << r;
-      // The torus has no servers: no message crosses one at either tier.
-      if (r["metric"] != "message_latency_across_servers_p50_ns") {
-        EXPECT_TRUE(r["b"].is_number()) << r;
-      }
+      EXPECT_TRUE(r["b"].is_number()) << r;
       EXPECT_TRUE(r["diff"].is_null()) << r;
     } else {
       EXPECT_FALSE(r.contains("a_note")) << r;
@@ -256,6 +257,46 @@ TEST(GoldenTiers, SameMessagesAtBothTiers) {
               f["fabric"]["network_transfers"].get<std::uint64_t>()) << rack;
     EXPECT_EQ(d["fabric"]["network_transfers"], d["fabric"]["messages"]) << rack;
   }
+}
+
+// A message's latency runs to the arrival of the last of the pieces sent with it, at both tiers:
+// rank 0 sends rank 1 2 MiB in an all-to-all-v (two messages, pieces of 1 MiB, sent together;
+// rank 1 sends nothing). The flow network carries them as one transfer, the packet network as
+// two, which end a packet apart; both messages have the latency of the later, so every
+// percentile is that latency (before, the packet tier's median was the first piece's).
+TEST(MessageLatency, IsThatOfTheLastPieceAtBothTiers) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("trnsim-message-latency-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto a2av = [](Json send) {
+    return Json{{"id", 0}, {"name", "a2av"}, {"op", "all_to_all_v"}, {"group", "pair"},
+                {"send_bytes", std::move(send)}};
+  };
+  const Json trace = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "one-message"},
+                      {"ranks", 2}, {"groups", {{"pair", {0, 1}}}},
+                      {"rank_ops", {{{"rank", 0}, {"ops", {a2av({0, 2 * kMiB})}}},
+                                    {{"rank", 1}, {"ops", {a2av({0, 0})}}}}}};
+  std::ofstream(dir / "trace.json") << trace.dump(1);
+  Json latency[2];
+  int k = 0;
+  for (const std::string tier : {"fast", "detailed"}) {
+    const auto r = run_trnsim("run --config trn2-instance --trace " + (dir / "trace.json").string() +
+                                  " --set replay.collectives.sync_bytes=0B --no-cache" +
+                                  " --set sim.fidelity=" + tier + " --json",
+                              false);
+    ASSERT_EQ(r.code, 0) << r.out;
+    const Json j = Json::parse(r.out);
+    latency[k] = j["fabric"]["tiers"]["all"]["message_latency_ns"];
+    EXPECT_EQ(latency[k]["count"].get<std::uint64_t>(), 2u) << tier;
+    EXPECT_EQ(latency[k]["p50"].get<double>(), latency[k]["max"].get<double>()) << tier << latency[k];
+    EXPECT_EQ(latency[k]["mean"].get<double>(), latency[k]["max"].get<double>()) << tier << latency[k];
+    ++k;
+  }
+  // And the two tiers give it within 1 %.
+  EXPECT_NEAR(latency[0]["p50"].get<double>() / latency[1]["p50"].get<double>(), 1.0, 0.01)
+      << latency[0] << latency[1];
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -56,6 +56,13 @@ class Machine {
   // The traffic pattern of the transfers started from now on (model::TransferRequest::pattern:
   // replay::traffic_pattern), until set again. The default ignores it.
   virtual void set_pattern(std::uint8_t pattern) { (void)pattern; }
+  // The pieces the transfers started from now on carry, until set again: those one collective
+  // step sends to one peer at once, `transfers` transfers in all (one where the machine merges
+  // them, one per piece elsewhere). Each piece's latency runs to the arrival of the last of
+  // them, so that a message's latency means the same whichever network carries it
+  // (docs/models/fidelity.md, "What each figure means at each tier"). Id 0: a transfer whose
+  // pieces are sent with no others. The default ignores it.
+  virtual void set_message(std::uint64_t id, std::uint32_t transfers) { (void)id, (void)transfers; }
   // Whether start_pieces() sends several pieces to one destination as one transfer (a
   // flow-level network, where pieces started together share links alike anyway).
   virtual bool merges_pieces() const { return false; }

@@ -23,10 +23,10 @@
 
 namespace trnsim::run {
 
-// One fabric transfer as the report needs it: latency by tier. A transfer carries `pieces`
-// messages (collective pieces or sends as the workload issued them): the flow network merges the
-// pieces of a collective step sent together to one peer into one transfer, the packet network
-// sends each as its own; each piece is delivered when its transfer completes.
+// Messages sent together as the report needs them: latency by tier. `pieces` messages (a send,
+// or the pieces one collective step sends to one peer at once): the flow network carries them
+// as one transfer, the packet network as one per piece; their latency is from their issue to
+// the arrival of the last of them at either (Rack::record), each piece one sample of it.
 struct TransferSample {
   int src = 0, dst = 0;
   std::uint64_t bytes = 0, packets = 0;
