@@ -5,7 +5,7 @@
 
     tools/bench_fidelity.py [--trnsim build/release/src/cli/trnsim] [--quick] [--json]
                             [--racks trn2-instance,trn3-gen2-ultraserver]
-                            [--part network|step|concurrent]
+                            [--part network|step|concurrent|figures]
                             [--ops all-to-all,all-reduce] [--sizes 1MiB,16MiB]
                             [--ranks N] [--queueing voq|input_fifo]
                             [--flow-calibration none|packet|workload|both]
@@ -36,12 +36,19 @@ of its members' median total), and runs each class alone and then all of them at
 rank starting its ops together (one op per class, no dependencies, on the rank's group of the
 family): what the step's collectives lose when they overlap, which calibration on each alone
 cannot see (docs/models/fidelity-log.md#collectives-at-once-and-single-packets-issue-30-at-f472985).
+`figures` runs each step trace (`--traces`, default the step part's) at both tiers with
+fast-forward on and gives a row per figure of report.json's `figures` (`figure NAME TRACE`):
+the figures that mean the same at every tier (docs/models/fidelity.md#report-figures); a
+figure one tier lacks (`only_at`) has no difference and is counted apart, as one-tier. The
+default step: `--part figures --racks trn3-gen2-ultraserver --traces
+traces/deepseek-v3-step-144.json.gz --set sim.memory_budget=8GB`.
 `--reference-packets` (network part) runs the detailed side of every collective row outside
 its target again at each of these packet sizes (`replay.fabric_packet_bytes`; the default is
 256 KiB): how far the reference itself moves with its granularity, against the same fast time
 (`detailed_by_packet`, `diff_by_packet` in --json; in the summary beside the row).
 After the table, the rows each of issue #30's targets covers (a collective of 1 MiB-1 GiB on
-every chip within 5 %, the uniform traffic's mean latency within 10 %, a step within 3 %) and
+every chip within 5 %, the uniform traffic's mean latency within 10 %, a step within 3 %, a
+report figure at both tiers within 10 %) and
 how many are within it; with --json each row has `aim_category`, `aim` and `within` (null where
 no target covers it). Wall times are this machine's under its load: they belong here, never in a test
 (docs/models/fidelity.md).
@@ -69,11 +76,13 @@ COLLECTIVES = {"all_to_all": "all_to_all", "all_to_all_v": "all_to_all", "all_ga
 
 # Issue #30's targets, fast against detailed: |diff| within the aim. (category, aim, the rows it
 # applies to): a collective of 1 MiB-1 GiB on every chip of a rack, the uniform traffic's mean
-# latency, a step's time (the issue's is with fast-forward on both tiers: --split).
+# latency, a step's time (the issue's is with fast-forward on both tiers: --split), a report
+# figure that both tiers give (--part figures).
 AIMS = [("collective, 1 MiB-1 GiB, every chip", 0.05,
          re.compile(r"^(all-reduce|all-gather|reduce-scatter|all-to-all) (\d+)(MiB|GiB)$")),
         ("uniform traffic, mean latency", 0.10, re.compile(r"^traffic uniform ")),
-        ("step time", 0.03, re.compile(r"^step "))]
+        ("step time", 0.03, re.compile(r"^step ")),
+        ("report figure at both tiers", 0.10, re.compile(r"^figure "))]
 
 
 def aim_of(row):
@@ -97,6 +106,8 @@ def summary(rows, split):
         mine = [r for r in rows if r.get("aim_category") == category]
         if not mine:
             continue
+        apart = [r for r in mine if r["within"] is None]  # a figure one tier lacks, or neither has
+        mine = [r for r in mine if r["within"] is not None]
         out = [r for r in mine if not r["within"]]
         note = ""
         if category == "step time":
@@ -105,7 +116,9 @@ def summary(rows, split):
         lines.append(f"{category}, within {100 * aim:.0f} %{note}: {len(mine) - len(out)} of "
                      f"{len(mine)}" + ("; outside: " + ", ".join(
                          outside(r) for r in out)
-                         if out else ""))
+                         if out else "") + (f"; one tier or neither: {len(apart)} ("
+                                            + ", ".join(apart_name(r) for r in apart) + ")"
+                                            if apart else ""))
     return lines
 
 
@@ -139,6 +152,11 @@ def outside(r):
     if by:
         s += " (detailed at " + ", ".join(f"{pb}: {100 * d:+.1f} %" for pb, d in by.items()) + ")"
     return s
+
+
+def apart_name(r):
+    """A figure row without a difference, for the summary: its name, and which tier has it."""
+    return f"{r['metric']}: " + (f"{r['only_at']} only" if r.get("only_at") else "at neither")
 
 
 def fail(msg):
@@ -237,6 +255,34 @@ def split_rows(trnsim, racks, traces):
                          "compute_packet": rel("packet_op", "packet_tile"),
                          "network_tile": rel("flow_tile", "packet_tile"),
                          "network_op": rel("flow_op", "packet_op")})
+    return rows
+
+
+def figure_rows(trnsim, racks, traces):
+    """Every report figure of each step at both tiers, fast-forward on: a row each, the figures
+    one tier lacks (`only_at`) or neither has (null at both) without a difference."""
+    rows = []
+    sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
+    for rack in racks:
+        for trace in traces:
+            figs, wall = {}, {}
+            for fid in ("detailed", "fast"):
+                j, wall[fid] = trnsim_json(trnsim, ["run", "--config", f"configs/racks/{rack}.json",
+                                                    "--trace", trace, "--json", "--set",
+                                                    "sim.fast_forward=true", *sets, "--set",
+                                                    f"sim.fidelity={fid}"])
+                figs[fid] = j["figures"]
+            for d, f in zip(figs["detailed"], figs["fast"]):
+                dv, fv = d.get("value"), f.get("value")
+                row = {"rack": rack, "case": f"figure {f['name']} {os.path.basename(trace)}",
+                       "metric": f["name"], "detailed": dv, "fast": fv,
+                       "only_at": d.get("only_at") or f.get("only_at"),
+                       "wall_detailed_s": wall["detailed"], "wall_fast_s": wall["fast"]}
+                if dv is not None and fv is not None:
+                    row["diff"] = (fv - dv) / dv if dv else (0.0 if fv == dv else float("inf"))
+                else:
+                    row["diff"] = None
+                rows.append(row)
     return rows
 
 
@@ -343,7 +389,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trnsim", default=os.path.join(ROOT, "build/release/src/cli/trnsim"))
     ap.add_argument("--racks", default=",".join(RACKS))
-    ap.add_argument("--part", choices=["network", "step", "concurrent", "all"], default="all",
+    ap.add_argument("--part", choices=["network", "step", "concurrent", "figures", "all"], default="all",
                     help="all: network and step")
     ap.add_argument("--quick", action="store_true", help="two sizes per collective")
     ap.add_argument("--json", action="store_true")
@@ -409,10 +455,12 @@ def main():
         rows += (split_rows if a.split else step_rows)(a.trnsim, racks, traces)
     if a.part == "concurrent":
         rows += concurrent_rows(a.trnsim, racks, traces)
+    if a.part == "figures":
+        rows += figure_rows(a.trnsim, racks, traces)
     for r in rows:
         a_ = aim_of(r)
         r["aim_category"], r["aim"] = a_ if a_ else (None, None)
-        r["within"] = abs(r["diff"]) <= r["aim"] if a_ else None
+        r["within"] = abs(r["diff"]) <= r["aim"] if a_ and r["diff"] is not None else None
     if packets:
         reference_spread(a.trnsim, rows, packets)
     if a.json:
@@ -421,11 +469,17 @@ def main():
     extra = f" {'fast uncal':>14} {'diff':>8}" if BOTH else ""
     print(f"{'rack':24} {'case':38} {'detailed':>14} {'fast':>14} {'diff':>8} "
           f"{'wall d/f (s)':>14}{extra}")
+    def num(x, width):
+        if x is None:
+            return f"{'—':>{width}}"
+        return f"{x:{width}.1f}" if abs(x) >= 1000 else f"{x:{width}.4g}"
     for r in rows:
         extra = (f" {r['fast_none']:14.1f} {100 * r['diff_none']:+7.2f}%"
                  if "fast_none" in r else "")
-        print(f"{r['rack']:24} {r['case']:38} {r['detailed']:14.1f} {r['fast']:14.1f} "
-              f"{100 * r['diff']:+7.2f}% {r['wall_detailed_s']:6.2f}/{r['wall_fast_s']:<6.2f}"
+        diff = f"{100 * r['diff']:+7.2f}%" if r["diff"] is not None else \
+            f"{(r['only_at'] + ' only') if r.get('only_at') else 'neither':>8}"
+        print(f"{r['rack']:24} {r['case']:38} {num(r['detailed'], 14)} {num(r['fast'], 14)} "
+              f"{diff} {r['wall_detailed_s']:6.2f}/{r['wall_fast_s']:<6.2f}"
               f"{extra}")
         if "times_ns" in r:
             t = r["times_ns"]

@@ -192,6 +192,30 @@ def bench_fidelity():
                                "--set", f"sim.fidelity={fid}", "--set", "rack.fabric.flow_calibration=none"
                                )["performance"]["step_time_ns"]
             check(close(rows[0][fid], want), f"concurrent, all-reduce on tp, {fid}: {rows[0][fid]} ns, direct {want}")
+    # figures: a row per report figure of the step at both tiers, fast-forward on; those one tier
+    # lacks (the packets', credit stalls) or neither has (no server on the torus) apart.
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "figures", "--traces",
+                           golden, "--json"))
+    runs = {fid: trnsim_json("run", "--config", "configs/racks/trn2-instance.json", "--trace", golden,
+                             "--json", "--set", "sim.fast_forward=true", "--set", f"sim.fidelity={fid}")
+            for fid in ("detailed", "fast")}
+    names = [f["name"] for f in runs["fast"]["figures"]]
+    check([r["metric"] for r in rows] == names and len(names) == 26, f"figure rows {[r['metric'] for r in rows]}")
+    for r, d, f in zip(rows, runs["detailed"]["figures"], runs["fast"]["figures"]):
+        check(r["detailed"] == d["value"] and r["fast"] == f["value"], f"{r['metric']}: {r}, direct {d}, {f}")
+    by = {r["metric"]: r for r in rows}
+    for name in ("packet_latency_p50_ns", "packet_latency_p99_ns", "credit_stall_ns"):
+        check(by[name]["only_at"] == "detailed" and by[name]["diff"] is None and by[name]["within"] is None,
+              f"{name} is one-tier: {by[name]}")
+    r = by["message_latency_across_servers_p50_ns"]
+    check(r["detailed"] is None and r["fast"] is None and r["within"] is None, f"no server on the torus: {r}")
+    r = by["step_time_ns"]
+    check(r["aim"] == 0.10 and r["within"] == (abs(r["diff"]) <= 0.10)
+          and close(r["diff"], (r["fast"] - r["detailed"]) / r["detailed"]), f"a figure's target, 10 %: {r}")
+    text = tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "figures", "--traces", golden)
+    n = sum(1 for x in rows if x["within"])
+    check(f"report figure at both tiers, within 10 %: {n} of 22" in text and "one tier or neither: 4" in text,
+          f"the summary counts 22 figures at both tiers and 4 apart:\n{text}")
 
 
 def find_astra():
