@@ -227,20 +227,24 @@ def network_rows(trnsim, racks, sizes, ops, extras=True, ranks=0):
     return rows
 
 
+def step_json(trnsim, rack, trace, *sets):
+    """`trnsim run` of `trace` on `rack`, fast-forward on, with --set's and then `sets`
+    (PATH=VALUE): its JSON and wall time."""
+    return trnsim_json(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace", trace,
+                                "--json", "--set", "sim.fast_forward=true",
+                                *[x for kv in [*EXTRA_SETS, *sets] for x in ("--set", kv)]])
+
+
 def split_rows(trnsim, racks, traces):
     """Each step at flow|packet x op|tile, fast-forward on: the gap split into compute and network."""
     rows = []
-    sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
     for rack in racks:
         for trace in traces:
             t, wall = {}, {}
             for net in ("flow", "packet"):
                 for comp in ("op", "tile"):
-                    j, w = trnsim_json(trnsim, ["run", "--config", f"configs/racks/{rack}.json",
-                                                "--trace", trace, "--json", "--set",
-                                                "sim.fast_forward=true", *sets, "--set",
-                                                f"rack.fabric.model={net}", "--set",
-                                                f"chip.compute.model={comp}"])
+                    j, w = step_json(trnsim, rack, trace, f"rack.fabric.model={net}",
+                                     f"chip.compute.model={comp}")
                     t[f"{net}_{comp}"] = j["performance"]["step_time_ns"]
                     wall[f"{net}_{comp}"] = w
 
@@ -262,15 +266,11 @@ def figure_rows(trnsim, racks, traces):
     """Every report figure of each step at both tiers, fast-forward on: a row each, the figures
     one tier lacks (`only_at`) or neither has (null at both) without a difference."""
     rows = []
-    sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
     for rack in racks:
         for trace in traces:
             figs, wall = {}, {}
             for fid in ("detailed", "fast"):
-                j, wall[fid] = trnsim_json(trnsim, ["run", "--config", f"configs/racks/{rack}.json",
-                                                    "--trace", trace, "--json", "--set",
-                                                    "sim.fast_forward=true", *sets, "--set",
-                                                    f"sim.fidelity={fid}"])
+                j, wall[fid] = step_json(trnsim, rack, trace, f"sim.fidelity={fid}")
                 figs[fid] = j["figures"]
             for d, f in zip(figs["detailed"], figs["fast"]):
                 dv, fv = d.get("value"), f.get("value")
