@@ -121,13 +121,7 @@ struct Replay::Impl : Emitter {
     }
     sc_event* operator->() { return &**this; }
   };
-  // The pieces one collective step sends to one peer at once (Machine::set_message): their id,
-  // counted over the run from 1, and the transfers that carry them.
-  struct Message {
-    std::uint64_t id = 0;
-    std::uint32_t transfers = 1;
-  };
-  std::uint64_t messages_ = 0;
+  std::uint64_t messages_ = 0;  // SentTogether ids given so far
   // One collective: the k-th collective of a group, joined by every member.
   struct Instance {
     std::uint64_t id = 0;
@@ -153,7 +147,7 @@ struct Replay::Impl : Emitter {
       std::uint64_t bytes;
       int pieces;
       bool progressive;
-      Message message;
+      SentTogether message;
     };
     std::vector<std::vector<Waiting>> waiting;
     // Fast-forward: decided by the first member to arrive, followed by every member.
@@ -917,7 +911,7 @@ struct Replay::Impl : Emitter {
         const int peer = step.sends[k].peer;
         std::size_t g = k + 1;
         while (g < step.sends.size() && step.sends[g].peer == peer) ++g;
-        const Message message{++messages_, merge ? 1u : std::uint32_t(g - k)};
+        const SentTogether message{++messages_, merge ? 1u : std::uint32_t(g - k)};
         while (k < g) {
           const std::size_t e = merge ? g : k + 1;
           std::uint64_t bytes = 0;
@@ -948,7 +942,7 @@ struct Replay::Impl : Emitter {
       for (const Transfer& t : step.recvs) {
         if (t.peer >= 0 || step_sends_to(step, t.peer)) continue;
         ++mirror_pieces[t.peer];
-        mirror_send(inst, me, t.peer, t.bytes, 1, false, false, Message{0, 1});
+        mirror_send(inst, me, t.peer, t.bytes, 1, false, false, SentTogether{});
       }
       for (const Transfer& t : step.recvs) {
         const int need = t.peer < 0
@@ -1015,7 +1009,7 @@ struct Replay::Impl : Emitter {
   // `to` (which has joined): the deliveries are counted at `to` when the data has arrived.
   // With `progressive`, pieces are counted as they arrive where the machine says so.
   void send(Instance& inst, int from, int to, std::uint64_t bytes, int pieces, bool progressive,
-            Message message) {
+            SentTogether message) {
     const int src_chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
     const int dst_chip = chip_of[std::size_t(inst.ranks[std::size_t(to)])];
     // Pieces counted before the last arrived (shared by both callbacks).
@@ -1029,14 +1023,14 @@ struct Replay::Impl : Emitter {
     };
     const std::uint64_t flow = mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(to));
     machine.set_pattern(traffic_pattern(inst.rec.kind, inst.rec.algorithm));
-    machine.set_message(message.id, message.transfers);
+    machine.set_message(message);
     if (pieces > 1) {
       machine.start_pieces(src_chip, dst_chip, bytes, std::uint32_t(pieces), flow, std::move(done),
                            early_arrivals(inst, to, from, early));
     } else {
       machine.start_transfer(src_chip, dst_chip, bytes, flow, std::move(done));
     }
-    machine.set_message(0, 1);
+    machine.set_message({});
     machine.set_pattern(0);
   }
 
@@ -1050,7 +1044,7 @@ struct Replay::Impl : Emitter {
   // `outgoing` false: only the arrival is counted (a receive with no send of ours).
   // `progressive` as for send().
   void mirror_send(Instance& inst, int from, int peer, std::uint64_t bytes, int pieces,
-                   bool progressive, bool outgoing, Message message) {
+                   bool progressive, bool outgoing, SentTogether message) {
     const int chip = chip_of[std::size_t(inst.ranks[std::size_t(from)])];
     auto early = progressive && pieces > 1 ? std::make_shared<int>(0) : nullptr;
     auto done = [&inst, from, peer, pieces, outgoing, early] {
@@ -1062,10 +1056,10 @@ struct Replay::Impl : Emitter {
     };
     const std::uint64_t flow =
         mix(inst.id, std::uint64_t(from) << 32 | std::uint64_t(std::uint32_t(peer)) | (outgoing ? 0 : 1ull << 63));
-    machine.set_message(message.id, message.transfers);
+    machine.set_message(message);
     machine.start_replica_transfer(chip, chip, -peer, bytes, std::uint32_t(pieces), flow,
                                    std::move(done), early_arrivals(inst, from, peer, early));
-    machine.set_message(0, 1);
+    machine.set_message({});
   }
 
   std::string describe_op(int r, std::size_t i) const {

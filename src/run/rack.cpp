@@ -334,7 +334,7 @@ std::vector<model::Network*> Rack::fabric_model_networks() const {
   return out;
 }
 
-void Rack::record(const model::TransferRecord& rec, int src, int dst, Message message) {
+void Rack::record(const model::TransferRecord& rec, int src, int dst, replay::SentTogether message) {
   transfer_latency_.push_back(rec.latency().si);
   packet_latency_.push_back(rec.last_packet.total.si);
   const TransferSample sample{src, dst, rec.request.bytes, rec.packets,

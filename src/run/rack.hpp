@@ -55,9 +55,7 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   void account_transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) override;
   bool merges_pieces() const override { return network_->merges_pieces(); }
   void set_pattern(std::uint8_t pattern) override { pattern_ = pattern; }
-  void set_message(std::uint64_t id, std::uint32_t transfers) override {
-    message_ = {id, transfers};
-  }
+  void set_message(replay::SentTogether pieces) override { message_ = pieces; }
   void start_replica_transfer(int src, int dst, int distance, std::uint64_t bytes,
                               std::uint32_t pieces, std::uint64_t flow,
                               std::function<void()> done,
@@ -101,20 +99,16 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   std::uint8_t pattern_ = 0;  // of the transfers started now (set_pattern)
   // The pieces sent together that the transfers started now carry (set_message), and those
   // carried by more than one transfer whose transfers have not all arrived, by id.
-  struct Message {
-    std::uint64_t id = 0;
-    std::uint32_t transfers = 1;
-  };
   struct OpenMessage {
     std::uint32_t arrived = 0;
     TransferSample sample;
     sc_core::sc_time issued, completed;
   };
-  Message message_;
+  replay::SentTogether message_;
   std::unordered_map<std::uint64_t, OpenMessage> open_messages_;
   // Counts a completed transfer; the sample of the pieces sent with it is kept when the last
   // transfer that carries them arrives.
-  void record(const model::TransferRecord& rec, int src, int dst, Message message);
+  void record(const model::TransferRecord& rec, int src, int dst, replay::SentTogether message);
   // The network between two chips (global ids): their UltraServer's fabric, with the request's
   // ids made local to it, or the scale-out network between UltraServers.
   model::Network& route(model::TransferRequest& r) const;

@@ -26,6 +26,14 @@ namespace trnsim::replay {
 
 // What the replay needs from the hardware. Every call is made from a SystemC thread process and
 // returns when the work is done (it waits in simulated time).
+// Pieces one collective step sends to one peer at once (Machine::set_message): their id, counted
+// over the run from 1 (0: a transfer whose pieces are sent with no others), and the transfers
+// that carry them (one where the machine merges the pieces, one per piece elsewhere).
+struct SentTogether {
+  std::uint64_t id = 0;
+  std::uint32_t transfers = 1;
+};
+
 class Machine {
  public:
   virtual ~Machine() = default;
@@ -56,13 +64,11 @@ class Machine {
   // The traffic pattern of the transfers started from now on (model::TransferRequest::pattern:
   // replay::traffic_pattern), until set again. The default ignores it.
   virtual void set_pattern(std::uint8_t pattern) { (void)pattern; }
-  // The pieces the transfers started from now on carry, until set again: those one collective
-  // step sends to one peer at once, `transfers` transfers in all (one where the machine merges
-  // them, one per piece elsewhere). Each piece's latency runs to the arrival of the last of
-  // them, so that a message's latency means the same whichever network carries it
-  // (docs/models/fidelity.md, "What each figure means at each tier"). Id 0: a transfer whose
-  // pieces are sent with no others. The default ignores it.
-  virtual void set_message(std::uint64_t id, std::uint32_t transfers) { (void)id, (void)transfers; }
+  // The pieces the transfers started from now on carry, until set again. Each piece's latency
+  // runs to the arrival of the last of them, so that a message's latency means the same
+  // whichever network carries it (docs/models/fidelity.md, "What each figure means at each
+  // tier"). The default ignores it.
+  virtual void set_message(SentTogether pieces) { (void)pieces; }
   // Whether start_pieces() sends several pieces to one destination as one transfer (a
   // flow-level network, where pieces started together share links alike anyway).
   virtual bool merges_pieces() const { return false; }
