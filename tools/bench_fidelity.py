@@ -11,7 +11,7 @@
                             [--flow-calibration none|packet|workload|both]
                             [--also-uncalibrated]
                             [--set PATH=VALUE ...] [--traces A.json,B.json] [--split]
-                            [--reference-packets 64KiB,16KiB]
+                            [--reference-packets 64KiB,16KiB] [--seeds N]
 
 Parts: `network` runs `bench collective` (all-reduce, all-gather, reduce-scatter, all-to-all,
 1 MiB to 1 GiB), `bench traffic` (all-to-all of 1 MiB per pair, uniform at load 0.5) and
@@ -46,6 +46,11 @@ traces/deepseek-v3-step-144.json.gz --set sim.memory_budget=8GB`.
 its target again at each of these packet sizes (`replay.fabric_packet_bytes`; the default is
 256 KiB): how far the reference itself moves with its granularity, against the same fast time
 (`detailed_by_packet`, `diff_by_packet` in --json; in the summary beside the row).
+`--seeds N` (network, step and concurrent parts) runs every run of a row once per `sim.seed` =
+1..N (the seed salts the fabric's arbitrary choices, routes by flow hash among them, at both
+tiers: docs/results/stability.md): the row's times are the means over the seeds, its difference
+that of the means, and `detailed_by_seed`, `fast_by_seed`, `diff_by_seed` in --json (in the
+table, each tier's range and the range of the differences).
 After the table, the rows each of issue #30's targets covers (a collective of 1 MiB-1 GiB on
 every chip within 5 %, the uniform traffic's mean latency within 10 %, a step within 3 %, a
 report figure at both tiers within 10 %) and
@@ -113,6 +118,8 @@ def summary(rows, split):
         if category == "step time":
             note = " (fast-forward on)" if split else \
                 " (fast-forward off; the issue's target has it on: --split)"
+        if SEEDS:
+            note += f" (the means over seeds 1-{len(SEEDS)})"
         lines.append(f"{category}, within {100 * aim:.0f} %{note}: {len(mine) - len(out)} of "
                      f"{len(mine)}" + ("; outside: " + ", ".join(
                          outside(r) for r in out)
@@ -148,6 +155,9 @@ def reference_spread(trnsim, rows, packets):
 def outside(r):
     """A row outside its target, for the summary: its difference, and at other packet sizes."""
     s = f"{r['rack']} {r['case']} {100 * r['diff']:+.1f} %"
+    if r.get("diff_by_seed"):
+        ds = r["diff_by_seed"]
+        s += f" (by seed {100 * min(ds):+.1f} to {100 * max(ds):+.1f} %)"
     by = r.get("diff_by_packet")
     if by:
         s += " (detailed at " + ", ".join(f"{pb}: {100 * d:+.1f} %" for pb, d in by.items()) + ")"
@@ -181,17 +191,46 @@ EXTRA_SETS = []
 BOTH = []  # --flow-calibration both: the fast tier also without the calibration
 
 
+SEEDS = []  # --seeds N: every run of a row once per sim.seed = 1..N, and the mean taken
+
+
+def seeded(run):
+    """`run(sets)` (PATH=VALUE sets to add -> (value, wall)) once, or with --seeds once per seed:
+    the value (the mean over the seeds), the wall time (summed), the values by seed or None."""
+    if not SEEDS:
+        v, w = run([])
+        return v, w, None
+    vals, wall = [], 0.0
+    for s in SEEDS:
+        v, w = run([f"sim.seed={s}"])
+        vals.append(v)
+        wall += w
+    return sum(vals) / len(vals), wall, vals
+
+
+def by_seed(row, detailed, fast):
+    """With --seeds: the values of each tier by seed, and fast - detailed by seed, in `row`."""
+    if detailed is not None:
+        row["detailed_by_seed"], row["fast_by_seed"] = detailed, fast
+        row["diff_by_seed"] = [(f - d) / d if d else 0.0 for d, f in zip(detailed, fast)]
+
+
 def pair(trnsim, args, metric):
     """Runs `args` at both fidelities; returns (detailed, fast, diff, wall detailed, wall fast),
-    and with --flow-calibration both the fast tier uncalibrated too (fast_none, diff_none)."""
+    and with --flow-calibration both the fast tier uncalibrated too (fast_none, diff_none);
+    with --seeds the means over the seeds, and the values by seed."""
     out = {}
     sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
     for fid in ("detailed", "fast"):
-        j, wall = trnsim_json(trnsim, [*args, "--set", f"sim.fidelity={fid}", *sets])
-        out[fid] = (metric(j), wall)
+        def run(more, fid=fid):
+            j, wall = trnsim_json(trnsim, [*args, "--set", f"sim.fidelity={fid}", *sets,
+                                           *[x for kv in more for x in ("--set", kv)]])
+            return metric(j), wall
+        out[fid] = seeded(run)
     d, f = out["detailed"][0], out["fast"][0]
     row = {"detailed": d, "fast": f, "diff": (f - d) / d if d else 0.0,
            "wall_detailed_s": out["detailed"][1], "wall_fast_s": out["fast"][1]}
+    by_seed(row, out["detailed"][2], out["fast"][2])
     if BOTH:
         j, _ = trnsim_json(trnsim, [*args, "--set", "sim.fidelity=fast", *sets, "--set",
                                     "rack.fabric.flow_calibration=none"])
@@ -240,13 +279,15 @@ def split_rows(trnsim, racks, traces):
     rows = []
     for rack in racks:
         for trace in traces:
-            t, wall = {}, {}
+            t, wall, seeds = {}, {}, {}
             for net in ("flow", "packet"):
                 for comp in ("op", "tile"):
-                    j, w = step_json(trnsim, rack, trace, f"rack.fabric.model={net}",
-                                     f"chip.compute.model={comp}")
-                    t[f"{net}_{comp}"] = j["performance"]["step_time_ns"]
-                    wall[f"{net}_{comp}"] = w
+                    def run(more, net=net, comp=comp):
+                        j, w = step_json(trnsim, rack, trace, f"rack.fabric.model={net}",
+                                         f"chip.compute.model={comp}", *more)
+                        return j["performance"]["step_time_ns"], w
+                    k = f"{net}_{comp}"
+                    t[k], wall[k], seeds[k] = seeded(run)
 
             def rel(a, b):
                 return (t[a] - t[b]) / t[b] if t[b] else 0.0
@@ -259,6 +300,7 @@ def split_rows(trnsim, racks, traces):
                          "compute_packet": rel("packet_op", "packet_tile"),
                          "network_tile": rel("flow_tile", "packet_tile"),
                          "network_op": rel("flow_op", "packet_op")})
+            by_seed(rows[-1], seeds["packet_tile"], seeds["flow_op"])
     return rows
 
 
@@ -414,6 +456,9 @@ def main():
                     + ", ".join(CONCURRENT_TRACES) + ")")
     ap.add_argument("--split", action="store_true",
                     help="step part: the four network x compute combinations, fast-forward on")
+    ap.add_argument("--seeds", type=int, default=0, metavar="N",
+                    help="network, step and concurrent parts: each run once per sim.seed = 1..N "
+                    "(2-100); a row's times are the means, its spread by seed beside it")
     ap.add_argument("--reference-packets", default="", metavar="SIZES",
                     help="network part: the detailed side of each collective outside its target "
                     "again at these packet sizes, e.g. 64KiB,16KiB")
@@ -427,6 +472,14 @@ def main():
     for pb in packets:
         if not re.fullmatch(r"[1-9]\d*(B|KiB|MiB)", pb):
             fail(f"--reference-packets: '{pb}' is not a packet size such as 16KiB")
+    if a.seeds:
+        if not 2 <= a.seeds <= 100:
+            fail(f"--seeds: expected 2 to 100 seeds, got {a.seeds}")
+        if a.part == "figures" or packets:
+            fail("--seeds: not with --part figures or --reference-packets (one seed's runs)")
+        if any(kv.split("=", 1)[0].replace("/", ".").strip(".") == "sim.seed" for kv in a.set):
+            fail("--seeds: sim.seed is set with --set too; give one of them")
+        SEEDS.extend(range(1, a.seeds + 1))
     if a.ranks < 0 or a.ranks == 1:
         fail(f"--ranks: expected 0 (every chip) or at least 2 ranks, got {a.ranks}")
     EXTRA_SETS.extend(a.set)
@@ -481,6 +534,13 @@ def main():
         print(f"{r['rack']:24} {r['case']:38} {num(r['detailed'], 14)} {num(r['fast'], 14)} "
               f"{diff} {r['wall_detailed_s']:6.2f}/{r['wall_fast_s']:<6.2f}"
               f"{extra}")
+        if "diff_by_seed" in r:
+            def spread(v):
+                return f"{num(min(v), 0).strip()}-{num(max(v), 0).strip()}"
+            ds = r["diff_by_seed"]
+            print(f"{'':24} {f'  seeds 1-{len(ds)}: detailed, fast, diff':38} "
+                  f"{spread(r['detailed_by_seed']):>14} {spread(r['fast_by_seed']):>14} "
+                  f"{100 * min(ds):+.2f}% to {100 * max(ds):+.2f}%")
         if "times_ns" in r:
             t = r["times_ns"]
             print(f"{'':24} {'  flow+tile / packet+op':38} {t['flow_tile']:14.1f} "

@@ -148,6 +148,23 @@ def bench_fidelity():
                        "all-to-all", "--bytes", "1MiB", "--ranks", "4", "--json", "--set",
                        "sim.fidelity=detailed")["time_ns"]
     check(close(rows[0]["detailed"], want), f"4 ranks, detailed: {rows[0]['detailed']} ns, direct {want} ns")
+    # --seeds: each run once per sim.seed = 1..N, the row the means and the values by seed.
+    for bad in (["--seeds", "1"], ["--seeds", "101"], ["--seeds", "2", "--part", "figures"],
+                ["--seeds", "2", "--set", "sim.seed=3"]):
+        tool("--trnsim", TRNSIM, *bad, expect=2)
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "network", "--ops",
+                           "all-to-all", "--sizes", "1MiB", "--ranks", "4", "--collectives-only", "--seeds", "2",
+                           "--json"))
+    r = rows[0]
+    for fid in ("detailed", "fast"):
+        want = [trnsim_json("bench", "collective", "--config", "configs/racks/trn2-instance.json", "--op",
+                            "all-to-all", "--bytes", "1MiB", "--ranks", "4", "--json", "--set",
+                            f"sim.fidelity={fid}", "--set", f"sim.seed={s}")["time_ns"] for s in (1, 2)]
+        check(len(r[f"{fid}_by_seed"]) == 2 and all(close(a, b) for a, b in zip(r[f"{fid}_by_seed"], want)),
+              f"{fid} by seed: {r[f'{fid}_by_seed']}, direct {want}")
+        check(close(r[fid], (want[0] + want[1]) / 2), f"{fid}: {r[fid]} ns, the mean of {want}")
+    check(all(close(x, (f - d) / d) for x, d, f in zip(r["diff_by_seed"], r["detailed_by_seed"], r["fast_by_seed"]))
+          and close(r["diff"], (r["fast"] - r["detailed"]) / r["detailed"]), f"diffs by seed and of the means: {r}")
     # --split: the four network x compute combinations of one step, fast-forward on.
     tool("--trnsim", TRNSIM, "--traces", "no-such-trace.json", expect=2)
     golden = "tests/golden/inputs/golden-moe-16.json"
@@ -166,6 +183,15 @@ def bench_fidelity():
           "compute part under flows is (flow+op - flow+tile) / flow+tile")
     check(close(r["network_op"], (t["flow_op"] - t["packet_op"]) / t["packet_op"]),
           "network part under op compute is (flow+op - packet+op) / packet+op")
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
+                           "--split", "--seeds", "2", "--json"))
+    r = rows[0]
+    want = [trnsim_json("run", "--config", "configs/racks/trn2-instance.json", "--trace", golden, "--json",
+                        "--set", "sim.fast_forward=true", "--set", "rack.fabric.model=packet", "--set",
+                        "chip.compute.model=tile", "--set", f"sim.seed={s}")["performance"]["step_time_ns"]
+            for s in (1, 2)]
+    check(all(close(a, b) for a, b in zip(r["detailed_by_seed"], want)) and close(r["detailed"], sum(want) / 2)
+          and r["times_ns"]["packet_tile"] == r["detailed"], f"split, packet + tile by seed: {r}, direct {want}")
     # concurrent: the golden trace's collectives by kind and group family (tp, ep, dp, edp), in
     # order of appearance, each alone at its median size, then all six at once.
     tool("--trnsim", TRNSIM, "--part", "concurrent", "--traces", "README.md", expect=2)
