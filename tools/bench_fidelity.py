@@ -46,7 +46,7 @@ traces/deepseek-v3-step-144.json.gz --set sim.memory_budget=8GB`.
 its target again at each of these packet sizes (`replay.fabric_packet_bytes`; the default is
 256 KiB): how far the reference itself moves with its granularity, against the same fast time
 (`detailed_by_packet`, `diff_by_packet` in --json; in the summary beside the row).
-`--seeds N` (network, step and concurrent parts) runs every run of a row once per `sim.seed` =
+`--seeds N` runs every run of a row once per `sim.seed` =
 1..N (the seed salts the fabric's arbitrary choices, routes by flow hash among them, at both
 tiers: docs/results/stability.md): the row's times are the means over the seeds, its difference
 that of the means, and `detailed_by_seed`, `fast_by_seed`, `diff_by_seed` in --json (in the
@@ -312,14 +312,22 @@ def figure_rows(trnsim, racks, traces):
         for trace in traces:
             figs, wall = {}, {}
             for fid in ("detailed", "fast"):
-                j, wall[fid] = step_json(trnsim, rack, trace, f"sim.fidelity={fid}")
-                figs[fid] = j["figures"]
-            for d, f in zip(figs["detailed"], figs["fast"]):
-                dv, fv = d.get("value"), f.get("value")
+                figs[fid], wall[fid] = [], 0.0
+                for more in [[f"sim.seed={x}"] for x in SEEDS] or [[]]:
+                    j, w = step_json(trnsim, rack, trace, f"sim.fidelity={fid}", *more)
+                    figs[fid].append(j["figures"])
+                    wall[fid] += w
+            for i, (d, f) in enumerate(zip(figs["detailed"][0], figs["fast"][0])):
+                dvs = [run[i].get("value") for run in figs["detailed"]]
+                fvs = [run[i].get("value") for run in figs["fast"]]
+                dv = sum(dvs) / len(dvs) if None not in dvs else None
+                fv = sum(fvs) / len(fvs) if None not in fvs else None
                 row = {"rack": rack, "case": f"figure {f['name']} {os.path.basename(trace)}",
                        "metric": f["name"], "detailed": dv, "fast": fv,
                        "only_at": d.get("only_at") or f.get("only_at"),
                        "wall_detailed_s": wall["detailed"], "wall_fast_s": wall["fast"]}
+                if SEEDS and dv is not None and fv is not None:
+                    by_seed(row, dvs, fvs)
                 if dv is not None and fv is not None:
                     row["diff"] = (fv - dv) / dv if dv else (0.0 if fv == dv else float("inf"))
                 else:
@@ -457,7 +465,7 @@ def main():
     ap.add_argument("--split", action="store_true",
                     help="step part: the four network x compute combinations, fast-forward on")
     ap.add_argument("--seeds", type=int, default=0, metavar="N",
-                    help="network, step and concurrent parts: each run once per sim.seed = 1..N "
+                    help="each run once per sim.seed = 1..N "
                     "(2-100); a row's times are the means, its spread by seed beside it")
     ap.add_argument("--reference-packets", default="", metavar="SIZES",
                     help="network part: the detailed side of each collective outside its target "
@@ -475,8 +483,8 @@ def main():
     if a.seeds:
         if not 2 <= a.seeds <= 100:
             fail(f"--seeds: expected 2 to 100 seeds, got {a.seeds}")
-        if a.part == "figures" or packets:
-            fail("--seeds: not with --part figures or --reference-packets (one seed's runs)")
+        if packets:
+            fail("--seeds: not with --reference-packets (one seed's runs)")
         if any(kv.split("=", 1)[0].replace("/", ".").strip(".") == "sim.seed" for kv in a.set):
             fail("--seeds: sim.seed is set with --set too; give one of them")
         SEEDS.extend(range(1, a.seeds + 1))

@@ -149,7 +149,7 @@ def bench_fidelity():
                        "sim.fidelity=detailed")["time_ns"]
     check(close(rows[0]["detailed"], want), f"4 ranks, detailed: {rows[0]['detailed']} ns, direct {want} ns")
     # --seeds: each run once per sim.seed = 1..N, the row the means and the values by seed.
-    for bad in (["--seeds", "1"], ["--seeds", "101"], ["--seeds", "2", "--part", "figures"],
+    for bad in (["--seeds", "1"], ["--seeds", "101"], ["--seeds", "2", "--reference-packets", "16KiB"],
                 ["--seeds", "2", "--set", "sim.seed=3"]):
         tool("--trnsim", TRNSIM, *bad, expect=2)
     rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "network", "--ops",
@@ -192,6 +192,13 @@ def bench_fidelity():
             for s in (1, 2)]
     check(all(close(a, b) for a, b in zip(r["detailed_by_seed"], want)) and close(r["detailed"], sum(want) / 2)
           and r["times_ns"]["packet_tile"] == r["detailed"], f"split, packet + tile by seed: {r}, direct {want}")
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "figures", "--traces", golden,
+                           "--seeds", "2", "--json"))
+    r = next(x for x in rows if x["metric"] == "step_time_ns")
+    check(all(close(a, b) for a, b in zip(r["detailed_by_seed"], want)) and close(r["detailed"], sum(want) / 2),
+          f"figures, the step time by seed: {r}, direct {want}")
+    r = next(x for x in rows if x["metric"] == "credit_stall_ns")
+    check(r["fast"] is None and r["diff"] is None and "diff_by_seed" not in r, f"a one-tier figure over seeds: {r}")
     # concurrent: the golden trace's collectives by kind and group family (tp, ep, dp, edp), in
     # order of appearance, each alone at its median size, then all six at once.
     tool("--trnsim", TRNSIM, "--part", "concurrent", "--traces", "README.md", expect=2)
