@@ -367,6 +367,15 @@ void Rack::record(const model::TransferRecord& rec, int src, int dst, replay::Se
   if (observer_) observer_();
 }
 
+std::function<void(const model::TransferRecord&)> Rack::recorded(std::function<void()> done,
+                                                                 int src, int dst) {
+  return [this, done = std::move(done), src, dst,
+          message = message_](const model::TransferRecord& rec) {
+    record(rec, src, dst, message);
+    done();
+  };
+}
+
 void Rack::transfer(int src, int dst, std::uint64_t bytes, std::uint64_t flow) {
   if (src == dst) {
     const sc_core::sc_time done = local_copy_done(src, bytes, flow);
@@ -396,11 +405,7 @@ void Rack::start_pieces(int src, int dst, std::uint64_t bytes, std::uint32_t pie
   }
   model::TransferRequest r = request(src, dst, bytes, flow);
   r.pieces = pieces;
-  auto on_done = [this, done = std::move(done), src, dst,
-                  message = message_](const model::TransferRecord& rec) {
-    record(rec, src, dst, message);
-    done();
-  };
+  auto on_done = recorded(std::move(done), src, dst);
   const model::TransferHandle h =
       folded_ && !same_ultraserver(src, dst)  // inside a replica of several UltraServers
           ? scale_out_->start_on_path(r, folded_->path(src, 0, dst), std::move(on_done))
@@ -421,10 +426,7 @@ void Rack::start_replica_transfer(int src, int dst, int distance, std::uint64_t 
   r.pieces = pieces;
   const model::TransferHandle h = scale_out_->start_on_path(
       r, folded_->path(src, distance * folded_->per_replica(), dst),
-      [this, done = std::move(done), src, dst, message = message_](const model::TransferRecord& rec) {
-        record(rec, src, dst, message);
-        done();
-      });
+      recorded(std::move(done), src, dst));
   if (arrived && pieces > 1) h.on_pieces(std::move(arrived));
 }
 

@@ -109,6 +109,10 @@ class Rack : public sc_core::sc_module, public replay::Machine {
   // Counts a completed transfer; the sample of the pieces sent with it is kept when the last
   // transfer that carries them arrives.
   void record(const model::TransferRecord& rec, int src, int dst, replay::SentTogether message);
+  // The completion callback of a transfer from `src` to `dst` started now: records it with the
+  // pieces it carries (message_ as set now), then runs `done`.
+  std::function<void(const model::TransferRecord&)> recorded(std::function<void()> done, int src,
+                                                            int dst);
   // The network between two chips (global ids): their UltraServer's fabric, with the request's
   // ids made local to it, or the scale-out network between UltraServers.
   model::Network& route(model::TransferRequest& r) const;
