@@ -194,18 +194,18 @@ BOTH = []  # --flow-calibration both: the fast tier also without the calibration
 SEEDS = []  # --seeds N: every run of a row once per sim.seed = 1..N, and the mean taken
 
 
-def seeded(run):
+def by_seeds(run):
     """`run(sets)` (PATH=VALUE sets to add -> (value, wall)) once, or with --seeds once per seed:
-    the value (the mean over the seeds), the wall time (summed), the values by seed or None."""
-    if not SEEDS:
-        v, w = run([])
-        return v, w, None
-    vals, wall = [], 0.0
-    for s in SEEDS:
-        v, w = run([f"sim.seed={s}"])
-        vals.append(v)
-        wall += w
-    return sum(vals) / len(vals), wall, vals
+    the values in seed order, and the wall time summed."""
+    runs = [run(more) for more in [[f"sim.seed={s}"] for s in SEEDS] or [[]]]
+    return [v for v, _ in runs], sum(w for _, w in runs)
+
+
+def seeded(run):
+    """`run` as for by_seeds(): the value (the mean over the seeds), the wall time (summed), the
+    values by seed or None without --seeds."""
+    vals, wall = by_seeds(run)
+    return sum(vals) / len(vals), wall, vals if SEEDS else None
 
 
 def by_seed(row, detailed, fast):
@@ -315,11 +315,10 @@ def figure_rows(trnsim, racks, traces):
         for trace in traces:
             figs, wall = {}, {}
             for fid in ("detailed", "fast"):
-                figs[fid], wall[fid] = [], 0.0
-                for more in [[f"sim.seed={x}"] for x in SEEDS] or [[]]:
+                def run(more, fid=fid):
                     j, w = step_json(trnsim, rack, trace, f"sim.fidelity={fid}", *more)
-                    figs[fid].append(j["figures"])
-                    wall[fid] += w
+                    return j["figures"], w
+                figs[fid], wall[fid] = by_seeds(run)
             for i, (d, f) in enumerate(zip(figs["detailed"][0], figs["fast"][0])):
                 dvs = [run[i].get("value") for run in figs["detailed"]]
                 fvs = [run[i].get("value") for run in figs["fast"]]
