@@ -168,6 +168,14 @@ def bench_fidelity():
     # --split: the four network x compute combinations of one step, fast-forward on.
     tool("--trnsim", TRNSIM, "--traces", "no-such-trace.json", expect=2)
     golden = "tests/golden/inputs/golden-moe-16.json"
+    # Without --split, a step row is `trnsim run` at each tier, fast-forward on at both (the
+    # detailed tier's default is off, which simulates every tile of every op).
+    rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
+                           "--json"))
+    want = trnsim_json("run", "--config", "configs/racks/trn2-instance.json", "--trace", golden, "--json",
+                       "--set", "sim.fidelity=detailed", "--set", "sim.fast_forward=true")["performance"]["step_time_ns"]
+    check(len(rows) == 1 and close(rows[0]["detailed"], want),
+          f"step row, detailed with fast-forward: {rows[0]['detailed']} ns, direct run {want} ns")
     rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
                            "--split", "--json"))
     check(len(rows) == 1 and rows[0]["case"] == "step golden-moe-16.json", "one split row: golden-moe-16")
