@@ -635,7 +635,7 @@ void IterationSource::calibration_ops(const replay::OpVisitor& visit) const {
     }
     distinct_ops_ = std::move(ops);
   }
-  for (const auto& [rank, i] : *distinct_ops_) visit(w_.ranks[rank].ops[i]);
+  for (const auto& [rank, i] : *distinct_ops_) visit(w_.ranks[rank].rank, w_.ranks[rank].ops[i]);
 }
 
 IterationDriver::IterationDriver(IterationSource& source) : source_(source) {}

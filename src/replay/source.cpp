@@ -21,7 +21,7 @@ std::optional<UnitKey> phase_unit_key(const trace::Op& op) {
 
 void TraceSource::calibration_ops(const OpVisitor& visit) const {
   for (const auto& rank : w_.ranks) {
-    for (const auto& op : rank.ops) visit(op);
+    for (const auto& op : rank.ops) visit(rank.rank, op);
   }
 }
 

@@ -237,7 +237,7 @@ CalibrationSet calibration_set(const resolve::ChipPlan& plan, const replay::Work
     }
   };
   std::unordered_set<model::OpFields, model::OpFieldsHash> seen;
-  source.calibration_ops([&](const trace::Op& op) {
+  source.calibration_ops([&](int, const trace::Op& op) {
     if (trace::is_compute(op.kind) || op.kind == trace::OpKind::mem_load ||
         op.kind == trace::OpKind::mem_store) {
       if (auto c = to_compute_op(op, plan.params, notes)) {

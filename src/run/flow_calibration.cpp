@@ -137,9 +137,13 @@ Case canonical_case(const CalCase& c, int n) {
 // (below mesh_max_bytes, below rdh_max_bytes, above: the ranges `auto` picks an algorithm by),
 // the classes with the most bytes first. A class's case is its median collective by size (the
 // first visited of that size), on the group it ran on and every other rank idle, each member
-// sending that size (an all_to_all_v's member its per-peer sizes rotated by its place in the
-// group), with the config's algorithm and placement. Deterministic: the source visits its ops
-// in a fixed order.
+// sending that size, with the config's algorithm and placement. An all_to_all_v's members send
+// their own per-peer sizes of that instance (the op of the same name on the same group at each
+// member), then the instance transposed, so that the case has the instance's imbalance in both
+// directions (a routed dispatch's busiest receivers are its combine's busiest senders) rather
+// than every link loaded alike; where the members' ops cannot be told apart by name (a name
+// missing or repeated on a member), each member sends the representative's sizes rotated by its
+// place in the group, once. Deterministic: the source visits its ops in a fixed order.
 std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
                                  const replay::WorkSource& source) {
   const auto& params = loaded.config.replay.collectives;
@@ -155,7 +159,7 @@ std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
     double bytes = 0;                  // all its members send, over every instance
   };
   std::map<Key, Class> classes;
-  source.calibration_ops([&](const trace::Op& op) {
+  source.calibration_ops([&](int, const trace::Op& op) {
     if (!calibrated_kind(op.kind)) return;
     const auto g = groups.find(op.group);
     if (g == groups.end() || g->second.size() < 2) return;
@@ -188,7 +192,7 @@ std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
   }
   // Each class's representative: the first instance visited of its median size.
   std::map<Key, trace::Op> chosen;
-  source.calibration_ops([&](const trace::Op& op) {
+  source.calibration_ops([&](int, const trace::Op& op) {
     if (!calibrated_kind(op.kind)) return;
     const auto g = groups.find(op.group);
     if (g == groups.end() || g->second.size() < 2) return;
@@ -197,6 +201,19 @@ std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
           !chosen.count(k)) {
         chosen.emplace(k, op);
       }
+    }
+  });
+  // An all_to_all_v representative's instance: the op of its name, kind and group at each
+  // member (by rank), and how many each member has.
+  std::map<Key, std::map<int, std::vector<std::uint64_t>>> rows;
+  std::map<Key, std::map<int, int>> seen;
+  source.calibration_ops([&](int rank, const trace::Op& op) {
+    if (op.kind != trace::OpKind::all_to_all_v) return;
+    for (const auto& [k, rep] : chosen) {
+      if (k.kind != op.kind || rep.name.empty() || op.name != rep.name || op.group != rep.group) {
+        continue;
+      }
+      if (++seen[k][rank] == 1) rows[k][rank] = op.send_bytes;
     }
   });
   std::vector<Case> out;
@@ -213,6 +230,35 @@ std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
     w.ranks.resize(std::size_t(source.num_ranks()));
     for (int r = 0; r < source.num_ranks(); ++r) w.ranks[std::size_t(r)].rank = r;
     const std::size_t n = members.size();
+    // An all_to_all_v's rows: each member's own, when every member has exactly one op of the
+    // representative's name (and as many peers); else the representative's, rotated.
+    std::vector<std::vector<std::uint64_t>> own;
+    if (k.kind == trace::OpKind::all_to_all_v) {
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto& count = seen[k];
+        const auto m = count.find(members[i]);
+        if (m == count.end() || m->second != 1 || rows[k][members[i]].size() != n) {
+          own.clear();
+          break;
+        }
+        own.push_back(rows[k][members[i]]);
+      }
+    }
+    // Scaled down in proportion to the cap, by the busiest member's total when the rows are
+    // the members' own (exact when it is not reached).
+    double scale = double(sent) / double(size);
+    if (!own.empty()) {
+      std::uint64_t most = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        std::uint64_t sends = 0, receives = 0;
+        for (std::size_t j = 0; j < n; ++j) {
+          sends += own[i][j];
+          receives += own[j][i];
+        }
+        most = std::max({most, sends, receives});
+      }
+      scale = most > kMaxWorkloadCaseBytes ? double(kMaxWorkloadCaseBytes) / double(most) : 1.0;
+    }
     for (std::size_t i = 0; i < n; ++i) {
       trace::Op op;
       op.id = 0;
@@ -222,15 +268,25 @@ std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
       if (k.kind == trace::OpKind::all_to_all_v) {
         op.send_bytes.resize(n);
         for (std::size_t j = 0; j < n; ++j) {
-          const std::uint64_t b = rep.send_bytes.at((j + n - i) % n);
-          // Scaled down in proportion to the cap (exact when it is not reached).
-          op.send_bytes[j] = sent == size ? b
-                                          : std::uint64_t(double(b) * double(sent) / double(size));
+          const std::uint64_t b = own.empty() ? rep.send_bytes.at((j + n - i) % n) : own[i][j];
+          op.send_bytes[j] = scale == 1.0 ? b : std::uint64_t(double(b) * scale);
         }
       } else {
         op.bytes = sent;
       }
       w.ranks[std::size_t(members[i])].ops = {op};
+      if (own.empty()) continue;
+      // Then the instance transposed (each member sends what it received): its busiest
+      // receivers become its busiest senders, as a dispatch's are a combine's, and the two
+      // directions of imbalance lose differently in the packet fabric.
+      trace::Op back = op;
+      back.id = 1;
+      back.deps = {0};
+      for (std::size_t j = 0; j < n; ++j) {
+        const std::uint64_t b = own[j][i];
+        back.send_bytes[j] = scale == 1.0 ? b : std::uint64_t(double(b) * scale);
+      }
+      w.ranks[std::size_t(members[i])].ops.push_back(back);
     }
     cs.op = k.kind;
     cs.asked = std::string(replay::algorithm_name(params.algorithm));
@@ -241,7 +297,11 @@ std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
                    {"instances", c->sizes.size()},
                    {"class_bytes", c->bytes},
                    {"median_bytes_per_rank", size}};
-    if (sent != size) cs.describe["scaled_to"] = sent;
+    if (k.kind == trace::OpKind::all_to_all_v) {
+      cs.describe["instance"] = rep.name;
+      cs.describe["rows"] = own.empty() ? "rotated" : "own, then transposed";
+    }
+    if (scale != 1.0) cs.describe["scaled_to"] = own.empty() ? sent : std::uint64_t(double(size) * scale);
     out.push_back(std::move(cs));
   }
   return out;
@@ -283,7 +343,7 @@ std::string run_case(const config::LoadedConfig& loaded, const Case& c, bool pac
     sim.set_flow_efficiency(e);
   }
   const RunData out = sim.run();
-  if (out.collectives.size() != 1) throw InternalError("flow calibration: no collective ran");
+  if (out.collectives.empty()) throw InternalError("flow calibration: no collective ran");
   return json{{"time_ns", out.end.to_seconds() * 1e9},
               {"algorithm", std::string(replay::algorithm_name(out.collectives[0].algorithm))}}
       .dump();

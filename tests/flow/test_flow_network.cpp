@@ -672,5 +672,72 @@ TEST(FlowCalibration, WorkloadCasesAreItsOwnCollectives) {
   std::filesystem::remove_all(dir);
 }
 
+// An all_to_all_v class's case is its median instance as the members ran it: each member sends
+// its own per-peer sizes, then the instance transposed (each sends what it received). 4 ranks on
+// the Trn2 instance, one group; each rank's "dispatch" sends 4 MiB to rank 0 and 1 MiB to each
+// other member (a busiest receiver, as a routed MoE dispatch has), so its transpose has a
+// busiest sender: rank 0 sends 4 MiB to each member, the others 1 MiB. The case's packet time is
+// that of the same two collectives run directly on the packet fabric (the calibration's
+// settings: sim at its defaults, no fast-forward), to the picosecond. With a name repeated on a
+// member the instance cannot be told apart, and the representative's sizes rotate as before.
+TEST(FlowCalibration, AllToAllVCaseIsTheInstanceAndItsTranspose) {
+  const auto dir = test::fresh_dir("flow", "cal-a2av");
+  ::setenv("TRNSIM_CACHE_DIR", (dir / "cache").c_str(), 1);
+  ::unsetenv("TRNSIM_NO_CACHE");
+  constexpr std::uint64_t MiB = 1 << 20;
+  const std::vector<std::uint64_t> row = {4 * MiB, MiB, MiB, MiB};
+  const auto trace = [&](bool transposed_too, const std::string& second_name) {
+    nlohmann::json w = {{"format", "trnsim-trace"}, {"version", 1}, {"name", "hot-receiver"},
+                        {"ranks", 4}};
+    w["groups"] = {{"ep", {0, 1, 2, 3}}};
+    for (int r = 0; r < 4; ++r) {
+      nlohmann::json ops = nlohmann::json::array();
+      ops.push_back({{"id", 0}, {"name", "dispatch"}, {"op", "all_to_all_v"}, {"group", "ep"},
+                     {"send_bytes", row}});
+      if (transposed_too) {
+        // What rank r received from each member: 4 MiB from every one if r is 0, else 1 MiB.
+        ops.push_back({{"id", 1}, {"name", second_name}, {"op", "all_to_all_v"}, {"group", "ep"},
+                       {"send_bytes", std::vector<std::uint64_t>(4, row[std::size_t(r)])},
+                       {"deps", {0}}});
+      }
+      w["rank_ops"].push_back({{"rank", r}, {"ops", ops}});
+    }
+    return w;
+  };
+  const auto write = [&](const std::string& name, const nlohmann::json& w) {
+    std::ofstream(dir / name) << w.dump();
+    return (dir / name).string();
+  };
+  const std::string config = std::string("run --config ") + TRNSIM_SOURCE_DIR +
+                             "/configs/racks/trn2-instance.json --trace ";
+  const auto cal = calibrated_twice(config + write("one.json", trace(false, "")) +
+                                        " --set sim.fidelity=fast"
+                                        " --set rack.fabric.flow_calibration=workload",
+                                    "cal-a2av");
+  ASSERT_EQ(cal["cases"].size(), 1u) << cal.dump();
+  const auto& c = cal["cases"][0];
+  EXPECT_EQ(c["op"], "all-to-all-v");
+  EXPECT_EQ(c["workload"]["instance"], "dispatch");
+  EXPECT_EQ(c["workload"]["rows"], "own, then transposed");
+  EXPECT_EQ(c["bytes_per_rank"], 7 * MiB);
+  // The same two collectives, run outright on the packet fabric.
+  const auto out = dir / "direct";
+  const auto direct = test::run_trnsim(config + write("both.json", trace(true, "combine")) +
+                                       " --set sim.fidelity=detailed --set sim.fast_forward=false"
+                                       " --out " + out.string());
+  ASSERT_EQ(direct.code, 0) << direct.out;
+  const auto report = nlohmann::json::parse(test::read_text(out / "report.json"));
+  EXPECT_NEAR(c["packet_ns"].get<double>(),
+              report["performance"]["step_time_ns"].get<double>(), 1e-3);
+  // A name met twice on a member: the representative's sizes, rotated.
+  const auto twice = calibrated_twice(config + write("twice.json", trace(true, "dispatch")) +
+                                          " --set sim.fidelity=fast"
+                                          " --set rack.fabric.flow_calibration=workload",
+                                      "cal-a2av-twice");
+  ASSERT_EQ(twice["cases"].size(), 1u) << twice.dump();
+  EXPECT_EQ(twice["cases"][0]["workload"]["rows"], "rotated");
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace trnsim::model

@@ -536,7 +536,7 @@ class Iterations : public WorkSource {
     return UnitKey{0, *op.micro_batch};
   }
   void calibration_ops(const OpVisitor& visit) const override {
-    visit(gemm(0, 1000, 1000, 1000));
+    visit(0, gemm(0, 1000, 1000, 1000));
   }
   std::vector<BatchDone> done;
   std::vector<BatchId> ids;
@@ -793,8 +793,13 @@ TEST(Replay, PhaseUnitKeysAndTheTraceSource) {
   w.ranks[1].ops = {gemm(0, 32, 8, 8)};
   const TraceSource source(w);
   std::vector<std::uint64_t> seen;
-  source.calibration_ops([&](const trace::Op& op) { seen.push_back(op.m); });
+  std::vector<int> by;
+  source.calibration_ops([&](int rank, const trace::Op& op) {
+    seen.push_back(op.m);
+    by.push_back(rank);
+  });
   EXPECT_EQ(seen, (std::vector<std::uint64_t>{8, 16, 32}));
+  EXPECT_EQ(by, (std::vector<int>{0, 0, 1}));
   EXPECT_EQ(source.num_ranks(), 2);
   EXPECT_EQ(&source.groups(), &w.groups);
 }

@@ -368,7 +368,7 @@ TEST(OpCompute, ASourcesDeclaredOpsAreCalibratedAsATracesAre) {
     const std::map<std::string, std::vector<int>>& groups() const override { return g; }
     void begin(replay::Emitter&) override {}  // emits during the run, not known here
     void calibration_ops(const replay::OpVisitor& visit) const override {
-      for (const auto& o : *ops) visit(o);
+      for (const auto& o : *ops) visit(0, o);
     }
   } source;
   source.ops = &ops;

@@ -72,8 +72,8 @@ struct BatchDone {
   sc_core::sc_time start, end;  // its first op's start, its last op's end
 };
 
-// The visitor calibration_ops() calls on each op.
-using OpVisitor = std::function<void(const trace::Op&)>;
+// The visitor calibration_ops() calls on each op, with the rank that runs it.
+using OpVisitor = std::function<void(int rank, const trace::Op&)>;
 
 // A replay's work. The replay calls the source from its constructor (begin()) and from the
 // simulation (finished()); neither may wait in simulated time. To act at a later time with no
