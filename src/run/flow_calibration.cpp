@@ -203,17 +203,21 @@ std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
       }
     }
   });
-  // An all_to_all_v representative's instance: the op of its name, kind and group at each
-  // member (by rank), and how many each member has.
-  std::map<Key, std::map<int, std::vector<std::uint64_t>>> rows;
-  std::map<Key, std::map<int, int>> seen;
+  // An all_to_all_v representative's instance: at each member (by rank), the first op of its
+  // name, kind and group, and how many such ops the member has.
+  struct Row {
+    int ops = 0;
+    std::vector<std::uint64_t> send_bytes;
+  };
+  std::map<Key, std::map<int, Row>> rows;
   source.calibration_ops([&](int rank, const trace::Op& op) {
     if (op.kind != trace::OpKind::all_to_all_v) return;
     for (const auto& [k, rep] : chosen) {
       if (k.kind != op.kind || rep.name.empty() || op.name != rep.name || op.group != rep.group) {
         continue;
       }
-      if (++seen[k][rank] == 1) rows[k][rank] = op.send_bytes;
+      Row& row = rows[k][rank];
+      if (++row.ops == 1) row.send_bytes = op.send_bytes;
     }
   });
   std::vector<Case> out;
@@ -234,14 +238,14 @@ std::vector<Case> workload_cases(const config::LoadedConfig& loaded,
     // representative's name (and as many peers); else the representative's, rotated.
     std::vector<std::vector<std::uint64_t>> own;
     if (k.kind == trace::OpKind::all_to_all_v) {
+      const auto& by_rank = rows[k];
       for (std::size_t i = 0; i < n; ++i) {
-        const auto& count = seen[k];
-        const auto m = count.find(members[i]);
-        if (m == count.end() || m->second != 1 || rows[k][members[i]].size() != n) {
+        const auto m = by_rank.find(members[i]);
+        if (m == by_rank.end() || m->second.ops != 1 || m->second.send_bytes.size() != n) {
           own.clear();
           break;
         }
-        own.push_back(rows[k][members[i]]);
+        own.push_back(m->second.send_bytes);
       }
     }
     // Scaled down in proportion to the cap, by the busiest member's total when the rows are
