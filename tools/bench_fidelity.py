@@ -135,9 +135,14 @@ def collective_args(rack, op, size, on=()):
             "--bytes", size, *on, "--json"]
 
 
+def set_args(sets):
+    """PATH=VALUE settings as `--set` arguments."""
+    return [x for kv in sets for x in ("--set", kv)]
+
+
 def reference_spread(trnsim, rows, packets):
     """Each collective row outside its target: the detailed time again at each packet size."""
-    sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
+    sets = set_args(EXTRA_SETS)
     for r in rows:
         if r.get("within") is not False or not r["aim_category"].startswith("collective"):
             continue
@@ -219,25 +224,20 @@ def pair(trnsim, args, metric):
     """Runs `args` at both fidelities; returns (detailed, fast, diff, wall detailed, wall fast),
     and with --flow-calibration both the fast tier uncalibrated too (fast_none, diff_none);
     with --seeds the means over the seeds, and the values by seed."""
-    out = {}
-    sets = [x for kv in EXTRA_SETS for x in ("--set", kv)]
-    for fid in ("detailed", "fast"):
-        def run(more, fid=fid):
-            j, wall = trnsim_json(trnsim, [*args, "--set", f"sim.fidelity={fid}", *sets,
-                                           *[x for kv in more for x in ("--set", kv)]])
+    def runner(fid, *after):
+        """`args` at `fid` with --set's, then `after`, then a seed's settings: for seeded()."""
+        def run(more):
+            j, wall = trnsim_json(trnsim, [*args, *set_args([f"sim.fidelity={fid}", *EXTRA_SETS,
+                                                             *after, *more])])
             return metric(j), wall
-        out[fid] = seeded(run)
+        return run
+    out = {fid: seeded(runner(fid)) for fid in ("detailed", "fast")}
     d, f = out["detailed"][0], out["fast"][0]
     row = {"detailed": d, "fast": f, "diff": (f - d) / d if d else 0.0,
            "wall_detailed_s": out["detailed"][1], "wall_fast_s": out["fast"][1]}
     by_seed(row, out["detailed"][2], out["fast"][2])
     if BOTH:
-        def run_none(more):
-            j, wall = trnsim_json(trnsim, [*args, "--set", "sim.fidelity=fast", *sets, "--set",
-                                           "rack.fabric.flow_calibration=none",
-                                           *[x for kv in more for x in ("--set", kv)]])
-            return metric(j), wall
-        row["fast_none"] = seeded(run_none)[0]
+        row["fast_none"] = seeded(runner("fast", "rack.fabric.flow_calibration=none"))[0]
         row["diff_none"] = (row["fast_none"] - d) / d if d else 0.0
     return row
 
@@ -274,7 +274,7 @@ def step_json(trnsim, rack, trace, *sets):
     (PATH=VALUE): its JSON and wall time."""
     return trnsim_json(trnsim, ["run", "--config", f"configs/racks/{rack}.json", "--trace", trace,
                                 "--json", "--set", "sim.fast_forward=true",
-                                *[x for kv in [*EXTRA_SETS, *sets] for x in ("--set", kv)]])
+                                *set_args([*EXTRA_SETS, *sets])])
 
 
 def split_rows(trnsim, racks, traces):
