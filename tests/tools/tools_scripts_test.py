@@ -176,6 +176,27 @@ def bench_fidelity():
                        "--set", "sim.fidelity=detailed", "--set", "sim.fast_forward=true")["performance"]["step_time_ns"]
     check(len(rows) == 1 and close(rows[0]["detailed"], want),
           f"step row, detailed with fast-forward: {rows[0]['detailed']} ns, direct run {want} ns")
+    check("fast_none" not in rows[0], f"no uncalibrated column unless asked: {rows[0]}")
+    # --also-uncalibrated: the fast tier again with rack.fabric.flow_calibration=none, beside the
+    # calibrated one (`auto`: the workload's own collectives); --flow-calibration both: packet
+    # calibration and the same uncalibrated column.
+    uncalibrated = trnsim_json("run", "--config", "configs/racks/trn2-instance.json", "--trace", golden,
+                               "--json", "--set", "sim.fidelity=fast", "--set", "sim.fast_forward=true",
+                               "--set", "rack.fabric.flow_calibration=none")["performance"]["step_time_ns"]
+    for how, calibration in ((["--also-uncalibrated"], "auto"), (["--flow-calibration", "both"], "packet")):
+        r = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
+                            *how, "--json"))[0]
+        calibrated = trnsim_json("run", "--config", "configs/racks/trn2-instance.json", "--trace", golden,
+                                 "--json", "--set", "sim.fidelity=fast", "--set", "sim.fast_forward=true",
+                                 "--set", f"rack.fabric.flow_calibration={calibration}"
+                                 )["performance"]["step_time_ns"]
+        check(close(r["fast"], calibrated) and close(r["fast_none"], uncalibrated)
+              and close(r["diff_none"], (uncalibrated - r["detailed"]) / r["detailed"]),
+              f"{how}: fast {r['fast']} ns (direct {calibrated}), uncalibrated {r['fast_none']} ns "
+              f"(direct {uncalibrated}), diff {r['diff_none']}")
+    text = tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
+                "--also-uncalibrated")
+    check("fast uncal" in text, f"the table has the uncalibrated column:\n{text}")
     rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
                            "--split", "--json"))
     check(len(rows) == 1 and rows[0]["case"] == "step golden-moe-16.json", "one split row: golden-moe-16")
