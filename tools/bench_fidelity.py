@@ -104,7 +104,7 @@ def aim_of(row):
     return None
 
 
-def summary(rows, split):
+def summary(rows):
     """Lines: per target, the rows within it and those outside."""
     lines = []
     for category, aim, _ in AIMS:
@@ -116,8 +116,7 @@ def summary(rows, split):
         out = [r for r in mine if not r["within"]]
         note = ""
         if category == "step time":
-            note = " (fast-forward on)" if split else \
-                " (fast-forward off; the issue's target has it on: --split)"
+            note = " (fast-forward on)"  # at both tiers, with --split or without
         if SEEDS:
             note += f" (the means over seeds 1-{len(SEEDS)})"
         lines.append(f"{category}, within {100 * aim:.0f} %{note}: {len(mine) - len(out)} of "
@@ -561,7 +560,7 @@ def main():
                   f"{100 * r['compute_packet']:+13.2f}%")
             print(f"{'':24} {'  network (tile, op)':38} {100 * r['network_tile']:+13.2f}% "
                   f"{100 * r['network_op']:+13.2f}%")
-    lines = summary(rows, a.split)
+    lines = summary(rows)
     if lines:
         print("\nissue #30's targets (|fast - detailed|):")
         for line in lines:

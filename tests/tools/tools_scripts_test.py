@@ -197,6 +197,8 @@ def bench_fidelity():
     text = tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
                 "--also-uncalibrated")
     check("fast uncal" in text, f"the table has the uncalibrated column:\n{text}")
+    check("step time, within 3 % (fast-forward on)" in text,
+          f"the summary says fast-forward is on at both tiers without --split too:\n{text}")
     rows = json.loads(tool("--trnsim", TRNSIM, "--racks", "trn2-instance", "--part", "step", "--traces", golden,
                            "--split", "--json"))
     check(len(rows) == 1 and rows[0]["case"] == "step golden-moe-16.json", "one split row: golden-moe-16")
