@@ -295,14 +295,20 @@ void check_budgets(double events, double bytes, const config::SimParams& sim,
   }
 }
 
-void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what) {
-  // What to change: the op whose lowered program dominates, a coarser fidelity, or the budget.
+void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what,
+                    const EventUnits& units, bool fast_forward) {
+  // What to change: the op whose lowered program dominates, fast-forward (a tile chip then
+  // simulates each op's head and times the rest from its profile), or the budget.
+  const std::string heads = units.per_instruction && units.op_heads && !fast_forward
+                                ? "; or simulate each op's head only, timing the rest from its "
+                                  "profile, with --set sim.fast_forward=true"
+                                : "";
   const std::string largest =
       e.largest_op.empty()
           ? std::string()
           : fmt::format("; its largest op, {}, lowers to {:.4g} tile-model instructions "
-                        "(split it, or make it smaller)",
-                        e.largest_op, e.largest_op_instructions);
+                        "(split it, or make it smaller){}",
+                        e.largest_op, e.largest_op_instructions, heads);
   const double budget = double(config::memory_budget(sim));
   if (e.memory_bytes() > budget) {
     throw TraceError(fmt::format(

@@ -288,7 +288,21 @@ TEST_F(Hostile, OpsWhoseProgramsExhaustMemoryAreRefusedAtOnce) {
     expect_refused("run --config " + kC + " --trace " + g + " --set sim.memory_budget=6GB --set sim.fidelity=" + fidelity,
                    "more than the memory budget of 6 GB (/sim/memory_budget); its largest op, " + g +
                        ":/rank_ops/0/ops/0 (big), lowers to 3.43e+07 tile-model instructions");
+    // The detailed tier without fast-forward runs every tile of the op: fast-forward would
+    // simulate its head only, which the message says. The fast tier's program is its
+    // calibration's, which fast-forward does not shrink.
+    const auto r = trnsim::test::run_trnsim("run --config " + kC + " --trace " + g +
+                                            " --set sim.memory_budget=6GB --set sim.fidelity=" + fidelity);
+    const std::string hint = "(split it, or make it smaller); or simulate each op's head only, timing the rest "
+                             "from its profile, with --set sim.fast_forward=true; or raise it with --set sim.memory_budget=";
+    EXPECT_EQ(r.out.find(hint) != std::string::npos, fidelity == "detailed") << fidelity << "\n" << r.out;
   }
+  // With fast-forward on already, no such hint.
+  const auto ff = trnsim::test::run_trnsim("run --config " + kC + " --trace " + g +
+                                           " --set sim.memory_budget=1GB --set sim.fidelity=detailed --set sim.fast_forward=true");
+  EXPECT_EQ(ff.code, 2) << ff.out;
+  EXPECT_NE(ff.out.find("(/sim/memory_budget); its largest op, " + g), std::string::npos) << ff.out;
+  EXPECT_EQ(ff.out.find("sim.fast_forward=true"), std::string::npos) << ff.out;
   for (const std::string op :
        {R"({"id": 0, "op": "gemm", "m": 1099511627776, "k": 128, "n": 128, "dtype": "bf16"})",
         R"({"id": 0, "op": "gemm", "m": 128, "k": 128, "n": 128, "batch": 1099511627776, "dtype": "bf16"})",

@@ -137,7 +137,11 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
 
 // Throws TraceError naming the workload `what`, the figure exceeded and the setting that bounds
 // it (/sim/memory_budget, /sim/work_budget, or the kernel's time range) when `e` does not fit.
-void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what);
+// Where the tile model's programs or instructions are most of it, the message names the largest
+// op and, with `units` of a tile chip that times op heads running `plan` without fast-forward,
+// /sim/fast_forward, which simulates each op's head only.
+void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what,
+                    const EventUnits& units = {}, bool fast_forward = true);
 
 // The check of a command that is not a trace replay (a microbenchmark, a topology): throws
 // InputError "`what`: needs about ... (`detail`), more than the ... budget ...; `change`, or
