@@ -113,6 +113,7 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
   std::vector<std::string> notes;
   // A tile chip that fast-forwards inside ops lowers only each op's head (model::op_head).
   const bool heads = units.op_heads && plan.chip.op_head < 1;
+  e.whole_ops = tile && units.op_heads && !plan.fast_forward;
   const auto instructions_of = [&](const trace::Op& op) {
     const auto c = to_compute_op(op, chip, notes);
     if (!c) return 0.0;
@@ -295,14 +296,12 @@ void check_budgets(double events, double bytes, const config::SimParams& sim,
   }
 }
 
-void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what,
-                    const EventUnits& units, bool fast_forward) {
+void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what) {
   // What to change: the op whose lowered program dominates, fast-forward (a tile chip then
   // simulates each op's head and times the rest from its profile), or the budget.
-  const std::string heads = units.per_instruction && units.op_heads && !fast_forward
-                                ? "; or simulate each op's head only, timing the rest from its "
-                                  "profile, with --set sim.fast_forward=true"
-                                : "";
+  const std::string heads = e.whole_ops ? "; or simulate each op's head only, timing the rest "
+                                          "from its profile, with --set sim.fast_forward=true"
+                                        : "";
   const std::string largest =
       e.largest_op.empty()
           ? std::string()

@@ -45,9 +45,7 @@ void TraceReplay::plan(const Setup& s) {
   // Before anything is built or calibrated: refuse what would not fit.
   const EventUnits units = event_units(*s.models.network, *s.models.compute, plan);
   estimate_ = estimate_work(w, plan, cfg.replay, units);
-  if (check_) {
-    check_estimate(estimate_, cfg.sim, fmt::format("workload {}", name()), units, plan.fast_forward);
-  }
+  if (check_) check_estimate(estimate_, cfg.sim, fmt::format("workload {}", name()));
 }
 
 void TraceReplay::elaborate(const Setup& s, replay::Machine& machine) {

@@ -101,6 +101,9 @@ struct WorkEstimate {
   double calibration_instructions = 0;   // what they lower to, all together
   std::string largest_op;                // the op with the most instructions (its rank and name)
   double largest_op_instructions = 0;
+  // Every tile of every op is simulated where fast-forward would simulate each op's head only
+  // (a tile chip that times op heads, /sim/fast_forward off): the refusal says so.
+  bool whole_ops = false;
   double fixed_bytes = 0;  // the binary, its configuration and report writer (kFixedBytes)
   double op_bytes = 0, message_bytes = 0, packet_bytes = 0, process_bytes = 0;
   std::uint64_t running_tile_ops = 0;  // compute ops held on the tile model at once (bound)
@@ -138,10 +141,8 @@ WorkEstimate estimate_work(const trace::Workload& w, const resolve::RackPlan& pl
 // Throws TraceError naming the workload `what`, the figure exceeded and the setting that bounds
 // it (/sim/memory_budget, /sim/work_budget, or the kernel's time range) when `e` does not fit.
 // Where the tile model's programs or instructions are most of it, the message names the largest
-// op and, with `units` of a tile chip that times op heads running `plan` without fast-forward,
-// /sim/fast_forward, which simulates each op's head only.
-void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what,
-                    const EventUnits& units = {}, bool fast_forward = true);
+// op and, where `e.whole_ops`, /sim/fast_forward, which simulates each op's head only.
+void check_estimate(const WorkEstimate& e, const config::SimParams& sim, const std::string& what);
 
 // The check of a command that is not a trace replay (a microbenchmark, a topology): throws
 // InputError "`what`: needs about ... (`detail`), more than the ... budget ...; `change`, or
