@@ -146,6 +146,7 @@ Fabric::Fabric(const sc_core::sc_module_name& name, const topo::Topology& topo,
       ip.header_bytes = header_bytes_;
       ip.endpoint_overhead = p.endpoint_overhead;
       ip.read_ahead_packets = std::uint32_t(p.read_ahead_packets);
+      ip.issued_order = p.send_order == config::FabricSendOrder::issued;
       ip.route_salt = route_salt_;
       MemoryPort* mem = memories.empty() ? nullptr : memories[node.chip->v];
       auto ni = std::make_unique<NetworkInterface>(module_name(node.name).c_str(), rp, ports, ip,

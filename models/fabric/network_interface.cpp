@@ -23,8 +23,8 @@ NetworkInterface::NetworkInterface(const sc_core::sc_module_name& name, const Ro
 void NetworkInterface::issue(TransferState* t) {
   s_issued_ += 1;
   // The transfer rides on its timer, so transfers that start at the same time queue for their
-  // outputs in the timer order the router's salt chooses.
-  schedule(now() + to_sc(ip_.endpoint_overhead), kStart, park(t));
+  // outputs in the timer order the router's salt chooses, or in the order issued.
+  schedule(now() + to_sc(ip_.endpoint_overhead), kStart, park(t), ip_.issued_order);
 }
 
 void NetworkInterface::on_timer(int kind, std::uint64_t arg) {

@@ -42,6 +42,9 @@ struct InterfaceParams {
   std::uint32_t header_bytes = 16;
   Duration endpoint_overhead{};
   std::uint32_t read_ahead_packets = 1;  // source reads issued ahead of the cut, per transfer
+  // Transfers eligible at the same time join their outputs' queues in the order issued
+  // (/rack/fabric/send_order issued); otherwise in the order the router's salt permutes.
+  bool issued_order = false;
   // Mixed into every flow id before it picks among equal-cost next hops (0: the flow id as it
   // is); the same in every interface of a fabric, from sim.seed.
   std::uint64_t route_salt = 0;

@@ -82,11 +82,14 @@ class TimedQueue {
     o.dont_initialize();
     sc_core::sc_spawn([this] { serve(); }, name.c_str(), &o);
   }
-  void push(const sc_core::sc_time& t, Item item) {
+  // `in_order`: served, among the items due at `t`, in insertion order with the other such
+  // items, whatever the salt (and, with a salt, before the salted ones).
+  void push(const sc_core::sc_time& t, Item item, bool in_order = false) {
     if (t < now()) throw InternalError("TimedQueue: an item scheduled in the past");
     const bool earliest = heap_.empty() || t < heap_.top().t;
     const std::uint64_t seq = seq_++;
-    heap_.push(Entry{t, salt_ == 0 ? seq : splitmix64_finalise(seq ^ salt_), std::move(item)});
+    heap_.push(Entry{t, salt_ == 0 || in_order ? seq : splitmix64_finalise(seq ^ salt_),
+                     std::move(item)});
     if (earliest) event_.notify(t - now());
   }
   bool empty() const { return heap_.empty(); }

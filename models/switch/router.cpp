@@ -93,8 +93,8 @@ int Router::next_set(const std::vector<std::uint64_t>& mask, int from, int end) 
   return end;
 }
 
-void Router::schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg) {
-  timers_.push(t, Timer{kind, arg});
+void Router::schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg, bool in_order) {
+  timers_.push(t, Timer{kind, arg}, in_order);
 }
 
 void Router::schedule_wake(int out, const sc_core::sc_time& t) {

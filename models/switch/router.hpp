@@ -113,7 +113,8 @@ class Router : public Block, public LinkEndpoint {
   virtual void on_timer(int kind, std::uint64_t arg);
 
   static constexpr int kFirstUserTimer = 1;
-  void schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg);
+  // `in_order`: before, and in the order scheduled among, the timers due at `t` that are not.
+  void schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg, bool in_order = false);
   // Tries to start a packet on output `out` now.
   void kick(int out);
   // Frees the buffer of a packet that arrived on input `in`, at time `at` (>= now()).

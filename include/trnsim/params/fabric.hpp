@@ -44,6 +44,17 @@ constexpr auto enum_names(FabricCutThrough) {
                     std::pair{FabricCutThrough::hold, std::string_view("hold")}};
 }
 
+// In what order a chip's transfers that become eligible at the same time join their outputs'
+// queues (docs/models/fabric.md, "The seed: every arbitrary choice"). seeded: an order the run's
+// seed permutes, as every other tie of the packet fabric. issued: the order they were issued in
+// (a collective's schedule: the mesh all-to-all's staggered peers), as the flow network's lane
+// takes them. Which one a Trainium DMA gives is unpublished.
+enum class FabricSendOrder { seeded, issued };
+constexpr auto enum_names(FabricSendOrder) {
+  return std::array{std::pair{FabricSendOrder::seeded, std::string_view("seeded")},
+                    std::pair{FabricSendOrder::issued, std::string_view("issued")}};
+}
+
 // Where the flow network's per-pattern link efficiency comes from (docs/models/fidelity.md,
 // "Flow calibration"). none: every link direction carries its nominal bandwidth. packet: before
 // the run, the packet fabric of the same rack runs each collective algorithm once on every chip
@@ -126,6 +137,7 @@ struct FabricParams {
   FabricSpreading spreading = FabricSpreading::per_flow;
   FabricQueueing queueing = FabricQueueing::voq;
   FabricCutThrough cut_through = FabricCutThrough::share;
+  FabricSendOrder send_order = FabricSendOrder::seeded;
   ChipRelay chip_relay = ChipRelay::router;
   FlowCalibration flow_calibration = FlowCalibration::auto_;
   FlowContention flow_contention = FlowContention::max_min;
@@ -163,6 +175,10 @@ struct FabricParams {
     v.field("cut_through", cut_through,
             "a packet cut through onto a faster output takes it for its serialisation at the "
             "output's rate (share) or until its tail has left (hold)");
+    v.field("send_order", send_order,
+            "packet network: a chip's transfers that start together join their outputs' queues "
+            "in an order the seed permutes (seeded) or in the order issued (issued: a "
+            "collective's schedule order, as the flow network's lane)");
     v.field("chip_relay", chip_relay,
             "a chip relaying a packet for others forwards it through a router (router: cut "
             "through, its receive buffer held until the packet has left) or stores it in its "
