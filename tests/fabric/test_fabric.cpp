@@ -241,22 +241,32 @@ TEST(Fabric, MemoryPortsChargeSourceReadAndDestinationWrite) {
   EXPECT_EQ(m1.calls, 1);
 }
 
-// Read-ahead (/rack/fabric/read_ahead_packets) with the 200 ns read, 300 ns write memory on the
-// 100 GB/s, 100 ns link. Three single-packet transfers of 1000 B (4 flits, 10.24 ns; one flit
-// 2.56 ns) leave chip 0 at once, so they share its only output.
-std::vector<double> three_transfers_sharing_an_output(int read_ahead) {
+// Chip 0 of two_chips() issues `n` transfers of 1000 B (4 flits, 10.24 ns; one flit 2.56 ns) to
+// chip 1 at the same time, so they share its only output, one packet each; their completion
+// times in the order issued.
+std::vector<double> transfers_started_together(int n, const config::FabricParams& p,
+                                               std::vector<MemoryPort*> memories = {}) {
   const auto topo = two_chips();
-  auto p = params();
-  p.read_ahead_packets = read_ahead;
-  FixedMemory m0(200, 300), m1(200, 300);
-  Fabric f("fabric", topo, resolve::plan_fabric(p, topo), {&m0, &m1});
-  std::vector<TransferHandle> h(3);
+  Fabric f("fabric", topo, resolve::plan_fabric(p, topo), std::move(memories));
+  std::vector<TransferHandle> h(static_cast<std::size_t>(n));
   sc_core::sc_spawn([&] {
-    for (std::uint64_t k = 0; k < 3; ++k) h[k] = f.start({ChipId{0}, ChipId{1}, 1000, k, 0, 0});
+    for (std::uint64_t k = 0; k < h.size(); ++k) {
+      h[k] = f.start({ChipId{0}, ChipId{1}, 1000, k, 0, 0});
+    }
   });
   sc_core::sc_start();
   std::vector<double> done;
   for (const auto& x : h) done.push_back(ns(x.record().completed));
+  return done;
+}
+
+// Read-ahead (/rack/fabric/read_ahead_packets) with the 200 ns read, 300 ns write memory on the
+// 100 GB/s, 100 ns link: three such transfers, their completion times in order.
+std::vector<double> three_transfers_sharing_an_output(int read_ahead) {
+  auto p = params();
+  p.read_ahead_packets = read_ahead;
+  FixedMemory m0(200, 300), m1(200, 300);
+  auto done = transfers_started_together(3, p, {&m0, &m1});
   std::sort(done.begin(), done.end());
   EXPECT_EQ(m0.calls, 3);
   EXPECT_EQ(m1.calls, 3);
@@ -285,22 +295,12 @@ TEST(Fabric, WithoutReadAheadTheOutputWaitsForEachRead) {
   EXPECT_NEAR(done[2], 1107.68 + 900, 1e-6);
 }
 
-// /rack/fabric/send_order: chip 0 issues five transfers of 1000 B (4 flits, 10.24 ns) to chip 1
-// at the same time, no memories; they share its one output, one packet each, back to back. The
+// /rack/fabric/send_order: five such transfers, no memories, back to back on the output. The
 // k-th to leave (k = 1..5) completes at 500 + k x 10.24 + 100 + 500.
 std::vector<double> five_transfers_started_together(config::FabricSendOrder order) {
-  const auto topo = two_chips();
   auto p = params();
   p.send_order = order;
-  Fabric f("fabric", topo, resolve::plan_fabric(p, topo));
-  std::vector<TransferHandle> h(5);
-  sc_core::sc_spawn([&] {
-    for (std::uint64_t k = 0; k < 5; ++k) h[k] = f.start({ChipId{0}, ChipId{1}, 1000, k, 0, 0});
-  });
-  sc_core::sc_start();
-  std::vector<double> done;
-  for (const auto& x : h) done.push_back(ns(x.record().completed));
-  return done;
+  return transfers_started_together(5, p);
 }
 
 // issued: they leave in the order issued.
