@@ -83,7 +83,8 @@ class TimedQueue {
     sc_core::sc_spawn([this] { serve(); }, name.c_str(), &o);
   }
   // `in_order`: served, among the items due at `t`, in insertion order with the other such
-  // items, whatever the salt (and, with a salt, before the salted ones).
+  // items, whatever the salt. (Their keys are the insertion counts, the salted items' 64-bit
+  // hashes of them, so with a salt they almost surely come before the salted items due then.)
   void push(const sc_core::sc_time& t, Item item, bool in_order = false) {
     if (t < now()) throw InternalError("TimedQueue: an item scheduled in the past");
     const bool earliest = heap_.empty() || t < heap_.top().t;

@@ -113,7 +113,8 @@ class Router : public Block, public LinkEndpoint {
   virtual void on_timer(int kind, std::uint64_t arg);
 
   static constexpr int kFirstUserTimer = 1;
-  // `in_order`: before, and in the order scheduled among, the timers due at `t` that are not.
+  // `in_order`: served in the order scheduled among the other such timers due at `t`, whatever
+  // the salt (TimedQueue::push).
   void schedule(const sc_core::sc_time& t, int kind, std::uint64_t arg, bool in_order = false);
   // Tries to start a packet on output `out` now.
   void kick(int out);
